@@ -1,0 +1,25 @@
+import { ConfigError } from '@statusq/core';
+import { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
+
+export { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
+export { sqliteDialect } from './sqlite-dialect.js';
+export { toStoreError } from './sqlite-errors.js';
+
+/** The URL schemes this adapter serves. */
+export const schemes = ['sqlite'];
+
+/**
+ * Parses `sqlite:PATH` (relative or absolute), `sqlite:///abs/path`, or `sqlite::memory:`.
+ */
+export function filenameFromUrl(url: string): string {
+  if (typeof url !== 'string' || !url.startsWith('sqlite:')) throw new ConfigError(`not a SQLite URL: ${JSON.stringify(url)} (use sqlite:PATH)`);
+  let path = url.slice('sqlite:'.length);
+  if (path.startsWith('//')) path = path.slice(2);
+  if (path.length === 0) throw new ConfigError(`SQLite URL ${JSON.stringify(url)} has no file path (use sqlite:PATH)`);
+  return path;
+}
+
+/** Opens a store from a `sqlite:` URL. */
+export async function connect(url: string, options: Omit<SqliteStoreOptions, 'filename'> = {}): Promise<SqliteStore> {
+  return new SqliteStore({ ...options, filename: filenameFromUrl(url) });
+}

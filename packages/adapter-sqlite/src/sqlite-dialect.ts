@@ -1,0 +1,30 @@
+import type { OrderTimeEncoding, SqlDialect } from '@statusq/core';
+
+/**
+ * statusq's own time columns on SQLite hold integer epoch milliseconds: they sort and compare as numbers,
+ * need no parsing, and `julianday('now')` carries millisecond precision.
+ */
+const NOW_MS = `CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)`;
+
+export const sqliteDialect: SqlDialect = {
+  name: 'sqlite',
+  quoteIdentifier: (name) =>
+    name
+      .split('.')
+      .map((part) => `"${part}"`)
+      .join('.'),
+  placeholder: () => '?',
+  now: NOW_MS,
+  nowPlusMs: (ms) => `(${NOW_MS} + ${ms})`,
+  orderCutoff(ms: string, encoding: OrderTimeEncoding): string {
+    // An application's date column is either a number (epoch ms) or SQLite's own text format
+    // 'YYYY-MM-DD HH:MM:SS[.SSS]', which sorts as text; the cutoff is built in the same form.
+    if (encoding === 'text') return `strftime('%Y-%m-%d %H:%M:%f', 'now', (${ms} / 1000.0) || ' seconds')`;
+    return `(${NOW_MS} + ${ms})`;
+  },
+};
+
+/** Numeric declared types (SQLite's INTEGER, REAL and NUMERIC affinities) hold epoch ms; the rest text. */
+export function sqliteOrderTimeEncoding(declaredType: string): OrderTimeEncoding {
+  return /INT|REAL|FLOA|DOUB|NUM|DEC/i.test(declaredType) && !/DATE|TIME/i.test(declaredType) ? 'epochMs' : 'text';
+}

@@ -1,0 +1,160 @@
+import Database from 'better-sqlite3';
+import {
+  ConfigError,
+  DEFAULT_CAPABILITIES,
+  Params,
+  StoreError,
+  TransitionSql,
+  keyOf,
+  orderLike,
+  type ClaimRequest,
+  type ClaimResult,
+  type ColumnInfo,
+  type ExecResult,
+  type ResolvedTable,
+  type Row,
+  type Statement,
+  type Store,
+  type StoreCapabilities,
+} from '@statusq/core';
+import { sqliteClaimStatement } from './sqlite-claim-sql.js';
+import { sqliteDialect, sqliteOrderTimeEncoding } from './sqlite-dialect.js';
+import { toStoreError } from './sqlite-errors.js';
+
+export interface SqliteStoreOptions {
+  /** Path of the database file, or `:memory:`. */
+  filename: string;
+  /** Fail instead of creating the file when it does not exist. Default false. */
+  fileMustExist?: boolean;
+  /**
+   * How long a write waits for another process's write lock before SQLITE_BUSY (mapped to a Busy
+   * StoreError that the worker retries). Default 5000 ms.
+   */
+  busyTimeoutMs?: number;
+}
+
+/** Prepared statements kept per connection; claims and settles reuse a handful of SQL texts. */
+const STATEMENT_CACHE_SIZE = 256;
+
+/**
+ * A Store on one better-sqlite3 connection. Every transaction runs synchronously from BEGIN IMMEDIATE to
+ * COMMIT inside one call, so connections in the same process never interleave and never wait on each
+ * other; connections in other processes wait up to the busy timeout. WAL lets readers run beside the
+ * single writer.
+ */
+export class SqliteStore implements Store {
+  readonly dialect = sqliteDialect;
+  readonly capabilities: StoreCapabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true };
+  private readonly db: Database.Database;
+  private readonly cache = new Map<string, Database.Statement>();
+
+  constructor(options: SqliteStoreOptions) {
+    if (!options || typeof options.filename !== 'string' || options.filename.length === 0) {
+      throw new ConfigError('SQLite store needs a filename');
+    }
+    const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new ConfigError('busyTimeoutMs must be a non-negative integer');
+    try {
+      this.db = new Database(options.filename, { fileMustExist: options.fileMustExist ?? false, timeout: busyTimeoutMs });
+      if (options.filename !== ':memory:') this.db.pragma('journal_mode = WAL');
+      // NORMAL is durable in WAL mode against application crashes; only a power loss can drop the last commits.
+      this.db.pragma('synchronous = NORMAL');
+      this.db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+    } catch (error) {
+      if (/SQLITE_CANTOPEN|does not exist/i.test(String((error as { code?: string }).code ?? '') + String(error))) {
+        throw new ConfigError(`cannot open SQLite database ${JSON.stringify(options.filename)}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      }
+      throw toStoreError(error);
+    }
+  }
+
+  async execute(statement: Statement): Promise<ExecResult> {
+    return this.guard(() => this.run(statement));
+  }
+
+  async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
+    return this.guard(() => this.db.transaction(() => statements.map((s) => this.run(s))).immediate());
+  }
+
+  async describeTable(table: string): Promise<ColumnInfo[] | null> {
+    const [schema, name] = table.includes('.') ? table.split('.') : [undefined, table];
+    const pragma = schema ? `PRAGMA ${sqliteDialect.quoteIdentifier(schema)}.table_info(${sqliteDialect.quoteIdentifier(name!)})` : `PRAGMA table_info(${sqliteDialect.quoteIdentifier(name!)})`;
+    const rows = await this.guard(() => this.db.prepare(pragma).all() as Array<{ name: string; type: string }>);
+    return rows.length === 0 ? null : rows.map((r) => ({ name: r.name, type: r.type.toLowerCase() }));
+  }
+
+  orderTimeEncoding(column: ColumnInfo) {
+    return sqliteOrderTimeEncoding(column.type);
+  }
+
+  async claim(table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
+    const sql = new TransitionSql(table, this.dialect);
+    const aging = request.agingMs !== undefined && table.direction === 'newest';
+    const rows = await this.guard(() =>
+      this.db
+        .transaction(() => (aging ? this.claimWithAging(sql, request) : sortByOrder(this.run(sqliteClaimStatement(sql, request)).rows, table)))
+        .immediate(),
+    );
+    return { rows, lost: 0 };
+  }
+
+  private claimWithAging(sql: TransitionSql, request: ClaimRequest): Row[] {
+    const aged = new Params(this.dialect);
+    const agedText = sql.candidates(aged, { limit: request.limit, columns: 'id', agedMs: request.agingMs });
+    const candidates = this.run({ sql: agedText, params: aged.values }).rows;
+    if (candidates.length < request.limit) {
+      const rest = new Params(this.dialect);
+      const restText = sql.candidates(rest, { limit: request.limit, columns: 'id' });
+      const seen = new Set(candidates.map((r) => keyOf(r[sql.table.id])));
+      for (const row of this.run({ sql: restText, params: rest.values }).rows) {
+        if (candidates.length >= request.limit) break;
+        if (!seen.has(keyOf(row[sql.table.id]))) candidates.push(row);
+      }
+    }
+    if (candidates.length === 0) return [];
+    const claimed = this.run(sql.claimByIds(candidates.map((r) => r[sql.table.id] as string | number), request.token, true)).rows;
+    return orderLike(candidates, claimed, sql.table);
+  }
+
+  async close(): Promise<void> {
+    this.cache.clear();
+    if (this.db.open) this.db.close();
+  }
+
+  /** Runs one statement synchronously; RETURNING statements report their rows as affected. */
+  private run(statement: Statement): ExecResult {
+    let prepared = this.cache.get(statement.sql);
+    if (!prepared) {
+      prepared = this.db.prepare(statement.sql);
+      if (this.cache.size >= STATEMENT_CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
+      this.cache.set(statement.sql, prepared);
+    }
+    if (prepared.reader) {
+      const rows = prepared.all(...statement.params) as Row[];
+      return { rows, affected: rows.length };
+    }
+    return { rows: [], affected: prepared.run(...statement.params).changes };
+  }
+
+  private guard<T>(operation: () => T): T {
+    if (!this.db.open) throw new StoreError('ConnectionLost', 'the SQLite store is closed', 'CLOSED');
+    try {
+      return operation();
+    } catch (error) {
+      throw toStoreError(error);
+    }
+  }
+}
+
+/** RETURNING gives rows in no promised order; hand them to the worker in queue order. */
+function sortByOrder(rows: Row[], table: ResolvedTable): Row[] {
+  const sign = table.direction === 'newest' ? -1 : 1;
+  return rows.sort((a, b) => {
+    const x = a[table.order] as number | string | null;
+    const y = b[table.order] as number | string | null;
+    if (x === y) return 0;
+    if (x === null) return 1;
+    if (y === null) return -1;
+    return x < y ? -sign : sign;
+  });
+}

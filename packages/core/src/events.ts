@@ -1,0 +1,47 @@
+import type { Job } from './handler.js';
+
+export interface WorkerEvents {
+  claimed: { jobs: Job[]; lost: number };
+  completed: { job: Job; result: unknown };
+  /** The job settled to failed (0): given up, or out of attempts. */
+  failed: { job: Job; error: string };
+  /** The attempt failed and a retry is scheduled. */
+  retried: { job: Job; error: string; delayMs: number };
+  abused: { job: Job; reason: string };
+  /** This worker no longer owns the job (lease taken over, or settled by someone else); its settle changed nothing. */
+  'claim-lost': { job: Job; during: 'settle' | 'heartbeat' };
+  /** A database or internal error the worker survived (it retries or leaves the row to the lease reaper). */
+  error: { error: unknown; during: string };
+  reaped: { count: number };
+  stopped: { reason: 'stop' | 'empty' };
+}
+
+export type WorkerEventName = keyof WorkerEvents;
+type Listener<K extends WorkerEventName> = (event: WorkerEvents[K]) => void;
+
+/**
+ * A typed emitter. Unlike node's EventEmitter, an `error` event with no listener does not throw, and a
+ * listener that throws cannot break the worker loop.
+ */
+export class TypedEmitter {
+  private readonly listeners = new Map<WorkerEventName, Set<Listener<never>>>();
+
+  on<K extends WorkerEventName>(name: K, listener: Listener<K>): () => void {
+    let set = this.listeners.get(name);
+    if (!set) this.listeners.set(name, (set = new Set()));
+    set.add(listener as Listener<never>);
+    return () => set.delete(listener as Listener<never>);
+  }
+
+  protected emit<K extends WorkerEventName>(name: K, event: WorkerEvents[K]): void {
+    const set = this.listeners.get(name);
+    if (!set) return;
+    for (const listener of set) {
+      try {
+        (listener as Listener<K>)(event);
+      } catch {
+        // A broken listener must not stop the queue.
+      }
+    }
+  }
+}

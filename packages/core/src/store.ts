@@ -1,0 +1,130 @@
+import type { ColumnInfo, OrderTimeEncoding, ResolvedTable } from './table.js';
+
+/** Values statusq binds as SQL parameters. Every driver binds these natively. */
+export type SqlValue = string | number | bigint | null;
+export type Row = Record<string, unknown>;
+export type JobId = string | number | bigint;
+
+export interface Statement {
+  sql: string;
+  params: SqlValue[];
+}
+
+export interface ExecResult {
+  /** Rows of a SELECT or of a RETURNING clause; empty otherwise. */
+  rows: Row[];
+  /** Rows changed by INSERT/UPDATE/DELETE. The claim and every settle are decided by this number. */
+  affected: number;
+}
+
+/**
+ * How a dialect spells the few things that differ between SQL servers. Core builds every guarded
+ * transition from these, so the status machine's SQL is written once.
+ */
+export interface SqlDialect {
+  /** `sqlite`, `postgres` or `mysql`; used in messages and to pick the knex client for schema helpers. */
+  readonly name: string;
+  /** Quotes a name that `validateIdentifier` already accepted (a table may be `schema.table`). */
+  quoteIdentifier(name: string): string;
+  /** The placeholder for the 1-based parameter `index` (`?` or `$1`). */
+  placeholder(index: number): string;
+  /** The database's current time, in the representation statusq uses for its own time columns. */
+  readonly now: string;
+  /** The current time shifted by a parameter holding a (possibly negative) number of milliseconds. */
+  nowPlusMs(msParameter: string): string;
+  /**
+   * A value comparable with the order column that lies `msParameter` milliseconds in the past. Used only
+   * by aging, and only for the order column's encoding as `orderTimeEncoding` judged it.
+   */
+  orderCutoff(msParameter: string, encoding: OrderTimeEncoding): string;
+}
+
+/**
+ * What an adapter can do beyond the portable baseline. Core reads these flags instead of asking which
+ * dialect it talks to. Every flag defaults to false (see DEFAULT_CAPABILITIES): an adapter that declares
+ * nothing still works through the portable conditional-update claim and polling.
+ */
+export interface StoreCapabilities {
+  /** `claim` takes up to `limit` rows in one call and one round trip. Default false. */
+  batchClaim: boolean;
+  /** The native claim skips rows other claimers hold (FOR UPDATE SKIP LOCKED, or a write lock), so it loses no claims. Default false. */
+  skipLocked: boolean;
+  /** UPDATE ... RETURNING is available, so a claim can return the rows it changed. Default false. */
+  returning: boolean;
+  /** `waitForWork` is woken by the database when rows arrive (LISTEN/NOTIFY). Default false: polling only. */
+  listenNotify: boolean;
+}
+
+export const DEFAULT_CAPABILITIES: Readonly<StoreCapabilities> = Object.freeze({
+  batchClaim: false,
+  skipLocked: false,
+  returning: false,
+  listenNotify: false,
+});
+
+/**
+ * `native`: the adapter's fastest safe claim (one statement or one transaction per batch).
+ * `conditional-update`: the seed's portable protocol: SELECT candidates, then one
+ * `UPDATE ... WHERE id = ? AND status IS NULL` per candidate, owned only when it changed one row.
+ */
+export type ClaimStrategy = 'native' | 'conditional-update';
+
+export interface ClaimRequest {
+  /** At most this many rows. */
+  limit: number;
+  /** Written to the worker-id column when the table has one; every settle of these rows must present it. */
+  token: string | null;
+  /** Aging: rows whose order value is older than this many milliseconds are claimed first, oldest first. */
+  agingMs?: number | undefined;
+}
+
+export interface ClaimResult {
+  /** The rows this call owns, in status processing, as they are after the claim. */
+  rows: Row[];
+  /** Candidates another claimer took first (always 0 for a skip-locked claim). */
+  lost: number;
+}
+
+/**
+ * The contract every adapter implements. An adapter owns a connection (or pool) and knows its dialect; it
+ * implements candidate selection and the atomic claim, and executes the statements core builds for
+ * everything else. Methods reject with StoreError (kind Busy, WriteConflict, ConnectionLost,
+ * UniqueViolation or Unknown) for database failures; an adapter that lost its connection reconnects on the
+ * next call.
+ */
+export interface Store {
+  readonly dialect: SqlDialect;
+  readonly capabilities: StoreCapabilities;
+
+  /** Runs one statement in its own transaction (autocommit). */
+  execute(statement: Statement): Promise<ExecResult>;
+
+  /**
+   * Runs the statements in order in one transaction and commits once; results in the same order. Used to
+   * settle many jobs with one commit. If any statement fails the whole batch is rolled back and rejected.
+   */
+  executeBatch(statements: readonly Statement[]): Promise<ExecResult[]>;
+
+  /** The table's columns, or null when the table does not exist. */
+  describeTable(table: string): Promise<ColumnInfo[] | null>;
+
+  /** How the order column holds time, judged from its declared type; see OrderTimeEncoding. */
+  orderTimeEncoding(column: ColumnInfo): OrderTimeEncoding;
+
+  /**
+   * The adapter's native atomic claim of up to `request.limit` due pending rows in the table's order.
+   * Must move each returned row NULL -> processing exactly once across all concurrent callers, set
+   * `claimed_at`/`worker_id` when those columns exist, and return the rows as they are after the claim.
+   * Adapters without a faster claim return `claimConditionalUpdate(this, table, request)`.
+   */
+  claim(table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult>;
+
+  /**
+   * Resolves when new work may have arrived or after `timeoutMs`, whichever is first, or at once when the
+   * signal aborts. Only stores with `listenNotify` implement it; others are polled.
+   */
+  waitForWork?(timeoutMs: number, signal: AbortSignal): Promise<void>;
+
+  /** Closes the connection; further calls reject. */
+  close(): Promise<void>;
+}

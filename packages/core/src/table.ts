@@ -1,0 +1,164 @@
+import { ConfigError, SchemaError } from './errors.js';
+import { validateIdentifier, validateTableName } from './identifiers.js';
+import { resolveStatusCodes, type StatusCodes } from './status.js';
+
+/** The optional columns. Each one present switches a feature on; with none, the queue is the seed's. */
+export const OPTIONAL_COLUMNS = [
+  'claimedAt',
+  'workerId',
+  'attemptCount',
+  'nextAttemptAt',
+  'lastError',
+  'payload',
+  'result',
+  'finishedAt',
+] as const;
+export type OptionalColumn = (typeof OPTIONAL_COLUMNS)[number];
+
+/** Default names of the optional columns, as `migrate` and `init` create them. */
+export const DEFAULT_OPTIONAL_COLUMN_NAMES: Readonly<Record<OptionalColumn, string>> = {
+  claimedAt: 'claimed_at',
+  workerId: 'worker_id',
+  attemptCount: 'attempt_count',
+  nextAttemptAt: 'next_attempt_at',
+  lastError: 'last_error',
+  payload: 'payload',
+  result: 'result',
+  finishedAt: 'finished_at',
+};
+
+export type Order = 'newest' | 'oldest';
+
+/** How a table is described in configuration. Only `table` is required. */
+export interface TableConfig {
+  table: string;
+  /** Primary key column. Default `id`. */
+  idColumn?: string;
+  /** The status column. Default `status`. */
+  statusColumn?: string;
+  /** The column the queue is ordered by. Default `date`. */
+  orderColumn?: string;
+  /** `newest` (default, the seed's `ORDER BY date DESC`) or `oldest` first. */
+  order?: Order;
+  /** Codes for the non-pending states; defaults are the seed's (9, 1, 2, 0). */
+  statusCodes?: Partial<StatusCodes>;
+  /**
+   * Names of optional columns, when they differ from the defaults (`claimed_at`, ...). A name set to
+   * `false` turns that column off even if it exists. Columns not named are looked up by default name.
+   */
+  columns?: Partial<Record<OptionalColumn, string | false>>;
+}
+
+/** How the order column holds time, which matters only for the aging cutoff. */
+export type OrderTimeEncoding = 'native' | 'epochMs' | 'text';
+
+/** A table checked against the database: every name validated, every optional column known present or absent. */
+export interface ResolvedTable {
+  readonly table: string;
+  readonly id: string;
+  readonly status: string;
+  readonly order: string;
+  readonly direction: Order;
+  readonly codes: StatusCodes;
+  readonly columns: Readonly<Partial<Record<OptionalColumn, string>>>;
+  readonly orderTime: OrderTimeEncoding;
+  readonly features: QueueFeatures;
+}
+
+/**
+ * Features follow from the columns present:
+ * - leases: `claimed_at` -> heartbeats while a job runs and a reaper for expired claims.
+ * - fencing: `worker_id` -> every claim writes a fresh token and every settle requires it, so a worker
+ *   whose lease was taken over changes nothing.
+ * - retries: `attempt_count` -> a failed attempt may be retried (up to maxAttempts).
+ * - backoff: `next_attempt_at` -> retries wait an exponentially growing, jittered delay.
+ * - errorHistory: `last_error` -> the latest failure reason is kept on the row.
+ */
+export interface QueueFeatures {
+  leases: boolean;
+  fencing: boolean;
+  retries: boolean;
+  backoff: boolean;
+  errorHistory: boolean;
+}
+
+/** A column as the database reports it. `type` is the declared type, lower-cased. */
+export interface ColumnInfo {
+  name: string;
+  type: string;
+}
+
+/** Validates names without touching the database; fails fast on bad config. */
+export function validateTableConfig(config: TableConfig): void {
+  if (config === null || typeof config !== 'object') throw new ConfigError('table config must be an object');
+  validateTableName(config.table);
+  validateIdentifier(config.idColumn ?? 'id', 'id column');
+  validateIdentifier(config.statusColumn ?? 'status', 'status column');
+  validateIdentifier(config.orderColumn ?? 'date', 'order column');
+  if (config.order !== undefined && config.order !== 'newest' && config.order !== 'oldest') {
+    throw new ConfigError(`order must be "newest" or "oldest", got ${JSON.stringify(config.order)}`);
+  }
+  for (const [key, name] of Object.entries(config.columns ?? {})) {
+    if (!(OPTIONAL_COLUMNS as readonly string[]).includes(key)) {
+      throw new ConfigError(`unknown optional column ${JSON.stringify(key)}; known: ${OPTIONAL_COLUMNS.join(', ')}`);
+    }
+    if (name !== false) validateIdentifier(name, `${key} column`);
+  }
+  resolveStatusCodes(config.statusCodes);
+}
+
+/**
+ * Checks the configuration against the table's real columns (from `Store.describeTable`) and decides which
+ * features are on. A missing table or a missing required column is a SchemaError here, at start-up, rather
+ * than an SQL error in the middle of a run.
+ */
+export function resolveTable(
+  config: TableConfig,
+  columns: readonly ColumnInfo[] | null,
+  orderTimeOf: (column: ColumnInfo) => OrderTimeEncoding,
+): ResolvedTable {
+  validateTableConfig(config);
+  if (columns === null) throw new SchemaError(`table ${JSON.stringify(config.table)} does not exist`);
+  const byName = new Map(columns.map((c) => [c.name.toLowerCase(), c]));
+  const require = (name: string, role: string): ColumnInfo => {
+    const column = byName.get(name.toLowerCase());
+    if (!column) {
+      throw new SchemaError(
+        `table ${JSON.stringify(config.table)} has no ${role} column ${JSON.stringify(name)} (columns: ${columns.map((c) => c.name).join(', ')})`,
+      );
+    }
+    return column;
+  };
+  const id = require(config.idColumn ?? 'id', 'id').name;
+  const status = require(config.statusColumn ?? 'status', 'status').name;
+  const orderColumn = require(config.orderColumn ?? 'date', 'order');
+
+  const optional: Partial<Record<OptionalColumn, string>> = {};
+  for (const key of OPTIONAL_COLUMNS) {
+    const configured = config.columns?.[key];
+    if (configured === false) continue;
+    if (configured !== undefined) {
+      optional[key] = require(configured, key).name;
+    } else {
+      const found = byName.get(DEFAULT_OPTIONAL_COLUMN_NAMES[key]);
+      if (found) optional[key] = found.name;
+    }
+  }
+  return {
+    table: config.table,
+    id,
+    status,
+    order: orderColumn.name,
+    direction: config.order ?? 'newest',
+    codes: resolveStatusCodes(config.statusCodes),
+    columns: optional,
+    orderTime: orderTimeOf(orderColumn),
+    features: {
+      leases: optional.claimedAt !== undefined,
+      fencing: optional.workerId !== undefined,
+      retries: optional.attemptCount !== undefined,
+      backoff: optional.nextAttemptAt !== undefined,
+      errorHistory: optional.lastError !== undefined,
+    },
+  };
+}

@@ -1,0 +1,262 @@
+/**
+ * Every statement that changes a job's status, built once for all dialects. Each UPDATE is guarded by the
+ * status it expects (and by the claim token when the table has a worker-id column): the affected-row count
+ * says whether the transition happened, so a second worker, a late settle or a reaped lease changes nothing.
+ * The legal moves are in status.ts; each builder here names the cause it implements.
+ */
+import { sourcesOf, statusCode, type TransitionCause } from './status.js';
+import type { JobId, SqlDialect, SqlValue, Statement } from './store.js';
+import type { ResolvedTable } from './table.js';
+
+/** Collects parameters and hands out the dialect's placeholders in order. */
+export class Params {
+  readonly values: SqlValue[] = [];
+  constructor(private readonly dialect: SqlDialect) {}
+  add(value: SqlValue): string {
+    this.values.push(value);
+    return this.dialect.placeholder(this.values.length);
+  }
+  list(values: readonly SqlValue[]): string {
+    return values.map((v) => this.add(v)).join(', ');
+  }
+}
+
+/** Quoted names of a resolved table, built once per queue. */
+export interface QuotedTable {
+  readonly table: string;
+  readonly id: string;
+  readonly status: string;
+  readonly order: string;
+  readonly claimedAt?: string;
+  readonly workerId?: string;
+  readonly attemptCount?: string;
+  readonly nextAttemptAt?: string;
+  readonly lastError?: string;
+  readonly payload?: string;
+  readonly result?: string;
+  readonly finishedAt?: string;
+}
+
+export function quoteTable(t: ResolvedTable, d: SqlDialect): QuotedTable {
+  const q: Record<string, string> = {
+    table: d.quoteIdentifier(t.table),
+    id: d.quoteIdentifier(t.id),
+    status: d.quoteIdentifier(t.status),
+    order: d.quoteIdentifier(t.order),
+  };
+  for (const [key, name] of Object.entries(t.columns)) if (name) q[key] = d.quoteIdentifier(name);
+  return q as unknown as QuotedTable;
+}
+
+/** Longest `last_error` kept; a stack trace or a huge message must not bloat the row. */
+export const MAX_ERROR_LENGTH = 2000;
+
+export function truncateError(message: string): string {
+  return message.length > MAX_ERROR_LENGTH ? `${message.slice(0, MAX_ERROR_LENGTH - 1)}…` : message;
+}
+
+export class TransitionSql {
+  readonly q: QuotedTable;
+  constructor(
+    readonly table: ResolvedTable,
+    readonly dialect: SqlDialect,
+  ) {
+    this.q = quoteTable(table, dialect);
+  }
+
+  /** `status = <code>` or `status IS NULL` for the states `cause` may start from. */
+  private guard(cause: TransitionCause, to?: Parameters<typeof sourcesOf>[1]): string {
+    const conditions = sourcesOf(cause, to).map((name) => {
+      const code = statusCode(name, this.table.codes);
+      return code === null ? `${this.q.status} IS NULL` : `${this.q.status} = ${code}`;
+    });
+    return conditions.length === 1 ? conditions[0]! : `(${conditions.join(' OR ')})`;
+  }
+
+  private tokenGuard(p: Params, token: string | null): string {
+    return this.q.workerId && token !== null ? ` AND ${this.q.workerId} = ${p.add(token)}` : '';
+  }
+
+  private attemptsPlusOne(): string {
+    return `COALESCE(${this.q.attemptCount}, 0) + 1`;
+  }
+
+  /** Pending and due: NULL status, and no retry scheduled for later. */
+  dueCondition(): string {
+    const pending = `${this.q.status} IS NULL`;
+    if (!this.q.nextAttemptAt) return pending;
+    return `${pending} AND (${this.q.nextAttemptAt} IS NULL OR ${this.q.nextAttemptAt} <= ${this.dialect.now})`;
+  }
+
+  /**
+   * Candidate selection: the due rows in queue order. With `agedMs`, only rows older than that, oldest
+   * first (aging takes these before the configured order). Both shapes are served by the pending index.
+   */
+  candidates(p: Params, options: { limit: number; columns: 'id' | '*'; agedMs?: number | undefined }): string {
+    const what = options.columns === 'id' ? this.q.id : '*';
+    let where = this.dueCondition();
+    let direction = this.table.direction === 'newest' ? 'DESC' : 'ASC';
+    if (options.agedMs !== undefined) {
+      where += ` AND ${this.q.order} <= ${this.dialect.orderCutoff(p.add(-options.agedMs), this.table.orderTime)}`;
+      direction = 'ASC';
+    }
+    return `SELECT ${what} FROM ${this.q.table} WHERE ${where} ORDER BY ${this.q.order} ${direction} LIMIT ${p.add(options.limit)}`;
+  }
+
+  /** The SET list of a claim: processing, and the lease start and token when those columns exist. */
+  claimAssignments(p: Params, token: string | null): string {
+    const sets = [`${this.q.status} = ${this.table.codes.processing}`];
+    if (this.q.claimedAt) sets.push(`${this.q.claimedAt} = ${this.dialect.now}`);
+    if (this.q.workerId) sets.push(`${this.q.workerId} = ${p.add(token)}`);
+    return sets.join(', ');
+  }
+
+  /** claim (NULL -> processing) of the given ids, guarded so only still-pending, due rows change. */
+  claimByIds(ids: readonly JobId[], token: string | null, returning: boolean): Statement {
+    const p = new Params(this.dialect);
+    const set = this.claimAssignments(p, token);
+    const sql =
+      `UPDATE ${this.q.table} SET ${set} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])}) AND ${this.dueCondition()}` +
+      (returning ? ' RETURNING *' : '');
+    return { sql, params: p.values };
+  }
+
+  selectByIds(ids: readonly JobId[]): Statement {
+    const p = new Params(this.dialect);
+    return { sql: `SELECT * FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])})`, params: p.values };
+  }
+
+  /** complete (processing -> done), storing the result when the table has a result column. */
+  complete(id: JobId, token: string | null, result: string | null): Statement {
+    const p = new Params(this.dialect);
+    const sets = [`${this.q.status} = ${this.table.codes.done}`];
+    if (this.q.result) sets.push(`${this.q.result} = ${p.add(result)}`);
+    if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
+    return this.guardedUpdate(p, sets, id, token, 'complete');
+  }
+
+  /** giveUp (processing -> failed): the attempt counts, the reason is kept. */
+  giveUp(id: JobId, token: string | null, reason: string): Statement {
+    const p = new Params(this.dialect);
+    const sets = [`${this.q.status} = ${this.table.codes.failed}`];
+    if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
+    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
+    if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
+    return this.guardedUpdate(p, sets, id, token, 'giveUp');
+  }
+
+  /** abuse from processing (after a claim) or, with `token` undefined and `fromPending`, from pending. */
+  abuse(id: JobId, token: string | null, reason: string, from: 'processing' | 'pending' = 'processing'): Statement {
+    const p = new Params(this.dialect);
+    const sets = [`${this.q.status} = ${this.table.codes.abuse}`];
+    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
+    if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
+    const guard =
+      from === 'pending'
+        ? `${this.q.status} IS NULL`
+        : `${this.q.status} = ${this.table.codes.processing}${this.tokenGuard(p, token)}`;
+    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${this.q.id} = ${p.add(id as SqlValue)} AND ${guard}`, params: p.values };
+  }
+
+  /**
+   * retry (processing -> pending) as a scheduled retry: attempt_count + 1, next_attempt_at = now + delay,
+   * last_error kept. Never the seed's bare "set back to NULL".
+   */
+  retry(id: JobId, token: string | null, reason: string, delayMs: number): Statement {
+    const p = new Params(this.dialect);
+    const sets = [`${this.q.status} = NULL`, `${this.q.attemptCount} = ${this.attemptsPlusOne()}`];
+    if (this.q.nextAttemptAt) sets.push(`${this.q.nextAttemptAt} = ${this.dialect.nowPlusMs(p.add(Math.round(delayMs)))}`);
+    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
+    return this.guardedUpdate(p, sets, id, token, 'retry');
+  }
+
+  /** release (processing -> pending) by a draining worker: the attempt does not count. */
+  release(id: JobId, token: string | null): Statement {
+    const p = new Params(this.dialect);
+    return this.guardedUpdate(p, [`${this.q.status} = NULL`], id, token, 'release');
+  }
+
+  /** Extends the lease of a claim this token still holds. */
+  heartbeat(id: JobId, token: string | null): Statement {
+    const p = new Params(this.dialect);
+    const idParam = p.add(id as SqlValue);
+    const sql = `UPDATE ${this.q.table} SET ${this.q.claimedAt} = ${this.dialect.now} WHERE ${this.q.id} = ${idParam} AND ${this.q.status} = ${this.table.codes.processing}${this.tokenGuard(p, token)}`;
+    return { sql, params: p.values };
+  }
+
+  private guardedUpdate(p: Params, sets: string[], id: JobId, token: string | null, cause: TransitionCause): Statement {
+    const setSql = sets.join(', ');
+    const idParam = p.add(id as SqlValue);
+    const sql = `UPDATE ${this.q.table} SET ${setSql} WHERE ${this.q.id} = ${idParam} AND ${this.guard(cause)}${this.tokenGuard(p, token)}`;
+    return { sql, params: p.values };
+  }
+
+  /**
+   * leaseExpired: claims whose lease ran out go back to pending, or to failed once they have used their
+   * attempts (a job that kills its worker every time must not loop forever). A processing row with no
+   * claim time was claimed before leases existed on this table and counts as expired.
+   */
+  reapExpired(leaseMs: number, maxAttempts: number): Statement[] {
+    if (!this.q.claimedAt) return [];
+    const expired = (p: Params) =>
+      `${this.guard('leaseExpired')} AND (${this.q.claimedAt} IS NULL OR ${this.q.claimedAt} < ${this.dialect.nowPlusMs(p.add(-leaseMs))})`;
+    const reason = `lease expired after ${leaseMs} ms (worker stopped or stalled)`;
+    if (!this.q.attemptCount) {
+      const p = new Params(this.dialect);
+      const where = expired(p);
+      return [{ sql: `UPDATE ${this.q.table} SET ${this.q.status} = NULL${this.lastErrorSet(p, reason)} WHERE ${where}`, params: p.values }];
+    }
+    const toPending = new Params(this.dialect);
+    const pendingWhere = expired(toPending);
+    const pendingSql = `UPDATE ${this.q.table} SET ${this.q.status} = NULL, ${this.q.attemptCount} = ${this.attemptsPlusOne()}${this.lastErrorSet(toPending, reason)} WHERE ${pendingWhere} AND ${this.attemptsPlusOne()} < ${toPending.add(maxAttempts)}`;
+    const toFailed = new Params(this.dialect);
+    const failedWhere = expired(toFailed);
+    const finished = this.q.finishedAt ? `, ${this.q.finishedAt} = ${this.dialect.now}` : '';
+    const failedSql = `UPDATE ${this.q.table} SET ${this.q.status} = ${this.table.codes.failed}, ${this.q.attemptCount} = ${this.attemptsPlusOne()}${this.lastErrorSet(toFailed, reason)}${finished} WHERE ${failedWhere} AND ${this.attemptsPlusOne()} >= ${toFailed.add(maxAttempts)}`;
+    return [
+      { sql: failedSql, params: toFailed.values },
+      { sql: pendingSql, params: toPending.values },
+    ];
+  }
+
+  private lastErrorSet(p: Params, reason: string): string {
+    return this.q.lastError ? `, ${this.q.lastError} = ${p.add(truncateError(reason))}` : '';
+  }
+
+  /** requeue (failed or abuse -> pending) by an operator; attempts start over. */
+  requeue(from: 'failed' | 'abuse', ids: readonly JobId[] | undefined): Statement {
+    const p = new Params(this.dialect);
+    const sets = [`${this.q.status} = NULL`];
+    if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = 0`);
+    if (this.q.nextAttemptAt) sets.push(`${this.q.nextAttemptAt} = NULL`);
+    let where = `${this.q.status} = ${this.table.codes[from]}`;
+    if (ids) where += ` AND ${this.q.id} IN (${p.list(ids as SqlValue[])})`;
+    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
+  }
+
+  /** Returns rows stuck in processing to pending: the operator's way out for status-only tables after a crash. */
+  requeueProcessing(ids: readonly JobId[] | undefined): Statement {
+    const p = new Params(this.dialect);
+    let where = `${this.q.status} = ${this.table.codes.processing}`;
+    if (ids) where += ` AND ${this.q.id} IN (${p.list(ids as SqlValue[])})`;
+    return { sql: `UPDATE ${this.q.table} SET ${this.q.status} = NULL WHERE ${where}`, params: p.values };
+  }
+
+  countByStatus(): Statement {
+    return { sql: `SELECT ${this.q.status} AS status, COUNT(*) AS n FROM ${this.q.table} GROUP BY ${this.q.status}`, params: [] };
+  }
+
+  /** Whether any row is pending (due or scheduled) or, optionally, processing; cheap on the pending index. */
+  anyRowWithStatus(code: number | null): Statement {
+    const where = code === null ? `${this.q.status} IS NULL` : `${this.q.status} = ${code}`;
+    return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${where} LIMIT 1`, params: [] };
+  }
+
+  insert(row: Record<string, SqlValue>): Statement {
+    const p = new Params(this.dialect);
+    const names = Object.keys(row);
+    const columns = names.map((n) => this.dialect.quoteIdentifier(n)).join(', ');
+    const values = names.map((n) => p.add(row[n]!)).join(', ');
+    return { sql: `INSERT INTO ${this.q.table} (${columns}) VALUES (${values})`, params: p.values };
+  }
+}

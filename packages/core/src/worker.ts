@@ -1,0 +1,499 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { ConfigError, HandlerResultError, describeError } from './errors.js';
+import { TypedEmitter } from './events.js';
+import { SettleDirective, type AbuseRule, type Handler, type Job, type JobContext } from './handler.js';
+import { Queue } from './queue.js';
+import { backoffDelay, sleep, withStoreRetry } from './retry.js';
+import type { ClaimStrategy, JobId, Row, Statement, Store } from './store.js';
+import type { TableConfig } from './table.js';
+
+export interface WorkerOptions {
+  store: Store;
+  table: TableConfig;
+  handler: Handler;
+  /** Business rule run on each claimed row before the handler; true settles the row to abuse (2). */
+  isAbuse?: AbuseRule | undefined;
+  /** Jobs run at once in this process. Default 4. */
+  concurrency?: number | undefined;
+  /** Rows claimed per claim call, at most the free slots. Default: the concurrency. */
+  batch?: number | undefined;
+  /** `native` (default) or the seed's portable `conditional-update`. */
+  strategy?: ClaimStrategy | undefined;
+  /** Attempts per job. Default 3 when the table has an attempt_count column, else 1 (the seed: failure is final). */
+  maxAttempts?: number | undefined;
+  /** First retry delay; it then doubles, with jitter. Default 1 s. Needs next_attempt_at to take effect. */
+  retryDelayMs?: number | undefined;
+  /** Cap on one retry delay. Default 1 h. */
+  maxRetryDelayMs?: number | undefined;
+  /** Lease length when the table has claimed_at. Default 5 min. */
+  leaseMs?: number | undefined;
+  /** Heartbeat period for running jobs. Default a third of the lease. */
+  heartbeatMs?: number | undefined;
+  /** How often this worker looks for expired leases. Default half the lease. */
+  reapIntervalMs?: number | undefined;
+  /** Idle polling starts at this delay and doubles up to pollMaxMs. Defaults 25 ms and 1 s. */
+  pollMinMs?: number | undefined;
+  pollMaxMs?: number | undefined;
+  /** Aging: rows older than this (by the order column) are claimed first, oldest first. Off by default. */
+  agingMs?: number | undefined;
+  /** Stop once no row is pending (due or scheduled), none is in flight here and, with leases, none is processing. */
+  exitWhenEmpty?: boolean | undefined;
+  /** Identifies this worker in claim tokens. Default host:pid:random. */
+  workerId?: string | undefined;
+  /** Most settles committed in one transaction. Default 200. */
+  settleBatch?: number | undefined;
+  /** Source of randomness for jitter (tests pin it). */
+  random?: (() => number) | undefined;
+}
+
+export interface WorkerCounters {
+  claimed: number;
+  lostClaims: number;
+  completed: number;
+  failed: number;
+  retried: number;
+  abused: number;
+  claimLost: number;
+  released: number;
+}
+
+interface InFlight {
+  job: Job;
+  token: string | null;
+  controller: AbortController;
+  /** Set once the claim is known lost or handed back; the job's own settle is then skipped. */
+  settled: boolean;
+}
+
+type Outcome =
+  | { kind: 'complete'; result: unknown; stored: string | null }
+  | { kind: 'abuse'; reason: string }
+  | { kind: 'giveUp'; reason: string }
+  | { kind: 'retry'; reason: string; delayMs: number };
+
+function positiveInteger(value: number | undefined, fallback: number, what: string, max = 100_000): number {
+  const n = value ?? fallback;
+  if (!Number.isSafeInteger(n) || n < 1 || n > max) throw new ConfigError(`${what} must be an integer from 1 to ${max}, got ${String(value)}`);
+  return n;
+}
+
+function nonNegative(value: number | undefined, fallback: number, what: string): number {
+  const n = value ?? fallback;
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new ConfigError(`${what} must be a non-negative number of milliseconds, got ${String(value)}`);
+  return n;
+}
+
+export function defaultWorkerId(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * Claims rows, runs the handler on each in up to `concurrency` slots, and settles every outcome with a
+ * guarded UPDATE (grouped into one commit per flush). Create with `Worker.create`, then `run()`; `stop()`
+ * drains: no more claims, running jobs finish (or, past the timeout, are handed back), then run() resolves.
+ */
+export class Worker extends TypedEmitter {
+  readonly counters: WorkerCounters = { claimed: 0, lostClaims: 0, completed: 0, failed: 0, retried: 0, abused: 0, claimLost: 0, released: 0 };
+  readonly workerId: string;
+  private readonly concurrency: number;
+  private readonly batch: number;
+  private readonly maxAttempts: number;
+  private readonly retryDelayMs: number;
+  private readonly maxRetryDelayMs: number;
+  private readonly leaseMs: number;
+  private readonly heartbeatMs: number;
+  private readonly reapIntervalMs: number;
+  private readonly pollMinMs: number;
+  private readonly pollMaxMs: number;
+  private readonly random: () => number;
+  private readonly inFlight = new Set<InFlight>();
+  private readonly settler: Settler;
+  private stopping = false;
+  private stopReason: 'stop' | 'empty' = 'stop';
+  private wakeController = new AbortController();
+  private claimSequence = 0;
+  private running: Promise<WorkerCounters> | null = null;
+  private timers: NodeJS.Timeout[] = [];
+
+  private constructor(
+    readonly queue: Queue,
+    private readonly options: WorkerOptions,
+  ) {
+    super();
+    const features = queue.table.features;
+    this.concurrency = positiveInteger(options.concurrency, 4, 'concurrency');
+    this.batch = positiveInteger(options.batch, this.concurrency, 'batch', 10_000);
+    this.maxAttempts = positiveInteger(options.maxAttempts, features.retries ? 3 : 1, 'maxAttempts', 1_000_000);
+    if (this.maxAttempts > 1 && !features.retries) {
+      throw new ConfigError(`maxAttempts ${this.maxAttempts} needs an attempt counter: table ${queue.table.table} has no attempt_count column (statusq migrate --with retries)`);
+    }
+    this.retryDelayMs = nonNegative(options.retryDelayMs, 1000, 'retryDelay');
+    this.maxRetryDelayMs = nonNegative(options.maxRetryDelayMs, 3_600_000, 'maxRetryDelay');
+    if (options.leaseMs !== undefined && !features.leases) {
+      throw new ConfigError(`a lease needs a claim time: table ${queue.table.table} has no claimed_at column (statusq migrate --with leases)`);
+    }
+    this.leaseMs = nonNegative(options.leaseMs, 300_000, 'lease');
+    if (features.leases && this.leaseMs < 10) throw new ConfigError('lease must be at least 10 ms');
+    this.heartbeatMs = nonNegative(options.heartbeatMs, Math.max(5, Math.floor(this.leaseMs / 3)), 'heartbeat');
+    this.reapIntervalMs = nonNegative(options.reapIntervalMs, Math.max(5, Math.floor(this.leaseMs / 2)), 'reapInterval');
+    this.pollMinMs = nonNegative(options.pollMinMs, 25, 'pollMin');
+    this.pollMaxMs = Math.max(this.pollMinMs, nonNegative(options.pollMaxMs, 1000, 'pollMax'));
+    if (options.agingMs !== undefined) nonNegative(options.agingMs, 0, 'aging');
+    if (options.strategy !== undefined && options.strategy !== 'native' && options.strategy !== 'conditional-update') {
+      throw new ConfigError(`strategy must be "native" or "conditional-update", got ${JSON.stringify(options.strategy)}`);
+    }
+    if (typeof options.handler !== 'function') throw new ConfigError('handler must be a function');
+    this.random = options.random ?? Math.random;
+    this.workerId = options.workerId ?? defaultWorkerId();
+    this.settler = new Settler(queue, positiveInteger(options.settleBatch, 200, 'settleBatch'), (error) => this.emit('error', { error, during: 'settle' }));
+  }
+
+  /** Validates options and the table (missing table or column: SchemaError) before any row is touched. */
+  static async create(options: WorkerOptions): Promise<Worker> {
+    if (!options || typeof options !== 'object') throw new ConfigError('worker options must be an object');
+    if (!options.store) throw new ConfigError('worker needs a store');
+    const queue = await Queue.open(options.store, options.table);
+    return new Worker(queue, options);
+  }
+
+  /** Runs until stop() or, with exitWhenEmpty, until the queue is empty. Resolves with the counters. */
+  run(): Promise<WorkerCounters> {
+    this.running ??= this.loop();
+    return this.running;
+  }
+
+  /**
+   * Stops claiming, lets running jobs finish for up to `timeoutMs` (default 30 s), then aborts the rest
+   * and hands their claims back (processing -> pending) so no row is left stuck. Resolves when run() ends.
+   */
+  async stop(timeoutMs = 30_000): Promise<void> {
+    this.stopping = true;
+    this.wake();
+    const drained = this.whenIdle();
+    const expired = await Promise.race([drained.then(() => false), sleep(timeoutMs).then(() => true)]);
+    if (expired) await this.releaseInFlight();
+    await this.running;
+  }
+
+  get activeJobs(): number {
+    return this.inFlight.size;
+  }
+
+  private async loop(): Promise<WorkerCounters> {
+    const features = this.queue.table.features;
+    if (features.leases) {
+      await this.reap();
+      this.every(this.reapIntervalMs, () => this.reap());
+      this.every(this.heartbeatMs, () => this.heartbeat());
+    }
+    let idleStep = 0;
+    try {
+      while (!this.stopping) {
+        const free = this.concurrency - this.inFlight.size;
+        if (free <= 0) {
+          await this.waitForWake(this.pollMaxMs);
+          continue;
+        }
+        let rows: Row[];
+        try {
+          rows = await this.claim(Math.min(this.batch, free));
+        } catch (error) {
+          this.emit('error', { error, during: 'claim' });
+          await this.waitForWake(backoffDelay(idleStep++, { baseMs: this.pollMinMs, maxMs: this.pollMaxMs, random: this.random }));
+          continue;
+        }
+        if (rows.length > 0) {
+          idleStep = 0;
+          continue;
+        }
+        if (this.options.exitWhenEmpty && (await this.isDrained())) {
+          this.stopReason = 'empty';
+          break;
+        }
+        const delay = backoffDelay(idleStep++, { baseMs: this.pollMinMs, maxMs: this.pollMaxMs, random: this.random });
+        if (this.queue.store.waitForWork && this.inFlight.size === 0) await this.queue.store.waitForWork(delay, this.wakeController.signal);
+        else await this.waitForWake(delay);
+      }
+      this.stopping = true;
+      await this.whenIdle();
+    } finally {
+      for (const timer of this.timers) clearInterval(timer);
+      this.timers = [];
+    }
+    this.emit('stopped', { reason: this.stopReason });
+    return this.counters;
+  }
+
+  private async claim(limit: number): Promise<Row[]> {
+    const token = this.queue.table.features.fencing ? `${this.workerId}:${++this.claimSequence}` : null;
+    const { rows, lost } = await withStoreRetry(
+      () => this.queue.claim({ limit, token, agingMs: this.options.agingMs }, this.options.strategy ?? 'native'),
+      { attempts: 10, onRetry: (error) => this.emit('error', { error, during: 'claim (retrying)' }) },
+    );
+    this.counters.claimed += rows.length;
+    this.counters.lostClaims += lost;
+    if (rows.length === 0 && lost === 0) return rows;
+    const jobs = rows.map((row) => this.toJob(row));
+    this.emit('claimed', { jobs, lost });
+    for (const job of jobs) this.start(job, token);
+    return rows;
+  }
+
+  private toJob(row: Row): Job {
+    const { columns, id } = this.queue.table;
+    const attempts = columns.attemptCount ? Number(row[columns.attemptCount] ?? 0) : 0;
+    let payload: unknown;
+    if (columns.payload) {
+      const raw = row[columns.payload];
+      payload = raw;
+      if (typeof raw === 'string') {
+        try {
+          payload = JSON.parse(raw);
+        } catch {
+          payload = raw;
+        }
+      }
+    }
+    return { id: row[id] as JobId, row, attempt: attempts + 1, payload };
+  }
+
+  private start(job: Job, token: string | null): void {
+    const flight: InFlight = { job, token, controller: new AbortController(), settled: false };
+    this.inFlight.add(flight);
+    void this.execute(flight).finally(() => {
+      this.inFlight.delete(flight);
+      this.wake();
+    });
+  }
+
+  private async execute(flight: InFlight): Promise<void> {
+    const outcome = await this.decide(flight);
+    if (flight.settled) return;
+    const { job, token } = flight;
+    const sql = this.queue.sql;
+    const statement: Statement =
+      outcome.kind === 'complete'
+        ? sql.complete(job.id, token, outcome.stored)
+        : outcome.kind === 'abuse'
+          ? sql.abuse(job.id, token, outcome.reason)
+          : outcome.kind === 'giveUp'
+            ? sql.giveUp(job.id, token, outcome.reason)
+            : sql.retry(job.id, token, outcome.reason, outcome.delayMs);
+    let applied: boolean;
+    try {
+      applied = await this.settler.submit(statement);
+    } catch (error) {
+      // The row stays in processing; with a lease the reaper returns it, without one an operator requeues it.
+      this.emit('error', { error, during: `settle of job ${String(job.id)}` });
+      return;
+    }
+    flight.settled = true;
+    if (!applied) {
+      this.counters.claimLost++;
+      this.emit('claim-lost', { job, during: 'settle' });
+      return;
+    }
+    switch (outcome.kind) {
+      case 'complete':
+        this.counters.completed++;
+        this.emit('completed', { job, result: outcome.result });
+        break;
+      case 'abuse':
+        this.counters.abused++;
+        this.emit('abused', { job, reason: outcome.reason });
+        break;
+      case 'giveUp':
+        this.counters.failed++;
+        this.emit('failed', { job, error: outcome.reason });
+        break;
+      case 'retry':
+        this.counters.retried++;
+        this.emit('retried', { job, error: outcome.reason, delayMs: outcome.delayMs });
+        break;
+    }
+  }
+
+  /** Runs the abuse rule and the handler and turns whatever happens into one outcome. */
+  private async decide(flight: InFlight): Promise<Outcome> {
+    const { job } = flight;
+    let directive: SettleDirective | null = null;
+    const choose = (kind: SettleDirective['kind'], reason: string | undefined, fallback: string) => {
+      const chosen = new SettleDirective(kind, typeof reason === 'string' && reason.length > 0 ? reason : fallback);
+      directive ??= chosen;
+      return chosen;
+    };
+    const ctx: JobContext = {
+      abuse: (reason) => choose('abuse', reason, 'abuse'),
+      giveUp: (reason) => choose('giveUp', reason, 'gave up'),
+      signal: flight.controller.signal,
+      workerId: this.workerId,
+    };
+    try {
+      if (this.options.isAbuse && (await this.options.isAbuse(job.row))) return { kind: 'abuse', reason: 'isAbuse rule' };
+      const result = await this.options.handler(job, ctx);
+      if (directive ?? result instanceof SettleDirective) return this.fromDirective(directive ?? (result as SettleDirective));
+      return { kind: 'complete', result, stored: this.storedResult(result) };
+    } catch (error) {
+      if (directive ?? error instanceof SettleDirective) return this.fromDirective(directive ?? (error as SettleDirective));
+      return this.failure(job, error);
+    }
+  }
+
+  private fromDirective(directive: SettleDirective): Outcome {
+    return directive.kind === 'abuse' ? { kind: 'abuse', reason: directive.reason } : { kind: 'giveUp', reason: directive.reason };
+  }
+
+  private storedResult(result: unknown): string | null {
+    if (!this.queue.table.columns.result || result === undefined) return null;
+    try {
+      return JSON.stringify(result) ?? null;
+    } catch (error) {
+      throw new HandlerResultError(`handler result is not JSON-serialisable: ${describeError(error)}`, { cause: error });
+    }
+  }
+
+  private failure(job: Job, error: unknown): Outcome {
+    const reason = describeError(error);
+    const permanent = error instanceof HandlerResultError || (typeof error === 'object' && error !== null && (error as { retryable?: unknown }).retryable === false);
+    if (permanent || !this.queue.table.features.retries || job.attempt >= this.maxAttempts) return { kind: 'giveUp', reason };
+    const delayMs = this.queue.table.features.backoff
+      ? backoffDelay(job.attempt - 1, { baseMs: this.retryDelayMs, maxMs: this.maxRetryDelayMs, random: this.random })
+      : 0;
+    return { kind: 'retry', reason, delayMs };
+  }
+
+  private async heartbeat(): Promise<void> {
+    const live = [...this.inFlight].filter((f) => !f.settled);
+    if (live.length === 0) return;
+    try {
+      const results = await this.queue.apply(live.map((f) => this.queue.sql.heartbeat(f.job.id, f.token)));
+      results.forEach((result, i) => {
+        const flight = live[i]!;
+        if (result.affected === 0 && !flight.settled && this.inFlight.has(flight)) {
+          flight.settled = true;
+          flight.controller.abort(new Error('claim lost: lease taken over'));
+          this.counters.claimLost++;
+          this.emit('claim-lost', { job: flight.job, during: 'heartbeat' });
+        }
+      });
+    } catch (error) {
+      this.emit('error', { error, during: 'heartbeat' });
+    }
+  }
+
+  private async reap(): Promise<void> {
+    try {
+      const count = await this.queue.reapExpired(this.leaseMs, this.maxAttempts);
+      if (count > 0) this.emit('reaped', { count });
+    } catch (error) {
+      this.emit('error', { error, during: 'reap' });
+    }
+  }
+
+  /** Hands back claims whose jobs did not finish in time, so no row is left in processing. */
+  private async releaseInFlight(): Promise<void> {
+    const flights = [...this.inFlight].filter((f) => !f.settled);
+    for (const flight of flights) {
+      flight.settled = true;
+      flight.controller.abort(new Error('worker stopped'));
+    }
+    if (flights.length === 0) return;
+    try {
+      const results = await withStoreRetry(() => this.queue.apply(flights.map((f) => this.queue.sql.release(f.job.id, f.token))), { attempts: 10 });
+      this.counters.released += results.filter((r) => r.affected === 1).length;
+    } catch (error) {
+      this.emit('error', { error, during: 'release on stop' });
+    }
+    for (const flight of flights) this.inFlight.delete(flight);
+  }
+
+  private async isDrained(): Promise<boolean> {
+    if (this.inFlight.size > 0 || !this.settler.idle) return false;
+    if (await this.queue.hasRowsWithStatus('pending')) return false;
+    // With leases, another worker's claim either settles or expires and is reaped back to pending; wait.
+    // Without them a row left in processing by a dead worker would never leave, so only our own count.
+    return !(this.queue.table.features.leases && (await this.queue.hasRowsWithStatus('processing')));
+  }
+
+  private async whenIdle(): Promise<void> {
+    while (this.inFlight.size > 0 || !this.settler.idle) {
+      await this.waitForWake(50);
+      await this.settler.whenIdle();
+    }
+  }
+
+  private every(ms: number, task: () => Promise<void>): void {
+    let busy = false;
+    const timer = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      void task().finally(() => (busy = false));
+    }, ms);
+    timer.unref?.();
+    this.timers.push(timer);
+  }
+
+  private wake(): void {
+    const previous = this.wakeController;
+    this.wakeController = new AbortController();
+    previous.abort();
+  }
+
+  private waitForWake(ms: number): Promise<void> {
+    return sleep(ms, this.wakeController.signal);
+  }
+}
+
+/**
+ * Groups settles: whatever accumulates while one transaction commits goes into the next, so a busy worker
+ * commits many settles at once instead of paying one commit per job (a single-row commit costs about as
+ * much as a claim). Each submit resolves with whether its guarded UPDATE changed the row.
+ */
+class Settler {
+  private queue: Array<{ statement: Statement; resolve: (applied: boolean) => void; reject: (error: unknown) => void }> = [];
+  private flushing: Promise<void> | null = null;
+
+  constructor(
+    private readonly target: Queue,
+    private readonly maxBatch: number,
+    private readonly onRetry: (error: unknown) => void,
+  ) {}
+
+  get idle(): boolean {
+    return this.queue.length === 0 && this.flushing === null;
+  }
+
+  whenIdle(): Promise<void> {
+    return this.flushing ?? Promise.resolve();
+  }
+
+  submit(statement: Statement): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ statement, resolve, reject });
+      this.flushing ??= this.flush().finally(() => (this.flushing = null));
+    });
+  }
+
+  private async flush(): Promise<void> {
+    // Let jobs finishing in the same tick join this commit.
+    await new Promise((resolve) => setImmediate(resolve));
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      try {
+        const results = await withStoreRetry(() => this.target.apply(batch.map((b) => b.statement)), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
+        batch.forEach((b, i) => b.resolve(results[i]!.affected === 1));
+      } catch {
+        // One bad statement must not hold the others back: settle each on its own.
+        for (const b of batch) {
+          try {
+            const [result] = await withStoreRetry(() => this.target.apply([b.statement]), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
+            b.resolve(result!.affected === 1);
+          } catch (error) {
+            b.reject(error);
+          }
+        }
+      }
+    }
+  }
+}
