@@ -4,7 +4,7 @@
  * says whether the transition happened, so a second worker, a late settle or a reaped lease changes nothing.
  * The legal moves are in status.ts; each builder here names the cause it implements.
  */
-import { sourcesOf, statusCode, type TransitionCause } from './status.js';
+import { sourcesOf, statusCode, type StatusName, type TransitionCause } from './status.js';
 import type { JobId, SqlDialect, SqlValue, Statement } from './store.js';
 import type { ResolvedTable } from './table.js';
 
@@ -65,8 +65,8 @@ export class TransitionSql {
   }
 
   /** `status = <code>` or `status IS NULL` for the states `cause` may start from. */
-  private guard(cause: TransitionCause, to?: Parameters<typeof sourcesOf>[1]): string {
-    const conditions = sourcesOf(cause, to).map((name) => {
+  private guard(cause: TransitionCause, to?: StatusName, from?: StatusName): string {
+    const conditions = sourcesOf(cause, to).filter((name) => from === undefined || name === from).map((name) => {
       const code = statusCode(name, this.table.codes);
       return code === null ? `${this.q.status} IS NULL` : `${this.q.status} = ${code}`;
     });
@@ -151,11 +151,8 @@ export class TransitionSql {
     const sets = [`${this.q.status} = ${this.table.codes.abuse}`];
     if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
     if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
-    const guard =
-      from === 'pending'
-        ? `${this.q.status} IS NULL`
-        : `${this.q.status} = ${this.table.codes.processing}${this.tokenGuard(p, token)}`;
-    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${this.q.id} = ${p.add(id as SqlValue)} AND ${guard}`, params: p.values };
+    if (from === 'processing') return this.guardedUpdate(p, sets, id, token, 'abuse', 'processing');
+    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${this.q.id} = ${p.add(id as SqlValue)} AND ${this.guard('abuse', 'abuse', 'pending')}`, params: p.values };
   }
 
   /**
@@ -184,10 +181,12 @@ export class TransitionSql {
     return { sql, params: p.values };
   }
 
-  private guardedUpdate(p: Params, sets: string[], id: JobId, token: string | null, cause: TransitionCause): Statement {
+  /** An UPDATE of one row guarded by the states `cause` may start from (narrowed to `from`) and the token. */
+  private guardedUpdate(p: Params, sets: string[], id: JobId, token: string | null, cause: TransitionCause, from?: StatusName): Statement {
     const setSql = sets.join(', ');
+    // Placeholders may be positional (`?`), so parameters are added in the order they appear in the text.
     const idParam = p.add(id as SqlValue);
-    const sql = `UPDATE ${this.q.table} SET ${setSql} WHERE ${this.q.id} = ${idParam} AND ${this.guard(cause)}${this.tokenGuard(p, token)}`;
+    const sql = `UPDATE ${this.q.table} SET ${setSql} WHERE ${this.q.id} = ${idParam} AND ${this.guard(cause, undefined, from)}${this.tokenGuard(p, token)}`;
     return { sql, params: p.values };
   }
 
@@ -198,29 +197,20 @@ export class TransitionSql {
    */
   reapExpired(leaseMs: number, maxAttempts: number): Statement[] {
     if (!this.q.claimedAt) return [];
-    const expired = (p: Params) =>
-      `${this.guard('leaseExpired')} AND (${this.q.claimedAt} IS NULL OR ${this.q.claimedAt} < ${this.dialect.nowPlusMs(p.add(-leaseMs))})`;
     const reason = `lease expired after ${leaseMs} ms (worker stopped or stalled)`;
-    if (!this.q.attemptCount) {
+    // Parameters are added in text order (SET, then WHERE) because placeholders may be positional.
+    const build = (to: 'pending' | 'failed'): Statement => {
       const p = new Params(this.dialect);
-      const where = expired(p);
-      return [{ sql: `UPDATE ${this.q.table} SET ${this.q.status} = NULL${this.lastErrorSet(p, reason)} WHERE ${where}`, params: p.values }];
-    }
-    const toPending = new Params(this.dialect);
-    const pendingWhere = expired(toPending);
-    const pendingSql = `UPDATE ${this.q.table} SET ${this.q.status} = NULL, ${this.q.attemptCount} = ${this.attemptsPlusOne()}${this.lastErrorSet(toPending, reason)} WHERE ${pendingWhere} AND ${this.attemptsPlusOne()} < ${toPending.add(maxAttempts)}`;
-    const toFailed = new Params(this.dialect);
-    const failedWhere = expired(toFailed);
-    const finished = this.q.finishedAt ? `, ${this.q.finishedAt} = ${this.dialect.now}` : '';
-    const failedSql = `UPDATE ${this.q.table} SET ${this.q.status} = ${this.table.codes.failed}, ${this.q.attemptCount} = ${this.attemptsPlusOne()}${this.lastErrorSet(toFailed, reason)}${finished} WHERE ${failedWhere} AND ${this.attemptsPlusOne()} >= ${toFailed.add(maxAttempts)}`;
-    return [
-      { sql: failedSql, params: toFailed.values },
-      { sql: pendingSql, params: toPending.values },
-    ];
-  }
-
-  private lastErrorSet(p: Params, reason: string): string {
-    return this.q.lastError ? `, ${this.q.lastError} = ${p.add(truncateError(reason))}` : '';
+      const sets = [`${this.q.status} = ${to === 'pending' ? 'NULL' : this.table.codes.failed}`];
+      if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
+      if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
+      if (to === 'failed' && this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
+      let where = `${this.guard('leaseExpired', to)} AND (${this.q.claimedAt} IS NULL OR ${this.q.claimedAt} < ${this.dialect.nowPlusMs(p.add(-leaseMs))})`;
+      if (this.q.attemptCount) where += ` AND ${this.attemptsPlusOne()} ${to === 'pending' ? '<' : '>='} ${p.add(maxAttempts)}`;
+      return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
+    };
+    // Without an attempt counter nothing can tell a poison job from a crash, so expired claims are retried.
+    return this.q.attemptCount ? [build('failed'), build('pending')] : [build('pending')];
   }
 
   /** requeue (failed or abuse -> pending) by an operator; attempts start over. */

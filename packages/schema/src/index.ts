@@ -1,1 +1,2 @@
-export {};
+export * from './schema.js';
+export { DIALECT_DDL, ddlFor, type DialectDdl } from './dialect-ddl.js';
