@@ -1,1 +1,2 @@
-export {};
+export { main, USAGE } from './main.js';
+export type { Io } from './commands.js';

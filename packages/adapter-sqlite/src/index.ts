@@ -1,4 +1,4 @@
-import { ConfigError } from '@statusq/core';
+import { ConfigError, type ConnectOptions } from '@statusq/core';
 import { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
 
 export { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
@@ -6,7 +6,7 @@ export { sqliteDialect } from './sqlite-dialect.js';
 export { toStoreError } from './sqlite-errors.js';
 
 /** The URL schemes this adapter serves. */
-export const schemes = ['sqlite'];
+export const schemes: readonly string[] = ['sqlite'];
 
 /**
  * Parses `sqlite:PATH` (relative or absolute), `sqlite:///abs/path`, or `sqlite::memory:`.
@@ -19,7 +19,8 @@ export function filenameFromUrl(url: string): string {
   return path;
 }
 
-/** Opens a store from a `sqlite:` URL. */
-export async function connect(url: string, options: Omit<SqliteStoreOptions, 'filename'> = {}): Promise<SqliteStore> {
-  return new SqliteStore({ ...options, filename: filenameFromUrl(url) });
+/** Opens a store from a `sqlite:` URL; with `create: false` a missing file is a ConfigError, not a new empty database. */
+export async function connect(url: string, options: ConnectOptions & Omit<SqliteStoreOptions, 'filename'> = {}): Promise<SqliteStore> {
+  const { create = true, ...rest } = options;
+  return new SqliteStore({ fileMustExist: !create, ...rest, filename: filenameFromUrl(url) });
 }

@@ -3,7 +3,7 @@ import { ConfigError, SchemaError } from './errors.js';
 import { validateIdentifier } from './identifiers.js';
 import { statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
-import { resolveTable, type ResolvedTable, type TableConfig } from './table.js';
+import { resolveTable, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { TransitionSql } from './transition-sql.js';
 
 /** Rows per status. These five keys are what `statusq stats --json` prints. */
@@ -18,17 +18,20 @@ const ENQUEUE_CHUNK = 500;
  */
 export class Queue {
   readonly sql: TransitionSql;
+  private readonly columnNames: ReadonlySet<string>;
   private constructor(
     readonly store: Store,
     readonly table: ResolvedTable,
+    columns: readonly ColumnInfo[],
   ) {
+    this.columnNames = new Set(columns.map((c) => c.name.toLowerCase()));
     this.sql = new TransitionSql(table, store.dialect);
   }
 
   /** Checks the configuration against the real table; a missing table or column is a SchemaError here. */
   static async open(store: Store, config: TableConfig): Promise<Queue> {
     const columns = await store.describeTable(config.table);
-    return new Queue(store, resolveTable(config, columns, (c) => store.orderTimeEncoding(c)));
+    return new Queue(store, resolveTable(config, columns, (c) => store.orderTimeEncoding(c)), columns ?? []);
   }
 
   claim(request: ClaimRequest, strategy: ClaimStrategy = 'native'): Promise<ClaimResult> {
@@ -101,6 +104,7 @@ export class Queue {
     const row: Record<string, SqlValue> = {};
     for (const [key, value] of Object.entries(item)) {
       validateIdentifier(key, 'column name');
+      if (!this.columnNames.has(key.toLowerCase())) throw new SchemaError(`item ${index + 1}: table ${this.table.table} has no column ${JSON.stringify(key)}`);
       if (key.toLowerCase() === this.table.status.toLowerCase()) {
         throw new SchemaError(`item ${index + 1}: the status column is set by statusq; enqueue leaves it NULL (pending)`);
       }

@@ -128,3 +128,19 @@ export interface Store {
   /** Closes the connection; further calls reject. */
   close(): Promise<void>;
 }
+
+/** Options every adapter's `connect` understands. */
+export interface ConnectOptions {
+  /** Create the database when it does not exist (SQLite: the file). Default true; servers ignore it. */
+  create?: boolean;
+}
+
+/**
+ * What an adapter package exports, so the CLI can load the one a URL names (`sqlite:`, `postgres://`,
+ * `mysql://`) without depending on every driver.
+ */
+export interface AdapterModule {
+  /** URL schemes served, without the colon. */
+  readonly schemes: readonly string[];
+  connect(url: string, options?: ConnectOptions): Promise<Store>;
+}

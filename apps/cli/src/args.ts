@@ -1,0 +1,75 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, parseDuration, type TableConfig } from '@statusq/core';
+
+/** The flags each command accepts; anything else is a usage error (exit 2). */
+export const COMMAND_FLAGS = {
+  init: ['db', 'table'],
+  migrate: ['db', 'table', 'with', 'status-column', 'order-column'],
+  enqueue: ['db', 'table', 'payload', 'file'],
+  work: [
+    'db', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'concurrency', 'batch',
+    'max-attempts', 'retry-delay', 'lease', 'aging', 'strategy', 'stop-timeout', 'exit-when-empty', 'verbose',
+  ],
+  stats: ['db', 'table', 'id-column', 'status-column', 'order-column', 'json'],
+  requeue: ['db', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column'],
+} as const;
+
+export type Command = keyof typeof COMMAND_FLAGS;
+
+const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose']);
+const REPEATABLE_FLAGS = new Set(['id']);
+
+export type Flags = Record<string, string | string[] | boolean | undefined>;
+
+export function parseCommandLine(command: Command, argv: string[]): Flags {
+  const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {};
+  for (const flag of COMMAND_FLAGS[command]) {
+    options[flag] = { type: BOOLEAN_FLAGS.has(flag) ? 'boolean' : 'string', ...(REPEATABLE_FLAGS.has(flag) ? { multiple: true } : {}) };
+  }
+  try {
+    const { values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+    return values as Flags;
+  } catch (error) {
+    throw new ConfigError(`${command}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
+  }
+}
+
+export function required(flags: Flags, name: string, command: Command): string {
+  const value = flags[name];
+  if (typeof value !== 'string' || value.length === 0) throw new ConfigError(`${command}: --${name} is required`);
+  return value;
+}
+
+export function optionalString(flags: Flags, name: string): string | undefined {
+  const value = flags[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+export function optionalInteger(flags: Flags, name: string): number | undefined {
+  const value = optionalString(flags, name);
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value.trim())) throw new ConfigError(`--${name} must be a positive integer, got ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+export function optionalDuration(flags: Flags, name: string): number | undefined {
+  const value = optionalString(flags, name);
+  return value === undefined ? undefined : parseDuration(value, `--${name}`);
+}
+
+/** The table description shared by work, stats and requeue. */
+export function tableConfig(flags: Flags, command: Command, defaultTable?: string): TableConfig {
+  const table = optionalString(flags, 'table') ?? defaultTable;
+  if (table === undefined) throw new ConfigError(`${command}: --table is required`);
+  const order = optionalString(flags, 'order');
+  if (order !== undefined && order !== 'newest' && order !== 'oldest') throw new ConfigError(`--order must be newest or oldest, got ${JSON.stringify(order)}`);
+  const config: TableConfig = { table };
+  const idColumn = optionalString(flags, 'id-column');
+  const statusColumn = optionalString(flags, 'status-column');
+  const orderColumn = optionalString(flags, 'order-column');
+  if (idColumn !== undefined) config.idColumn = idColumn;
+  if (statusColumn !== undefined) config.statusColumn = statusColumn;
+  if (orderColumn !== undefined) config.orderColumn = orderColumn;
+  if (order !== undefined) config.order = order;
+  return config;
+}

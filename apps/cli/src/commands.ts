@@ -1,0 +1,215 @@
+import { readFileSync } from 'node:fs';
+import {
+  ConfigError,
+  Queue,
+  Worker,
+  loadHandler,
+  validateTableConfig,
+  validateTableName,
+  type ClaimStrategy,
+  type JobId,
+  type Store,
+  type StatusCounts,
+} from '@statusq/core';
+import { initTable, migrateTable, parseColumnGroups } from '@statusq/schema';
+import { optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
+import { openStore } from './adapters.js';
+
+export interface Io {
+  out: (line: string) => void;
+  err: (line: string) => void;
+  /** Registers a handler for SIGINT/SIGTERM; returns an unregister function. */
+  onSignal: (handler: (signal: string) => void) => () => void;
+  /** Reads standard input, for `--file -`. */
+  readStdin: () => string;
+}
+
+/** Opens the store for one command and always closes it. */
+async function withStore<T>(flags: Flags, command: Command, create: boolean, body: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(required(flags, 'db', command), { create });
+  try {
+    return await body(store);
+  } finally {
+    await store.close();
+  }
+}
+
+export async function init(flags: Flags, io: Io): Promise<number> {
+  const table = validateTableName(optionalString(flags, 'table') ?? 'jobs');
+  return withStore(flags, 'init', true, async (store) => {
+    const report = await initTable(store, table);
+    if (report.created) io.out(`created table ${table}`);
+    else if (report.migrated && (report.migrated.addedColumns.length > 0 || report.migrated.createdIndex)) {
+      io.out(`table ${table} exists; added ${describeAdditions(report.migrated.addedColumns, report.migrated.createdIndex)}`);
+    } else io.out(`table ${table} already exists; nothing to do`);
+    return 0;
+  });
+}
+
+function describeAdditions(columns: string[], index: string | null): string {
+  const parts = [];
+  if (columns.length > 0) parts.push(`columns ${columns.join(', ')}`);
+  if (index) parts.push(`index ${index}`);
+  return parts.join(' and ');
+}
+
+export async function migrate(flags: Flags, io: Io): Promise<number> {
+  const table = validateTableName(required(flags, 'table', 'migrate'));
+  const groups = parseColumnGroups(optionalString(flags, 'with'));
+  const statusColumn = optionalString(flags, 'status-column');
+  const orderColumn = optionalString(flags, 'order-column');
+  return withStore(flags, 'migrate', false, async (store) => {
+    const report = await migrateTable(store, {
+      table,
+      with: groups,
+      ...(statusColumn !== undefined ? { statusColumn } : {}),
+      ...(orderColumn !== undefined ? { orderColumn } : {}),
+    });
+    if (report.addedColumns.length === 0 && !report.createdIndex) io.out(`table ${table} is up to date; nothing to do`);
+    else io.out(`migrated ${table}: added ${describeAdditions(report.addedColumns, report.createdIndex)}`);
+    if (report.addedStatus) io.out(`note: ${table} had no status column; every existing row is now pending`);
+    return 0;
+  });
+}
+
+/** Parses every item before anything is written, so a bad line leaves the table untouched. */
+function readItems(flags: Flags, io: Io): unknown[] {
+  const payload = optionalString(flags, 'payload');
+  const file = optionalString(flags, 'file');
+  if ((payload === undefined) === (file === undefined)) throw new ConfigError('enqueue: give exactly one of --payload JSON or --file rows.ndjson');
+  if (payload !== undefined) return [parseJson(payload, '--payload')];
+  let text: string;
+  try {
+    text = file === '-' ? io.readStdin() : readFileSync(file!, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`enqueue: cannot read ${file}: ${(error as Error).message}`);
+  }
+  const items: unknown[] = [];
+  text.split(/\r?\n/).forEach((line, index) => {
+    if (line.trim().length > 0) items.push(parseJson(line, `${file} line ${index + 1}`));
+  });
+  if (items.length === 0) throw new ConfigError(`enqueue: ${file} holds no rows`);
+  return items;
+}
+
+function parseJson(text: string, where: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`enqueue: ${where} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+export async function enqueue(flags: Flags, io: Io): Promise<number> {
+  const config = tableConfig(flags, 'enqueue', 'jobs');
+  validateTableConfig(config);
+  const items = readItems(flags, io);
+  return withStore(flags, 'enqueue', false, async (store) => {
+    const queue = await Queue.open(store, { ...config, orderColumn: await existingOrderColumn(store, config.table) });
+    const count = await queue.enqueue(items);
+    io.out(`enqueued ${count} row${count === 1 ? '' : 's'} into ${config.table}`);
+    return 0;
+  });
+}
+
+/**
+ * enqueue does not order anything, so a table without a `date` column is fine there: fall back to the id
+ * column rather than refusing.
+ */
+async function existingOrderColumn(store: Store, table: string): Promise<string> {
+  const columns = await store.describeTable(table);
+  return columns?.some((c) => c.name.toLowerCase() === 'date') ? 'date' : 'id';
+}
+
+export async function work(flags: Flags, io: Io): Promise<number> {
+  const config = tableConfig(flags, 'work');
+  validateTableConfig(config);
+  const handlerFile = required(flags, 'handler', 'work');
+  const strategy = optionalString(flags, 'strategy');
+  if (strategy !== undefined && strategy !== 'native' && strategy !== 'conditional-update') {
+    throw new ConfigError(`--strategy must be native or conditional-update, got ${JSON.stringify(strategy)}`);
+  }
+  const options = {
+    concurrency: optionalInteger(flags, 'concurrency'),
+    batch: optionalInteger(flags, 'batch'),
+    maxAttempts: optionalInteger(flags, 'max-attempts'),
+    retryDelayMs: optionalDuration(flags, 'retry-delay'),
+    leaseMs: optionalDuration(flags, 'lease'),
+    agingMs: optionalDuration(flags, 'aging'),
+    strategy: strategy as ClaimStrategy | undefined,
+    exitWhenEmpty: flags['exit-when-empty'] === true,
+  };
+  const stopTimeoutMs = optionalDuration(flags, 'stop-timeout') ?? 30_000;
+  const verbose = flags.verbose === true;
+  // The handler is loaded before the database is opened: a bad handler touches nothing.
+  const { handler, isAbuse } = await loadHandler(handlerFile);
+  return withStore(flags, 'work', false, async (store) => {
+    const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options });
+    worker.on('error', ({ error, during }) => io.err(`statusq: ${during}: ${error instanceof Error ? error.message : String(error)}`));
+    if (verbose) {
+      worker.on('completed', ({ job }) => io.out(`done ${String(job.id)}`));
+      worker.on('failed', ({ job, error }) => io.out(`failed ${String(job.id)}: ${error}`));
+      worker.on('retried', ({ job, error, delayMs }) => io.out(`retry ${String(job.id)} in ${delayMs} ms: ${error}`));
+      worker.on('abused', ({ job, reason }) => io.out(`abuse ${String(job.id)}: ${reason}`));
+      worker.on('claim-lost', ({ job }) => io.out(`claim lost ${String(job.id)}`));
+    }
+    let signals = 0;
+    const unregister = io.onSignal((signal) => {
+      signals++;
+      if (signals === 1) {
+        io.err(`statusq: ${signal}: draining (finishing running jobs, up to ${stopTimeoutMs} ms); send again to stop at once`);
+        void worker.stop(stopTimeoutMs);
+      } else {
+        io.err(`statusq: ${signal} again: stopping now; unfinished claims return to the queue by lease or requeue`);
+        process.exit(130);
+      }
+    });
+    const started = Date.now();
+    try {
+      const c = await worker.run();
+      const seconds = (Date.now() - started) / 1000;
+      const settled = c.completed + c.failed + c.abused;
+      io.out(
+        `worked ${settled} job${settled === 1 ? '' : 's'} in ${seconds.toFixed(1)} s (${seconds > 0 ? Math.round(settled / seconds) : settled} jobs/s): ` +
+          `done ${c.completed}, failed ${c.failed}, abuse ${c.abused}, retried ${c.retried}, lost claims ${c.lostClaims}, claims taken over ${c.claimLost}`,
+      );
+    } finally {
+      unregister();
+    }
+    return 0;
+  });
+}
+
+export async function stats(flags: Flags, io: Io): Promise<number> {
+  const config = tableConfig(flags, 'stats');
+  validateTableConfig(config);
+  return withStore(flags, 'stats', false, async (store) => {
+    const queue = await Queue.open(store, config);
+    const counts: StatusCounts = await queue.counts();
+    if (flags.json === true) io.out(JSON.stringify(counts));
+    else io.out(Object.entries(counts).map(([name, n]) => `${name} ${n}`).join('  '));
+    return 0;
+  });
+}
+
+export async function requeue(flags: Flags, io: Io): Promise<number> {
+  const config = tableConfig(flags, 'requeue');
+  validateTableConfig(config);
+  const from = required(flags, 'status', 'requeue');
+  if (from !== 'failed' && from !== 'abuse' && from !== 'processing') {
+    throw new ConfigError(`requeue: --status must be failed or abuse (or processing, to recover a status-only table after a crash), got ${JSON.stringify(from)}`);
+  }
+  const ids = flags.id as string[] | undefined;
+  return withStore(flags, 'requeue', false, async (store) => {
+    const queue = await Queue.open(store, config);
+    const count = await queue.requeue(from, ids?.map(parseId));
+    io.out(`requeued ${count} ${from} row${count === 1 ? '' : 's'} of ${config.table}`);
+    return 0;
+  });
+}
+
+/** Ids from the command line are text; whole numbers are bound as numbers so every dialect compares them as such. */
+function parseId(text: string): JobId {
+  if (text.length === 0) throw new ConfigError('requeue: --id needs a value');
+  return /^-?\d{1,15}$/.test(text) ? Number(text) : text;
+}
