@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Starts the database servers the test suites use, installing them from Debian's packages when missing.
+# Idempotent: a server that already answers is left alone. Everything listens on 127.0.0.1 only.
+#   PostgreSQL: 127.0.0.1:5432, user postgres (password "postgres" where password auth is in force)
+#   MariaDB:    127.0.0.1:3306, user root with an empty password
+set -euo pipefail
+
+apt_updated=0
+apt_install() {
+  if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+wait_for() { # what, seconds, command...
+  local what=$1 seconds=$2; shift 2
+  for _ in $(seq 1 "$seconds"); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 1
+  done
+  echo "services: $what did not come up within ${seconds}s" >&2
+  return 1
+}
+
+start_postgres() {
+  if command -v pg_isready >/dev/null && pg_isready -h 127.0.0.1 -p 5432 -q; then
+    echo "services: PostgreSQL already running"
+  else
+    command -v pg_ctlcluster >/dev/null || apt_install postgresql
+    local version
+    version=$(ls /etc/postgresql | sort -V | tail -n 1)
+    [ -d "/etc/postgresql/$version/main" ] || pg_createcluster "$version" main >/dev/null
+    pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+    wait_for PostgreSQL 60 pg_isready -h 127.0.0.1 -p 5432 -q
+    echo "services: PostgreSQL $version started"
+  fi
+  # A fresh cluster authenticates TCP users by password; give the postgres user a known one.
+  su postgres -c "psql -qAtc \"ALTER USER postgres PASSWORD 'postgres'\"" >/dev/null 2>&1 || true
+}
+
+mariadb_answers() { mariadb -h 127.0.0.1 -P 3306 -uroot -e 'SELECT 1'; }
+
+start_mariadb() {
+  if command -v mariadb >/dev/null && mariadb_answers >/dev/null 2>&1; then
+    echo "services: MariaDB already running"
+    return 0
+  fi
+  command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || apt_install mariadb-server
+  mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld
+  if ! mariadb-admin ping --silent >/dev/null 2>&1; then
+    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+  fi
+  wait_for MariaDB 60 mariadb-admin ping --silent
+  # Debian's root logs in through the unix socket only; tests connect over TCP with an empty password.
+  if ! mariadb_answers >/dev/null 2>&1; then
+    mariadb -uroot -e "ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING PASSWORD('');
+      CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY ''; GRANT ALL ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION; FLUSH PRIVILEGES;"
+  fi
+  wait_for "MariaDB over TCP" 30 mariadb_answers
+  echo "services: MariaDB started"
+}
+
+start_postgres
+start_mariadb
