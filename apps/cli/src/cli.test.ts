@@ -1,6 +1,6 @@
 // The CLI as a user runs it: the built bin in a child process, over real SQLite files.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -104,9 +104,18 @@ describe('statusq CLI on SQLite', () => {
     const conn = new Database(join(dir, 'q.db'));
     conn.exec(`INSERT INTO jobs (date, payload) VALUES (1000, '{"n":1}'), (3000, '{"n":3}'), (2000, '{"n":2}')`);
     conn.close();
-    const handler = file('order.mjs', `export default async (job) => ({ n: job.payload.n });`);
-    statusq('work', '--db', db, '--table', 'jobs', '--handler', handler, '--concurrency', '1', '--exit-when-empty');
-    expect(query<{ n: number }>(`SELECT json_extract(payload, '$.n') AS n FROM jobs ORDER BY finished_at, id`).map((r) => r.n)).toEqual([3, 2, 1]);
+    const seen = join(dir, 'seen.txt');
+    const handler = file('order.mjs', `import { appendFileSync } from 'node:fs';\nexport default async (job) => { appendFileSync(${JSON.stringify(seen)}, job.payload.n + '\\n'); };`);
+    const runOnce = (...extra: string[]) => {
+      writeFileSync(seen, '');
+      expect(statusq('work', '--db', db, '--table', 'jobs', '--handler', handler, '--concurrency', '1', '--exit-when-empty', ...extra).code).toBe(0);
+      return readFileSync(seen, 'utf8').trim().split('\n').map(Number);
+    };
+    expect(runOnce()).toEqual([3, 2, 1]);
+    const conn2 = new Database(join(dir, 'q.db'));
+    conn2.exec('UPDATE jobs SET status = NULL');
+    conn2.close();
+    expect(runOnce('--order', 'oldest')).toEqual([1, 2, 3]);
   });
 
   describe('bad input: one line on stderr, exit code 2, nothing touched', () => {
