@@ -1,1 +1,143 @@
-export {};
+/**
+ * statusq demo: seeds the seed's table_a into a fresh SQLite file, migrates it for leases and retries,
+ * drains it with several workers on separate connections, then proves from a ledger of every handler
+ * execution that no row was handled twice. Exit code 0 when every check passes, 1 otherwise.
+ */
+import { connect, type SqliteStore } from '@statusq/adapter-sqlite';
+import { Queue, Worker, describeError, loadHandler, type HandlerModule } from '@statusq/core';
+import { generateTableARows, handlerPath } from '@statusq/test-fixtures';
+import { verifyRun } from './checks.js';
+import { TABLE, createDemoDatabase, readFinalRows, sqliteUrl } from './database.js';
+import { Ledger, recordingHandler } from './ledger.js';
+import { USAGE, UsageError, parseOptions, type DemoOptions } from './options.js';
+import { ProgressLine } from './progress.js';
+import { describeMigration, describeSeed, kindCounts, printSummary } from './report.js';
+
+/** Poison rows must use every attempt, so the check on them knows what to expect. */
+const MAX_ATTEMPTS = 3;
+/** Small so retries come due within the run; the worker doubles it per attempt. */
+const RETRY_DELAY_MS = 20;
+/** Idle workers wait at most this long for a scheduled retry to come due, which keeps the tail short. */
+const POLL_MAX_MS = 100;
+/** Every 25th row fails its first attempt only, to show a retry that then succeeds. */
+const FLAKY_EVERY = 25;
+/** On Ctrl-C running jobs get this long to finish before their claims are handed back (jobs here take a few ms). */
+const STOP_TIMEOUT_MS = 500;
+
+interface DemoWorker {
+  label: string;
+  worker: Worker;
+  errors: string[];
+}
+
+async function main(options: DemoOptions): Promise<boolean> {
+  const rows = generateTableARows(options.rows, { flakyEvery: FLAKY_EVERY });
+  console.log(`statusq demo: ${options.workers} workers x ${options.concurrency} slots (batch ${options.batch}), maxAttempts ${MAX_ATTEMPTS}`);
+  console.log(`database: ${options.db}`);
+
+  const seedStart = performance.now();
+  const migration = await createDemoDatabase(options.db, rows);
+  console.log(describeSeed(rows, performance.now() - seedStart));
+  console.log(describeMigration(migration));
+
+  const stores: SqliteStore[] = [];
+  const openStore = async () => {
+    const store = await connect(sqliteUrl(options.db));
+    stores.push(store);
+    return store;
+  };
+  try {
+    const fixture = await loadHandler(handlerPath('table-a.mjs'));
+    const ledger = new Ledger();
+    const workers: DemoWorker[] = [];
+    for (let i = 1; i <= options.workers; i++) workers.push(await createWorker(`w${i}`, await openStore(), fixture, ledger, options));
+    // The progress line and the final checks read through a connection of their own, as a dashboard would.
+    const monitor = await Queue.open(await openStore(), { table: TABLE });
+
+    console.log('');
+    const stopOnInterrupt = interruptHandler(workers);
+    const progress = new ProgressLine(monitor);
+    const started = performance.now();
+    progress.start();
+    try {
+      await Promise.all(workers.map((w) => w.worker.run()));
+    } finally {
+      await progress.stop();
+      process.off('SIGINT', stopOnInterrupt.listener);
+    }
+    const elapsedMs = performance.now() - started;
+
+    const verdict = verifyRun(await readFinalRows(monitor.store), ledger, MAX_ATTEMPTS);
+    printSummary({
+      elapsedMs,
+      totalRows: rows.length,
+      counts: await monitor.counts(),
+      workers: workers.map((w) => ({ label: w.label, counters: w.worker.counters, runs: ledger.countByWorker(w.label), errors: w.errors })),
+      seeded: kindCounts(rows),
+      maxAttempts: MAX_ATTEMPTS,
+      verdict,
+      interrupted: stopOnInterrupt.interrupted(),
+    });
+    return verdict.passed && !stopOnInterrupt.interrupted();
+  } finally {
+    await Promise.all(stores.map((s) => s.close()));
+  }
+}
+
+async function createWorker(label: string, store: SqliteStore, fixture: HandlerModule, ledger: Ledger, options: DemoOptions): Promise<DemoWorker> {
+  const worker = await Worker.create({
+    store,
+    table: { table: TABLE },
+    handler: recordingHandler(fixture.handler, ledger, label),
+    isAbuse: fixture.isAbuse,
+    concurrency: options.concurrency,
+    batch: options.batch,
+    maxAttempts: MAX_ATTEMPTS,
+    retryDelayMs: RETRY_DELAY_MS,
+    pollMaxMs: POLL_MAX_MS,
+    exitWhenEmpty: true,
+  });
+  const errors: string[] = [];
+  // The worker survives these (it retries, or leaves the row to the lease reaper); the summary shows them.
+  worker.on('error', ({ error, during }) => errors.push(`${during}: ${describeError(error)}`));
+  return { label, worker, errors };
+}
+
+/** First Ctrl-C drains the workers so the summary still prints; a second one exits at once. */
+function interruptHandler(workers: readonly DemoWorker[]) {
+  let interrupted = false;
+  const listener = () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    process.stderr.write('\ninterrupted: stopping workers (Ctrl-C again to quit now)\n');
+    for (const w of workers) void w.worker.stop(STOP_TIMEOUT_MS);
+  };
+  process.on('SIGINT', listener);
+  return { listener, interrupted: () => interrupted };
+}
+
+function run(argv: readonly string[]): void {
+  let options: DemoOptions | 'help';
+  try {
+    options = parseOptions(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`demo: ${error.message}\n\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
+  if (options === 'help') {
+    console.log(USAGE);
+    return;
+  }
+  // exitCode rather than process.exit(): the process must end by itself, which shows nothing was left open.
+  main(options).then(
+    (passed) => (process.exitCode = passed ? 0 : 1),
+    (error: unknown) => {
+      console.error(`demo failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      process.exitCode = 1;
+    },
+  );
+}
+
+run(process.argv.slice(2));

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { ConfigError, HandlerResultError, describeError } from './errors.js';
+import { ConfigError, HandlerResultError, describeError, isRetryableStoreError } from './errors.js';
 import { TypedEmitter } from './events.js';
 import { SettleDirective, type AbuseRule, type Handler, type Job, type JobContext } from './handler.js';
 import { Queue } from './queue.js';
@@ -71,6 +71,9 @@ type Outcome =
   | { kind: 'abuse'; reason: string }
   | { kind: 'giveUp'; reason: string }
   | { kind: 'retry'; reason: string; delayMs: number };
+
+/** Consecutive non-retryable claim failures after which run() gives up and rejects. */
+const MAX_CONSECUTIVE_CLAIM_FAILURES = 5;
 
 function positiveInteger(value: number | undefined, fallback: number, what: string, max = 100_000): number {
   const n = value ?? fallback;
@@ -157,7 +160,10 @@ export class Worker extends TypedEmitter {
     return new Worker(queue, options);
   }
 
-  /** Runs until stop() or, with exitWhenEmpty, until the queue is empty. Resolves with the counters. */
+  /**
+   * Runs until stop() or, with exitWhenEmpty, until the queue is empty, and resolves with the counters.
+   * Rejects only when claims keep failing for a reason retrying cannot fix (running jobs drain first).
+   */
   run(): Promise<WorkerCounters> {
     this.running ??= this.loop();
     return this.running;
@@ -170,8 +176,13 @@ export class Worker extends TypedEmitter {
   async stop(timeoutMs = 30_000): Promise<void> {
     this.stopping = true;
     this.wake();
-    const drained = this.whenIdle();
-    const expired = await Promise.race([drained.then(() => false), sleep(timeoutMs).then(() => true)]);
+    // The timeout's timer is cancelled once the drain wins, so it cannot keep the process alive.
+    const timeout = new AbortController();
+    const expired = await Promise.race([
+      this.whenIdle().then(() => false),
+      sleep(timeoutMs, timeout.signal).then(() => !timeout.signal.aborted),
+    ]);
+    timeout.abort();
     if (expired) await this.releaseInFlight();
     await this.running;
   }
@@ -188,6 +199,8 @@ export class Worker extends TypedEmitter {
       this.every(this.heartbeatMs, () => this.heartbeat());
     }
     let idleStep = 0;
+    let failedClaims = 0;
+    let fatal: unknown = null;
     try {
       while (!this.stopping) {
         const free = this.concurrency - this.inFlight.size;
@@ -198,8 +211,15 @@ export class Worker extends TypedEmitter {
         let rows: Row[];
         try {
           rows = await this.claim(Math.min(this.batch, free));
+          failedClaims = 0;
         } catch (error) {
           this.emit('error', { error, during: 'claim' });
+          // A database that keeps refusing the claim for a reason retrying cannot fix (a dropped table, a
+          // revoked grant) ends the run with that error instead of spinning; transient kinds never do.
+          if (!isRetryableStoreError(error) && ++failedClaims >= MAX_CONSECUTIVE_CLAIM_FAILURES) {
+            fatal = error;
+            break;
+          }
           await this.waitForWake(backoffDelay(idleStep++, { baseMs: this.pollMinMs, maxMs: this.pollMaxMs, random: this.random }));
           continue;
         }
@@ -221,6 +241,7 @@ export class Worker extends TypedEmitter {
       for (const timer of this.timers) clearInterval(timer);
       this.timers = [];
     }
+    if (fatal !== null) throw fatal;
     this.emit('stopped', { reason: this.stopReason });
     return this.counters;
   }
