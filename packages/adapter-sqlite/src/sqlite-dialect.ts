@@ -11,7 +11,8 @@ export const sqliteDialect: SqlDialect = {
   quoteIdentifier: (name) =>
     name
       .split('.')
-      .map((part) => `"${part}"`)
+      // Names are validated before they get here; doubling quotes keeps quoting safe on its own as well.
+      .map((part) => `"${part.replaceAll('"', '""')}"`)
       .join('.'),
   placeholder: () => '?',
   now: NOW_MS,

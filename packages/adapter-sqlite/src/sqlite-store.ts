@@ -7,6 +7,7 @@ import {
   TransitionSql,
   keyOf,
   orderLike,
+  validateTableName,
   type ClaimRequest,
   type ClaimResult,
   type ColumnInfo,
@@ -77,7 +78,8 @@ export class SqliteStore implements Store {
   }
 
   async describeTable(table: string): Promise<ColumnInfo[] | null> {
-    const [schema, name] = table.includes('.') ? table.split('.') : [undefined, table];
+    const parts = validateTableName(table).split('.');
+    const [schema, name] = parts.length === 2 ? parts : [undefined, parts[0]];
     const pragma = schema ? `PRAGMA ${sqliteDialect.quoteIdentifier(schema)}.table_info(${sqliteDialect.quoteIdentifier(name!)})` : `PRAGMA table_info(${sqliteDialect.quoteIdentifier(name!)})`;
     const rows = await this.guard(() => this.db.prepare(pragma).all() as Array<{ name: string; type: string }>);
     return rows.length === 0 ? null : rows.map((r) => ({ name: r.name, type: r.type.toLowerCase() }));

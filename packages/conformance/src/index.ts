@@ -1,1 +1,93 @@
-export {};
+/**
+ * The statusq adapter conformance suite. An adapter's test file calls `runConformance` once:
+ *
+ *   runConformance({
+ *     name: 'sqlite',
+ *     adapterModule: fileURLToPath(new URL('../dist/index.js', import.meta.url)),
+ *     url: () => `sqlite:${join(mkdtempSync(join(tmpdir(), 'statusq-')), 'test.db')}`,
+ *     dropDatabase: (url) => rmSync(dirname(url.slice('sqlite:'.length)), { recursive: true, force: true }),
+ *   });
+ *
+ * It registers vitest describe/it blocks that run real workers against a fresh database per test: the
+ * state machine's guarded UPDATEs, fencing, races of many workers on separate connections, several OS
+ * processes (one killed with SIGKILL), poison, abuse, order and aging, retries and backoff, leases and
+ * heartbeats, bad configuration, graceful stop, the schema helpers and the adapter's declared
+ * capabilities. Tests that need a capability (or a dialect) say so in their title (`[needs skipLocked]`)
+ * and skip only when the store lacks it. After each test every store the test opened must be closed,
+ * every worker's run() resolved and every child process gone.
+ */
+import { afterEach, beforeEach, describe } from 'vitest';
+import { TestEnv } from './harness.js';
+import type { ConformanceOptions } from './options.js';
+import { stateMachineCases } from './cases/state-machine.js';
+import { fencingCases } from './cases/fencing.js';
+import { raceCases } from './cases/race.js';
+import { processCases } from './cases/processes.js';
+import { outcomeCases } from './cases/outcomes.js';
+import { orderCases } from './cases/order.js';
+import { retryCases } from './cases/retries.js';
+import { leaseCases } from './cases/leases.js';
+import { configCases } from './cases/config.js';
+import { stopCases } from './cases/stop.js';
+import { schemaCases } from './cases/schema.js';
+import { capabilityCases } from './cases/capabilities.js';
+
+export type { ConformanceOptions } from './options.js';
+export type { ChildWorkerArgs, ChildWorkerResult } from './child-worker.js';
+export type { ChildSessionArgs } from './child-session.js';
+export {
+  ChildHandle,
+  Ledger,
+  TestEnv,
+  childScript,
+  deferred,
+  nextEvent,
+  readRow,
+  readRows,
+  statusOf,
+  toMs,
+  waitFor,
+  withDeadline,
+  type StartedWorker,
+} from './harness.js';
+
+export function runConformance(options: ConformanceOptions): void {
+  if (!options || typeof options.url !== 'function' || typeof options.adapterModule !== 'string') {
+    throw new TypeError('runConformance needs { name, adapterModule, url }');
+  }
+  describe(`statusq conformance: ${options.name}`, () => {
+    let current: TestEnv | undefined;
+    const env = (): TestEnv => {
+      if (!current) throw new Error('conformance: no test environment (called outside a test?)');
+      return current;
+    };
+
+    beforeEach(async () => {
+      current = new TestEnv(options, await options.url());
+    });
+
+    afterEach(async (context) => {
+      const test = current;
+      current = undefined;
+      if (!test) return;
+      // Leaks are judged only for a test that passed: a failed test has already said what went wrong.
+      const leaks = context.task.result?.state === 'pass' ? test.leaks() : [];
+      await test.dispose();
+      await options.dropDatabase?.(test.url);
+      if (leaks.length > 0) throw new Error(`leak check failed: ${leaks.join('; ')}`);
+    });
+
+    stateMachineCases(env);
+    fencingCases(env);
+    outcomeCases(env);
+    orderCases(env);
+    retryCases(env);
+    leaseCases(env);
+    stopCases(env);
+    configCases(env);
+    schemaCases(env);
+    capabilityCases(env);
+    raceCases(env, options);
+    processCases(env, options);
+  });
+}

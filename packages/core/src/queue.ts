@@ -3,7 +3,7 @@ import { ConfigError, SchemaError } from './errors.js';
 import { validateIdentifier } from './identifiers.js';
 import { statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
-import { resolveTable, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
+import { resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { TransitionSql } from './transition-sql.js';
 
 /** Rows per status. These five keys are what `statusq stats --json` prints. */
@@ -30,11 +30,13 @@ export class Queue {
 
   /** Checks the configuration against the real table; a missing table or column is a SchemaError here. */
   static async open(store: Store, config: TableConfig): Promise<Queue> {
+    // Names are checked before any of them reaches SQL, even the read-only introspection.
+    validateTableConfig(config);
     const columns = await store.describeTable(config.table);
     return new Queue(store, resolveTable(config, columns, (c) => store.orderTimeEncoding(c)), columns ?? []);
   }
 
-  claim(request: ClaimRequest, strategy: ClaimStrategy = 'native'): Promise<ClaimResult> {
+  async claim(request: ClaimRequest, strategy: ClaimStrategy = 'native'): Promise<ClaimResult> {
     if (!Number.isSafeInteger(request.limit) || request.limit < 1) throw new ConfigError(`claim limit must be a positive integer, got ${request.limit}`);
     return strategy === 'native' ? this.store.claim(this.table, request) : claimConditionalUpdate(this.store, this.table, request);
   }

@@ -64,6 +64,8 @@ interface InFlight {
   controller: AbortController;
   /** Set once the claim is known lost or handed back; the job's own settle is then skipped. */
   settled: boolean;
+  /** Set when the job's settle is submitted: a heartbeat that then finds the row gone is not a lost claim. */
+  settling: boolean;
 }
 
 type Outcome =
@@ -280,7 +282,7 @@ export class Worker extends TypedEmitter {
   }
 
   private start(job: Job, token: string | null): void {
-    const flight: InFlight = { job, token, controller: new AbortController(), settled: false };
+    const flight: InFlight = { job, token, controller: new AbortController(), settled: false, settling: false };
     this.inFlight.add(flight);
     void this.execute(flight).finally(() => {
       this.inFlight.delete(flight);
@@ -302,6 +304,7 @@ export class Worker extends TypedEmitter {
             ? sql.giveUp(job.id, token, outcome.reason)
             : sql.retry(job.id, token, outcome.reason, outcome.delayMs);
     let applied: boolean;
+    flight.settling = true;
     try {
       applied = await this.settler.submit(statement);
     } catch (error) {
@@ -385,13 +388,13 @@ export class Worker extends TypedEmitter {
   }
 
   private async heartbeat(): Promise<void> {
-    const live = [...this.inFlight].filter((f) => !f.settled);
+    const live = [...this.inFlight].filter((f) => !f.settled && !f.settling);
     if (live.length === 0) return;
     try {
       const results = await this.queue.apply(live.map((f) => this.queue.sql.heartbeat(f.job.id, f.token)));
       results.forEach((result, i) => {
         const flight = live[i]!;
-        if (result.affected === 0 && !flight.settled && this.inFlight.has(flight)) {
+        if (result.affected === 0 && !flight.settled && !flight.settling && this.inFlight.has(flight)) {
           flight.settled = true;
           flight.controller.abort(new Error('claim lost: lease taken over'));
           this.counters.claimLost++;

@@ -1,0 +1,130 @@
+import { describe, expect, it } from 'vitest';
+import { Queue, type Job } from '@statusq/core';
+import { FAST, deferred, nextEvent, readRow, statusOf, waitFor, withDeadline, type TestEnv } from '../harness.js';
+import { createJobs, enqueueJobs } from '../tables.js';
+import { claimAndReap } from './state-machine.js';
+
+export function fencingCases(env: () => TestEnv): void {
+  describe('guarded settles with fencing tokens', () => {
+    it('after a lease is reaped and the row claimed again with token B, every settle with token A affects 0 and B settles', async () => {
+      const store = await env().store();
+      const queue = await createJobs(store);
+      const [id] = await enqueueJobs(queue, ['fenced']);
+      expect(await claimAndReap(queue, 'A')).toBe(id);
+      const again = await queue.claim({ limit: 1, token: 'B' });
+      expect(again.rows.map((r) => String(r.id))).toEqual([id]);
+      expect(again.rows[0]!.worker_id).toBe('B');
+
+      const byA = await queue.apply([
+        queue.sql.complete(id!, 'A', '"from A"'),
+        queue.sql.giveUp(id!, 'A', 'from A'),
+        queue.sql.abuse(id!, 'A', 'from A'),
+        queue.sql.retry(id!, 'A', 'from A', 0),
+        queue.sql.release(id!, 'A'),
+        queue.sql.heartbeat(id!, 'A'),
+      ]);
+      expect(byA.map((r) => r.affected)).toEqual([0, 0, 0, 0, 0, 0]);
+      const held = await readRow(store, 'jobs', id);
+      expect(statusOf(held)).toBe(queue.table.codes.processing);
+      expect(held.worker_id).toBe('B');
+      expect(held.result).toBeNull();
+
+      expect((await queue.apply([queue.sql.heartbeat(id!, 'B'), queue.sql.complete(id!, 'B', '"from B"')])).map((r) => r.affected)).toEqual([1, 1]);
+      const done = await readRow(store, 'jobs', id);
+      expect(statusOf(done)).toBe(queue.table.codes.done);
+      expect(done.result).toBe('"from B"');
+      await env().closeStores();
+    });
+
+    it('a Worker whose lease was taken over emits claim-lost on settle, and its settle changes nothing', async () => {
+      const workerStore = await env().store('worker store');
+      const rivalStore = await env().store('rival store');
+      const queue = await createJobs(workerStore);
+      const [id] = await enqueueJobs(queue, ['slow']);
+      const rival = await Queue.open(rivalStore, { table: 'jobs' });
+      const started = deferred<Job>();
+      const gate = deferred();
+      env().cleanups.push(() => gate.resolve());
+      // The worker's own lease is long and it never heartbeats during the test: only the rival moves the row.
+      const w = await env().startWorker({
+        store: workerStore,
+        table: { table: 'jobs' },
+        concurrency: 1,
+        leaseMs: 60_000,
+        heartbeatMs: 60_000,
+        reapIntervalMs: 60_000,
+        ...FAST,
+        handler: async (job) => {
+          started.resolve(job);
+          await gate.promise;
+          return 'late';
+        },
+      });
+      const job = await withDeadline(started.promise, 10_000, 'the handler to start');
+      expect(String(job.id)).toBe(id);
+      const tokenA = String((await readRow(rivalStore, 'jobs', id)).worker_id);
+      expect(tokenA.startsWith(w.worker.workerId)).toBe(true);
+
+      await waitFor('the rival to reap the claim', async () => (await rival.reapExpired(0, 1000)) === 1);
+      const taken = await rival.claim({ limit: 1, token: 'B' });
+      expect(taken.rows.map((r) => String(r.id))).toEqual([id]);
+
+      const lost = nextEvent(w.worker, 'claim-lost');
+      gate.resolve();
+      const event = await lost;
+      expect(event.during).toBe('settle');
+      expect(String(event.job.id)).toBe(id);
+      const row = await readRow(rivalStore, 'jobs', id);
+      expect(statusOf(row)).toBe(queue.table.codes.processing);
+      expect(row.worker_id).toBe('B');
+      expect(row.result).toBeNull();
+
+      await w.worker.stop(5000);
+      const counters = await w.done;
+      expect(counters.claimLost).toBe(1);
+      expect(counters.completed).toBe(0);
+      expect(w.errors).toEqual([]);
+      expect((await rival.apply([rival.sql.complete(id!, 'B', null)]))[0]!.affected).toBe(1);
+      await env().closeStores();
+    });
+
+    it('a heartbeat that finds its claim taken over emits claim-lost and aborts the job signal', async () => {
+      const workerStore = await env().store('worker store');
+      const rivalStore = await env().store('rival store');
+      const queue = await createJobs(workerStore);
+      const [id] = await enqueueJobs(queue, ['long']);
+      const rival = await Queue.open(rivalStore, { table: 'jobs' });
+      const started = deferred();
+      const aborted = deferred<unknown>();
+      const w = await env().startWorker({
+        store: workerStore,
+        table: { table: 'jobs' },
+        concurrency: 1,
+        leaseMs: 60_000,
+        heartbeatMs: 20,
+        reapIntervalMs: 60_000,
+        ...FAST,
+        handler: async (_job, ctx) => {
+          started.resolve();
+          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
+          aborted.resolve(ctx.signal.reason);
+        },
+      });
+      await withDeadline(started.promise, 10_000, 'the handler to start');
+      const lost = nextEvent(w.worker, 'claim-lost');
+      await waitFor('the rival to reap the claim', async () => (await rival.reapExpired(0, 1000)) === 1);
+      expect((await rival.claim({ limit: 1, token: 'B' })).rows.map((r) => String(r.id))).toEqual([id]);
+      const event = await lost;
+      expect(event.during).toBe('heartbeat');
+      expect(String(await withDeadline(aborted.promise, 5000, 'the job signal to abort'))).toMatch(/claim lost/);
+      await w.worker.stop(5000);
+      const counters = await w.done;
+      expect(counters.claimLost).toBe(1);
+      expect(counters.completed).toBe(0);
+      const row = await readRow(rivalStore, 'jobs', id);
+      expect(statusOf(row)).toBe(queue.table.codes.processing);
+      expect(row.worker_id).toBe('B');
+      await env().closeStores();
+    });
+  });
+}

@@ -1,0 +1,151 @@
+import { describe, expect, it } from 'vitest';
+import type { Handler, Row } from '@statusq/core';
+import { generateTableARows } from '@statusq/test-fixtures';
+import { FAST, Ledger, countsOf, idKey, readRow, readRows, statusOf, withDeadline, type TestEnv } from '../harness.js';
+import { createJobs, createTableA, enqueueJobs, insertJobsAt } from '../tables.js';
+
+export function outcomeCases(env: () => TestEnv): void {
+  describe('poison jobs', () => {
+    it('without retry columns (the seed), a poison row ends 0 after exactly one attempt and the other rows end done', async () => {
+      const store = await env().store();
+      const rows = generateTableARows(60, { poisonEvery: 10, abuseEvery: 0 });
+      await createTableA(store, rows);
+      const ledger = new Ledger();
+      const w = await env().startWorker({
+        store,
+        table: { table: 'table_a' },
+        concurrency: 2,
+        exitWhenEmpty: true,
+        ...FAST,
+        handler: async (job) => {
+          ledger.record(job);
+          if (job.row.kind === 'poison') throw new Error(`unreachable host for ${String(job.row.url)}`);
+          return 'ok';
+        },
+      });
+      const counters = await withDeadline(w.done, 30_000, 'the worker to drain table_a');
+      expect(ledger.notExactlyOnce(rows.map((r) => r.id))).toEqual([]);
+      const byId = new Map((await readRows(store, 'table_a')).map((r) => [idKey(r.id), r]));
+      for (const row of rows) expect(statusOf(byId.get(String(row.id))), `row ${row.id} (${row.kind})`).toBe(row.kind === 'poison' ? 0 : 1);
+      expect(counters.failed).toBe(6);
+      expect(counters.completed).toBe(54);
+      expect(counters.retried).toBe(0);
+      expect(w.errors).toEqual([]);
+      await env().closeStores();
+    });
+
+    it('with retry columns and maxAttempts 3, a poison row ends 0 after exactly 3 attempts with last_error and attempt_count 3, without blocking the other rows', async () => {
+      const store = await env().store();
+      const queue = await createJobs(store);
+      const now = Date.now();
+      // The poison row is the newest, so a newest-first queue meets it first.
+      await insertJobsAt(queue, [
+        { id: 1, date: new Date(now - 1000), payload: { poison: true } },
+        ...Array.from({ length: 10 }, (_, i) => ({ id: i + 2, date: new Date(now - 10_000 - i * 1000), payload: { poison: false } })),
+      ]);
+      const ledger = new Ledger();
+      const w = await env().startWorker({
+        store,
+        table: { table: 'jobs' },
+        concurrency: 1,
+        batch: 1,
+        maxAttempts: 3,
+        retryDelayMs: 200,
+        exitWhenEmpty: true,
+        ...FAST,
+        handler: async (job) => {
+          ledger.record(job);
+          if ((job.payload as { poison: boolean }).poison) throw new Error('unreachable host');
+          return 'ok';
+        },
+      });
+      const counters = await withDeadline(w.done, 30_000, 'the worker to drain the queue');
+      expect(ledger.attempts.get('1')).toEqual([1, 2, 3]);
+      const poison = await readRow(store, 'jobs', 1);
+      expect(statusOf(poison)).toBe(0);
+      expect(Number(poison.attempt_count)).toBe(3);
+      expect(poison.last_error).toBe('Error: unreachable host');
+      expect(poison.finished_at).not.toBeNull();
+      const others = Array.from({ length: 10 }, (_, i) => i + 2);
+      expect(ledger.notExactlyOnce(others)).toEqual([]);
+      expect(await countsOf(store, 'jobs')).toEqual({ pending: 0, processing: 0, done: 10, abuse: 0, failed: 1 });
+      // Not blocked: the first attempt came first, and other rows ran while its retry waited.
+      const order = ledger.order.map((e) => `${e.id}#${e.attempt}`);
+      expect(order[0]).toBe('1#1');
+      expect(order.indexOf('2#1')).toBeLessThan(order.indexOf('1#2'));
+      expect(counters).toMatchObject({ completed: 10, failed: 1, retried: 2 });
+      await env().closeStores();
+    });
+  });
+
+  describe('abuse and giveUp', () => {
+    it('abuse ends in 2 via ctx.abuse(), return ctx.abuse(), throw ctx.abuse() and the isAbuse rule (handler not called); giveUp ends in 0 with no retry', async () => {
+      const store = await env().store();
+      const queue = await createJobs(store);
+      const modes = ['call', 'return', 'throw', 'call-then-throw', 'rule', 'giveUp', 'throw-giveUp', 'ok'] as const;
+      const ids = await enqueueJobs(
+        queue,
+        modes.map((mode) => ({ mode })),
+      );
+      const idOf = Object.fromEntries(modes.map((m, i) => [m, ids[i]!])) as Record<(typeof modes)[number], string>;
+      const ledger = new Ledger();
+      const handler: Handler = async (job, ctx) => {
+        ledger.record(job);
+        switch ((job.payload as { mode: string }).mode) {
+          case 'call':
+            ctx.abuse('flagged: call');
+            return { ignored: true };
+          case 'return':
+            return ctx.abuse();
+          case 'throw':
+            throw ctx.abuse('flagged: throw');
+          case 'call-then-throw':
+            ctx.abuse('flagged first');
+            throw new Error('and then failed');
+          case 'giveUp':
+            return ctx.giveUp('not worth retrying');
+          case 'throw-giveUp':
+            throw ctx.giveUp('thrown giveUp');
+          default:
+            return 'fine';
+        }
+      };
+      const ruleSaw: Row[] = [];
+      const w = await env().startWorker({
+        store,
+        table: { table: 'jobs' },
+        maxAttempts: 3,
+        retryDelayMs: 10,
+        exitWhenEmpty: true,
+        ...FAST,
+        handler,
+        isAbuse: (row) => {
+          ruleSaw.push(row);
+          return String(row.payload).includes('"rule"');
+        },
+      });
+      const counters = await withDeadline(w.done, 30_000, 'the worker to drain the queue');
+      const row = async (mode: (typeof modes)[number]) => readRow(store, 'jobs', idOf[mode]);
+      const expectRow = async (mode: (typeof modes)[number], status: number, lastError: string | null, attempts: number) => {
+        const r = await row(mode);
+        expect({ mode, status: statusOf(r), lastError: r.last_error, attempts: Number(r.attempt_count) }).toEqual({ mode, status, lastError, attempts });
+      };
+      await expectRow('call', 2, 'flagged: call', 0);
+      await expectRow('return', 2, 'abuse', 0);
+      await expectRow('throw', 2, 'flagged: throw', 0);
+      await expectRow('call-then-throw', 2, 'flagged first', 0);
+      await expectRow('rule', 2, 'isAbuse rule', 0);
+      await expectRow('giveUp', 0, 'not worth retrying', 1);
+      await expectRow('throw-giveUp', 0, 'thrown giveUp', 1);
+      await expectRow('ok', 1, null, 0);
+      expect((await row('call')).result).toBeNull();
+      // The rule ran on every row; the handler on every row but the one the rule judged abusive, once each.
+      expect(ruleSaw).toHaveLength(modes.length);
+      expect(ledger.count(idOf.rule)).toBe(0);
+      expect(ledger.notExactlyOnce(modes.filter((m) => m !== 'rule').map((m) => idOf[m]))).toEqual([]);
+      expect(counters).toMatchObject({ abused: 5, failed: 2, completed: 1, retried: 0 });
+      expect(w.errors).toEqual([]);
+      await env().closeStores();
+    });
+  });
+}

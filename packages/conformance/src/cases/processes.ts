@@ -1,0 +1,273 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { Queue, StoreError, type Row, type TableConfig } from '@statusq/core';
+import type { ColumnGroup } from '@statusq/schema';
+import { expectedStatus, generateTableARows, handlerPath, type RowKind, type TableARow } from '@statusq/test-fixtures';
+import type { ChildWorkerArgs, ChildWorkerResult } from '../child-worker.js';
+import type { ChildSessionArgs } from '../child-session.js';
+import { FAST, Ledger, childScript, countsOf, deferred, idKey, readRows, statusOf, withDeadline, type TestEnv } from '../harness.js';
+import type { ConformanceOptions } from '../options.js';
+import { createJobs, createTableA, enqueueJobs } from '../tables.js';
+
+/** Per row id, the attempts that ran (in ledger order) and the pids that ran them. */
+function readLedgerFile(path: string): Map<string, { attempts: number[]; pids: number[] }> {
+  const byId = new Map<string, { attempts: number[]; pids: number[] }>();
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return byId;
+  }
+  for (const line of text.split('\n')) {
+    if (line.trim() === '') continue;
+    const [id, attempt, pid] = line.trim().split(' ');
+    const entry = byId.get(id!) ?? { attempts: [], pids: [] };
+    entry.attempts.push(Number(attempt));
+    entry.pids.push(Number(pid));
+    byId.set(id!, entry);
+  }
+  return byId;
+}
+
+/** The attempts a fixture row of this kind runs, in order. */
+function expectedAttempts(kind: RowKind, retries: boolean, maxAttempts: number): number[] {
+  if (!retries) return [1];
+  if (kind === 'poison') return Array.from({ length: maxAttempts }, (_, i) => i + 1);
+  if (kind === 'flaky') return [1, 2];
+  return [1];
+}
+
+export function processCases(env: () => TestEnv, options: ConformanceOptions): void {
+  const scale = options.scale ?? 1;
+
+  async function runChildren(
+    count: number,
+    table: TableConfig,
+    worker: ChildWorkerArgs['worker'],
+    ledgerPath: string,
+    handler = handlerPath('table-a.mjs'),
+  ): Promise<ChildWorkerResult[]> {
+    const children = Array.from({ length: count }, (_, i) =>
+      env().spawnChild(
+        childScript('child-worker.js'),
+        { adapterModule: env().adapterModulePath, url: env().url, table, handlerPath: handler, concurrency: 4, worker } satisfies ChildWorkerArgs,
+        { STATUSQ_LEDGER: ledgerPath },
+        `child worker ${i + 1}`,
+      ),
+    );
+    return Promise.all(children.map((c) => c.result<ChildWorkerResult>(120_000)));
+  }
+
+  function checkTableA(
+    rows: readonly TableARow[],
+    dbRows: readonly Row[],
+    ledger: Map<string, { attempts: number[]; pids: number[] }>,
+    retries: boolean,
+    maxAttempts: number,
+  ): string[] {
+    const problems: string[] = [];
+    const codes = { done: 1, abuse: 2, failed: 0 } as const;
+    const byId = new Map(dbRows.map((r) => [idKey(r.id), r]));
+    for (const row of rows) {
+      const db = byId.get(String(row.id));
+      const ran = ledger.get(String(row.id))?.attempts ?? [];
+      const want = expectedAttempts(row.kind, retries, maxAttempts);
+      if (JSON.stringify(ran) !== JSON.stringify(want)) problems.push(`${row.kind} row ${row.id} ran attempts ${JSON.stringify(ran)}, expected ${JSON.stringify(want)}`);
+      const status = statusOf(db);
+      const expected = codes[expectedStatus(row.kind, retries)];
+      if (status !== expected) problems.push(`${row.kind} row ${row.id} ended with status ${status}, expected ${expected}`);
+      if (retries && db) {
+        const attempts = Number(db.attempt_count);
+        const wantCount = row.kind === 'poison' ? maxAttempts : row.kind === 'flaky' ? 1 : 0;
+        if (attempts !== wantCount) problems.push(`${row.kind} row ${row.id} has attempt_count ${attempts}, expected ${wantCount}`);
+        if (row.kind === 'poison' && !/unreachable host/.test(String(db.last_error))) problems.push(`poison row ${row.id} last_error ${String(db.last_error)}`);
+      }
+    }
+    if (ledger.size !== rows.length) problems.push(`ledger holds ${ledger.size} rows, table ${rows.length}`);
+    return problems.slice(0, 20);
+  }
+
+  function tally(rows: readonly TableARow[]): Record<RowKind, number> {
+    const t: Record<RowKind, number> = { ok: 0, poison: 0, abuse: 0, flaky: 0 };
+    for (const r of rows) t[r.kind]++;
+    return t;
+  }
+
+  describe('several OS processes on one database', () => {
+    for (const strategy of ['native', 'conditional-update'] as const) {
+      const big = Math.max(400, Math.round((strategy === 'native' ? 4000 : 2000) * scale));
+      it(`${strategy}: 4 worker processes over ${big} table_a rows with leases and retries: each row runs exactly its expected attempts`, async () => {
+        const setup = await env().store('setup store');
+        const rows = generateTableARows(big, { poisonEvery: 50, abuseEvery: 40, flakyEvery: 30 });
+        const groups: ColumnGroup[] = ['leases', 'retries'];
+        await createTableA(setup, rows, { migrate: groups });
+        const ledgerPath = join(env().tempDir(), 'ledger.txt');
+        const maxAttempts = 3;
+        const results = await runChildren(4, { table: 'table_a' }, { strategy, maxAttempts, retryDelayMs: 20, maxRetryDelayMs: 100, leaseMs: 60_000, ...FAST }, ledgerPath);
+
+        const ledger = readLedgerFile(ledgerPath);
+        expect(checkTableA(rows, await readRows(setup, 'table_a'), ledger, true, maxAttempts)).toEqual([]);
+        const t = tally(rows);
+        expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: t.ok + t.flaky, abuse: t.abuse, failed: t.poison });
+        const sum = (key: string) => results.reduce((n, r) => n + (r.counters[key] ?? 0), 0);
+        expect(sum('completed')).toBe(t.ok + t.flaky);
+        expect(sum('abused')).toBe(t.abuse);
+        expect(sum('failed')).toBe(t.poison);
+        expect(sum('retried')).toBe(t.poison * (maxAttempts - 1) + t.flaky);
+        expect(sum('claimed')).toBe([...ledger.values()].reduce((n, e) => n + e.attempts.length, 0));
+        expect(sum('claimLost')).toBe(0);
+        if (strategy === 'native' && setup.capabilities.skipLocked) expect(sum('lostClaims')).toBe(0);
+        if (strategy === 'conditional-update') console.info(`[${options.name}] conditional-update across processes: ${sum('lostClaims')} lost claims for ${big} rows`);
+        // Each child did some of the work.
+        const pids = new Set([...ledger.values()].flatMap((e) => e.pids));
+        expect(pids.size).toBeGreaterThan(1);
+        for (const r of results) expect(r.errors['settle'] ?? 0).toBe(0);
+        await env().closeStores();
+      });
+    }
+
+    const small = Math.max(200, Math.round(1000 * scale));
+    it(`2 worker processes over ${small} rows of the seed's status-only table_a: every row runs once, failures are final`, async () => {
+      const setup = await env().store('setup store');
+      const rows = generateTableARows(small, { poisonEvery: 50, abuseEvery: 40, flakyEvery: 30 });
+      await createTableA(setup, rows);
+      const ledgerPath = join(env().tempDir(), 'ledger.txt');
+      const results = await runChildren(2, { table: 'table_a' }, { ...FAST }, ledgerPath);
+      const ledger = readLedgerFile(ledgerPath);
+      expect(checkTableA(rows, await readRows(setup, 'table_a'), ledger, false, 1)).toEqual([]);
+      const t = tally(rows);
+      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: t.ok, abuse: t.abuse, failed: t.poison + t.flaky });
+      expect(results.reduce((n, r) => n + (r.counters.completed ?? 0), 0)).toBe(t.ok);
+      await env().closeStores();
+    });
+
+    it('a worker process killed with SIGKILL while holding claims: another process reaps them after the lease and finishes every row', async () => {
+      const setup = await env().store('setup store');
+      const rows = generateTableARows(200, { poisonEvery: 0, abuseEvery: 0 });
+      await createTableA(setup, rows, { migrate: ['leases', 'retries'] });
+      const dir = env().tempDir();
+      const ledgerPath = join(dir, 'ledger.txt');
+      const hangingHandler = join(dir, 'hang.mjs');
+      writeFileSync(
+        hangingHandler,
+        [
+          "import { appendFileSync } from 'node:fs';",
+          'export default async function handle(job) {',
+          '  appendFileSync(process.env.STATUSQ_LEDGER, `${job.id} ${job.attempt} ${process.pid}\\n`);',
+          "  if (process.env.STATUSQ_HANG === '1') {",
+          '    process.stdout.write(`hanging ${job.id}\\n`);',
+          '    await new Promise(() => {});',
+          '  }',
+          '  return { ok: true };',
+          '}',
+          '',
+        ].join('\n'),
+      );
+      const args = (lease: number): ChildWorkerArgs => ({
+        adapterModule: env().adapterModulePath,
+        url: env().url,
+        table: { table: 'table_a' },
+        handlerPath: hangingHandler,
+        concurrency: 4,
+        worker: { leaseMs: lease, reapIntervalMs: 50, maxAttempts: 3, ...FAST },
+      });
+      const doomed = env().spawnChild(childScript('child-worker.js'), args(60_000), { STATUSQ_LEDGER: ledgerPath, STATUSQ_HANG: '1' }, 'doomed child');
+      const hanging = new Set<string>();
+      await doomed.line(
+        (line) => {
+          if (line.startsWith('hanging ')) hanging.add(line.slice('hanging '.length));
+          return hanging.size === 4;
+        },
+        'the doomed child to hold 4 claims',
+      );
+      process.kill(doomed.pid, 'SIGKILL');
+      expect((await withDeadline(doomed.exited, 10_000, 'the doomed child to die')).signal).toBe('SIGKILL');
+      expect((await countsOf(setup, 'table_a')).processing).toBe(4);
+
+      const survivor = env().spawnChild(childScript('child-worker.js'), args(300), { STATUSQ_LEDGER: ledgerPath }, 'survivor child');
+      const result = await survivor.result<ChildWorkerResult>(60_000);
+      const ledger = readLedgerFile(ledgerPath);
+      const problems: string[] = [];
+      for (const row of rows) {
+        const ran = ledger.get(String(row.id));
+        const want = hanging.has(String(row.id)) ? [1, 2] : [1];
+        if (JSON.stringify(ran?.attempts) !== JSON.stringify(want)) problems.push(`row ${row.id} ran ${JSON.stringify(ran?.attempts)}, expected ${JSON.stringify(want)}`);
+      }
+      expect(problems.slice(0, 10)).toEqual([]);
+      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: rows.length, abuse: 0, failed: 0 });
+      expect(result.counters.completed).toBe(rows.length);
+      const reaped = (await readRows(setup, 'table_a')).filter((r) => hanging.has(idKey(r.id)));
+      expect(reaped.map((r) => Number(r.attempt_count))).toEqual([1, 1, 1, 1]);
+      expect(reaped.every((r) => /lease expired/.test(String(r.last_error)))).toBe(true);
+      await env().closeStores();
+    });
+
+    it('[needs sqlite] a claim that meets another process holding the write lock rejects with StoreError Busy; the worker retries and loses no job', async (ctx) => {
+      if ((await env().dialect()) !== 'sqlite') ctx.skip();
+      const setup = await env().store('setup store');
+      const queue = await createJobs(setup);
+      const ids = await enqueueJobs(queue, Array.from({ length: 20 }, (_, n) => ({ n })));
+      const impatient = await env().impatientStore();
+      if (!impatient) throw new Error('the SQLite adapter must pass createImpatientStore (a store with a busy timeout of a few ms)');
+      const impatientQueue = await Queue.open(impatient, { table: 'jobs' });
+
+      const holder = env().spawnChild(
+        childScript('child-session.js'),
+        { adapterModule: env().adapterModulePath, url: env().url, before: ['BEGIN IMMEDIATE'], after: ['COMMIT'] } satisfies ChildSessionArgs,
+        {},
+        'lock holder',
+      );
+      await holder.line((l) => l === 'ready', 'the lock holder to take the write lock');
+
+      const error = await impatientQueue.claim({ limit: 1, token: 'x' }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error).toBeInstanceOf(StoreError);
+      expect((error as StoreError).kind).toBe('Busy');
+      expect(String((error as StoreError).nativeCode)).toMatch(/^SQLITE_BUSY/);
+      expect((error as StoreError).retryable).toBe(true);
+      const settle = await impatientQueue.apply([impatientQueue.sql.release(ids[0]!, null)]).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect((settle as StoreError).kind).toBe('Busy');
+      expect((await countsOf(setup, 'jobs')).pending).toBe(20);
+
+      const ledger = new Ledger();
+      const busySeen = deferred();
+      const w = await env().startWorker(
+        {
+          store: impatient,
+          table: { table: 'jobs' },
+          concurrency: 4,
+          exitWhenEmpty: true,
+          ...FAST,
+          handler: async (job) => {
+            ledger.record(job);
+          },
+        },
+        'impatient worker',
+        (worker) =>
+          worker.on('error', ({ error: e }) => {
+            if (e instanceof StoreError && e.kind === 'Busy') busySeen.resolve();
+          }),
+      );
+      await withDeadline(busySeen.promise, 10_000, 'the worker to meet the lock');
+      expect(ledger.order).toHaveLength(0);
+      holder.send('go');
+      await holder.line((l) => l === 'done', 'the lock holder to commit');
+      expect((await withDeadline(holder.exited, 10_000, 'the lock holder to exit')).code).toBe(0);
+
+      const counters = await withDeadline(w.done, 30_000, 'the worker to drain the queue');
+      expect(ledger.notExactlyOnce(ids)).toEqual([]);
+      expect(counters.completed).toBe(20);
+      expect(await countsOf(setup, 'jobs')).toEqual({ pending: 0, processing: 0, done: 20, abuse: 0, failed: 0 });
+      expect(w.errors.length).toBeGreaterThan(0);
+      const notBusy = w.errors.filter((e) => !(e.error instanceof StoreError && e.error.kind === 'Busy'));
+      expect(notBusy).toEqual([]);
+      await env().closeStores();
+    });
+  });
+}

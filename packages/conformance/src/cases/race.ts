@@ -1,0 +1,84 @@
+import { describe, expect, it } from 'vitest';
+import type { ClaimStrategy, WorkerCounters } from '@statusq/core';
+import { FAST, Ledger, countsOf, idKey, readRows, statusOf, withDeadline, withLatency, type StartedWorker, type TestEnv } from '../harness.js';
+import type { ConformanceOptions } from '../options.js';
+import { createJobs, enqueueJobs } from '../tables.js';
+
+const WORKERS = 8;
+const CONCURRENCY = 4;
+
+export function raceCases(env: () => TestEnv, options: ConformanceOptions): void {
+  const jobs = Math.max(200, Math.round(3000 * (options.scale ?? 1)));
+
+  describe(`race: ${WORKERS} workers, each on its own connection, concurrency ${CONCURRENCY}, ${jobs} jobs`, () => {
+    for (const strategy of ['native', 'conditional-update'] as ClaimStrategy[]) {
+      it(`${strategy}: every job is handled exactly once and ends done`, async () => {
+        const setup = await env().store('setup store');
+        const queue = await createJobs(setup);
+        const ids = await enqueueJobs(
+          queue,
+          Array.from({ length: jobs }, (_, n) => ({ n })),
+        );
+        expect(ids).toHaveLength(jobs);
+        const ledger = new Ledger();
+        const wrongState: string[] = [];
+        const workers: StartedWorker[] = [];
+        for (let i = 0; i < WORKERS; i++) {
+          // Every call yields first, so the workers' claims really interleave even on a synchronous driver.
+          const store = withLatency(await env().store(`worker store ${i + 1}`));
+          workers.push(
+            await env().startWorker({
+              store,
+              table: { table: 'jobs' },
+              strategy,
+              concurrency: CONCURRENCY,
+              exitWhenEmpty: true,
+              ...FAST,
+              handler: async (job, ctx) => {
+                ledger.record(job, ctx.workerId);
+                // The row handed to the handler is the claimed row: processing, with this worker's token.
+                if (statusOf(job.row) !== queue.table.codes.processing || !String(job.row.worker_id).startsWith(`${ctx.workerId}:`)) {
+                  wrongState.push(`${idKey(job.id)}: status ${String(job.row.status)} token ${String(job.row.worker_id)}`);
+                }
+                if ((job.payload as { n?: unknown }).n === undefined) wrongState.push(`${idKey(job.id)}: payload ${JSON.stringify(job.payload)}`);
+                // Yield so the workers' claims and settles interleave.
+                await new Promise((resolve) => setImmediate(resolve));
+                return { n: (job.payload as { n: number }).n };
+              },
+            }),
+          );
+        }
+        const results: WorkerCounters[] = await withDeadline(Promise.all(workers.map((w) => w.done)), 120_000, `${WORKERS} workers to drain the queue`);
+
+        expect(wrongState).toEqual([]);
+        expect(ledger.notExactlyOnce(ids)).toEqual([]);
+        expect(ledger.order).toHaveLength(jobs);
+        expect(await countsOf(setup, 'jobs')).toEqual({ pending: 0, processing: 0, done: jobs, abuse: 0, failed: 0 });
+        const sum = (key: keyof WorkerCounters) => results.reduce((n, c) => n + c[key], 0);
+        expect(sum('claimed')).toBe(jobs);
+        expect(sum('completed')).toBe(jobs);
+        expect(sum('claimLost') + sum('failed') + sum('retried') + sum('abused') + sum('released')).toBe(0);
+        if (strategy === 'native' && setup.capabilities.skipLocked) expect(sum('lostClaims')).toBe(0);
+        if (strategy === 'conditional-update') {
+          // Not required, only reported: how many candidates another worker took first.
+          console.info(`[${options.name}] conditional-update race: ${sum('lostClaims')} lost claims for ${jobs} jobs`);
+        }
+        for (const w of workers) expect(w.errors).toEqual([]);
+
+        // The database agrees with the ledger: each row is done, holds its own result, and carries the
+        // token of the worker that handled it.
+        const handledBy = new Map(ledger.order.map((e) => [e.id, e.workerId]));
+        const mismatched = (await readRows(setup, 'jobs')).filter(
+          (row) =>
+            statusOf(row) !== queue.table.codes.done ||
+            !String(row.worker_id).startsWith(`${handledBy.get(idKey(row.id))}:`) ||
+            JSON.parse(String(row.result)).n !== JSON.parse(String(row.payload)).n,
+        );
+        expect(mismatched.slice(0, 5)).toEqual([]);
+        // More than one worker took part (otherwise nothing raced).
+        expect(results.filter((c) => c.completed > 0).length).toBeGreaterThan(1);
+        await env().closeStores();
+      });
+    }
+  });
+}

@@ -1,0 +1,301 @@
+import { describe, expect, it } from 'vitest';
+import {
+  IllegalTransitionError,
+  TRANSITIONS,
+  assertTransition,
+  isLegalTransition,
+  statusCode,
+  type Queue,
+  type Row,
+  type Statement,
+  type StatusName,
+  type TransitionCause,
+} from '@statusq/core';
+import { readRow, statusOf, toMs, waitFor, type TestEnv } from '../harness.js';
+import { createJobs, enqueueJobs, forceRowState } from '../tables.js';
+
+const STATES: StatusName[] = ['pending', 'processing', 'done', 'abuse', 'failed'];
+const CAUSES = Object.keys(TRANSITIONS) as TransitionCause[];
+
+interface Op {
+  name: string;
+  cause: TransitionCause;
+  to: StatusName;
+  /** The op only starts from this state (e.g. requeue of failed rows), narrower than its cause. */
+  from?: StatusName;
+  /** attempt_count of the row before the op. */
+  attempts?: number;
+  run(queue: Queue, id: string): Promise<number>;
+  /** Side effects of the legal transition, beyond the status. */
+  check?(after: Row, before: Row): void;
+}
+
+const exec = (queue: Queue, statement: Statement) => queue.store.execute(statement).then((r) => r.affected);
+
+/** Every guarded transition statusq issues, run against rows in every state. Token of the holder: `A`. */
+const OPS: Op[] = [
+  {
+    name: 'claim (guarded UPDATE by id)',
+    cause: 'claim',
+    to: 'processing',
+    run: (q, id) => exec(q, q.sql.claimByIds([id], 'B', false)),
+    check: (after) => {
+      expect(after.worker_id).toBe('B');
+      expect(after.claimed_at).not.toBeNull();
+    },
+  },
+  {
+    name: 'claim (native strategy)',
+    cause: 'claim',
+    to: 'processing',
+    run: (q) => q.claim({ limit: 5, token: 'B' }, 'native').then((r) => r.rows.length),
+    check: (after) => expect(after.worker_id).toBe('B'),
+  },
+  {
+    name: 'claim (conditional-update strategy)',
+    cause: 'claim',
+    to: 'processing',
+    run: (q) => q.claim({ limit: 5, token: 'B' }, 'conditional-update').then((r) => r.rows.length),
+    check: (after) => expect(after.worker_id).toBe('B'),
+  },
+  {
+    name: 'complete',
+    cause: 'complete',
+    to: 'done',
+    run: (q, id) => exec(q, q.sql.complete(id, 'A', '{"ok":true}')),
+    check: (after) => {
+      expect(after.result).toBe('{"ok":true}');
+      expect(after.finished_at).not.toBeNull();
+    },
+  },
+  {
+    name: 'giveUp',
+    cause: 'giveUp',
+    to: 'failed',
+    run: (q, id) => exec(q, q.sql.giveUp(id, 'A', 'boom')),
+    check: (after, before) => {
+      expect(Number(after.attempt_count)).toBe(Number(before.attempt_count) + 1);
+      expect(after.last_error).toBe('boom');
+      expect(after.finished_at).not.toBeNull();
+    },
+  },
+  {
+    name: 'abuse from processing',
+    cause: 'abuse',
+    to: 'abuse',
+    from: 'processing',
+    run: (q, id) => exec(q, q.sql.abuse(id, 'A', 'spam')),
+    check: (after) => expect(after.last_error).toBe('spam'),
+  },
+  {
+    name: 'abuse from pending (Queue.markAbuse)',
+    cause: 'abuse',
+    to: 'abuse',
+    from: 'pending',
+    run: (q, id) => q.markAbuse(id, 'spam').then((changed) => (changed ? 1 : 0)),
+    check: (after) => expect(after.last_error).toBe('spam'),
+  },
+  {
+    name: 'retry (scheduled)',
+    cause: 'retry',
+    to: 'pending',
+    attempts: 1,
+    run: (q, id) => exec(q, q.sql.retry(id, 'A', 'flaky', 60_000)),
+    check: (after) => {
+      expect(Number(after.attempt_count)).toBe(2);
+      expect(after.last_error).toBe('flaky');
+      expect(toMs(after.next_attempt_at)).toBeGreaterThan(Date.now() + 30_000);
+    },
+  },
+  {
+    name: 'release',
+    cause: 'release',
+    to: 'pending',
+    attempts: 1,
+    run: (q, id) => exec(q, q.sql.release(id, 'A')),
+    check: (after) => expect(Number(after.attempt_count)).toBe(1),
+  },
+  {
+    name: 'leaseExpired -> pending (attempts left)',
+    cause: 'leaseExpired',
+    to: 'pending',
+    attempts: 0,
+    run: (q) => q.reapExpired(1000, 3),
+    check: (after) => {
+      expect(Number(after.attempt_count)).toBe(1);
+      expect(String(after.last_error)).toMatch(/lease expired/);
+    },
+  },
+  {
+    name: 'leaseExpired -> failed (attempts used up)',
+    cause: 'leaseExpired',
+    to: 'failed',
+    attempts: 2,
+    run: (q) => q.reapExpired(1000, 3),
+    check: (after) => {
+      expect(Number(after.attempt_count)).toBe(3);
+      expect(String(after.last_error)).toMatch(/lease expired/);
+    },
+  },
+  {
+    name: 'requeue of failed',
+    cause: 'requeue',
+    to: 'pending',
+    from: 'failed',
+    attempts: 3,
+    run: (q, id) => q.requeue('failed', [id]),
+    check: (after) => {
+      expect(Number(after.attempt_count)).toBe(0);
+      expect(after.next_attempt_at).toBeNull();
+    },
+  },
+  {
+    name: 'requeue of abuse',
+    cause: 'requeue',
+    to: 'pending',
+    from: 'abuse',
+    run: (q, id) => q.requeue('abuse', [id]),
+  },
+];
+
+export function stateMachineCases(env: () => TestEnv): void {
+  describe('state machine', () => {
+    it('assertTransition accepts exactly the legal (from, to, cause) triples and throws IllegalTransitionError otherwise', () => {
+      let legal = 0;
+      for (const cause of CAUSES) {
+        for (const from of STATES) {
+          for (const to of STATES) {
+            if (TRANSITIONS[cause].some(([f, t]) => f === from && t === to)) {
+              legal++;
+              expect(() => assertTransition(from, to, cause)).not.toThrow();
+            } else {
+              let thrown: unknown;
+              try {
+                assertTransition(from, to, cause);
+              } catch (error) {
+                thrown = error;
+              }
+              expect(thrown, `${cause}: ${from} -> ${to}`).toBeInstanceOf(IllegalTransitionError);
+              expect((thrown as IllegalTransitionError).from).toBe(from);
+              expect((thrown as IllegalTransitionError).to).toBe(to);
+            }
+          }
+        }
+      }
+      // claim, complete, giveUp, 2x abuse, retry, release, 2x leaseExpired, 2x requeue
+      expect(legal).toBe(11);
+      for (const [from, to, cause] of [
+        ['done', 'pending', 'requeue'],
+        ['pending', 'done', 'complete'],
+        ['pending', 'pending', 'retry'],
+        ['processing', 'processing', 'claim'],
+        ['failed', 'processing', 'claim'],
+      ] as const) {
+        expect(() => assertTransition(from, to, cause)).toThrow(IllegalTransitionError);
+      }
+    });
+
+    it('every guarded UPDATE moves a row only from its legal states, and changes nothing (affected 0) from any other', async () => {
+      const store = await env().store();
+      const queue = await createJobs(store);
+      const failures: string[] = [];
+      let legalRuns = 0;
+      for (const op of OPS) {
+        for (const state of STATES) {
+          await store.execute({ sql: `DELETE FROM ${store.dialect.quoteIdentifier('jobs')}`, params: [] });
+          const [id] = await enqueueJobs(queue, [{ op: op.name, state }]);
+          await forceRowState(queue, id, {
+            status: statusCode(state, queue.table.codes),
+            workerId: state === 'pending' ? null : 'A',
+            claimedAgoMs: state === 'pending' ? null : 60_000,
+            attemptCount: op.attempts ?? 0,
+          });
+          const before = await readRow(store, 'jobs', id);
+          const legal = isLegalTransition(state, op.to, op.cause) && (op.from === undefined || op.from === state);
+          const label = `${op.name} on a ${state} row`;
+          let affected: number;
+          try {
+            affected = await op.run(queue, id!);
+          } catch (error) {
+            failures.push(`${label}: threw ${String(error)}`);
+            continue;
+          }
+          const after = await readRow(store, 'jobs', id);
+          if (legal) {
+            legalRuns++;
+            const expected = statusCode(op.to, queue.table.codes);
+            if (affected !== 1) failures.push(`${label}: legal, expected affected 1, got ${affected}`);
+            if (statusOf(after) !== expected) failures.push(`${label}: expected status ${expected}, got ${statusOf(after)}`);
+            try {
+              op.check?.(after, before);
+            } catch (error) {
+              failures.push(`${label}: ${error instanceof Error ? error.message : String(error)}`);
+            }
+          } else {
+            if (affected !== 0) failures.push(`${label}: illegal, expected affected 0, got ${affected}`);
+            if (JSON.stringify(after) !== JSON.stringify(before)) failures.push(`${label}: illegal, but the row changed: ${JSON.stringify(before)} -> ${JSON.stringify(after)}`);
+          }
+        }
+      }
+      expect(failures).toEqual([]);
+      // One legal source state per op: claim x3 from pending, abuse x2 each from its own state, ...
+      expect(legalRuns).toBe(OPS.length);
+      await env().closeStores();
+    });
+
+    it('named illegal moves are no-ops: complete on pending, complete on done, claim of processing, requeue of done', async () => {
+      const store = await env().store();
+      const queue = await createJobs(store);
+      const [pending, done, processing] = await enqueueJobs(queue, ['p', 'd', 'x']);
+      await forceRowState(queue, done, { status: queue.table.codes.done, workerId: 'A' });
+      await forceRowState(queue, processing, { status: queue.table.codes.processing, workerId: 'A', claimedAgoMs: 0 });
+      const affected = async (statement: Statement) => (await store.execute(statement)).affected;
+      expect(await affected(queue.sql.complete(pending!, null, null))).toBe(0);
+      expect(await affected(queue.sql.complete(pending!, 'A', null))).toBe(0);
+      expect(await affected(queue.sql.complete(done!, 'A', null))).toBe(0);
+      expect(await affected(queue.sql.claimByIds([processing!], 'B', false))).toBe(0);
+      expect(await queue.requeue('failed', [done!])).toBe(0);
+      expect(await queue.requeue('abuse', [done!])).toBe(0);
+      expect(await affected(queue.sql.release(done!, 'A'))).toBe(0);
+      expect(await affected(queue.sql.retry(pending!, null, 'x', 0))).toBe(0);
+      expect(statusOf(await readRow(store, 'jobs', pending))).toBeNull();
+      expect(statusOf(await readRow(store, 'jobs', done))).toBe(queue.table.codes.done);
+      const stillProcessing = await readRow(store, 'jobs', processing);
+      expect(statusOf(stillProcessing)).toBe(queue.table.codes.processing);
+      expect(stillProcessing.worker_id).toBe('A');
+      await env().closeStores();
+    });
+
+    it('a settled row is final for its holder: a second complete, giveUp, abuse or release of the same claim affects 0', async () => {
+      const store = await env().store();
+      const queue = await createJobs(store);
+      const [id] = await enqueueJobs(queue, ['once']);
+      const { rows } = await queue.claim({ limit: 1, token: 'A' });
+      expect(rows.map((r) => String(r.id))).toEqual([id]);
+      expect(statusOf(rows[0])).toBe(queue.table.codes.processing);
+      const results = await queue.apply([
+        queue.sql.complete(id!, 'A', null),
+        queue.sql.complete(id!, 'A', null),
+        queue.sql.giveUp(id!, 'A', 'late'),
+        queue.sql.abuse(id!, 'A', 'late'),
+        queue.sql.release(id!, 'A'),
+        queue.sql.heartbeat(id!, 'A'),
+      ]);
+      expect(results.map((r) => r.affected)).toEqual([1, 0, 0, 0, 0, 0]);
+      const row = await readRow(store, 'jobs', id);
+      expect(statusOf(row)).toBe(queue.table.codes.done);
+      expect(row.last_error).toBeNull();
+      await env().closeStores();
+    });
+  });
+}
+
+/** Claims with token A, then makes the lease look expired and reaps it (bounded wait). */
+export async function claimAndReap(queue: Queue, token: string): Promise<string> {
+  const { rows } = await queue.claim({ limit: 1, token });
+  if (rows.length !== 1) throw new Error(`expected to claim one row, got ${rows.length}`);
+  const id = String(rows[0]!.id);
+  // A lease of 0 ms expires as soon as the database clock has moved past claimed_at.
+  await waitFor('the reaper to take back the expired claim', async () => (await queue.reapExpired(0, 1000)) === 1);
+  return id;
+}

@@ -1,0 +1,73 @@
+/**
+ * A worker in its own OS process, for the multi-process tests:
+ *
+ *   node child-worker.js '{"adapterModule": "/abs/adapter/dist/index.js", "url": "sqlite:/tmp/x.db",
+ *                          "table": {"table": "table_a"}, "handlerPath": "/abs/handler.mjs",
+ *                          "concurrency": 4, "worker": {"maxAttempts": 3}}'
+ *
+ * It imports the adapter, opens its own connection with `connect(url)`, loads the handler with
+ * loadHandler, runs a Worker with exitWhenEmpty, and prints one JSON line with its counters on stdout.
+ * SIGTERM drains (stop) and still prints the counters. Anything else goes to stderr; failure exits 1.
+ */
+import { pathToFileURL } from 'node:url';
+import { isAbsolute } from 'node:path';
+import { Worker, describeError, loadHandler, type Store, type TableConfig, type WorkerOptions } from '@statusq/core';
+
+export interface ChildWorkerArgs {
+  adapterModule: string;
+  url: string;
+  table: TableConfig;
+  handlerPath: string;
+  concurrency?: number;
+  /** Any other WorkerOptions that survive JSON (no store, table, handler, isAbuse or random). */
+  worker?: Omit<WorkerOptions, 'store' | 'table' | 'handler' | 'isAbuse' | 'random' | 'concurrency'>;
+}
+
+export interface ChildWorkerResult {
+  pid: number;
+  workerId: string;
+  counters: Record<string, number>;
+  /** `error` events the worker survived, by `during`. */
+  errors: Record<string, number>;
+  errorSamples: string[];
+}
+
+async function main(): Promise<void> {
+  const args = JSON.parse(process.argv[2] ?? '{}') as ChildWorkerArgs;
+  const specifier = isAbsolute(args.adapterModule) ? pathToFileURL(args.adapterModule).href : args.adapterModule;
+  const adapter = (await import(specifier)) as { connect(url: string): Promise<Store> };
+  const store = await adapter.connect(args.url);
+  try {
+    const { handler, isAbuse } = await loadHandler(args.handlerPath);
+    const worker = await Worker.create({
+      ...args.worker,
+      store,
+      table: args.table,
+      handler,
+      isAbuse,
+      concurrency: args.concurrency ?? 4,
+      exitWhenEmpty: args.worker?.exitWhenEmpty ?? true,
+    });
+    const errors: Record<string, number> = {};
+    const errorSamples: string[] = [];
+    worker.on('error', ({ error, during }) => {
+      errors[during] = (errors[during] ?? 0) + 1;
+      if (errorSamples.length < 5) errorSamples.push(`${during}: ${describeError(error)}`);
+    });
+    process.once('SIGTERM', () => void worker.stop(5000));
+    const counters = await worker.run();
+    const result: ChildWorkerResult = { pid: process.pid, workerId: worker.workerId, counters: { ...counters }, errors, errorSamples };
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  } finally {
+    await store.close();
+  }
+}
+
+main().then(
+  // A drained worker may leave timers behind (see Worker.stop); the result is printed, so leave now.
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`child-worker failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,104 @@
+/**
+ * Building the two kinds of queue table the suite runs on: the seed's application table `table_a` (from
+ * the fixture DDL of the store's dialect, optionally migrated) and a statusq-managed table (initTable).
+ */
+import { Queue, type SqlValue, type Store } from '@statusq/core';
+import { initTable, migrateTable, type ColumnGroup } from '@statusq/schema';
+import { formatSqliteTime, tableASchema, type FixtureDialect, type TableARow } from '@statusq/test-fixtures';
+import { placeholders } from './harness.js';
+
+const INSERT_CHUNK = 500;
+
+/** Creates `table_a` with the fixture DDL for the store's dialect, inserts `rows`, and migrates when asked. */
+export async function createTableA(
+  store: Store,
+  rows: readonly TableARow[],
+  options: { table?: string; migrate?: readonly ColumnGroup[] } = {},
+): Promise<void> {
+  const table = options.table ?? 'table_a';
+  for (const sql of tableASchema(store.dialect.name as FixtureDialect, table)) await store.execute({ sql, params: [] });
+  await insertTableA(store, rows, table);
+  if (options.migrate) await migrateTable(store, { table, with: options.migrate });
+}
+
+/** Inserts table_a rows with the dialect's placeholders, in transactions of 500. */
+export async function insertTableA(store: Store, rows: readonly TableARow[], table = 'table_a'): Promise<void> {
+  const q = (n: string) => store.dialect.quoteIdentifier(n);
+  const sql = `INSERT INTO ${q(table)} (${['id', 'date', 'url', 'kind'].map(q).join(', ')}) VALUES (${placeholders(store, 4).join(', ')})`;
+  for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+    const chunk = rows.slice(i, i + INSERT_CHUNK).map((r) => ({ sql, params: [r.id, r.date, r.url, r.kind] as SqlValue[] }));
+    await store.executeBatch(chunk);
+  }
+}
+
+/** A statusq-managed table with every optional column and the pending index. */
+export async function createJobs(store: Store, table = 'jobs'): Promise<Queue> {
+  await initTable(store, table);
+  return Queue.open(store, { table });
+}
+
+/** Enqueues payloads on a managed table and returns their ids in enqueue order. */
+export async function enqueueJobs(queue: Queue, payloads: readonly unknown[]): Promise<string[]> {
+  const before = await maxId(queue);
+  const inserted = await queue.enqueue(payloads);
+  if (inserted !== payloads.length) throw new Error(`enqueue inserted ${inserted} of ${payloads.length}`);
+  const q = (n: string) => queue.store.dialect.quoteIdentifier(n);
+  const { rows } = await queue.store.execute({
+    sql: `SELECT ${q('id')} AS id FROM ${q(queue.table.table)} WHERE ${q('id')} > ${queue.store.dialect.placeholder(1)} ORDER BY ${q('id')}`,
+    params: [before],
+  });
+  return rows.map((r) => String(r.id));
+}
+
+async function maxId(queue: Queue): Promise<number> {
+  const q = (n: string) => queue.store.dialect.quoteIdentifier(n);
+  const { rows } = await queue.store.execute({ sql: `SELECT MAX(${q('id')}) AS m FROM ${q(queue.table.table)}`, params: [] });
+  const m = rows[0]?.m;
+  return m === null || m === undefined ? 0 : Number(m);
+}
+
+/** The order column value for `date` in the representation the table uses (epoch ms, text, or native). */
+export function timeValue(queue: Queue, date: Date): SqlValue {
+  switch (queue.table.orderTime) {
+    case 'epochMs':
+      return date.getTime();
+    case 'text':
+      return formatSqliteTime(date);
+    case 'native':
+      return date.toISOString();
+  }
+}
+
+/** Inserts rows with explicit id, date and payload into a managed table. */
+export async function insertJobsAt(queue: Queue, rows: ReadonlyArray<{ id: number; date: Date; payload: unknown }>): Promise<void> {
+  const store = queue.store;
+  const q = (n: string) => store.dialect.quoteIdentifier(n);
+  const sql = `INSERT INTO ${q(queue.table.table)} (${q('id')}, ${q(queue.table.order)}, ${q('payload')}) VALUES (${placeholders(store, 3).join(', ')})`;
+  await store.executeBatch(rows.map((r) => ({ sql, params: [r.id, timeValue(queue, r.date), JSON.stringify(r.payload)] })));
+}
+
+/** Sets a row's lifecycle columns directly (test setup only; statusq itself never writes them like this). */
+export async function forceRowState(
+  queue: Queue,
+  id: unknown,
+  state: { status: number | null; workerId?: string | null; claimedAgoMs?: number | null; attemptCount?: number },
+): Promise<void> {
+  const store = queue.store;
+  const q = (n: string) => store.dialect.quoteIdentifier(n);
+  const sets: string[] = [];
+  const params: SqlValue[] = [];
+  const add = (v: SqlValue) => {
+    params.push(v);
+    return store.dialect.placeholder(params.length);
+  };
+  sets.push(`${q(queue.table.status)} = ${add(state.status)}`);
+  const cols = queue.table.columns;
+  if (cols.workerId && state.workerId !== undefined) sets.push(`${q(cols.workerId)} = ${add(state.workerId)}`);
+  if (cols.claimedAt && state.claimedAgoMs !== undefined) {
+    sets.push(state.claimedAgoMs === null ? `${q(cols.claimedAt)} = NULL` : `${q(cols.claimedAt)} = ${store.dialect.nowPlusMs(add(-state.claimedAgoMs))}`);
+  }
+  if (cols.attemptCount && state.attemptCount !== undefined) sets.push(`${q(cols.attemptCount)} = ${add(state.attemptCount)}`);
+  const where = `${q(queue.table.id)} = ${add(id as SqlValue)}`;
+  const { affected } = await store.execute({ sql: `UPDATE ${q(queue.table.table)} SET ${sets.join(', ')} WHERE ${where}`, params });
+  if (affected !== 1) throw new Error(`forceRowState: row ${String(id)} not found`);
+}

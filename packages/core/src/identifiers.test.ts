@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from './errors.js';
+import { validateIdentifier, validateTableName } from './identifiers.js';
+
+describe('identifier validation', () => {
+  it('accepts letters, digits and underscores not starting with a digit, up to 63 characters', () => {
+    for (const name of ['jobs', 'table_a', '_x', 'A1', 'a'.repeat(63), 'Status']) expect(validateIdentifier(name, 'column')).toBe(name);
+  });
+
+  it('rejects anything else with a ConfigError naming what was wrong', () => {
+    for (const name of ['jobs; DROP TABLE x', '1abc', 'a-b', 'a'.repeat(64), '', ' jobs', 'jobs ', 'a"b', 'a`b', "a'b", 'a.b', 'naïve', 'a\nb', 'a;b', 'a--b']) {
+      expect(() => validateIdentifier(name, 'order column'), JSON.stringify(name)).toThrow(ConfigError);
+    }
+    for (const value of [undefined, null, 42, {}, ['jobs']]) expect(() => validateIdentifier(value, 'column')).toThrow(ConfigError);
+    expect(() => validateIdentifier('1abc', 'order column')).toThrow(/invalid order column "1abc"/);
+  });
+
+  it('allows one schema qualifier on table names only', () => {
+    expect(validateTableName('app.jobs')).toBe('app.jobs');
+    expect(validateTableName('jobs')).toBe('jobs');
+    for (const name of ['a.b.c', '.jobs', 'jobs.', 'app.1jobs', '1app.jobs', 'app.jo-bs', 'app..jobs']) {
+      expect(() => validateTableName(name), name).toThrow(ConfigError);
+    }
+    expect(() => validateTableName(undefined)).toThrow(ConfigError);
+    expect(() => validateIdentifier('app.jobs', 'column')).toThrow(ConfigError);
+  });
+});

@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, IllegalTransitionError } from './errors.js';
+import {
+  DEFAULT_STATUS_CODES,
+  TRANSITIONS,
+  assertTransition,
+  isLegalTransition,
+  resolveStatusCodes,
+  sourcesOf,
+  statusCode,
+  statusName,
+  type StatusName,
+  type TransitionCause,
+} from './status.js';
+
+const STATES: StatusName[] = ['pending', 'processing', 'done', 'abuse', 'failed'];
+
+/** The design's legal moves, written out independently of TRANSITIONS. */
+const LEGAL = new Set([
+  'claim:pending>processing',
+  'complete:processing>done',
+  'giveUp:processing>failed',
+  'abuse:pending>abuse',
+  'abuse:processing>abuse',
+  'retry:processing>pending',
+  'release:processing>pending',
+  'leaseExpired:processing>pending',
+  'leaseExpired:processing>failed',
+  'requeue:failed>pending',
+  'requeue:abuse>pending',
+]);
+
+describe('status transition table', () => {
+  const causes = Object.keys(TRANSITIONS) as TransitionCause[];
+
+  it('has exactly the legal moves of the design, and no others', () => {
+    const actual = new Set(causes.flatMap((cause) => TRANSITIONS[cause].map(([from, to]) => `${cause}:${from}>${to}`)));
+    expect(actual).toEqual(LEGAL);
+    expect(causes.sort()).toEqual(['abuse', 'claim', 'complete', 'giveUp', 'leaseExpired', 'release', 'requeue', 'retry']);
+  });
+
+  it('isLegalTransition and assertTransition agree with it for every (cause, from, to)', () => {
+    for (const cause of causes) {
+      for (const from of STATES) {
+        for (const to of STATES) {
+          const legal = LEGAL.has(`${cause}:${from}>${to}`);
+          expect(isLegalTransition(from, to, cause), `${cause}:${from}>${to}`).toBe(legal);
+          if (legal) {
+            expect(() => assertTransition(from, to, cause)).not.toThrow();
+          } else {
+            let thrown: unknown;
+            try {
+              assertTransition(from, to, cause);
+            } catch (error) {
+              thrown = error;
+            }
+            expect(thrown).toBeInstanceOf(IllegalTransitionError);
+            expect(thrown).toMatchObject({ from, to, code: 'ILLEGAL_TRANSITION' });
+            expect((thrown as Error).message).toContain(cause);
+          }
+        }
+      }
+    }
+  });
+
+  it('never lets a row leave done, and never moves a row to processing except by a claim of a pending row', () => {
+    for (const cause of causes) {
+      for (const to of STATES) expect(isLegalTransition('done', to, cause)).toBe(false);
+      for (const from of STATES) expect(isLegalTransition(from, 'processing', cause)).toBe(cause === 'claim' && from === 'pending');
+    }
+  });
+
+  it('sourcesOf gives the guard states of each cause, optionally narrowed by target', () => {
+    expect(sourcesOf('claim')).toEqual(['pending']);
+    expect(sourcesOf('abuse')).toEqual(['pending', 'processing']);
+    expect(sourcesOf('requeue')).toEqual(['failed', 'abuse']);
+    expect(sourcesOf('leaseExpired')).toEqual(['processing']);
+    expect(sourcesOf('leaseExpired', 'failed')).toEqual(['processing']);
+    expect(sourcesOf('complete', 'failed')).toEqual([]);
+  });
+});
+
+describe('status codes', () => {
+  it("default to the seed's NULL/9/1/2/0 and map both ways", () => {
+    expect(DEFAULT_STATUS_CODES).toEqual({ processing: 9, done: 1, abuse: 2, failed: 0 });
+    for (const name of STATES) expect(statusName(statusCode(name, DEFAULT_STATUS_CODES), DEFAULT_STATUS_CODES)).toBe(name);
+    expect(statusCode('pending', DEFAULT_STATUS_CODES)).toBeNull();
+    expect(statusName(7, DEFAULT_STATUS_CODES)).toBeUndefined();
+  });
+
+  it('can be remapped for a legacy table, but each state needs its own integer code', () => {
+    const codes = resolveStatusCodes({ processing: 5, done: 6 });
+    expect(codes).toEqual({ processing: 5, done: 6, abuse: 2, failed: 0 });
+    expect(statusName(5, codes)).toBe('processing');
+    expect(() => resolveStatusCodes({ done: 9 })).toThrow(ConfigError);
+    expect(() => resolveStatusCodes({ failed: 1.5 })).toThrow(ConfigError);
+    expect(() => resolveStatusCodes({ abuse: Number.NaN })).toThrow(ConfigError);
+    expect(resolveStatusCodes(undefined)).toEqual(DEFAULT_STATUS_CODES);
+  });
+});

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, SchemaError } from './errors.js';
+import { resolveTable, type ColumnInfo } from './table.js';
+
+const cols = (...names: string[]): ColumnInfo[] => names.map((name) => ({ name, type: 'integer' }));
+const enc = () => 'epochMs' as const;
+
+describe('resolveTable', () => {
+  it('is a SchemaError when the table or a required column is missing, naming it', () => {
+    expect(() => resolveTable({ table: 'jobs' }, null, enc)).toThrow(SchemaError);
+    expect(() => resolveTable({ table: 'jobs' }, null, enc)).toThrow(/"jobs" does not exist/);
+    expect(() => resolveTable({ table: 'jobs' }, cols('id', 'date'), enc)).toThrow(/status column "status"/);
+    expect(() => resolveTable({ table: 'jobs' }, cols('id', 'status'), enc)).toThrow(/order column "date"/);
+    expect(() => resolveTable({ table: 'jobs' }, cols('date', 'status'), enc)).toThrow(/id column "id"/);
+    expect(() => resolveTable({ table: 'jobs', orderColumn: 'created' }, cols('id', 'date', 'status'), enc)).toThrow(SchemaError);
+    expect(() => resolveTable({ table: 'jobs', columns: { claimedAt: 'lease_start' } }, cols('id', 'date', 'status'), enc)).toThrow(/lease_start/);
+  });
+
+  it('is a ConfigError, before looking at columns, for bad names and options', () => {
+    const bad = [
+      { table: '1jobs' },
+      { table: 'jobs', idColumn: 'a-b' },
+      { table: 'jobs', statusColumn: 'x'.repeat(64) },
+      { table: 'jobs', orderColumn: 'date; DROP TABLE jobs' },
+      { table: 'jobs', order: 'random' as never },
+      { table: 'jobs', columns: { leaseStart: 'x' } as never },
+      { table: 'jobs', columns: { claimedAt: 'bad name' } },
+      { table: 'jobs', statusCodes: { done: 9 } },
+    ];
+    for (const config of bad) {
+      expect(() => resolveTable(config, null, enc), JSON.stringify(config)).toThrow(ConfigError);
+    }
+    expect(() => resolveTable(null as never, null, enc)).toThrow(ConfigError);
+  });
+
+  it('switches features on from the columns present, case-insensitively, and off with false', () => {
+    const seed = resolveTable({ table: 'table_a' }, cols('id', 'date', 'status', 'url'), enc);
+    expect(seed.features).toEqual({ leases: false, fencing: false, retries: false, backoff: false, errorHistory: false });
+    expect(seed.columns).toEqual({});
+    expect(seed.direction).toBe('newest');
+
+    const all = cols('ID', 'Date', 'STATUS', 'claimed_at', 'WORKER_ID', 'attempt_count', 'next_attempt_at', 'last_error', 'payload', 'result', 'finished_at');
+    const full = resolveTable({ table: 'jobs', order: 'oldest' }, all, enc);
+    expect(full.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true });
+    expect(full.id).toBe('ID');
+    expect(full.columns.workerId).toBe('WORKER_ID');
+    expect(full.direction).toBe('oldest');
+    expect(full.orderTime).toBe('epochMs');
+
+    const off = resolveTable({ table: 'jobs', columns: { workerId: false, attemptCount: false } }, all, enc);
+    expect(off.features.fencing).toBe(false);
+    expect(off.features.retries).toBe(false);
+    expect(off.columns.workerId).toBeUndefined();
+
+    const renamed = resolveTable({ table: 'jobs', columns: { claimedAt: 'leased_at' } }, cols('id', 'date', 'status', 'leased_at'), enc);
+    expect(renamed.features.leases).toBe(true);
+    expect(renamed.columns.claimedAt).toBe('leased_at');
+  });
+});

@@ -1,0 +1,129 @@
+import { describe, expect, it } from 'vitest';
+import type { SqlDialect, Statement } from './store.js';
+import { resolveTable, type ColumnInfo, type TableConfig } from './table.js';
+import { MAX_ERROR_LENGTH, Params, TransitionSql, truncateError } from './transition-sql.js';
+
+const ALL_COLUMNS = ['id', 'date', 'status', 'claimed_at', 'worker_id', 'attempt_count', 'next_attempt_at', 'last_error', 'payload', 'result', 'finished_at'];
+
+/** A dialect with numbered placeholders, so the text shows which parameter each one binds. */
+function numbered(style: '$' | '?'): SqlDialect {
+  return {
+    name: 'test',
+    quoteIdentifier: (n) => n.split('.').map((p) => `"${p}"`).join('.'),
+    placeholder: (i) => (style === '$' ? `$${i}` : '?'),
+    now: 'NOW_MS',
+    nowPlusMs: (p) => `(NOW_MS + ${p})`,
+    orderCutoff: (p) => `(NOW_MS + ${p})`,
+  };
+}
+
+function sqlFor(columns: string[] = ALL_COLUMNS, config: Partial<TableConfig> = {}, style: '$' | '?' = '$'): TransitionSql {
+  const info: ColumnInfo[] = columns.map((name) => ({ name, type: name === 'date' ? 'bigint' : 'text' }));
+  return new TransitionSql(resolveTable({ table: 'jobs', ...config }, info, () => 'epochMs'), numbered(style));
+}
+
+/**
+ * On a positional dialect (`?`, SQLite and MySQL) parameters bind in text order, so the builders must add
+ * them in the order their placeholders appear. With numbered placeholders that means $1, $2, ... in order.
+ */
+function expectTextOrder(statement: Statement, label: string): void {
+  const numbers = [...statement.sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1]));
+  expect(numbers, `${label}: ${statement.sql}`).toEqual(numbers.map((_, i) => i + 1));
+  expect(numbers.length, `${label}: placeholders vs params`).toBe(statement.params.length);
+}
+
+function allStatements(sql: TransitionSql): Array<[string, Statement]> {
+  const candidates = (agedMs?: number): Statement => {
+    const p = new Params(sql.dialect);
+    return { sql: sql.candidates(p, { limit: 10, columns: 'id', agedMs }), params: p.values };
+  };
+  return [
+    ['candidates', candidates()],
+    ['candidates aged', candidates(60_000)],
+    ['claimByIds', sql.claimByIds([3, 4], 'tok', true)],
+    ['selectByIds', sql.selectByIds([3, 4])],
+    ['complete', sql.complete(7, 'tok', '{"r":1}')],
+    ['complete without token', sql.complete(7, null, null)],
+    ['giveUp', sql.giveUp(7, 'tok', 'boom')],
+    ['abuse from processing', sql.abuse(7, 'tok', 'spam')],
+    ['abuse from pending', sql.abuse(7, null, 'spam', 'pending')],
+    ['retry', sql.retry(7, 'tok', 'flaky', 1500)],
+    ['release', sql.release(7, 'tok')],
+    ...(sql.q.claimedAt ? ([['heartbeat', sql.heartbeat(7, 'tok')]] as Array<[string, Statement]>) : []),
+    ...sql.reapExpired(30_000, 3).map((s, i): [string, Statement] => [`reapExpired ${i}`, s]),
+    ['requeue failed', sql.requeue('failed', [1, 2])],
+    ['requeue abuse (all)', sql.requeue('abuse', undefined)],
+    ['requeueProcessing', sql.requeueProcessing([1])],
+    ['insert', sql.insert({ payload: '{}', date: 5 })],
+  ];
+}
+
+describe('TransitionSql parameter order', () => {
+  it('adds parameters in the order their placeholders appear, for every statement, with every optional column', () => {
+    for (const [label, statement] of allStatements(sqlFor())) expectTextOrder(statement, label);
+  });
+
+  it('does so on a status-only table and on tables with some optional columns', () => {
+    const shapes = [
+      ['id', 'date', 'status'],
+      ['id', 'date', 'status', 'claimed_at'],
+      ['id', 'date', 'status', 'worker_id', 'last_error'],
+      ['id', 'date', 'status', 'attempt_count', 'next_attempt_at'],
+      ['id', 'date', 'status', 'claimed_at', 'attempt_count', 'last_error', 'finished_at'],
+    ];
+    for (const columns of shapes) {
+      const sql = sqlFor(columns);
+      for (const [label, statement] of allStatements(sql)) {
+        if (label === 'retry' && !sql.q.attemptCount) continue; // a retry needs attempt_count (the worker never retries without it)
+        expectTextOrder(statement, `${columns.join(',')}: ${label}`);
+      }
+    }
+  });
+
+  it('binds the right values in the right places on a positional (?) dialect', () => {
+    const sql = sqlFor(ALL_COLUMNS, {}, '?');
+    const count = (s: Statement) => s.sql.split('?').length - 1;
+    const complete = sql.complete(7, 'tok', 'R');
+    expect(complete.params).toEqual(['R', 7, 'tok']);
+    expect(count(complete)).toBe(3);
+    expect(sql.retry(7, 'tok', 'flaky', 1500.4).params).toEqual([1500, 'flaky', 7, 'tok']);
+    expect(sql.giveUp(7, 'tok', 'boom').params).toEqual(['boom', 7, 'tok']);
+    expect(sql.abuse(7, null, 'spam', 'pending').params).toEqual(['spam', 7]);
+    expect(sql.heartbeat(7, 'tok').params).toEqual([7, 'tok']);
+    expect(sql.claimByIds([3, 4], 'tok', false).params).toEqual(['tok', 3, 4]);
+    const [failed, pending] = sql.reapExpired(30_000, 3);
+    expect(failed!.params).toEqual([expect.stringMatching(/lease expired/), -30_000, 3]);
+    expect(pending!.params).toEqual([expect.stringMatching(/lease expired/), -30_000, 3]);
+    const p = new Params(sql.dialect);
+    sql.candidates(p, { limit: 10, columns: 'id', agedMs: 60_000 });
+    expect(p.values).toEqual([-60_000, 10]);
+    for (const [label, statement] of allStatements(sql)) expect(count(statement), label).toBe(statement.params.length);
+  });
+});
+
+describe('TransitionSql guards', () => {
+  const sql = sqlFor();
+  it('guards each transition by the states it may start from, and by the token when there is one', () => {
+    expect(sql.complete(1, 'tok', null).sql).toMatch(/WHERE "id" = \$\d+ AND "status" = 9 AND "worker_id" = \$\d+$/);
+    expect(sql.complete(1, null, null).sql).toMatch(/WHERE "id" = \$\d+ AND "status" = 9$/);
+    expect(sql.claimByIds([1], 'tok', false).sql).toMatch(/AND "status" IS NULL AND \("next_attempt_at" IS NULL OR "next_attempt_at" <= NOW_MS\)$/);
+    expect(sql.abuse(1, null, 'x', 'pending').sql).toMatch(/AND "status" IS NULL$/);
+    expect(sql.abuse(1, 'tok', 'x').sql).toMatch(/AND "status" = 9 AND "worker_id"/);
+    expect(sql.requeue('failed', undefined).sql).toMatch(/WHERE "status" = 0$/);
+    expect(sql.requeue('abuse', undefined).sql).toMatch(/WHERE "status" = 2$/);
+    expect(sql.retry(1, 'tok', 'x', 0).sql).toMatch(/^UPDATE "jobs" SET "status" = NULL, "attempt_count" = COALESCE\("attempt_count", 0\) \+ 1/);
+    expect(sql.release(1, 'tok').sql).not.toMatch(/attempt_count/);
+  });
+
+  it('uses remapped status codes', () => {
+    const legacy = sqlFor(ALL_COLUMNS, { statusCodes: { processing: 5, done: 6, failed: 7, abuse: 8 } });
+    expect(legacy.complete(1, null, null).sql).toMatch(/SET "status" = 6.* AND "status" = 5$/);
+    expect(legacy.requeue('failed', undefined).sql).toMatch(/WHERE "status" = 7$/);
+  });
+
+  it('keeps last_error short', () => {
+    expect(truncateError('x'.repeat(5000))).toHaveLength(MAX_ERROR_LENGTH);
+    expect(truncateError('short')).toBe('short');
+    expect(sql.giveUp(1, null, 'y'.repeat(5000)).params[0]).toHaveLength(MAX_ERROR_LENGTH);
+  });
+});
