@@ -2,16 +2,17 @@ import Database from 'better-sqlite3';
 import {
   ConfigError,
   DEFAULT_CAPABILITIES,
-  Params,
   StoreError,
   TransitionSql,
-  keyOf,
+  candidateStatements,
+  mergeCandidates,
   orderLike,
   validateTableName,
   type ClaimRequest,
   type ClaimResult,
   type ColumnInfo,
   type ExecResult,
+  type JobId,
   type ResolvedTable,
   type Row,
   type Statement,
@@ -101,20 +102,14 @@ export class SqliteStore implements Store {
   }
 
   private claimWithAging(sql: TransitionSql, request: ClaimRequest): Row[] {
-    const aged = new Params(this.dialect);
-    const agedText = sql.candidates(aged, { limit: request.limit, columns: 'id', agedMs: request.agingMs });
-    const candidates = this.run({ sql: agedText, params: aged.values }).rows;
-    if (candidates.length < request.limit) {
-      const rest = new Params(this.dialect);
-      const restText = sql.candidates(rest, { limit: request.limit, columns: 'id' });
-      const seen = new Set(candidates.map((r) => keyOf(r[sql.table.id])));
-      for (const row of this.run({ sql: restText, params: rest.values }).rows) {
-        if (candidates.length >= request.limit) break;
-        if (!seen.has(keyOf(row[sql.table.id]))) candidates.push(row);
-      }
+    const lists: Row[][] = [];
+    for (const statement of candidateStatements(sql, request, 'id')) {
+      lists.push(this.run(statement).rows);
+      if (lists.flat().length >= request.limit) break;
     }
+    const candidates = mergeCandidates(lists, request.limit, sql.table.id);
     if (candidates.length === 0) return [];
-    const claimed = this.run(sql.claimByIds(candidates.map((r) => r[sql.table.id] as string | number), request.token, true)).rows;
+    const claimed = this.run(sql.claimByIds(candidates.map((r) => r[sql.table.id] as JobId), request.token, true)).rows;
     return orderLike(candidates, claimed, sql.table);
   }
 

@@ -1,4 +1,4 @@
-import type { ClaimRequest, ClaimResult, JobId, Row, Store } from './store.js';
+import type { ClaimRequest, ClaimResult, JobId, Row, Statement, Store } from './store.js';
 import type { ResolvedTable } from './table.js';
 import { Params, TransitionSql } from './transition-sql.js';
 
@@ -33,32 +33,44 @@ export async function claimConditionalUpdate(store: Store, table: ResolvedTable,
 }
 
 /**
- * Candidate ids (or whole rows) in claim order: aged rows first (oldest first) when aging is on and the
- * queue runs newest-first, then the configured order, without duplicates.
+ * The candidate selections of one claim, in the order they are consulted: aged rows first (oldest first)
+ * when aging is on and the queue runs newest-first, then the configured order.
  */
-export async function selectCandidates(
-  store: Pick<Store, 'execute' | 'dialect'>,
-  sql: TransitionSql,
-  request: ClaimRequest,
-  columns: 'id' | '*',
-): Promise<Row[]> {
-  const found: Row[] = [];
-  const aging = request.agingMs !== undefined && sql.table.direction === 'newest';
-  if (aging) {
-    const p = new Params(store.dialect);
-    const text = sql.candidates(p, { limit: request.limit, columns, agedMs: request.agingMs });
-    found.push(...(await store.execute({ sql: text, params: p.values })).rows);
+export function candidateStatements(sql: TransitionSql, request: ClaimRequest, columns: 'id' | '*'): Statement[] {
+  const statements: Statement[] = [];
+  if (request.agingMs !== undefined && sql.table.direction === 'newest') {
+    const p = new Params(sql.dialect);
+    statements.push({ sql: sql.candidates(p, { limit: request.limit, columns, agedMs: request.agingMs }), params: p.values });
   }
-  if (found.length < request.limit) {
-    const p = new Params(store.dialect);
-    const text = sql.candidates(p, { limit: request.limit, columns });
-    const seen = new Set(found.map((r) => keyOf(r[sql.table.id])));
-    for (const row of (await store.execute({ sql: text, params: p.values })).rows) {
-      if (found.length >= request.limit) break;
-      if (!seen.has(keyOf(row[sql.table.id]))) found.push(row);
+  const p = new Params(sql.dialect);
+  statements.push({ sql: sql.candidates(p, { limit: request.limit, columns }), params: p.values });
+  return statements;
+}
+
+/** Concatenates candidate lists in order, without duplicates, up to `limit`. */
+export function mergeCandidates(lists: readonly Row[][], limit: number, idColumn: string): Row[] {
+  const seen = new Set<string>();
+  const merged: Row[] = [];
+  for (const list of lists) {
+    for (const row of list) {
+      if (merged.length >= limit) return merged;
+      const key = keyOf(row[idColumn]);
+      if (seen.has(key)) continue;
+      seen.add(key);
+      merged.push(row);
     }
   }
-  return found;
+  return merged;
+}
+
+/** Runs the candidate selections in order, stopping once `limit` candidates are found. */
+export async function selectCandidates(store: Pick<Store, 'execute'>, sql: TransitionSql, request: ClaimRequest, columns: 'id' | '*'): Promise<Row[]> {
+  const lists: Row[][] = [];
+  for (const statement of candidateStatements(sql, request, columns)) {
+    lists.push((await store.execute(statement)).rows);
+    if (lists.flat().length >= request.limit) break;
+  }
+  return mergeCandidates(lists, request.limit, sql.table.id);
 }
 
 function markClaimed(row: Row, table: ResolvedTable, token: string | null): Row {
