@@ -1,10 +1,14 @@
 import type { Knex } from 'knex';
 import { ConfigError, type Store } from '@statusq/core';
+import { mysqlDdl } from './mysql-ddl.js';
+import { postgresDdl } from './postgres-ddl.js';
+import { sqliteDdl } from './sqlite-ddl.js';
 
 /**
- * What schema helpers need to know per dialect, in one table: which knex client generates the DDL, how
- * statusq's own time columns are typed, which index serves the claim, and how to list a table's indexes.
- * knex is used only to generate SQL (it never opens a connection); the statements run on the Store.
+ * What schema helpers need to know per dialect: which knex client generates the DDL, how statusq's own
+ * time columns are typed, which index serves the claim, and how to list a table's indexes. knex only
+ * generates SQL here (it never opens a connection); the statements run on the Store. Each dialect's
+ * answers live in its own file.
  */
 export interface DialectDdl {
   knexClient: string;
@@ -15,34 +19,27 @@ export interface DialectDdl {
   /**
    * The pending-row index. `partial`: an index on the order column WHERE status IS NULL, which only
    * pending rows enter, so the claim costs the same however many finished rows the table keeps.
-   * `composite`: (status, order), used where the planner serves `status IS NULL ORDER BY order` from it.
+   * `composite`: (status, order), for planners that serve `status IS NULL ORDER BY order` from it.
    */
   pendingIndex: 'partial' | 'composite';
-  /** Names of the indexes on a table. */
+  /** Names of the indexes on a table (`table` may be `schema.table`). */
   listIndexes(store: Store, table: string): Promise<string[]>;
 }
 
-const SQLITE_NOW_MS = `(CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER))`;
-
-export const DIALECT_DDL: Record<string, DialectDdl> = {
-  sqlite: {
-    knexClient: 'better-sqlite3',
-    timeColumn: (t, name) => t.bigInteger(name),
-    nowDefault: (knex) => knex.raw(SQLITE_NOW_MS),
-    // Measured: SQLite serves `status IS NULL ORDER BY date DESC LIMIT n` from (status, date) with no sort,
-    // and the same index answers "is anything processing?" for --exit-when-empty.
-    pendingIndex: 'composite',
-    async listIndexes(store, table) {
-      const [schema, name] = table.includes('.') ? table.split('.') : [undefined, table];
-      const master = schema ? `${store.dialect.quoteIdentifier(schema)}.sqlite_master` : 'sqlite_master';
-      const { rows } = await store.execute({ sql: `SELECT name FROM ${master} WHERE type = 'index' AND tbl_name = ?`, params: [name!] });
-      return rows.map((r) => String(r.name));
-    },
-  },
+export const DIALECT_DDL: Readonly<Record<string, DialectDdl>> = {
+  sqlite: sqliteDdl,
+  postgres: postgresDdl,
+  mysql: mysqlDdl,
 };
 
 export function ddlFor(store: Store): DialectDdl {
   const ddl = DIALECT_DDL[store.dialect.name];
   if (!ddl) throw new ConfigError(`no schema support for dialect ${store.dialect.name}`);
   return ddl;
+}
+
+/** Splits `schema.table` into its parts; the schema is undefined for a bare name. */
+export function splitTableName(table: string): [schema: string | undefined, name: string] {
+  const dot = table.indexOf('.');
+  return dot < 0 ? [undefined, table] : [table.slice(0, dot), table.slice(dot + 1)];
 }
