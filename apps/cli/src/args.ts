@@ -9,6 +9,7 @@ export const COMMAND_FLAGS = {
   work: [
     'db', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'strategy', 'stop-timeout', 'exit-when-empty', 'verbose',
+    'processes',
   ],
   stats: ['db', 'table', 'id-column', 'status-column', 'order-column', 'json'],
   requeue: ['db', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column'],

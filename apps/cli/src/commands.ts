@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import {
   ConfigError,
   Queue,
+  Supervisor,
   Worker,
   loadHandler,
   validateTableConfig,
@@ -121,7 +123,7 @@ async function existingOrderColumn(store: Store, table: string): Promise<string>
   return columns?.some((c) => c.name.toLowerCase() === 'date') ? 'date' : 'id';
 }
 
-export async function work(flags: Flags, io: Io): Promise<number> {
+export async function work(flags: Flags, io: Io, argv: readonly string[] = []): Promise<number> {
   const config = tableConfig(flags, 'work');
   validateTableConfig(config);
   const handlerFile = required(flags, 'handler', 'work');
@@ -141,10 +143,23 @@ export async function work(flags: Flags, io: Io): Promise<number> {
   };
   const stopTimeoutMs = optionalDuration(flags, 'stop-timeout') ?? 30_000;
   const verbose = flags.verbose === true;
+  const processes = optionalInteger(flags, 'processes');
   // The handler is loaded before the database is opened: a bad handler touches nothing.
   const { handler, isAbuse } = await loadHandler(handlerFile);
+  if (processes !== undefined) {
+    // Everything a child would reject is rejected here first, once, before any child starts; the
+    // connection used to check the table is closed before forking, so children open their own.
+    await withStore(flags, 'work', false, (store) => Worker.create({ store, table: config, handler, isAbuse, ...options }));
+    return supervise(['work', ...withoutFlag(argv, 'processes')], processes, stopTimeoutMs, io);
+  }
   return withStore(flags, 'work', false, async (store) => {
     const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options });
+    // Under the launcher: if it dies, drain rather than run on unsupervised.
+    if (process.env.STATUSQ_SUPERVISED === '1' && process.connected) {
+      process.once('disconnect', () => void worker.stop(stopTimeoutMs));
+      // The IPC channel is only a lifeline; it must not keep a finished worker alive.
+      process.channel?.unref();
+    }
     worker.on('error', ({ error, during }) => io.err(`statusq: ${during}: ${error instanceof Error ? error.message : String(error)}`));
     if (verbose) {
       worker.on('completed', ({ job }) => io.out(`done ${String(job.id)}`));
@@ -212,4 +227,47 @@ export async function requeue(flags: Flags, io: Io): Promise<number> {
 function parseId(text: string): JobId {
   if (text.length === 0) throw new ConfigError('requeue: --id needs a value');
   return /^-?\d{1,15}$/.test(text) ? Number(text) : text;
+}
+
+/**
+ * `work --processes P`: runs P copies of this same command (without --processes) under the Supervisor.
+ * Children drain within --stop-timeout; the launcher waits that long plus a margin before killing them.
+ */
+async function supervise(args: string[], processes: number, stopTimeoutMs: number, io: Io): Promise<number> {
+  const supervisor = new Supervisor(
+    { processes, modulePath: fileURLToPath(new URL('./bin.js', import.meta.url)), args, gracePeriodMs: stopTimeoutMs + 5_000 },
+    (event) => {
+      if (event.type === 'exited' && event.code !== 0) {
+        io.err(`statusq: worker process ${event.pid} ${event.signal ? `killed by ${event.signal}` : `exited with code ${event.code}`}`);
+      } else if (event.type === 'restarting') io.err(`statusq: restarting worker process ${event.slot + 1} in ${event.delayMs} ms`);
+      else if (event.type === 'gave-up') io.err(`statusq: ${event.reason}`);
+    },
+  );
+  let signals = 0;
+  const unregister = io.onSignal((signal) => {
+    signals++;
+    if (signals === 1) io.err(`statusq: ${signal}: draining ${processes} worker processes (up to ${stopTimeoutMs} ms); send again to stop at once`);
+    else io.err(`statusq: ${signal} again: killing worker processes; their claims return to the queue by lease or requeue`);
+    supervisor.stop(signal);
+  });
+  try {
+    return await supervisor.run();
+  } finally {
+    unregister();
+  }
+}
+
+/** argv without `--name VALUE` / `--name=VALUE`. */
+function withoutFlag(argv: readonly string[], name: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === `--${name}`) {
+      i++;
+      continue;
+    }
+    if (arg.startsWith(`--${name}=`)) continue;
+    out.push(arg);
+  }
+  return out;
 }

@@ -12,11 +12,13 @@ export const USAGE = `usage: statusq <command> [flags]
            [--order newest|oldest] [--concurrency N] [--batch N] [--max-attempts N]
            [--retry-delay DURATION] [--lease DURATION] [--aging DURATION]
            [--strategy native|conditional-update] [--stop-timeout DURATION] [--exit-when-empty] [--verbose]
+           [--processes P]
   stats    --db URL --table T [--json]
   requeue  --db URL --table T --status failed|abuse|processing [--id ID ...]
 
 URLs: sqlite:PATH, postgres://user@host:port/db, mysql://user:pass@host:port/db
-Durations: 250ms, 30s, 5m, 1h. Exit codes: 0 ok, 1 database or runtime failure, 2 bad input.`;
+Durations: 250ms, 30s, 5m, 1h. Exit codes: 0 ok (queue empty, or drained after a signal), 1 database or
+runtime failure (or worker processes crashing at start-up), 2 bad input, 130 stopped hard.`;
 
 /** Runs one command line; returns the exit code. Bad input is one line on stderr and exit code 2. */
 export async function main(argv: string[], io: Io): Promise<number> {
@@ -32,7 +34,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
   const command = name as Command;
   try {
     const flags = parseCommandLine(command, rest);
-    return await commands[command](flags, io);
+    return await commands[command](flags, io, rest);
   } catch (error) {
     if (error instanceof StoreError) {
       io.err(`statusq: database error (${error.kind}${error.nativeCode !== undefined ? ` ${error.nativeCode}` : ''}): ${oneLine(error.message)}`);

@@ -11,3 +11,4 @@ export * from './handler.js';
 export * from './events.js';
 export * from './retry.js';
 export * from './worker.js';
+export * from './supervisor.js';

@@ -1,0 +1,132 @@
+// `statusq work --processes P` as a user runs it: the launcher and its children are real OS processes
+// over one SQLite file.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+let dir: string;
+let db: string;
+const launched: ChildProcess[] = [];
+
+function statusq(...args: string[]) {
+  const run = spawnSync(process.execPath, [bin, ...args], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+  return { code: run.status, stdout: run.stdout.trim(), stderr: run.stderr.trim() };
+}
+
+type Counts = { pending: number; processing: number; done: number; abuse: number; failed: number };
+
+function stats(): Counts {
+  const run = statusq('stats', '--db', db, '--table', 'jobs', '--json');
+  expect(run.code, run.stderr).toBe(0);
+  return JSON.parse(run.stdout) as Counts;
+}
+
+/** Starts the launcher in the background; resolves with its exit code and output when it ends. */
+function launch(...args: string[]) {
+  const child = spawn(process.execPath, [bin, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  launched.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk) => (stdout += chunk));
+  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  const ended = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+    child.on('exit', (code) => resolve({ code, stdout: stdout.trim(), stderr: stderr.trim() })),
+  );
+  return { child, ended, stderr: () => stderr };
+}
+
+/** Polls until `check` holds; fails with `what` after the deadline. */
+async function until(what: string, check: () => boolean, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function childPids(launcherPid: number): number[] {
+  const ps = spawnSync('ps', ['-o', 'pid=', '--ppid', String(launcherPid)], { encoding: 'utf8' });
+  return ps.stdout.split('\n').map((s) => Number(s.trim())).filter((n) => n > 0);
+}
+
+function file(name: string, text: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, text);
+  return path;
+}
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'statusq-processes-'));
+  db = `sqlite:${join(dir, 'q.db')}`;
+  expect(statusq('init', '--db', db).code).toBe(0);
+  const rows = Array.from({ length: 1500 }, (_, i) => JSON.stringify({ n: i })).join('\n');
+  expect(statusq('enqueue', '--db', db, '--file', file('rows.ndjson', rows)).code).toBe(0);
+});
+
+afterEach(() => {
+  for (const child of launched.splice(0)) {
+    if (child.exitCode === null && child.pid) for (const pid of [...childPids(child.pid), child.pid]) process.kill(pid, 'SIGKILL');
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('statusq work --processes', () => {
+  it('runs P worker processes that drain the queue together and exit 0', async () => {
+    const handler = file('slow.mjs', 'export default async () => { await new Promise((r) => setTimeout(r, 1)); };');
+    const run = await launch('work', '--db', db, '--table', 'jobs', '--handler', handler, '--processes', '3', '--concurrency', '4', '--exit-when-empty').ended;
+    expect(run.code, run.stderr).toBe(0);
+    const summaries = run.stdout.split('\n').filter((line) => line.startsWith('worked '));
+    expect(summaries).toHaveLength(3);
+    const handled = summaries.map((line) => Number(/done (\d+)/.exec(line)![1]));
+    expect(handled.reduce((a, b) => a + b, 0)).toBe(1500);
+    expect(stats()).toEqual({ pending: 0, processing: 0, done: 1500, abuse: 0, failed: 0 });
+  });
+
+  it('restarts a child killed with SIGKILL; its claims come back by lease and every row ends done', async () => {
+    const handler = file('slow.mjs', 'export default async () => { await new Promise((r) => setTimeout(r, 10)); };');
+    const run = launch('work', '--db', db, '--table', 'jobs', '--handler', handler, '--processes', '2', '--concurrency', '4', '--lease', '1s', '--exit-when-empty');
+    await until('two worker processes', () => childPids(run.child.pid!).length === 2);
+    await until('some rows done', () => stats().done > 100);
+    const [victim] = childPids(run.child.pid!);
+    process.kill(victim!, 'SIGKILL');
+    const result = await run.ended;
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain(`worker process ${victim} killed by SIGKILL`);
+    expect(result.stderr).toMatch(/restarting worker process \d in \d+ ms/);
+    expect(stats()).toEqual({ pending: 0, processing: 0, done: 1500, abuse: 0, failed: 0 });
+  });
+
+  it('drains on SIGTERM: running jobs finish, no row is left processing, exit 0', async () => {
+    const handler = file('slower.mjs', 'export default async () => { await new Promise((r) => setTimeout(r, 100)); };');
+    const run = launch('work', '--db', db, '--table', 'jobs', '--handler', handler, '--processes', '2', '--concurrency', '4');
+    await until('some rows done', () => stats().done >= 20);
+    run.child.kill('SIGTERM');
+    const result = await run.ended;
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toContain('SIGTERM: draining 2 worker processes');
+    const after = stats();
+    expect(after.processing).toBe(0);
+    expect(after.pending + after.done).toBe(1500);
+    expect(after.pending).toBeGreaterThan(0);
+  });
+
+  it('stops with a clear error when children keep crashing at start-up', async () => {
+    // Crashes only in the children: the launcher itself loads the handler once to validate it.
+    const handler = file('crash.mjs', "if (process.env.STATUSQ_SUPERVISED === '1') process.exit(3);\nexport default async () => {};");
+    const run = await launch('work', '--db', db, '--table', 'jobs', '--handler', handler, '--processes', '2').ended;
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/crashed at start-up 5 times in a row \(last: exit code 3\); giving up/);
+    expect(stats()).toEqual({ pending: 1500, processing: 0, done: 0, abuse: 0, failed: 0 });
+  });
+
+  it('rejects bad input in the launcher before any child starts', () => {
+    const run = statusq('work', '--db', db, '--table', 'jobs', '--handler', join(dir, 'missing.mjs'), '--processes', '2');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(`statusq: handler file not found: ${join(dir, 'missing.mjs')}`);
+    expect(statusq('work', '--db', db, '--table', 'jobs', '--handler', file('ok.mjs', 'export default async () => {};'), '--processes', '0').code).toBe(2);
+  });
+});

@@ -1,0 +1,214 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { ConfigError } from './errors.js';
+import { backoffDelay } from './retry.js';
+
+/**
+ * Exit codes shared by `statusq work` and its launcher, so a supervisor (systemd, Kubernetes, this
+ * launcher) can tell what happened from the number alone.
+ */
+export const EXIT = {
+  /** Finished: the queue was empty (--exit-when-empty) or a signal drained every job. */
+  ok: 0,
+  /** A runtime failure: the database kept failing, or children kept crashing at start-up. */
+  failure: 1,
+  /** Bad input: flags, names, handler; retrying cannot help, so it is never restarted. */
+  badInput: 2,
+  /** Stopped hard: a second signal, or the grace period ran out with jobs still running. */
+  stoppedHard: 130,
+} as const;
+
+export interface SupervisorOptions {
+  /** Number of worker processes. */
+  processes: number;
+  /** The script each child runs (with node), and its arguments. */
+  modulePath: string;
+  args: readonly string[];
+  env?: NodeJS.ProcessEnv;
+  /** Delay between starting one child and the next, so they do not hit the database at the same instant. Default 200 ms. */
+  staggerMs?: number;
+  /** First restart delay after a crash; doubles per consecutive crash of that child, with jitter, up to restartMaxMs. Defaults 500 ms and 30 s. */
+  restartBaseMs?: number;
+  restartMaxMs?: number;
+  /** A child that dies sooner than this after starting crashed at start-up. Default 5 s. */
+  minUptimeMs?: number;
+  /** Start-up crashes in a row (across children) after which the launcher gives up. Default 5. */
+  maxStartupCrashes?: number;
+  /** After the first SIGTERM/SIGINT, children get this long to drain before they are killed. Default 30 s. */
+  gracePeriodMs?: number;
+  /** Where children's stdout/stderr go. Default: inherited. */
+  stdio?: 'inherit' | 'pipe';
+}
+
+export type SupervisorEvent =
+  | { type: 'started'; slot: number; pid: number; restart: number }
+  | { type: 'exited'; slot: number; pid: number; code: number | null; signal: NodeJS.Signals | null; uptimeMs: number }
+  | { type: 'restarting'; slot: number; delayMs: number }
+  | { type: 'draining'; signal: string }
+  | { type: 'gave-up'; reason: string };
+
+interface Slot {
+  index: number;
+  child: ChildProcess | null;
+  startedAt: number;
+  restarts: number;
+  consecutiveCrashes: number;
+  finished: boolean;
+  timer: NodeJS.Timeout | null;
+}
+
+/**
+ * Runs P copies of a worker script as child processes and keeps them running: staggered starts, restart
+ * with backoff when one dies, a stop with a clear error when children keep crashing at start-up, and a
+ * drain on stop(): children get SIGTERM (they stop claiming and finish their jobs), and are killed once the
+ * grace period ends; their claims then return to the queue by lease. Each child opens its own database
+ * connections after it starts: nothing is inherited from the parent but arguments and environment.
+ *
+ * Children run in their own process group, so a terminal's Ctrl-C reaches only the launcher (which then
+ * drains them once) rather than every process at once; each child has an IPC channel to the launcher and
+ * drains by itself if the launcher dies.
+ */
+export class Supervisor {
+  private readonly slots: Slot[] = [];
+  private stopping = false;
+  private hard = false;
+  private failure: { code: number; reason: string } | null = null;
+  private finish!: (code: number) => void;
+  private readonly done: Promise<number>;
+  private readonly options: Required<Omit<SupervisorOptions, 'env'>> & { env: NodeJS.ProcessEnv };
+  private graceTimer: NodeJS.Timeout | null = null;
+  private startupCrashes = 0;
+
+  constructor(
+    options: SupervisorOptions,
+    private readonly onEvent: (event: SupervisorEvent) => void = () => {},
+  ) {
+    if (!Number.isSafeInteger(options.processes) || options.processes < 1 || options.processes > 1024) {
+      throw new ConfigError(`processes must be an integer from 1 to 1024, got ${String(options.processes)}`);
+    }
+    this.options = {
+      staggerMs: 200,
+      restartBaseMs: 500,
+      restartMaxMs: 30_000,
+      minUptimeMs: 5_000,
+      maxStartupCrashes: 5,
+      gracePeriodMs: 30_000,
+      stdio: 'inherit',
+      env: process.env,
+      ...options,
+    };
+    this.done = new Promise((resolve) => (this.finish = resolve));
+  }
+
+  /** Starts the children; resolves with the launcher's exit code once every child has ended. */
+  run(): Promise<number> {
+    for (let i = 0; i < this.options.processes; i++) {
+      const slot: Slot = { index: i, child: null, startedAt: 0, restarts: 0, consecutiveCrashes: 0, finished: false, timer: null };
+      this.slots.push(slot);
+      slot.timer = setTimeout(() => this.spawn(slot), i * this.options.staggerMs);
+    }
+    return this.done;
+  }
+
+  /** First call drains (SIGTERM to children, kill after the grace period); a second call kills at once. */
+  stop(signal = 'SIGTERM'): void {
+    if (this.stopping) {
+      this.killAll();
+      return;
+    }
+    this.stopping = true;
+    this.onEvent({ type: 'draining', signal });
+    for (const slot of this.slots) {
+      if (slot.timer) clearTimeout(slot.timer);
+      slot.timer = null;
+      slot.child?.kill('SIGTERM');
+    }
+    this.graceTimer = setTimeout(() => this.killAll(), this.options.gracePeriodMs);
+    this.graceTimer.unref();
+    this.settleIfAllEnded();
+  }
+
+  get pids(): number[] {
+    return this.slots.flatMap((s) => (s.child?.pid !== undefined && s.child.exitCode === null ? [s.child.pid] : []));
+  }
+
+  private killAll(): void {
+    this.hard = true;
+    for (const slot of this.slots) {
+      if (slot.timer) clearTimeout(slot.timer);
+      slot.timer = null;
+      slot.child?.kill('SIGKILL');
+    }
+    this.settleIfAllEnded();
+  }
+
+  private spawn(slot: Slot): void {
+    slot.timer = null;
+    if (this.stopping) return this.settleIfAllEnded();
+    const child = fork(this.options.modulePath, [...this.options.args], {
+      env: { ...this.options.env, STATUSQ_SUPERVISED: '1' },
+      stdio: this.options.stdio === 'inherit' ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'pipe', 'pipe', 'ipc'],
+      detached: true,
+    });
+    slot.child = child;
+    slot.startedAt = Date.now();
+    if (child.pid !== undefined) this.onEvent({ type: 'started', slot: slot.index, pid: child.pid, restart: slot.restarts });
+    child.on('error', () => {
+      // A failed fork surfaces as an exit with no pid; the exit handler decides what follows.
+    });
+    child.on('exit', (code, signal) => this.exited(slot, child, code, signal));
+  }
+
+  private exited(slot: Slot, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+    const uptimeMs = Date.now() - slot.startedAt;
+    slot.child = null;
+    this.onEvent({ type: 'exited', slot: slot.index, pid: child.pid ?? -1, code, signal, uptimeMs });
+    if (code === EXIT.ok) {
+      slot.finished = true;
+      // One child found the queue empty; the others will too. Nothing to restart.
+      return this.settleIfAllEnded();
+    }
+    if (code === EXIT.badInput) {
+      this.giveUp(EXIT.badInput, 'a worker process rejected its configuration (exit code 2); not restarting');
+      return;
+    }
+    if (this.stopping) return this.settleIfAllEnded();
+    if (uptimeMs < this.options.minUptimeMs) {
+      this.startupCrashes++;
+      if (this.startupCrashes >= this.options.maxStartupCrashes) {
+        this.giveUp(EXIT.failure, `worker processes crashed at start-up ${this.startupCrashes} times in a row (last: ${describeExit(code, signal)}); giving up`);
+        return;
+      }
+    } else {
+      this.startupCrashes = 0;
+      slot.consecutiveCrashes = 0;
+    }
+    const delayMs = backoffDelay(slot.consecutiveCrashes++, { baseMs: this.options.restartBaseMs, maxMs: this.options.restartMaxMs });
+    slot.restarts++;
+    this.onEvent({ type: 'restarting', slot: slot.index, delayMs });
+    slot.timer = setTimeout(() => this.spawn(slot), delayMs);
+  }
+
+  private giveUp(code: number, reason: string): void {
+    this.failure ??= { code, reason };
+    this.onEvent({ type: 'gave-up', reason });
+    if (!this.stopping) this.stop('give-up');
+    this.settleIfAllEnded();
+  }
+
+  private settleIfAllEnded(): void {
+    const running = this.slots.some((s) => s.child !== null || (s.timer !== null && !this.stopping));
+    if (running || this.slots.length === 0) return;
+    if (!this.stopping && !this.slots.every((s) => s.finished)) return;
+    if (this.graceTimer) clearTimeout(this.graceTimer);
+    this.finish(this.failure?.code ?? (this.hard ? EXIT.stoppedHard : EXIT.ok));
+  }
+
+  /** Why the launcher gave up, if it did. */
+  get failureReason(): string | null {
+    return this.failure?.reason ?? null;
+  }
+}
+
+function describeExit(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal ? `killed by ${signal}` : `exit code ${code}`;
+}
