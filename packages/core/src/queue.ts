@@ -64,6 +64,8 @@ export class Queue {
   }
 
   async reapExpired(leaseMs: number, maxAttempts: number): Promise<number> {
+    const probe = this.sql.anyExpired(leaseMs);
+    if (probe && (await this.store.execute(probe)).rows.length === 0) return 0;
     const results = await this.apply(this.sql.reapExpired(leaseMs, maxAttempts));
     return results.reduce((n, r) => n + r.affected, 0);
   }

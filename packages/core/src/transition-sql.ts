@@ -213,6 +213,18 @@ export class TransitionSql {
     return this.q.attemptCount ? [build('failed'), build('pending')] : [build('pending')];
   }
 
+  /**
+   * A plain (non-locking) read: is any claim's lease expired? The reaper runs its locking UPDATEs only
+   * then. On InnoDB a range UPDATE over the pending index locks index entries before rows, the reverse of
+   * a settle, so reaping when nothing has expired would only deadlock with the settles of live workers.
+   */
+  anyExpired(leaseMs: number): Statement | null {
+    if (!this.q.claimedAt) return null;
+    const p = new Params(this.dialect);
+    const where = `${this.q.status} = ${this.table.codes.processing} AND (${this.q.claimedAt} IS NULL OR ${this.q.claimedAt} < ${this.dialect.nowPlusMs(p.add(-leaseMs))})`;
+    return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${where} LIMIT 1`, params: p.values };
+  }
+
   /** requeue (failed or abuse -> pending) by an operator; attempts start over. */
   requeue(from: 'failed' | 'abuse', ids: readonly JobId[] | undefined): Statement {
     const p = new Params(this.dialect);

@@ -448,10 +448,12 @@ export class Worker extends TypedEmitter {
 
   private async isDrained(): Promise<boolean> {
     if (this.inFlight.size > 0 || !this.settler.idle) return false;
-    if (await this.queue.hasRowsWithStatus('pending')) return false;
     // With leases, another worker's claim either settles or expires and is reaped back to pending; wait.
     // Without them a row left in processing by a dead worker would never leave, so only our own count.
-    return !(this.queue.table.features.leases && (await this.queue.hasRowsWithStatus('processing')));
+    // Processing is checked before pending: a reap (processing -> pending) between the two checks must not
+    // make both miss the row.
+    if (this.queue.table.features.leases && (await this.queue.hasRowsWithStatus('processing'))) return false;
+    return !(await this.queue.hasRowsWithStatus('pending'));
   }
 
   private async whenIdle(): Promise<void> {

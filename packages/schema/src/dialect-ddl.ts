@@ -24,6 +24,11 @@ export interface DialectDdl {
   pendingIndex: 'partial' | 'composite';
   /** Names of the indexes on a table (`table` may be `schema.table`). */
   listIndexes(store: Store, table: string): Promise<string[]>;
+  /**
+   * Optional: makes the table wake waiting workers (PostgreSQL: a trigger that NOTIFYs on INSERT and on an
+   * UPDATE back to pending). Idempotent; initTable and migrateTable call it when present.
+   */
+  notifyTrigger?(store: Store, table: string, statusColumn: string): Promise<void>;
 }
 
 export const DIALECT_DDL: Readonly<Record<string, DialectDdl>> = {

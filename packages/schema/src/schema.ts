@@ -116,6 +116,7 @@ export async function initTable(store: Store, table = 'jobs'): Promise<InitRepor
   });
   await runAll(store, builder.toSQL());
   await ensurePendingIndex(store, ddl, knex, table, 'status', 'date');
+  await ddl.notifyTrigger?.(store, table, 'status');
   return { table, created: true, migrated: null };
 }
 
@@ -150,6 +151,7 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
     addedColumns.push(...wanted.map((c) => DEFAULT_OPTIONAL_COLUMN_NAMES[c]));
   }
   const createdIndex = await ensurePendingIndex(store, ddl, knex, table, statusColumn, orderColumn);
+  await ddl.notifyTrigger?.(store, table, statusColumn);
   return { table, addedColumns, createdIndex, addedStatus };
 }
 

@@ -1,0 +1,66 @@
+import { ConfigError, type ConnectOptions } from '@statusq/core';
+import { MysqlStore, type MysqlClaimStrategy, type MysqlIsolation, type MysqlStoreOptions } from './mysql-store.js';
+
+export {
+  MysqlStore,
+  bindValue,
+  parseServerVersion,
+  type MysqlClaimStrategy,
+  type MysqlIsolation,
+  type MysqlServerInfo,
+  type MysqlStoreOptions,
+  type MysqlStoreStats,
+} from './mysql-store.js';
+export { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
+export { toStoreError, isConnectionLost } from './mysql-errors.js';
+export { lockingCandidateStatements, sortIds } from './mysql-claim-sql.js';
+
+/** The URL schemes this adapter serves. */
+export const schemes: readonly string[] = ['mysql', 'mariadb'];
+
+/**
+ * Parses `mysql://user:password@host:port/database` (or `mariadb://...`). Query parameters set adapter
+ * options: `claimStrategy` (auto | skip-locked | conditional-update), `connectionLimit`, `isolation`
+ * (read-committed | repeatable-read), `lockWaitTimeout` (seconds), `connectTimeout` (ms).
+ */
+export function optionsFromUrl(url: string): MysqlStoreOptions {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ConfigError('not a MySQL URL (use mysql://user:password@host:port/database)');
+  }
+  const scheme = parsed.protocol.replace(/:$/, '').toLowerCase();
+  if (!schemes.includes(scheme)) throw new ConfigError(`not a MySQL URL: scheme ${JSON.stringify(scheme)} (use mysql://user:password@host:port/database)`);
+  const host = decodeURIComponent(parsed.hostname.replace(/^\[|\]$/g, '')) || 'localhost';
+  const database = decodeURIComponent(parsed.pathname.replace(/^\//, ''));
+  if (database.length === 0 || database.includes('/')) throw new ConfigError('a MySQL URL names one database: mysql://user@host:port/database');
+  const options: MysqlStoreOptions = { host, database, user: decodeURIComponent(parsed.username) || 'root' };
+  if (parsed.port) options.port = Number(parsed.port);
+  if (parsed.password) options.password = decodeURIComponent(parsed.password);
+  const integer = (key: string): number | undefined => {
+    const raw = parsed.searchParams.get(key);
+    if (raw === null) return undefined;
+    const n = Number(raw);
+    if (!Number.isSafeInteger(n) || n < 1) throw new ConfigError(`${key} in the MySQL URL must be a positive integer, got ${JSON.stringify(raw)}`);
+    return n;
+  };
+  const strategy = parsed.searchParams.get('claimStrategy');
+  if (strategy !== null) options.claimStrategy = strategy as MysqlClaimStrategy;
+  const isolation = parsed.searchParams.get('isolation');
+  if (isolation !== null) options.isolation = isolation as MysqlIsolation;
+  const limit = integer('connectionLimit');
+  if (limit !== undefined) options.connectionLimit = limit;
+  const lockWait = integer('lockWaitTimeout');
+  if (lockWait !== undefined) options.lockWaitTimeoutSeconds = lockWait;
+  const connectTimeout = integer('connectTimeout');
+  if (connectTimeout !== undefined) options.connectTimeoutMs = connectTimeout;
+  return options;
+}
+
+/** Opens a store from a `mysql://` or `mariadb://` URL; `options` override what the URL says. */
+export async function connect(url: string, options: ConnectOptions & MysqlStoreOptions = {}): Promise<MysqlStore> {
+  // Servers ignore `create`: the database must exist (statusq creates tables, not databases).
+  const { create: _create, ...rest } = options;
+  return MysqlStore.open({ ...optionsFromUrl(url), ...rest });
+}

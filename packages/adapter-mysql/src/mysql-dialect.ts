@@ -1,0 +1,43 @@
+import type { OrderTimeEncoding, SqlDialect } from '@statusq/core';
+
+/**
+ * statusq's own time columns on MySQL/MariaDB are DATETIME(3), written and compared only with the
+ * server's clock (NOW(3)); every pooled connection runs with time_zone '+00:00', so the values are UTC
+ * and comparisons do not depend on a worker host's clock or zone. A worker whose clock is skewed cannot
+ * reclaim a live lease early: the lease cutoff is NOW(3) minus the lease, computed by the server.
+ */
+const NOW = 'NOW(3)';
+const shifted = (ms: string) => `(${NOW} + INTERVAL (${ms}) * 1000 MICROSECOND)`;
+
+export const mysqlDialect: SqlDialect = {
+  name: 'mysql',
+  quoteIdentifier: (name) =>
+    name
+      .split('.')
+      // Names are validated before they get here; doubling backticks keeps quoting safe on its own as well.
+      .map((part) => `\`${part.replaceAll('`', '``')}\``)
+      .join('.'),
+  placeholder: () => '?',
+  now: NOW,
+  nowPlusMs: shifted,
+  orderCutoff(ms: string, encoding: OrderTimeEncoding): string {
+    switch (encoding) {
+      case 'native':
+        return shifted(ms);
+      case 'epochMs':
+        // UNIX_TIMESTAMP of a DATETIME reads it in the session zone, which is UTC.
+        return `(ROUND(UNIX_TIMESTAMP(${NOW}) * 1000) + (${ms}))`;
+      case 'text':
+        // 'YYYY-MM-DD HH:MM:SS.SSS', the form text dates are kept in, which sorts as text.
+        return `LEFT(DATE_FORMAT(${shifted(ms)}, '%Y-%m-%d %H:%i:%s.%f'), 23)`;
+    }
+  },
+};
+
+/** DATETIME/TIMESTAMP hold time natively, numeric types epoch milliseconds, anything else text. */
+export function mysqlOrderTimeEncoding(dataType: string): OrderTimeEncoding {
+  const t = dataType.toLowerCase();
+  if (/^(datetime|timestamp|date)\b/.test(t)) return 'native';
+  if (/^(tinyint|smallint|mediumint|int|integer|bigint|decimal|numeric|float|double|real)\b/.test(t)) return 'epochMs';
+  return 'text';
+}

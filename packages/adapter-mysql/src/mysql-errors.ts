@@ -1,0 +1,90 @@
+import { StoreError } from '@statusq/core';
+
+/**
+ * The one place mysql2's native errors become StoreError kinds. The native code is kept: the server's
+ * errno (1213, 1062, ...) when there is one, else mysql2's or Node's code (PROTOCOL_CONNECTION_LOST,
+ * ECONNRESET, ...).
+ *
+ * - 1213 ER_LOCK_DEADLOCK and 1205 ER_LOCK_WAIT_TIMEOUT: the transaction (or statement) was rolled back;
+ *   WriteConflict, which the worker retries with backoff.
+ * - A connection that is gone (killed, server restarted, network dropped, idle timeout): ConnectionLost;
+ *   the store drops that connection and the next call takes a fresh one.
+ * - 1062 ER_DUP_ENTRY (and 1586 ER_DUP_ENTRY_WITH_KEY_NAME): UniqueViolation.
+ */
+const WRITE_CONFLICT = new Set([1213, 1205]);
+const UNIQUE_VIOLATION = new Set([1062, 1586]);
+/**
+ * 2006 server gone away, 2013 lost connection during query, 4031 disconnected by the server for
+ * inactivity (MySQL 8), 1927 connection killed (MariaDB), 1053 server shutdown in progress, 2055 lost
+ * connection at a system error, 1152/1184 aborted connection, 3169 session killed (MySQL 8).
+ */
+const CONNECTION_LOST_ERRNO = new Set([2006, 2013, 4031, 1927, 1053, 2055, 1152, 1184, 3169]);
+const CONNECTION_LOST_CODES = new Set([
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
+  'PROTOCOL_ENQUEUE_AFTER_QUIT',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ER_CONNECTION_KILLED',
+  'ER_CLIENT_INTERACTION_TIMEOUT',
+  'ER_SERVER_SHUTDOWN',
+]);
+
+interface NativeError {
+  errno?: unknown;
+  code?: unknown;
+  fatal?: unknown;
+  sqlMessage?: unknown;
+}
+
+/** Whether a native error means the connection it happened on is unusable (drop it, do not reuse it). */
+export function isConnectionLost(error: unknown): boolean {
+  if (error instanceof StoreError) return error.kind === 'ConnectionLost';
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as NativeError;
+  if (typeof e.errno === 'number' && CONNECTION_LOST_ERRNO.has(e.errno)) return true;
+  if (typeof e.code === 'string' && CONNECTION_LOST_CODES.has(e.code)) return true;
+  // mysql2 marks errors after which the connection cannot continue as fatal, including
+  // "Can't add new command when connection is in closed state".
+  return e.fatal === true;
+}
+
+export function toStoreError(error: unknown): unknown {
+  if (error instanceof StoreError) return error;
+  if (typeof error !== 'object' || error === null) return error;
+  const e = error as NativeError;
+  // Server errors carry a positive errno (1213, ...); Node's socket errors a negative one (-111), for which
+  // the code (ECONNREFUSED) says more.
+  const errno = typeof e.errno === 'number' && e.errno > 0 ? e.errno : undefined;
+  const code = typeof e.code === 'string' ? e.code : undefined;
+  const native = errno ?? code;
+  const message = typeof e.sqlMessage === 'string' ? e.sqlMessage : error instanceof Error ? error.message : String(error);
+  if (errno !== undefined && WRITE_CONFLICT.has(errno)) {
+    return new StoreError('WriteConflict', `${errno === 1213 ? 'deadlock' : 'lock wait timeout'}: ${message}`, errno, { cause: error });
+  }
+  if (errno !== undefined && UNIQUE_VIOLATION.has(errno)) return new StoreError('UniqueViolation', `unique constraint violated: ${message}`, errno, { cause: error });
+  if (isConnectionLost(error)) return new StoreError('ConnectionLost', `MySQL connection lost: ${message}`, native, { cause: error });
+  if (errno !== undefined || (code !== undefined && (code.startsWith('ER_') || code.startsWith('PROTOCOL_')))) {
+    return new StoreError('Unknown', `MySQL error: ${message}`, native, { cause: error });
+  }
+  return error;
+}
+
+/** Whether an error (native or already mapped) is a deadlock, for the store's counter. */
+export function isDeadlock(error: unknown): boolean {
+  if (error instanceof StoreError) return error.nativeCode === 1213;
+  return typeof error === 'object' && error !== null && (error as NativeError).errno === 1213;
+}
+
+export function isLockWaitTimeout(error: unknown): boolean {
+  if (error instanceof StoreError) return error.nativeCode === 1205;
+  return typeof error === 'object' && error !== null && (error as NativeError).errno === 1205;
+}

@@ -1,0 +1,362 @@
+import mysql from 'mysql2/promise';
+import type { Pool, PoolConnection, PoolOptions } from 'mysql2/promise';
+import type { PoolConnection as CorePoolConnection } from 'mysql2';
+import {
+  ConfigError,
+  DEFAULT_CAPABILITIES,
+  StoreError,
+  TransitionSql,
+  claimConditionalUpdate,
+  keyOf,
+  mergeCandidates,
+  validateTableName,
+  type ClaimRequest,
+  type ClaimResult,
+  type ColumnInfo,
+  type ExecResult,
+  type JobId,
+  type ResolvedTable,
+  type Row,
+  type SqlValue,
+  type Statement,
+  type Store,
+  type StoreCapabilities,
+} from '@statusq/core';
+import { lockingCandidateStatements, sortIds } from './mysql-claim-sql.js';
+import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
+import { isConnectionLost, isDeadlock, isLockWaitTimeout, toStoreError } from './mysql-errors.js';
+
+/**
+ * `skip-locked`: SELECT ... FOR UPDATE SKIP LOCKED then UPDATE by id in one transaction (MySQL >= 8.0.1,
+ * MariaDB >= 10.6). `conditional-update`: core's portable claim (SELECT, then one guarded UPDATE per
+ * candidate). `auto` (default): skip-locked when the server supports it, else conditional-update.
+ */
+export type MysqlClaimStrategy = 'auto' | 'skip-locked' | 'conditional-update';
+
+/** Isolation of every transaction statusq runs on its connections. */
+export type MysqlIsolation = 'read-committed' | 'repeatable-read';
+
+export interface MysqlStoreOptions {
+  host?: string;
+  port?: number;
+  user?: string;
+  password?: string;
+  database?: string;
+  /** Most connections this store opens (claims, settles, heartbeats and reaps each take one briefly). Default 4. */
+  connectionLimit?: number;
+  /** See MysqlClaimStrategy. Default `auto`. */
+  claimStrategy?: MysqlClaimStrategy;
+  /**
+   * Default `read-committed`: no gap locks, so concurrent skip-locked claims and settles cannot deadlock
+   * on each other's gaps (see mysql-claim-sql.ts). `repeatable-read` exists to measure the difference.
+   */
+  isolation?: MysqlIsolation;
+  /** innodb_lock_wait_timeout for statusq's sessions, in seconds. Default 10 (the server's is usually 50). */
+  lockWaitTimeoutSeconds?: number;
+  /**
+   * A transaction chosen as a deadlock victim (1213) was rolled back whole, so running it again is exactly
+   * as safe as running it the first time; the store does so this many times (after a short jittered pause)
+   * before it rejects with WriteConflict for the worker's own backoff. Every deadlock is counted in
+   * `stats.deadlocks` either way. Default 3; 0 leaves every deadlock to the caller.
+   */
+  deadlockRetries?: number;
+  /** How long to wait for a TCP connection, in ms. Default 10000. */
+  connectTimeoutMs?: number;
+  /** Any other mysql2 pool options (ssl, socketPath, ...). statusq's own settings win where they overlap. */
+  mysql2?: PoolOptions;
+}
+
+/** The server behind the store, as detected at connect. */
+export interface MysqlServerInfo {
+  /** VERSION() as the server reports it. */
+  version: string;
+  flavor: 'mysql' | 'mariadb';
+  major: number;
+  minor: number;
+  patch: number;
+  /** FOR UPDATE SKIP LOCKED: MySQL >= 8.0.1, MariaDB >= 10.6. */
+  skipLocked: boolean;
+}
+
+/** Counters of the conflicts this store met, so tests and operators can see a deadlock storm. */
+export interface MysqlStoreStats {
+  /** 1213 ER_LOCK_DEADLOCK errors, in any operation. */
+  deadlocks: number;
+  /** 1205 ER_LOCK_WAIT_TIMEOUT errors. */
+  lockWaitTimeouts: number;
+  /** Connections dropped because they were found dead. */
+  connectionsLost: number;
+  /** Native claim transactions committed. */
+  claims: number;
+}
+
+/** mysql2's own formatting of a toISOString() value would be refused by DATETIME; see bindValue. */
+const ISO_UTC = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d(?:\.\d{1,6})?)Z$/;
+
+/**
+ * Core turns a Date into `toISOString()` text (Queue.enqueue); DATETIME rejects the `T` and the `Z`
+ * (MariaDB: error 1292). The session zone is UTC, so the same instant is `YYYY-MM-DD HH:MM:SS.sss`. Only a
+ * string of exactly that shape is rewritten.
+ */
+export function bindValue(value: SqlValue): SqlValue {
+  if (typeof value === 'string') {
+    const m = ISO_UTC.exec(value);
+    if (m) return `${m[1]} ${m[2]}`;
+  }
+  return value;
+}
+
+export function parseServerVersion(version: string): MysqlServerInfo {
+  const flavor = /mariadb/i.test(version) ? 'mariadb' : 'mysql';
+  const m = /(\d+)\.(\d+)\.(\d+)/.exec(version);
+  const [major, minor, patch] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [0, 0, 0];
+  const atLeast = (a: number, b: number, c: number) => major > a || (major === a && (minor > b || (minor === b && patch >= c)));
+  const skipLocked = flavor === 'mariadb' ? atLeast(10, 6, 0) : atLeast(8, 0, 1);
+  return { version, flavor, major, minor, patch, skipLocked };
+}
+
+/**
+ * A Store on a mysql2 connection pool. Every pooled connection runs with time_zone '+00:00' and (by
+ * default) READ COMMITTED. `execute` runs one autocommit statement; `executeBatch` and the native claim
+ * run BEGIN .. COMMIT on one connection. A connection found dead is destroyed (dropped from the pool), so
+ * the call that met it rejects with ConnectionLost and the next call gets a fresh connection.
+ */
+export class MysqlStore implements Store {
+  readonly dialect = mysqlDialect;
+  readonly capabilities: StoreCapabilities;
+  readonly stats: MysqlStoreStats = { deadlocks: 0, lockWaitTimeouts: 0, connectionsLost: 0, claims: 0 };
+  /** The claim this store runs: `skip-locked` or `conditional-update` (auto resolved at connect). */
+  readonly claimStrategy: 'skip-locked' | 'conditional-update';
+  private closed = false;
+  private readonly deadlockRetries: number;
+
+  private constructor(
+    private readonly pool: Pool,
+    readonly server: MysqlServerInfo,
+    strategy: MysqlClaimStrategy,
+    deadlockRetries: number,
+  ) {
+    this.deadlockRetries = deadlockRetries;
+    if (strategy === 'skip-locked' && !server.skipLocked) {
+      throw new ConfigError(`claimStrategy skip-locked needs MySQL >= 8.0.1 or MariaDB >= 10.6; the server is ${server.version}`);
+    }
+    this.claimStrategy = strategy === 'conditional-update' || !server.skipLocked ? 'conditional-update' : 'skip-locked';
+    const native = this.claimStrategy === 'skip-locked';
+    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false };
+  }
+
+  /** Opens the pool, checks the server is reachable and detects its flavor and version. */
+  static async open(options: MysqlStoreOptions): Promise<MysqlStore> {
+    const strategy = options.claimStrategy ?? 'auto';
+    if (!['auto', 'skip-locked', 'conditional-update'].includes(strategy)) {
+      throw new ConfigError(`claimStrategy must be auto, skip-locked or conditional-update, got ${JSON.stringify(strategy)}`);
+    }
+    const isolation = options.isolation ?? 'read-committed';
+    if (isolation !== 'read-committed' && isolation !== 'repeatable-read') {
+      throw new ConfigError(`isolation must be read-committed or repeatable-read, got ${JSON.stringify(isolation)}`);
+    }
+    const connectionLimit = options.connectionLimit ?? 4;
+    if (!Number.isSafeInteger(connectionLimit) || connectionLimit < 1) throw new ConfigError('connectionLimit must be a positive integer');
+    const deadlockRetries = options.deadlockRetries ?? 3;
+    if (!Number.isSafeInteger(deadlockRetries) || deadlockRetries < 0) throw new ConfigError('deadlockRetries must be a non-negative integer');
+    const lockWait = options.lockWaitTimeoutSeconds ?? 10;
+    if (!Number.isSafeInteger(lockWait) || lockWait < 1) throw new ConfigError('lockWaitTimeoutSeconds must be a positive integer');
+
+    const pool = mysql.createPool({
+      ...options.mysql2,
+      ...(options.host !== undefined ? { host: options.host } : {}),
+      ...(options.port !== undefined ? { port: options.port } : {}),
+      ...(options.user !== undefined ? { user: options.user } : {}),
+      ...(options.password !== undefined ? { password: options.password } : {}),
+      ...(options.database !== undefined ? { database: options.database } : {}),
+      connectionLimit,
+      maxIdle: connectionLimit,
+      waitForConnections: true,
+      connectTimeout: options.connectTimeoutMs ?? 10_000,
+      // Ids and counts come back as numbers when they fit a double, as decimal strings otherwise.
+      supportBigNumbers: true,
+      bigNumberStrings: false,
+      // DATETIME values are UTC (the session zone below) and come back as Date objects of that instant.
+      timezone: 'Z',
+      dateStrings: false,
+      charset: 'utf8mb4',
+      multipleStatements: false,
+    });
+    const level = isolation === 'read-committed' ? 'READ COMMITTED' : 'REPEATABLE READ';
+    const setup: string[] = [`SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${lockWait}`, `SET SESSION TRANSACTION ISOLATION LEVEL ${level}`];
+    const errors: unknown[] = [];
+    // Runs before any command a caller sends on a new connection: mysql2 queues commands per connection.
+    pool.pool.on('connection', (connection: CorePoolConnection) => {
+      for (const sql of setup) {
+        connection.query(sql, (error: unknown) => {
+          if (!error) return;
+          errors.push(error);
+          // A session without UTC or the isolation level must not run statusq's SQL: drop it, so the
+          // caller meets ConnectionLost and its retry gets a fresh connection.
+          connection.destroy();
+        });
+      }
+    });
+    let version: string;
+    try {
+      const [rows] = await pool.query('SELECT VERSION() AS version');
+      version = String((rows as Row[])[0]?.version ?? '');
+    } catch (error) {
+      await pool.end().catch(() => undefined);
+      throw toStoreError(error);
+    }
+    if (errors.length > 0) {
+      await pool.end().catch(() => undefined);
+      throw toStoreError(errors[0]);
+    }
+    return new MysqlStore(pool, parseServerVersion(version), strategy, deadlockRetries);
+  }
+
+  async execute(statement: Statement): Promise<ExecResult> {
+    return this.rerunDeadlocks(() => this.withConnection((conn) => this.run(conn, statement)));
+  }
+
+  async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
+    if (statements.length === 0) return [];
+    return this.rerunDeadlocks(() =>
+      this.withConnection((conn) =>
+        this.transaction(conn, async () => {
+          const results: ExecResult[] = [];
+          for (const s of statements) results.push(await this.run(conn, s));
+          return results;
+        }),
+      ),
+    );
+  }
+
+  async describeTable(table: string): Promise<ColumnInfo[] | null> {
+    const parts = validateTableName(table).split('.');
+    const [schema, name] = parts.length === 2 ? parts : [null, parts[0]!];
+    const { rows } = await this.execute({
+      sql:
+        'SELECT COLUMN_NAME AS name, COLUMN_TYPE AS type FROM information_schema.COLUMNS ' +
+        'WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION',
+      params: [schema ?? null, name!],
+    });
+    return rows.length === 0 ? null : rows.map((r) => ({ name: String(r.name), type: String(r.type).toLowerCase() }));
+  }
+
+  orderTimeEncoding(column: ColumnInfo) {
+    return mysqlOrderTimeEncoding(column.type);
+  }
+
+  async claim(table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
+    if (this.claimStrategy === 'conditional-update') return claimConditionalUpdate(this, table, request);
+    const sql = new TransitionSql(table, this.dialect);
+    const rows = await this.rerunDeadlocks(() =>
+      this.withConnection((conn) =>
+        this.transaction(conn, async () => {
+          const lists: Row[][] = [];
+          for (const statement of lockingCandidateStatements(sql, request)) {
+            lists.push((await this.run(conn, statement)).rows);
+            if (lists.flat().length >= request.limit) break;
+          }
+          const candidates = mergeCandidates(lists, request.limit, table.id);
+          if (candidates.length === 0) return [];
+          // By primary key, ascending, over rows this transaction already holds: no lock-order inversion.
+          const ids = sortIds(candidates.map((r) => r[table.id] as JobId));
+          await this.run(conn, sql.claimByIds(ids, request.token, false));
+          const fresh = (await this.run(conn, sql.selectByIds(ids))).rows;
+          return ownedInOrder(candidates, fresh, table, request.token);
+        }),
+      ),
+    );
+    if (rows.length > 0) this.stats.claims++;
+    return { rows, lost: 0 };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end().catch(() => undefined);
+  }
+
+  /** Runs `operation` again after a deadlock, up to `deadlockRetries` times; see MysqlStoreOptions. */
+  private async rerunDeadlocks<T>(operation: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await operation();
+      } catch (error) {
+        if (!isDeadlock(error) || attempt > this.deadlockRetries || this.closed) throw error;
+        // A short jittered pause lets the transaction that won finish first.
+        await new Promise((resolve) => setTimeout(resolve, Math.round(attempt * (1 + Math.random() * 4))));
+      }
+    }
+  }
+
+  private async withConnection<T>(body: (conn: PoolConnection) => Promise<T>): Promise<T> {
+    if (this.closed) throw new StoreError('ConnectionLost', 'the MySQL store is closed', 'CLOSED');
+    let conn: PoolConnection;
+    try {
+      conn = await this.pool.getConnection();
+    } catch (error) {
+      throw this.fail(error);
+    }
+    try {
+      const result = await body(conn);
+      conn.release();
+      return result;
+    } catch (error) {
+      if (isConnectionLost(error)) {
+        this.stats.connectionsLost++;
+        conn.destroy();
+      } else conn.release();
+      throw this.fail(error);
+    }
+  }
+
+  /** BEGIN .. COMMIT around `body`; any failure rolls back (unless the connection is gone) and rethrows. */
+  private async transaction<T>(conn: PoolConnection, body: () => Promise<T>): Promise<T> {
+    await conn.query('START TRANSACTION');
+    try {
+      const result = await body();
+      await conn.query('COMMIT');
+      return result;
+    } catch (error) {
+      if (!isConnectionLost(error)) {
+        try {
+          await conn.query('ROLLBACK');
+        } catch {
+          // The original error says more; a connection that cannot roll back is dropped by its error.
+        }
+      }
+      throw error;
+    }
+  }
+
+  private async run(conn: PoolConnection, statement: Statement): Promise<ExecResult> {
+    const [result] = await conn.query({ sql: statement.sql, values: statement.params.map(bindValue) });
+    if (Array.isArray(result)) return { rows: result as Row[], affected: 0 };
+    // With mysql2's default FOUND_ROWS flag, affectedRows counts matched rows: an UPDATE whose guard
+    // matched reports 1 even when it wrote the same values (a heartbeat in the same millisecond).
+    return { rows: [], affected: Number((result as { affectedRows?: number }).affectedRows ?? 0) };
+  }
+
+  private fail(error: unknown): unknown {
+    if (isDeadlock(error)) this.stats.deadlocks++;
+    else if (isLockWaitTimeout(error)) this.stats.lockWaitTimeouts++;
+    if (this.closed && !(error instanceof StoreError)) return new StoreError('ConnectionLost', 'the MySQL store is closed', 'CLOSED', { cause: error });
+    return toStoreError(error);
+  }
+}
+
+/**
+ * The claimed rows as they are after the UPDATE, in candidate (queue) order. Every candidate was locked
+ * by this transaction, so every one was claimed; the status (and token) check is a guard all the same.
+ */
+function ownedInOrder(candidates: readonly Row[], fresh: readonly Row[], table: ResolvedTable, token: string | null): Row[] {
+  const byId = new Map(fresh.map((r) => [keyOf(r[table.id]), r]));
+  const owned: Row[] = [];
+  for (const candidate of candidates) {
+    const row = byId.get(keyOf(candidate[table.id]));
+    if (!row || Number(row[table.status]) !== table.codes.processing) continue;
+    if (table.columns.workerId && token !== null && row[table.columns.workerId] !== token) continue;
+    owned.push(row);
+  }
+  return owned;
+}

@@ -1,0 +1,84 @@
+// Pure functions of the adapter: no server needed.
+import { describe, expect, it } from 'vitest';
+import { StoreError } from '@statusq/core';
+import { bindValue, mysqlDialect, mysqlOrderTimeEncoding, optionsFromUrl, parseServerVersion, sortIds, toStoreError } from './index.js';
+
+const native = (errno: number | undefined, code: string, extra: Record<string, unknown> = {}) => Object.assign(new Error(code), { errno, code, ...extra });
+
+describe('mysql adapter, without a server', () => {
+  it('maps native errors to StoreError kinds and keeps the native code', () => {
+    const cases: Array<[unknown, string, string | number]> = [
+      [native(1213, 'ER_LOCK_DEADLOCK'), 'WriteConflict', 1213],
+      [native(1205, 'ER_LOCK_WAIT_TIMEOUT'), 'WriteConflict', 1205],
+      [native(1062, 'ER_DUP_ENTRY'), 'UniqueViolation', 1062],
+      [native(undefined, 'PROTOCOL_CONNECTION_LOST', { fatal: true }), 'ConnectionLost', 'PROTOCOL_CONNECTION_LOST'],
+      [native(undefined, 'ECONNRESET'), 'ConnectionLost', 'ECONNRESET'],
+      [native(-111, 'ECONNREFUSED'), 'ConnectionLost', 'ECONNREFUSED'],
+      [native(2006, 'CR_SERVER_GONE_ERROR'), 'ConnectionLost', 2006],
+      [native(2013, 'CR_SERVER_LOST'), 'ConnectionLost', 2013],
+      [native(4031, 'ER_CLIENT_INTERACTION_TIMEOUT'), 'ConnectionLost', 4031],
+      [native(1927, 'ER_CONNECTION_KILLED'), 'ConnectionLost', 1927],
+      [native(1146, 'ER_NO_SUCH_TABLE'), 'Unknown', 1146],
+      [native(1064, 'ER_PARSE_ERROR'), 'Unknown', 1064],
+    ];
+    for (const [error, kind, code] of cases) {
+      const mapped = toStoreError(error);
+      expect(mapped, String(code)).toBeInstanceOf(StoreError);
+      expect((mapped as StoreError).kind, String(code)).toBe(kind);
+      expect((mapped as StoreError).nativeCode, String(code)).toBe(code);
+      expect((mapped as StoreError).cause).toBe(error);
+    }
+    const plain = new TypeError('not a database error');
+    expect(toStoreError(plain)).toBe(plain);
+  });
+
+  it('spells SQL the MySQL way: backticks, ? placeholders, NOW(3) and INTERVAL arithmetic on the server clock', () => {
+    expect(mysqlDialect.quoteIdentifier('app.jobs')).toBe('`app`.`jobs`');
+    expect(mysqlDialect.quoteIdentifier('we`ird')).toBe('`we``ird`');
+    expect(mysqlDialect.placeholder(3)).toBe('?');
+    expect(mysqlDialect.now).toBe('NOW(3)');
+    expect(mysqlDialect.nowPlusMs('?')).toBe('(NOW(3) + INTERVAL (?) * 1000 MICROSECOND)');
+    expect(mysqlDialect.orderCutoff('?', 'native')).toBe(mysqlDialect.nowPlusMs('?'));
+    expect(mysqlDialect.orderCutoff('?', 'epochMs')).toMatch(/UNIX_TIMESTAMP\(NOW\(3\)\) \* 1000/);
+    expect(mysqlDialect.orderCutoff('?', 'text')).toMatch(/DATE_FORMAT/);
+    expect(mysqlOrderTimeEncoding('datetime(3)')).toBe('native');
+    expect(mysqlOrderTimeEncoding('timestamp')).toBe('native');
+    expect(mysqlOrderTimeEncoding('bigint(20)')).toBe('epochMs');
+    expect(mysqlOrderTimeEncoding('varchar(32)')).toBe('text');
+  });
+
+  it('detects SKIP LOCKED support from the server version', () => {
+    expect(parseServerVersion('10.11.19-MariaDB-0+deb12u1')).toMatchObject({ flavor: 'mariadb', major: 10, minor: 11, skipLocked: true });
+    expect(parseServerVersion('10.6.0-MariaDB')).toMatchObject({ skipLocked: true });
+    expect(parseServerVersion('10.5.23-MariaDB-log')).toMatchObject({ flavor: 'mariadb', skipLocked: false });
+    expect(parseServerVersion('8.0.36')).toMatchObject({ flavor: 'mysql', skipLocked: true });
+    expect(parseServerVersion('8.0.0-dmr')).toMatchObject({ skipLocked: false });
+    expect(parseServerVersion('5.7.44-log')).toMatchObject({ flavor: 'mysql', skipLocked: false });
+  });
+
+  it('parses mysql:// and mariadb:// URLs with adapter options', () => {
+    expect(optionsFromUrl('mysql://app:s%40cret@db.example:3307/queue?claimStrategy=conditional-update&connectionLimit=8')).toEqual({
+      host: 'db.example',
+      port: 3307,
+      user: 'app',
+      password: 's@cret',
+      database: 'queue',
+      claimStrategy: 'conditional-update',
+      connectionLimit: 8,
+    });
+    expect(optionsFromUrl('mariadb://root@127.0.0.1/test')).toMatchObject({ host: '127.0.0.1', user: 'root', database: 'test' });
+    expect(() => optionsFromUrl('mysql://root@127.0.0.1:3306/')).toThrow(/one database/);
+    expect(() => optionsFromUrl('postgres://x/y')).toThrow(/not a MySQL URL/);
+    expect(() => optionsFromUrl('mysql://root@h/db?connectionLimit=0')).toThrow(/connectionLimit/);
+  });
+
+  it('binds a toISOString() value as a DATETIME literal and leaves everything else alone; sorts ids by value', () => {
+    expect(bindValue('2024-01-02T03:04:05.678Z')).toBe('2024-01-02 03:04:05.678');
+    expect(bindValue('2024-01-02 03:04:05.678')).toBe('2024-01-02 03:04:05.678');
+    expect(bindValue('"2024-01-02T03:04:05.678Z"')).toBe('"2024-01-02T03:04:05.678Z"');
+    expect(bindValue(5)).toBe(5);
+    expect(bindValue(null)).toBeNull();
+    expect(sortIds([10, 9, 100, 1])).toEqual([1, 9, 10, 100]);
+    expect(sortIds(['18446744073709551615', 3, '9007199254740993'])).toEqual([3, '9007199254740993', '18446744073709551615']);
+  });
+});

@@ -1,0 +1,64 @@
+import { ConfigError, validateTableName, type OrderTimeEncoding, type SqlDialect } from '@statusq/core';
+
+/** A parameter holding milliseconds, as an interval. The cast fixes the parameter's type for the planner. */
+const msInterval = (ms: string) => `(CAST(${ms} AS double precision) * INTERVAL '1 millisecond')`;
+
+/**
+ * statusq's own time columns on PostgreSQL are `timestamptz(3)`. `now` is CURRENT_TIMESTAMP (the start of the
+ * transaction): a stable function, so the pending index still serves conditions on it.
+ */
+export const postgresDialect: SqlDialect = {
+  name: 'postgres',
+  quoteIdentifier: (name) =>
+    name
+      .split('.')
+      // Names are validated before they get here; doubling quotes keeps quoting safe on its own as well.
+      .map((part) => `"${part.replaceAll('"', '""')}"`)
+      .join('.'),
+  placeholder: (index) => `$${index}`,
+  now: 'CURRENT_TIMESTAMP',
+  nowPlusMs: (ms) => `(CURRENT_TIMESTAMP + ${msInterval(ms)})`,
+  orderCutoff(ms: string, encoding: OrderTimeEncoding): string {
+    switch (encoding) {
+      case 'native':
+        return `(CURRENT_TIMESTAMP + ${msInterval(ms)})`;
+      case 'epochMs':
+        return `(CAST(floor(extract(epoch FROM CURRENT_TIMESTAMP) * 1000) AS bigint) + CAST(${ms} AS bigint))`;
+      case 'text':
+        // The fixture's text format 'YYYY-MM-DD HH:MM:SS.SSS' in UTC, which sorts as text.
+        return `to_char((CURRENT_TIMESTAMP + ${msInterval(ms)}) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.MS')`;
+    }
+  },
+};
+
+/**
+ * Judged from `information_schema.columns.data_type`: date and time types compare natively, numbers hold
+ * epoch milliseconds, anything else (text, varchar) holds the sortable text format.
+ */
+export function postgresOrderTimeEncoding(declaredType: string): OrderTimeEncoding {
+  const type = declaredType.toLowerCase();
+  if (/timestamp|^date$|^time\b/.test(type)) return 'native';
+  if (/^(smallint|integer|bigint|numeric|decimal|real|double precision|int[248]?|float[48]?)\b/.test(type)) return 'epochMs';
+  return 'text';
+}
+
+/** PostgreSQL truncates identifiers (and channel names) longer than this many bytes. */
+const MAX_CHANNEL_LENGTH = 63;
+const CHANNEL = /^[A-Za-z0-9_.]{1,63}$/;
+
+/**
+ * The LISTEN/NOTIFY channel of a table: `statusq_<table>` (a schema-qualified table keeps its dot), with a
+ * stable hash when that is too long. The schema package's postgres DDL computes the same name for the
+ * trigger that NOTIFYs it (a test checks the two agree).
+ */
+export function notifyChannel(table: string): string {
+  validateTableName(table);
+  let channel = `statusq_${table}`;
+  if (channel.length > MAX_CHANNEL_LENGTH) {
+    let hash = 0;
+    for (const ch of table) hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
+    channel = `${channel.slice(0, 50)}_${hash.toString(36)}`;
+  }
+  if (!CHANNEL.test(channel)) throw new ConfigError(`invalid notification channel ${JSON.stringify(channel)}`);
+  return channel;
+}

@@ -1,0 +1,390 @@
+import pg from 'pg';
+import {
+  ConfigError,
+  DEFAULT_CAPABILITIES,
+  StoreError,
+  TransitionSql,
+  candidateStatements,
+  mergeCandidates,
+  orderLike,
+  validateTableName,
+  type ClaimRequest,
+  type ClaimResult,
+  type ColumnInfo,
+  type ExecResult,
+  type JobId,
+  type OrderTimeEncoding,
+  type ResolvedTable,
+  type Row,
+  type Statement,
+  type Store,
+  type StoreCapabilities,
+} from '@statusq/core';
+import { lockingCandidates, postgresClaimStatement } from './postgres-claim-sql.js';
+import { notifyChannel, postgresDialect, postgresOrderTimeEncoding } from './postgres-dialect.js';
+import { isConnectionError, toStoreError } from './postgres-errors.js';
+
+export interface PostgresStoreOptions {
+  /** `postgres://user:password@host:port/database[?options]`. */
+  connectionString: string;
+  /** Most pooled connections this store opens (the listening connection is extra). Default 4. */
+  maxConnections?: number;
+  /** How long to wait for a new connection before failing with ConnectionLost. Default 10000 ms. */
+  connectTimeoutMs?: number;
+  /** Use LISTEN/NOTIFY to wake `waitForWork` (one extra connection, opened on first wait). Default true. */
+  listen?: boolean;
+  /** Extra pg pool settings (ssl, ...); they win over the defaults above. */
+  pool?: pg.PoolConfig;
+}
+
+/** Shortest pause between attempts to (re)open the listening connection after one failed. */
+const LISTENER_RETRY_MS = 1000;
+
+/**
+ * Type parsers of this store's connections only (pg's global parsers stay untouched): int8 (ids, COUNT(*))
+ * becomes a number when it fits, a bigint when it does not; `timestamp without time zone` is read as UTC,
+ * which is what the session's time zone says it is.
+ */
+const INT8_OID = 20;
+const TIMESTAMP_OID = 1114;
+function parseInt8(text: string): number | bigint {
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : BigInt(text);
+}
+function parseTimestampUtc(text: string): Date | string {
+  const ms = Date.parse(`${text.replace(' ', 'T')}Z`);
+  return Number.isNaN(ms) ? text : new Date(ms);
+}
+const TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') => {
+    if (format !== 'binary') {
+      if (oid === INT8_OID) return parseInt8;
+      if (oid === TIMESTAMP_OID) return parseTimestampUtc;
+    }
+    return (pg.types.getTypeParser as (oid: number, format?: string) => unknown)(oid, format);
+  }) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+type Waiter = () => void;
+
+/**
+ * A Store on a pg.Pool. Every call borrows one connection; `executeBatch` and the aging claim run BEGIN ...
+ * COMMIT on the one they borrowed. A connection that fails with a connection error is destroyed (not returned
+ * to the pool), so the call rejects with ConnectionLost and the next call gets a fresh connection.
+ *
+ * Wake-ups: the store remembers the tables it described or claimed from and, on the first `waitForWork`,
+ * opens one dedicated connection that LISTENs on their channels (see `notifyChannel`); the schema helpers
+ * install a trigger that NOTIFYs on INSERT and on an UPDATE back to pending. A dropped listening connection
+ * is reopened on the next wait; polling stays the fallback throughout.
+ */
+export class PostgresStore implements Store {
+  readonly dialect = postgresDialect;
+  readonly capabilities: StoreCapabilities;
+  private readonly pool: pg.Pool;
+  private readonly clientConfig: pg.ClientConfig;
+  private closed = false;
+
+  private readonly channels = new Set<string>();
+  private readonly listening = new Set<string>();
+  private listener: pg.Client | null = null;
+  private listenerOpening: Promise<void> | null = null;
+  private listenerFailedAt = 0;
+  private listenQueue: Promise<void> = Promise.resolve();
+  private waiters = new Set<Waiter>();
+  /** A notification arrived while nobody was waiting: the next wait returns at once. */
+  private notified = false;
+
+  constructor(options: PostgresStoreOptions) {
+    if (!options || typeof options.connectionString !== 'string' || options.connectionString.length === 0) {
+      throw new ConfigError('PostgreSQL store needs a connection string');
+    }
+    const max = options.maxConnections ?? 4;
+    if (!Number.isSafeInteger(max) || max < 1) throw new ConfigError('maxConnections must be a positive integer');
+    const hasOptions = /[?&]options=/.test(options.connectionString);
+    this.clientConfig = {
+      connectionString: options.connectionString,
+      application_name: 'statusq',
+      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+      // Queries queued on one connection go out without waiting for the previous reply (executeBatch).
+      pipeline: true,
+      // Text dates without a zone (the seed's 'YYYY-MM-DD HH:MM:SS.SSS') are UTC.
+      ...(hasOptions ? {} : { options: '-c TimeZone=UTC' }),
+      types: TYPES,
+    };
+    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true, listenNotify: options.listen ?? true };
+    this.pool = new pg.Pool({ ...this.clientConfig, max, ...options.pool });
+    // An idle connection that dies (server restart, pg_terminate_backend) is dropped by the pool; without a
+    // listener its error would crash the process.
+    this.pool.on('error', () => undefined);
+    // A borrowed connection that dies between two queries emits `error` too; the next query reports it.
+    this.pool.on('connect', (client) => client.on('error', () => undefined));
+    // Without LISTEN the worker polls: no waitForWork at all.
+    if (!this.capabilities.listenNotify) (this as { waitForWork?: unknown }).waitForWork = undefined;
+  }
+
+  async execute(statement: Statement): Promise<ExecResult> {
+    return this.withClient((client) => run(client, statement));
+  }
+
+  async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
+    if (statements.length === 0) return [];
+    // One statement commits on its own: no BEGIN/COMMIT round trips.
+    if (statements.length === 1) return [await this.execute(statements[0]!)];
+    // BEGIN, the statements and COMMIT are queued at once; on a pipelining connection (pg >= 8.2x) they
+    // travel without waiting for each reply, which about halved a 50-statement settle batch here. After a
+    // failed statement PostgreSQL refuses the rest (25P02) and turns COMMIT into ROLLBACK, so the batch
+    // still commits all or nothing; the first failure is the one reported.
+    return this.withClient(async (client) => {
+      if (!(client as { pipeline?: boolean }).pipeline) {
+        // An older pg without pipelining: one statement after the other.
+        return this.inTransaction(client, async () => {
+          const results: ExecResult[] = [];
+          for (const s of statements) results.push(await run(client, s));
+          return results;
+        });
+      }
+      const sent = [client.query('BEGIN'), ...statements.map((s) => run(client, s)), client.query('COMMIT')];
+      const settled = await Promise.allSettled(sent);
+      const failure = settled.find((r) => r.status === 'rejected');
+      if (failure) throw failure.reason;
+      const commit = (settled[settled.length - 1] as PromiseFulfilledResult<pg.QueryResult>).value;
+      if (commit.command !== 'COMMIT') throw new StoreError('Unknown', `PostgreSQL rolled the batch back (${commit.command})`, commit.command);
+      return settled.slice(1, -1).map((r) => (r as PromiseFulfilledResult<ExecResult>).value);
+    });
+  }
+
+  async describeTable(table: string): Promise<ColumnInfo[] | null> {
+    const parts = validateTableName(table).split('.');
+    const [schema, name] = parts.length === 2 ? parts : [null, parts[0]!];
+    const { rows } = await this.execute({
+      sql: 'SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_schema = COALESCE($1, current_schema()) AND table_name = $2 ORDER BY ordinal_position',
+      params: [schema ?? null, name!],
+    });
+    if (rows.length === 0) return null;
+    this.watch(table);
+    return rows.map((r) => ({ name: String(r.name), type: String(r.type).toLowerCase() }));
+  }
+
+  orderTimeEncoding(column: ColumnInfo): OrderTimeEncoding {
+    return postgresOrderTimeEncoding(column.type);
+  }
+
+  async claim(table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
+    this.watch(table.table);
+    // Whatever a notification announced before this claim started, this claim will see.
+    this.notified = false;
+    const sql = new TransitionSql(table, this.dialect);
+    if (request.agingMs === undefined || table.direction !== 'newest') {
+      const { rows } = await this.execute(postgresClaimStatement(sql, request));
+      return { rows: sortByOrder(rows, table), lost: 0 };
+    }
+    // Aging: aged rows oldest first, then the newest, each selection locking what it finds (skipping what
+    // others hold), then one guarded UPDATE of the merged ids, all in one transaction.
+    const rows = await this.transaction(async (client) => {
+      const lists: Row[][] = [];
+      for (const statement of candidateStatements(sql, request, 'id')) {
+        lists.push((await run(client, lockingCandidates(statement))).rows);
+        if (lists.flat().length >= request.limit) break;
+      }
+      const candidates = mergeCandidates(lists, request.limit, table.id);
+      if (candidates.length === 0) return [];
+      const claimed = await run(client, sql.claimByIds(candidates.map((r) => r[table.id] as JobId), request.token, true));
+      return orderLike(candidates, claimed.rows, table);
+    });
+    return { rows, lost: 0 };
+  }
+
+  /**
+   * Resolves on a NOTIFY on one of the channels of the tables this store uses, after `timeoutMs`, or at once
+   * when `signal` aborts or a notification arrived since the last claim.
+   */
+  async waitForWork(timeoutMs: number, signal: AbortSignal): Promise<void> {
+    if (signal.aborted || this.closed) return;
+    if (this.notified) {
+      this.notified = false;
+      return;
+    }
+    // Opening the listener is not awaited: until it is up, this wait is plain polling.
+    void this.ensureListener();
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, timeoutMs));
+      signal.addEventListener('abort', done, { once: true });
+      this.waiters.add(done);
+    });
+  }
+
+  /** Whether the listening connection is up and LISTENs on every channel known so far (for tests). */
+  get listeningChannels(): readonly string[] {
+    return this.listener ? [...this.listening] : [];
+  }
+
+  /** Opens the listening connection now (it is otherwise opened by the first wait) and waits until it listens. */
+  async listen(): Promise<void> {
+    await this.ensureListener();
+    await this.listenQueue;
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const wake of [...this.waiters]) wake();
+    // A listener still connecting sees `closed` and ends itself.
+    await this.listenerOpening;
+    const listener = this.listener;
+    this.listener = null;
+    await Promise.all([listener?.end().catch(() => undefined), this.pool.end().catch(() => undefined)]);
+  }
+
+  // -------------------------------------------------------------------------------------------------------
+
+  private async acquire(): Promise<pg.PoolClient> {
+    if (this.closed) throw new StoreError('ConnectionLost', 'the PostgreSQL store is closed', 'CLOSED');
+    try {
+      return await this.pool.connect();
+    } catch (error) {
+      throw toStoreError(error);
+    }
+  }
+
+  private async withClient<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await this.acquire();
+    let broken = false;
+    try {
+      return await body(client);
+    } catch (error) {
+      broken = isConnectionError(error);
+      throw toStoreError(error);
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  /** BEGIN, `body`, COMMIT on one borrowed connection. */
+  private transaction<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.withClient((client) => this.inTransaction(client, () => body(client)));
+  }
+
+  /** BEGIN, `body`, COMMIT; on failure ROLLBACK and rethrow (withClient maps the error and drops a dead connection). */
+  private async inTransaction<T>(client: pg.PoolClient, body: () => Promise<T>): Promise<T> {
+    await client.query('BEGIN');
+    try {
+      const result = await body();
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      if (isConnectionError(error)) throw error;
+      // A connection that cannot even roll back is dead: report that, so withClient drops it.
+      const rollbackError = await client.query('ROLLBACK').then(
+        () => null,
+        (e: unknown) => e,
+      );
+      throw rollbackError !== null && isConnectionError(rollbackError) ? rollbackError : error;
+    }
+  }
+
+  /** Remembers a table whose channel the listener should LISTEN on. */
+  private watch(table: string): void {
+    if (!this.capabilities.listenNotify) return;
+    const channel = notifyChannel(table);
+    if (this.channels.has(channel)) return;
+    this.channels.add(channel);
+    if (this.listener) this.syncChannels(this.listener);
+  }
+
+  private ensureListener(): Promise<void> {
+    if (this.closed || this.listener) return Promise.resolve();
+    if (this.listenerOpening) return this.listenerOpening;
+    if (Date.now() - this.listenerFailedAt < LISTENER_RETRY_MS) return Promise.resolve();
+    const opening = this.openListener().then(
+      () => undefined,
+      () => {
+        this.listenerFailedAt = Date.now();
+      },
+    );
+    this.listenerOpening = opening.finally(() => {
+      this.listenerOpening = null;
+    });
+    return this.listenerOpening;
+  }
+
+  private async openListener(): Promise<void> {
+    const client = new pg.Client(this.clientConfig);
+    const drop = () => {
+      if (this.listener === client) {
+        this.listener = null;
+        this.listening.clear();
+        this.listenerFailedAt = 0;
+      }
+    };
+    client.on('error', drop);
+    client.on('end', drop);
+    client.on('notification', () => this.wakeAll());
+    await client.connect();
+    if (this.closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.listener = client;
+    this.syncChannels(client);
+    await this.listenQueue;
+    // Rows may have arrived while nobody listened (before the first wait, or while reconnecting).
+    this.wakeAll();
+  }
+
+  /** LISTENs on every known channel the listener does not listen on yet, one statement at a time. */
+  private syncChannels(client: pg.Client): void {
+    this.listenQueue = this.listenQueue.then(async () => {
+      for (const channel of this.channels) {
+        if (this.listener !== client || this.listening.has(channel)) continue;
+        try {
+          await client.query(`LISTEN ${this.dialect.quoteIdentifier(channel)}`);
+          this.listening.add(channel);
+        } catch {
+          // The connection broke; `drop` resets it and the next wait reopens it.
+          return;
+        }
+      }
+    });
+  }
+
+  private wakeAll(): void {
+    if (this.waiters.size === 0) {
+      this.notified = true;
+      return;
+    }
+    for (const wake of [...this.waiters]) wake();
+  }
+}
+
+async function run(client: pg.PoolClient, statement: Statement): Promise<ExecResult> {
+  const result = (await client.query({ text: statement.sql, values: statement.params as unknown[] })) as pg.QueryResult | pg.QueryResult[];
+  const last = Array.isArray(result) ? result[result.length - 1]! : result;
+  return { rows: last.rows as Row[], affected: last.rowCount ?? 0 };
+}
+
+/** Comparable form of an order-column value (Date, number, bigint or text). */
+function sortKey(value: unknown): number | bigint | string | null {
+  if (value === null || value === undefined) return null;
+  if (value instanceof Date) return value.getTime();
+  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'string') return value;
+  return String(value);
+}
+
+/** RETURNING gives rows in no promised order; hand them to the worker in queue order. */
+function sortByOrder(rows: Row[], table: ResolvedTable): Row[] {
+  const sign = table.direction === 'newest' ? -1 : 1;
+  return rows.sort((a, b) => {
+    const x = sortKey(a[table.order]);
+    const y = sortKey(b[table.order]);
+    if (x === y) return 0;
+    if (x === null) return 1;
+    if (y === null) return -1;
+    return x < y ? -sign : sign;
+  });
+}

@@ -1,0 +1,28 @@
+/**
+ * The shared conformance suite on PostgreSQL: every test gets its own database (CREATE DATABASE
+ * statusq_<random>, dropped afterwards with any connection left on it). The server is STATUSQ_POSTGRES_URL
+ * (default postgres://postgres:postgres@127.0.0.1:5432/postgres). Unreachable: the suite skips, or fails when
+ * STATUSQ_REQUIRE_DATABASES=1. Child processes import the built adapter (dist/index.js): build first.
+ */
+import { fileURLToPath } from 'node:url';
+import { it } from 'vitest';
+import { runConformance } from '@statusq/conformance';
+import { connect } from './index.js';
+import { createTestDatabase, databasesRequired, dropTestDatabase, postgresUnavailable } from './testing.js';
+
+const unavailable = await postgresUnavailable();
+if (unavailable === null) {
+  runConformance({
+    name: 'postgres',
+    adapterModule: fileURLToPath(new URL('../dist/index.js', import.meta.url)),
+    url: () => createTestDatabase(),
+    createStore: (url) => connect(url),
+    dropDatabase: (url) => dropTestDatabase(url),
+  });
+} else if (databasesRequired()) {
+  it('PostgreSQL server is reachable (STATUSQ_REQUIRE_DATABASES=1)', () => {
+    throw new Error(unavailable);
+  });
+} else {
+  it.skip(`[needs postgres] conformance suite: ${unavailable}`, () => undefined);
+}

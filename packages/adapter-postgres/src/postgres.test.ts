@@ -1,0 +1,403 @@
+/**
+ * What only PostgreSQL has, beyond the shared conformance suite: the plan of the candidate SELECT on the
+ * partial pending index, a 32-worker race over 10,000 jobs, connections killed under a running worker,
+ * LISTEN/NOTIFY wake-ups through the schema's trigger, error mapping and type parsing. Each test runs in its
+ * own database; an unreachable server skips the file (fails with STATUSQ_REQUIRE_DATABASES=1).
+ */
+import pg from 'pg';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Params, Queue, StoreError, TransitionSql, Worker, type Store, type WorkerCounters } from '@statusq/core';
+import { initTable, migrateTable, pendingIndexName } from '@statusq/schema';
+import { tableASchema } from '@statusq/test-fixtures';
+import { Ledger, deferred, withDeadline, waitFor } from '@statusq/conformance';
+import { connect, notifyChannel, postgresClaimStatement, toStoreError, type PostgresStore, type PostgresStoreOptions } from './index.js';
+import { createTestDatabase, databasesRequired, dropTestDatabase, postgresUnavailable } from './testing.js';
+
+const unavailable = await postgresUnavailable();
+const POLL = { pollMinMs: 2, pollMaxMs: 50 } as const;
+
+let url: string;
+const opened: Store[] = [];
+const running: Worker[] = [];
+
+async function store(options: Omit<PostgresStoreOptions, 'connectionString'> = {}): Promise<PostgresStore> {
+  const s = await connect(url, options);
+  opened.push(s);
+  return s;
+}
+
+async function explain(s: Store, sql: string, params: Params['values']): Promise<string> {
+  const { rows } = await s.execute({ sql: `EXPLAIN ${sql}`, params });
+  return rows.map((r) => String(r['QUERY PLAN'])).join('\n');
+}
+
+/** Every candidate SELECT a claim may run on `queue`: both orders, ids and whole rows, and the aged one. */
+function candidateSelects(queue: Queue, s: Store): Array<{ label: string; sql: string; params: Params['values'] }> {
+  const out: Array<{ label: string; sql: string; params: Params['values'] }> = [];
+  for (const direction of ['newest', 'oldest'] as const) {
+    const sql = new TransitionSql({ ...queue.table, direction }, s.dialect);
+    for (const columns of ['id', '*'] as const) {
+      const p = new Params(s.dialect);
+      out.push({ label: `${direction} ${columns}`, sql: sql.candidates(p, { limit: 50, columns }), params: p.values });
+    }
+    const p = new Params(s.dialect);
+    out.push({ label: `${direction} aged`, sql: sql.candidates(p, { limit: 50, columns: 'id', agedMs: 3_600_000 }), params: p.values });
+  }
+  return out;
+}
+
+function expectPendingIndexPlan(plan: string, index: string, label: string): void {
+  expect(plan, label).toMatch(new RegExp(`Index (Only )?Scan( Backward)? using ${index}\\b`));
+  expect(plan, label).not.toMatch(/\bSort\b/);
+  expect(plan, label).not.toMatch(/Seq Scan/);
+}
+
+if (unavailable !== null) {
+  if (databasesRequired()) {
+    it('PostgreSQL server is reachable (STATUSQ_REQUIRE_DATABASES=1)', () => {
+      throw new Error(unavailable);
+    });
+  } else {
+    it.skip(`[needs postgres] PostgreSQL-specific tests: ${unavailable}`, () => undefined);
+  }
+} else {
+  describe('PostgreSQL adapter', () => {
+    beforeEach(async () => {
+      url = await createTestDatabase();
+    });
+    afterEach(async () => {
+      for (const w of running.splice(0)) await w.stop(100).catch(() => undefined);
+      for (const s of opened.splice(0)) await s.close().catch(() => undefined);
+      await dropTestDatabase(url);
+    });
+
+    it('EXPLAIN: with 20,000 finished rows every candidate SELECT and the claim use the partial pending index, no Sort, no Seq Scan', async () => {
+      const s = await store();
+      const jobs = await Queue.open(s, { table: (await initTable(s, 'jobs')).table });
+      const q = (n: string) => s.dialect.quoteIdentifier(n);
+      await s.execute({
+        sql: `INSERT INTO ${q('jobs')} (${q('date')}, ${q('payload')}, ${q('status')}) SELECT CURRENT_TIMESTAMP - g * INTERVAL '1 second', '{}', CASE WHEN g % 1000 = 0 THEN NULL ELSE 1 END FROM generate_series(1, 20000) g`,
+        params: [],
+      });
+      await s.execute({ sql: `ANALYZE ${q('jobs')}`, params: [] });
+      for (const { label, sql, params } of candidateSelects(jobs, s)) expectPendingIndexPlan(await explain(s, sql, params), pendingIndexName('jobs'), `jobs, ${label}`);
+      // The claim itself: the locking subquery on the pending index, the UPDATE by primary key.
+      const claim = postgresClaimStatement(jobs.sql, { limit: 50, token: 't' });
+      const claimPlan = await explain(s, claim.sql, claim.params);
+      expect(claimPlan).toMatch(/LockRows/);
+      expect(claimPlan).toMatch(new RegExp(`using ${pendingIndexName('jobs')}\\b`));
+      expect(claimPlan).not.toMatch(/Seq Scan|\bSort\b/);
+      expect((await jobs.claim({ limit: 50, token: 't' })).rows).toHaveLength(20);
+
+      // table_a with the fixture's own pending index dropped: only migrate's index can serve.
+      for (const ddl of tableASchema('postgres')) await s.execute({ sql: ddl, params: [] });
+      await s.execute({
+        sql: `INSERT INTO ${q('table_a')} (id, date, url, kind, status) SELECT g, CURRENT_TIMESTAMP - g * INTERVAL '1 second', 'https://example.test/' || g, 'ok', CASE WHEN g % 1000 = 0 THEN NULL ELSE 1 END FROM generate_series(1, 20000) g`,
+        params: [],
+      });
+      await s.execute({ sql: `DROP INDEX ${q('table_a_pending')}`, params: [] });
+      await s.execute({ sql: `ANALYZE ${q('table_a')}`, params: [] });
+      const [plain] = candidateSelects(await Queue.open(s, { table: 'table_a' }), s);
+      expect(await explain(s, plain!.sql, plain!.params)).toMatch(/Seq Scan|Sort/);
+      await migrateTable(s, { table: 'table_a', with: ['leases', 'retries'] });
+      await s.execute({ sql: `ANALYZE ${q('table_a')}`, params: [] });
+      const tableA = await Queue.open(s, { table: 'table_a' });
+      for (const { label, sql, params } of candidateSelects(tableA, s)) expectPendingIndexPlan(await explain(s, sql, params), pendingIndexName('table_a'), `table_a, ${label}`);
+    });
+
+    it('race: 32 workers, each on its own connection, over 10,000 jobs: every job handled exactly once, none lost, no lost claim', async () => {
+      const JOBS = 10_000;
+      const WORKERS = 32;
+      const setup = await store();
+      await initTable(setup, 'jobs');
+      const q = (n: string) => setup.dialect.quoteIdentifier(n);
+      await setup.execute({ sql: `INSERT INTO ${q('jobs')} (${q('payload')}) SELECT json_build_object('n', g)::text FROM generate_series(1, ${JOBS}) g`, params: [] });
+      const ids = (await setup.execute({ sql: `SELECT ${q('id')} AS id FROM ${q('jobs')}`, params: [] })).rows.map((r) => r.id);
+      expect(ids).toHaveLength(JOBS);
+      const ledger = new Ledger();
+      const workers: Worker[] = [];
+      for (let i = 0; i < WORKERS; i++) {
+        // One pooled connection per worker (its claims and settles share it), plus its listening connection.
+        const s = await store({ maxConnections: 1 });
+        const w = await Worker.create({
+          store: s,
+          table: { table: 'jobs' },
+          concurrency: 8,
+          exitWhenEmpty: true,
+          ...POLL,
+          handler: async (job, ctx) => {
+            ledger.record(job, ctx.workerId);
+            await new Promise((resolve) => setImmediate(resolve));
+          },
+        });
+        workers.push(w);
+        running.push(w);
+      }
+      const started = performance.now();
+      const results: WorkerCounters[] = await withDeadline(Promise.all(workers.map((w) => w.run())), 90_000, `${WORKERS} workers to drain ${JOBS} jobs`);
+      const seconds = (performance.now() - started) / 1000;
+      console.info(`[postgres] 32-worker race: ${JOBS} jobs in ${seconds.toFixed(2)} s (${Math.round(JOBS / seconds)} jobs/s)`);
+
+      expect(ledger.notExactlyOnce(ids).slice(0, 10)).toEqual([]);
+      expect(ledger.order).toHaveLength(JOBS);
+      const counts = await (await Queue.open(setup, { table: 'jobs' })).counts();
+      expect(counts).toEqual({ pending: 0, processing: 0, done: JOBS, abuse: 0, failed: 0 });
+      const sum = (key: keyof WorkerCounters) => results.reduce((n, c) => n + c[key], 0);
+      expect(sum('claimed')).toBe(JOBS);
+      expect(sum('completed')).toBe(JOBS);
+      expect(sum('lostClaims')).toBe(0);
+      expect(sum('claimLost')).toBe(0);
+      expect(results.filter((c) => c.completed > 0).length).toBeGreaterThan(WORKERS / 2);
+    });
+
+    it('ConnectionLost: the worker\'s connections are killed (pg_terminate_backend) three times mid-run; it reconnects and every job ends done, none lost', async () => {
+      const JOBS = 3000;
+      const admin = await store();
+      await initTable(admin, 'jobs');
+      const q = (n: string) => admin.dialect.quoteIdentifier(n);
+      await admin.execute({ sql: `INSERT INTO ${q('jobs')} (${q('payload')}) SELECT json_build_object('n', g)::text FROM generate_series(1, ${JOBS}) g`, params: [] });
+      const ids = (await admin.execute({ sql: `SELECT ${q('id')} AS id FROM ${q('jobs')}`, params: [] })).rows.map((r) => r.id);
+      const victim = await store({ maxConnections: 3, pool: { application_name: 'statusq_victim' } });
+      const kills: number[] = [];
+      const kill = async () => {
+        const { rows } = await admin.execute({
+          sql: `SELECT count(pg_terminate_backend(pid)) AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'statusq_victim'`,
+          params: [],
+        });
+        kills.push(Number(rows[0]!.n));
+      };
+      const ledger = new Ledger();
+      const thresholds = new Set([JOBS / 4, JOBS / 2, (3 * JOBS) / 4]);
+      const lost: unknown[] = [];
+      const w = await Worker.create({
+        store: victim,
+        table: { table: 'jobs' },
+        concurrency: 8,
+        exitWhenEmpty: true,
+        // A claim whose reply was lost with its connection comes back through the reaper.
+        leaseMs: 2000,
+        reapIntervalMs: 200,
+        ...POLL,
+        handler: async (job) => {
+          ledger.record(job);
+          // The job is in flight while its worker's connections die.
+          if (thresholds.delete(ledger.order.length)) await kill();
+        },
+      });
+      running.push(w);
+      w.on('error', ({ error }) => {
+        if (!(error instanceof StoreError && error.kind === 'ConnectionLost')) lost.push(error);
+      });
+      const connectionErrors: StoreError[] = [];
+      w.on('error', ({ error }) => {
+        if (error instanceof StoreError && error.kind === 'ConnectionLost') connectionErrors.push(error);
+      });
+      const counters = await withDeadline(w.run(), 90_000, 'the worker to finish after its connections were killed');
+
+      expect(kills).toHaveLength(3);
+      expect(kills.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+      expect(lost).toEqual([]);
+      const counts = await (await Queue.open(admin, { table: 'jobs' })).counts();
+      expect(counts).toEqual({ pending: 0, processing: 0, done: JOBS, abuse: 0, failed: 0 });
+      // Every job ran; a job ran twice only if a claim's reply died with its connection (the row came back by
+      // lease), at most one claim batch per kill.
+      const missing = ids.filter((id) => ledger.count(id) === 0);
+      expect(missing).toEqual([]);
+      const twice = ids.filter((id) => ledger.count(id) > 1);
+      expect(twice.length).toBeLessThanOrEqual(3 * 8);
+      expect(ids.filter((id) => ledger.count(id) > 2)).toEqual([]);
+      // Each row was settled done exactly once: completions (plus settles found already applied after a lost
+      // COMMIT reply, counted as claim-lost) cover every job, and the rows say done.
+      expect(counters.completed + counters.claimLost).toBeGreaterThanOrEqual(JOBS);
+      expect(counters.completed).toBeLessThanOrEqual(JOBS + twice.length);
+      // The store works again after the kills.
+      expect((await victim.execute({ sql: 'SELECT 1 AS one', params: [] })).rows).toEqual([{ one: 1 }]);
+      console.info(`[postgres] connection kills: ${kills.join(', ')} backends; ${connectionErrors.length} ConnectionLost events; ${twice.length} jobs ran twice`);
+    });
+
+    it('ConnectionLost: a killed connection rejects the call in flight with kind ConnectionLost and native code 57P01; the next call works', async () => {
+      const admin = await store();
+      const s = await store({ maxConnections: 1, pool: { application_name: 'statusq_victim' } });
+      const sleeping = s.execute({ sql: 'SELECT pg_sleep(30)', params: [] }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      await waitFor('the sleeping query to show up', async () => {
+        const { rows } = await admin.execute({ sql: `SELECT pid FROM pg_stat_activity WHERE application_name = 'statusq_victim' AND query LIKE 'SELECT pg_sleep%'`, params: [] });
+        return rows.length > 0;
+      });
+      await admin.execute({ sql: `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'statusq_victim'`, params: [] });
+      const error = await withDeadline(sleeping, 10_000, 'the killed query to reject');
+      expect(error).toBeInstanceOf(StoreError);
+      expect((error as StoreError).kind).toBe('ConnectionLost');
+      expect((error as StoreError).retryable).toBe(true);
+      expect(['57P01', 'CONNECTION_TERMINATED']).toContain(String((error as StoreError).nativeCode));
+      expect((await s.execute({ sql: 'SELECT 2 AS two', params: [] })).rows).toEqual([{ two: 2 }]);
+      // An unreachable server is ConnectionLost as well.
+      const nowhere = await connect('postgres://postgres@127.0.0.1:1/none', { connectTimeoutMs: 2000 });
+      opened.push(nowhere);
+      const refused = await nowhere.execute({ sql: 'SELECT 1', params: [] }).catch((e: unknown) => e);
+      expect((refused as StoreError).kind).toBe('ConnectionLost');
+    });
+
+    it('LISTEN/NOTIFY: init installs the trigger; waitForWork wakes on INSERT and on a requeue back to pending, and again after its connection was killed', async () => {
+      const writer = await store();
+      await initTable(writer, 'jobs');
+      const writerQueue = await Queue.open(writer, { table: 'jobs' });
+      const { rows: triggers } = await writer.execute({
+        sql: `SELECT tgname, encode(tgargs, 'escape') AS args FROM pg_trigger WHERE tgrelid = 'jobs'::regclass AND NOT tgisinternal ORDER BY tgname`,
+        params: [],
+      });
+      const channel = notifyChannel('jobs');
+      expect(triggers.map((t) => [t.tgname, String(t.args).replace(/\\000$/, '')])).toEqual([
+        ['statusq_notify_insert', channel],
+        ['statusq_notify_update', channel],
+      ]);
+      // A second init changes nothing, triggers included.
+      expect((await initTable(writer, 'jobs')).migrated).toEqual({ table: 'jobs', addedColumns: [], createdIndex: null, addedStatus: false });
+
+      const waiter = await store();
+      await Queue.open(waiter, { table: 'jobs' });
+      await waiter.listen();
+      expect(waiter.listeningChannels).toEqual([channel]);
+      const never = new AbortController();
+      const wakeOn = async (what: string, action: () => Promise<unknown>) => {
+        const started = Date.now();
+        const waiting = waiter.waitForWork(60_000, never.signal);
+        await action();
+        await withDeadline(waiting, 10_000, `waitForWork to wake on ${what}`);
+        return Date.now() - started;
+      };
+      await wakeOn('an INSERT', () => writerQueue.enqueue([{ n: 1 }]));
+      const claimed = await writerQueue.claim({ limit: 1, token: 'w' });
+      await writerQueue.apply([writerQueue.sql.giveUp(claimed.rows[0]!.id as number, 'w', 'nope')]);
+      await wakeOn('a requeue', () => writerQueue.requeue('failed'));
+
+      // Kill the listening connection: the next wait reopens it (and returns at once, since rows may have
+      // arrived unheard), after which NOTIFY wakes it again.
+      await writer.execute({ sql: `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'`, params: [] });
+      await waitFor('the store to notice its listening connection died', () => waiter.listeningChannels.length === 0);
+      await waiter.listen();
+      expect(waiter.listeningChannels).toEqual([channel]);
+      await waiter.waitForWork(60_000, never.signal);
+      await wakeOn('an INSERT after reconnecting', () => writerQueue.enqueue([{ n: 2 }]));
+    });
+
+    it('LISTEN/NOTIFY: an idle worker polling every 30 s picks up a new row at once', async () => {
+      const writer = await store();
+      const writerQueue = await Queue.open(writer, { table: (await initTable(writer, 'jobs')).table });
+      const handled: number[] = [];
+      const first = deferred();
+      const w = await Worker.create({
+        store: await store(),
+        table: { table: 'jobs' },
+        concurrency: 1,
+        pollMinMs: 30_000,
+        pollMaxMs: 30_000,
+        handler: async (job) => {
+          handled.push((job.payload as { n: number }).n);
+          first.resolve();
+        },
+      });
+      running.push(w);
+      const done = w.run();
+      // The worker has claimed nothing and sleeps; wait until its listener is up so the INSERT is heard.
+      await waitFor('the worker to listen', () => (w.queue.store as PostgresStore).listeningChannels.length > 0);
+      await writerQueue.enqueue([{ n: 7 }]);
+      await withDeadline(first.promise, 10_000, 'the worker to be woken by NOTIFY (polling would take 30 s)');
+      expect(handled).toEqual([7]);
+      await w.stop(5000);
+      await done;
+    });
+
+    it('types: int8 ids and counts are numbers (bigint past 2^53) on this store only; pg\'s global parsers are untouched; timestamps are Dates', async () => {
+      const s = await store();
+      const { rows } = await s.execute({
+        sql: `SELECT 42::int8 AS small, 9007199254740993::int8 AS big, COUNT(*) AS n, TIMESTAMP '2024-01-02 03:04:05.678' AS ts, TIMESTAMPTZ '2024-01-02 03:04:05.678Z' AS tstz FROM generate_series(1, 3)`,
+        params: [],
+      });
+      expect(rows[0]).toEqual({ small: 42, big: 9007199254740993n, n: 3, ts: new Date('2024-01-02T03:04:05.678Z'), tstz: new Date('2024-01-02T03:04:05.678Z') });
+      expect(pg.types.getTypeParser(20)('42')).toBe('42');
+      const plain = new pg.Client({ connectionString: url });
+      await plain.connect();
+      try {
+        expect((await plain.query('SELECT 42::int8 AS n')).rows[0].n).toBe('42');
+      } finally {
+        await plain.end();
+      }
+      // A bigint id binds as a parameter too.
+      await initTable(s, 'jobs');
+      const q = (n: string) => s.dialect.quoteIdentifier(n);
+      await s.execute({ sql: `INSERT INTO ${q('jobs')} (${q('id')}, ${q('payload')}) VALUES ($1, '{}')`, params: [9007199254740993n] });
+      const queue = await Queue.open(s, { table: 'jobs' });
+      const { rows: claimed } = await queue.claim({ limit: 5, token: 'b' });
+      expect(claimed.map((r) => r.id)).toEqual([9007199254740993n]);
+      expect((await queue.apply([queue.sql.complete(9007199254740993n, 'b', null)]))[0]!.affected).toBe(1);
+      expect(await queue.counts()).toMatchObject({ done: 1 });
+    });
+
+    it('errors: SQLSTATEs map to StoreError kinds with the native code kept; a unique violation from the server is UniqueViolation', async () => {
+      const cases: Array<[unknown, string, string]> = [
+        [{ code: '40001', message: 'could not serialize' }, 'WriteConflict', '40001'],
+        [{ code: '40P01', message: 'deadlock detected' }, 'WriteConflict', '40P01'],
+        [{ code: '55P03', message: 'lock not available' }, 'WriteConflict', '55P03'],
+        [{ code: '57P01', message: 'terminating connection' }, 'ConnectionLost', '57P01'],
+        [{ code: '57P02', message: 'crash shutdown' }, 'ConnectionLost', '57P02'],
+        [{ code: '57P03', message: 'cannot connect now' }, 'ConnectionLost', '57P03'],
+        [{ code: '08006', message: 'connection failure' }, 'ConnectionLost', '08006'],
+        [{ code: 'ECONNRESET', message: 'reset' }, 'ConnectionLost', 'ECONNRESET'],
+        [{ code: 'ECONNREFUSED', message: 'refused' }, 'ConnectionLost', 'ECONNREFUSED'],
+        [{ code: '23505', message: 'duplicate key' }, 'UniqueViolation', '23505'],
+        [{ code: '42P01', message: 'relation does not exist' }, 'Unknown', '42P01'],
+      ];
+      for (const [native, kind, code] of cases) {
+        const error = toStoreError(Object.assign(new Error(String((native as { message: string }).message)), native));
+        expect(error, code).toBeInstanceOf(StoreError);
+        expect((error as StoreError).kind, code).toBe(kind);
+        expect((error as StoreError).nativeCode, code).toBe(code);
+      }
+      const terminated = toStoreError(new Error('Connection terminated unexpectedly'));
+      expect((terminated as StoreError).kind).toBe('ConnectionLost');
+
+      const s = await store();
+      await initTable(s, 'jobs');
+      const q = (n: string) => s.dialect.quoteIdentifier(n);
+      const insert = { sql: `INSERT INTO ${q('jobs')} (${q('id')}, ${q('payload')}) VALUES (1, '{}')`, params: [] };
+      await s.execute(insert);
+      const duplicate = await s.execute(insert).catch((e: unknown) => e);
+      expect(duplicate).toBeInstanceOf(StoreError);
+      expect((duplicate as StoreError).kind).toBe('UniqueViolation');
+      expect((duplicate as StoreError).nativeCode).toBe('23505');
+      // A failed batch rolls back as a whole and leaves the connection usable.
+      const batch = await s.executeBatch([{ sql: `INSERT INTO ${q('jobs')} (${q('id')}, ${q('payload')}) VALUES (2, '{}')`, params: [] }, insert]).catch((e: unknown) => e);
+      expect((batch as StoreError).kind).toBe('UniqueViolation');
+      expect((await s.execute({ sql: `SELECT COUNT(*) AS n FROM ${q('jobs')}`, params: [] })).rows[0]!.n).toBe(1);
+    });
+
+    it('executeBatch commits all or nothing, pipelined and (as on an older pg) one statement at a time', async () => {
+      for (const pipeline of [true, false]) {
+        const s = await store({ pool: { pipeline } });
+        const q = (n: string) => s.dialect.quoteIdentifier(n);
+        const table = pipeline ? 'batch_p' : 'batch_s';
+        await s.execute({ sql: `CREATE TABLE ${q(table)} (id int PRIMARY KEY)`, params: [] });
+        const insert = (id: number) => ({ sql: `INSERT INTO ${q(table)} (id) VALUES ($1)`, params: [id] });
+        expect((await s.executeBatch([insert(1), insert(2), insert(3)])).map((r) => r.affected)).toEqual([1, 1, 1]);
+        const failed = await s.executeBatch([insert(4), insert(2), insert(5)]).catch((e: unknown) => e);
+        expect((failed as StoreError).kind, `pipeline ${pipeline}`).toBe('UniqueViolation');
+        const { rows } = await s.execute({ sql: `SELECT id FROM ${q(table)} ORDER BY id`, params: [] });
+        expect(rows.map((r) => r.id), `pipeline ${pipeline}`).toEqual([1, 2, 3]);
+        // The connection is usable (not left inside an aborted transaction).
+        expect((await s.executeBatch([insert(6), insert(7)])).map((r) => r.affected)).toEqual([1, 1]);
+      }
+    });
+
+    it('channel names: derived from the table, validated, at most 63 characters', () => {
+      expect(notifyChannel('jobs')).toBe('statusq_jobs');
+      expect(notifyChannel('app.jobs')).toBe('statusq_app.jobs');
+      const long = notifyChannel(`a${'b'.repeat(62)}`);
+      expect(long.length).toBeLessThanOrEqual(63);
+      expect(notifyChannel(`a${'b'.repeat(62)}`)).toBe(long);
+      expect(() => notifyChannel('bad"name')).toThrow(/invalid table name/);
+    });
+  });
+}

@@ -1,0 +1,70 @@
+/**
+ * Throwaway databases for tests (`@statusq/adapter-postgres/testing`): each test gets its own database on the
+ * server named by STATUSQ_POSTGRES_URL (default postgres://postgres:postgres@127.0.0.1:5432/postgres), so
+ * suites can run side by side. When the server is unreachable, tests skip locally and fail when
+ * STATUSQ_REQUIRE_DATABASES=1 (CI).
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+
+export const DEFAULT_POSTGRES_URL = 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
+
+/** The administrative URL tests create their databases through. */
+export function adminUrl(): string {
+  return process.env.STATUSQ_POSTGRES_URL || DEFAULT_POSTGRES_URL;
+}
+
+/** True when CI demands that database suites run (an unreachable server is then a failure, not a skip). */
+export function databasesRequired(): boolean {
+  return process.env.STATUSQ_REQUIRE_DATABASES === '1';
+}
+
+/** The URL of database `name` on the admin URL's server. */
+export function databaseUrl(name: string, base = adminUrl()): string {
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+function redact(url: string): string {
+  return url.replace(/(\/\/[^:/@]+:)[^@/]*@/, '$1***@');
+}
+
+async function withAdmin<T>(body: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: adminUrl(), connectionTimeoutMillis: 5000 });
+  client.on('error', () => undefined);
+  await client.connect();
+  try {
+    return await body(client);
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Null when the server answers, else why it does not (for a skip reason or a CI failure). */
+export async function postgresUnavailable(): Promise<string | null> {
+  try {
+    await withAdmin((c) => c.query('SELECT 1'));
+    return null;
+  } catch (error) {
+    return `PostgreSQL at ${redact(adminUrl())} is unreachable (${error instanceof Error ? error.message : String(error)}); set STATUSQ_POSTGRES_URL`;
+  }
+}
+
+/** Creates an empty database `statusq_<random>` and returns its URL. */
+export async function createTestDatabase(prefix = 'statusq'): Promise<string> {
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`bad test database name ${name}`);
+  await withAdmin((c) => c.query(`CREATE DATABASE "${name}"`));
+  return databaseUrl(name);
+}
+
+/** Drops the database of `url`, terminating whatever connections were left on it first. */
+export async function dropTestDatabase(url: string): Promise<void> {
+  const name = decodeURIComponent(new URL(url).pathname.slice(1));
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new Error(`refusing to drop database ${JSON.stringify(name)}`);
+  await withAdmin(async (c) => {
+    await c.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name]);
+    await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  });
+}
