@@ -135,6 +135,27 @@ export class TransitionSql {
     return this.guardedUpdate(p, sets, id, token, 'complete');
   }
 
+  /**
+   * complete (processing -> done) of many rows claimed under one token, with no result to store: one
+   * statement instead of one per job. The statements that follow tell which rows it changed: RETURNING
+   * where the store has it, else a read in the same transaction of the rows now done under this token
+   * (sound only with a token: no other claim can have finished a row with it).
+   */
+  completeMany(ids: readonly JobId[], token: string, returning: boolean): Statement[] {
+    const p = new Params(this.dialect);
+    const sets = [`${this.q.status} = ${this.table.codes.done}`];
+    if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
+    const where = `${this.q.id} IN (${p.list(ids as SqlValue[])}) AND ${this.guard('complete')}${this.tokenGuard(p, token)}`;
+    const update = `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`;
+    if (returning) return [{ sql: `${update} RETURNING ${this.q.id} AS id`, params: p.values }];
+    const check = new Params(this.dialect);
+    const checkSql = `SELECT ${this.q.id} AS id FROM ${this.q.table} WHERE ${this.q.id} IN (${check.list(ids as SqlValue[])}) AND ${this.q.status} = ${this.table.codes.done}${this.tokenGuard(check, token)}`;
+    return [
+      { sql: update, params: p.values },
+      { sql: checkSql, params: check.values },
+    ];
+  }
+
   /** giveUp (processing -> failed): the attempt counts, the reason is kept. */
   giveUp(id: JobId, token: string | null, reason: string): Statement {
     const p = new Params(this.dialect);

@@ -5,7 +5,8 @@ import { TypedEmitter } from './events.js';
 import { SettleDirective, type AbuseRule, type Handler, type Job, type JobContext } from './handler.js';
 import { Queue } from './queue.js';
 import { backoffDelay, sleep, withStoreRetry } from './retry.js';
-import type { ClaimStrategy, JobId, Row, Statement, Store } from './store.js';
+import { keyOf } from './claim.js';
+import type { ClaimStrategy, ExecResult, JobId, Row, Statement, Store } from './store.js';
 import type { TableConfig } from './table.js';
 
 export interface WorkerOptions {
@@ -313,8 +314,10 @@ export class Worker extends TypedEmitter {
             : sql.retry(job.id, token, outcome.reason, outcome.delayMs);
     let applied: boolean;
     flight.settling = true;
+    // A plain completion under a claim token can share one UPDATE with the others of its batch.
+    const groupable = outcome.kind === 'complete' && outcome.stored === null && token !== null;
     try {
-      applied = await this.settler.submit(statement);
+      applied = await this.settler.submit(statement, groupable ? { id: job.id, token: token! } : null);
     } catch (error) {
       // The row stays in processing; with a lease the reaper returns it, without one an operator requeues it.
       this.emit('error', { error, during: `settle of job ${String(job.id)}` });
@@ -510,10 +513,12 @@ export class Worker extends TypedEmitter {
 /**
  * Groups settles: whatever accumulates while one transaction commits goes into the next, so a busy worker
  * commits many settles at once instead of paying one commit per job (a single-row commit costs about as
- * much as a claim). Each submit resolves with whether its guarded UPDATE changed the row.
+ * much as a claim). Plain completions under the same claim token go further and share one
+ * `UPDATE ... WHERE id IN (...) AND status = 9 AND worker_id = ?`. Each submit resolves with whether its
+ * guarded UPDATE changed its row.
  */
 class Settler {
-  private queue: Array<{ statement: Statement; resolve: (applied: boolean) => void; reject: (error: unknown) => void }> = [];
+  private queue: PendingSettle[] = [];
   private flushing: Promise<void> | null = null;
 
   constructor(
@@ -530,9 +535,10 @@ class Settler {
     return this.flushing ?? Promise.resolve();
   }
 
-  submit(statement: Statement): Promise<boolean> {
+  /** `completion` marks a plain completion that may be grouped with others under the same token. */
+  submit(statement: Statement, completion: { id: JobId; token: string } | null): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ statement, resolve, reject });
+      this.queue.push({ statement, completion, resolve, reject });
       this.flushing ??= this.flush().finally(() => (this.flushing = null));
     });
   }
@@ -542,9 +548,14 @@ class Settler {
     await new Promise((resolve) => setImmediate(resolve));
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
+      const plan = this.plan(batch);
       try {
-        const results = await withStoreRetry(() => this.target.apply(batch.map((b) => b.statement)), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
-        batch.forEach((b, i) => b.resolve(results[i]!.affected === 1));
+        const results = await withStoreRetry(() => this.target.apply(plan.flatMap((step) => step.statements)), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
+        let offset = 0;
+        for (const step of plan) {
+          step.resolve(results.slice(offset, offset + step.statements.length));
+          offset += step.statements.length;
+        }
       } catch {
         // One bad statement must not hold the others back: settle each on its own.
         for (const b of batch) {
@@ -558,4 +569,45 @@ class Settler {
       }
     }
   }
+
+  /** The statements of one commit: grouped completions per token, then every other settle on its own. */
+  private plan(batch: PendingSettle[]): SettleStep[] {
+    const steps: SettleStep[] = [];
+    const byToken = new Map<string, PendingSettle[]>();
+    for (const b of batch) {
+      if (!b.completion) continue;
+      const group = byToken.get(b.completion.token);
+      if (group) group.push(b);
+      else byToken.set(b.completion.token, [b]);
+    }
+    const grouped = new Set<PendingSettle>();
+    for (const [token, members] of byToken) {
+      if (members.length < 2) continue;
+      for (const m of members) grouped.add(m);
+      const returning = this.target.store.capabilities.returning;
+      steps.push({
+        statements: this.target.sql.completeMany(members.map((m) => m.completion!.id), token, returning),
+        resolve: (results) => {
+          const changed = new Set(results[results.length - 1]!.rows.map((row) => keyOf(row.id)));
+          for (const m of members) m.resolve(changed.has(keyOf(m.completion!.id)));
+        },
+      });
+    }
+    for (const b of batch) {
+      if (!grouped.has(b)) steps.push({ statements: [b.statement], resolve: ([result]) => b.resolve(result!.affected === 1) });
+    }
+    return steps;
+  }
+}
+
+interface PendingSettle {
+  statement: Statement;
+  completion: { id: JobId; token: string } | null;
+  resolve: (applied: boolean) => void;
+  reject: (error: unknown) => void;
+}
+
+interface SettleStep {
+  statements: Statement[];
+  resolve: (results: ExecResult[]) => void;
 }

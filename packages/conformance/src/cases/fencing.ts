@@ -88,6 +88,56 @@ export function fencingCases(env: () => TestEnv): void {
       await env().closeStores();
     });
 
+    it('completions grouped into one UPDATE report each row exactly: rows taken over are claim-lost, the rest done', async () => {
+      const workerStore = await env().store('worker store');
+      const rivalStore = await env().store('rival store');
+      const queue = await createJobs(workerStore);
+      const ids = await enqueueJobs(queue, ['a', 'b', 'c', 'd']);
+      const gate = deferred();
+      env().cleanups.push(() => gate.resolve());
+      let running = 0;
+      const allStarted = deferred();
+      // No result is returned, so the four completions under one claim token share one guarded UPDATE.
+      const w = await env().startWorker({
+        store: workerStore,
+        table: { table: 'jobs' },
+        concurrency: 4,
+        batch: 4,
+        leaseMs: 60_000,
+        heartbeatMs: 60_000,
+        reapIntervalMs: 60_000,
+        ...FAST,
+        handler: async () => {
+          if (++running === 4) allStarted.resolve();
+          await gate.promise;
+        },
+      });
+      await withDeadline(allStarted.promise, 10_000, 'four handlers to start');
+      const tokens = new Set((await Promise.all(ids.map((id) => readRow(rivalStore, 'jobs', id)))).map((r) => String(r.worker_id)));
+      expect(tokens.size).toBe(1);
+      const stolen = ids.slice(0, 2);
+      const q = (n: string) => rivalStore.dialect.quoteIdentifier(n);
+      const p = (i: number) => rivalStore.dialect.placeholder(i);
+      await rivalStore.execute({ sql: `UPDATE ${q('jobs')} SET ${q('worker_id')} = ${p(1)} WHERE ${q('id')} IN (${p(2)}, ${p(3)})`, params: ['B', ...stolen] });
+
+      const lost: string[] = [];
+      w.worker.on('claim-lost', ({ job }) => lost.push(String(job.id)));
+      gate.resolve();
+      await waitFor('four settles', () => w.worker.counters.completed + w.worker.counters.claimLost === 4);
+      expect(lost.sort()).toEqual([...stolen].sort());
+      expect(w.worker.counters.completed).toBe(2);
+      for (const id of stolen) {
+        const row = await readRow(rivalStore, 'jobs', id);
+        expect(statusOf(row)).toBe(queue.table.codes.processing);
+        expect(row.worker_id).toBe('B');
+      }
+      for (const id of ids.slice(2)) expect(statusOf(await readRow(rivalStore, 'jobs', id))).toBe(queue.table.codes.done);
+      await w.worker.stop(5000);
+      await w.done;
+      expect(w.errors).toEqual([]);
+      await env().closeStores();
+    });
+
     it('a heartbeat that finds its claim taken over emits claim-lost and aborts the job signal', async () => {
       const workerStore = await env().store('worker store');
       const rivalStore = await env().store('rival store');
