@@ -7,6 +7,7 @@ import {
   candidateStatements,
   mergeCandidates,
   orderLike,
+  sortByQueueOrder,
   validateTableName,
   type ClaimRequest,
   type ClaimResult,
@@ -176,7 +177,7 @@ export class PostgresStore implements Store {
     const sql = new TransitionSql(table, this.dialect);
     if (request.agingMs === undefined || table.direction !== 'newest') {
       const { rows } = await this.execute(postgresClaimStatement(sql, request));
-      return { rows: sortByOrder(rows, table), lost: 0 };
+      return { rows: sortByQueueOrder(rows, table), lost: 0 };
     }
     // Aging: aged rows oldest first, then the newest, each selection locking what it finds (skipping what
     // others hold), then one guarded UPDATE of the merged ids, all in one transaction.
@@ -366,25 +367,4 @@ async function run(client: pg.PoolClient, statement: Statement): Promise<ExecRes
   const result = (await client.query({ text: statement.sql, values: statement.params as unknown[] })) as pg.QueryResult | pg.QueryResult[];
   const last = Array.isArray(result) ? result[result.length - 1]! : result;
   return { rows: last.rows as Row[], affected: last.rowCount ?? 0 };
-}
-
-/** Comparable form of an order-column value (Date, number, bigint or text). */
-function sortKey(value: unknown): number | bigint | string | null {
-  if (value === null || value === undefined) return null;
-  if (value instanceof Date) return value.getTime();
-  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'string') return value;
-  return String(value);
-}
-
-/** RETURNING gives rows in no promised order; hand them to the worker in queue order. */
-function sortByOrder(rows: Row[], table: ResolvedTable): Row[] {
-  const sign = table.direction === 'newest' ? -1 : 1;
-  return rows.sort((a, b) => {
-    const x = sortKey(a[table.order]);
-    const y = sortKey(b[table.order]);
-    if (x === y) return 0;
-    if (x === null) return 1;
-    if (y === null) return -1;
-    return x < y ? -sign : sign;
-  });
 }

@@ -7,6 +7,7 @@ import {
   candidateStatements,
   mergeCandidates,
   orderLike,
+  sortByQueueOrder,
   validateTableName,
   type ClaimRequest,
   type ClaimResult,
@@ -95,7 +96,7 @@ export class SqliteStore implements Store {
     const aging = request.agingMs !== undefined && table.direction === 'newest';
     const rows = await this.guard(() =>
       this.db
-        .transaction(() => (aging ? this.claimWithAging(sql, request) : sortByOrder(this.run(sqliteClaimStatement(sql, request)).rows, table)))
+        .transaction(() => (aging ? this.claimWithAging(sql, request) : sortByQueueOrder(this.run(sqliteClaimStatement(sql, request)).rows, table)))
         .immediate(),
     );
     return { rows, lost: 0 };
@@ -141,17 +142,4 @@ export class SqliteStore implements Store {
       throw toStoreError(error);
     }
   }
-}
-
-/** RETURNING gives rows in no promised order; hand them to the worker in queue order. */
-function sortByOrder(rows: Row[], table: ResolvedTable): Row[] {
-  const sign = table.direction === 'newest' ? -1 : 1;
-  return rows.sort((a, b) => {
-    const x = a[table.order] as number | string | null;
-    const y = b[table.order] as number | string | null;
-    if (x === y) return 0;
-    if (x === null) return 1;
-    if (y === null) return -1;
-    return x < y ? -sign : sign;
-  });
 }

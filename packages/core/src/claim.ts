@@ -89,3 +89,24 @@ export function orderLike(ordered: readonly Row[], fresh: readonly Row[], table:
   const byId = new Map(fresh.map((r) => [keyOf(r[table.id]), r]));
   return ordered.map((r) => byId.get(keyOf(r[table.id])) ?? r);
 }
+
+/** Comparable form of an order-column value (Date, number, bigint or text). */
+function orderKey(value: unknown): number | bigint | string | null {
+  if (value === null || value === undefined) return null;
+  if (value instanceof Date) return value.getTime();
+  if (typeof value === 'number' || typeof value === 'bigint' || typeof value === 'string') return value;
+  return String(value);
+}
+
+/** Sorts claimed rows into queue order (RETURNING promises none), rows without an order value last. */
+export function sortByQueueOrder(rows: Row[], table: ResolvedTable): Row[] {
+  const sign = table.direction === 'newest' ? -1 : 1;
+  return rows.sort((a, b) => {
+    const x = orderKey(a[table.order]);
+    const y = orderKey(b[table.order]);
+    if (x === y) return 0;
+    if (x === null) return 1;
+    if (y === null) return -1;
+    return x < y ? -sign : sign;
+  });
+}
