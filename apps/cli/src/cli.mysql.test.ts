@@ -1,17 +1,15 @@
 // The CLI as a user runs it (the built bin in a child process) against a real MySQL/MariaDB server
 // (STATUSQ_MYSQL_URL, default mysql://root@127.0.0.1:3306/test). Every test gets its own database. An
 // unreachable server skips these tests ([needs mysqlServer]) unless STATUSQ_REQUIRE_DATABASES=1 (CI).
-import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import mysql from 'mysql2/promise';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateTableARows, handlerPath, tableASchema } from '@statusq/test-fixtures';
+import { parseStats, runCli, writeFixture } from './cli-harness.js';
 
-const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const BASE_URL = process.env.STATUSQ_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 const base = new URL(BASE_URL);
 const server = {
@@ -40,26 +38,14 @@ let dir: string;
 let database: string;
 let db: string;
 
-function statusq(...args: string[]) {
-  const run = spawnSync(process.execPath, [bin, ...args], { cwd: dir, encoding: 'utf8', timeout: 90_000 });
-  return { code: run.status, stdout: run.stdout.trim(), stderr: run.stderr.trim() };
-}
-
-function stats(table = 'jobs'): Record<string, number> {
-  const run = statusq('stats', '--db', db, '--table', table, '--json');
-  expect(run.code, run.stderr).toBe(0);
-  return JSON.parse(run.stdout) as Record<string, number>;
-}
+const statusq = (...args: string[]) => runCli(dir, args, 90_000);
+const stats = (table = 'jobs') => parseStats(statusq('stats', '--db', db, '--table', table, '--json'));
 
 function query<T>(sql: string, values: unknown[] = []): Promise<T[]> {
   return admin(async (conn) => (await conn.query(sql, values))[0] as T[], database);
 }
 
-function file(name: string, text: string): string {
-  const path = join(dir, name);
-  writeFileSync(path, text);
-  return path;
-}
+const file = (name: string, text: string) => writeFixture(dir, name, text);
 
 function suite(title: string, body: () => void): void {
   if (unreachable === null) describe(title, body);

@@ -1,43 +1,21 @@
 // The CLI as a user runs it against PostgreSQL: the built bin in a child process, each test in its own
 // database (CREATE DATABASE statusq_cli_<random> on STATUSQ_POSTGRES_URL, dropped afterwards). An unreachable
 // server skips this file, or fails it when STATUSQ_REQUIRE_DATABASES=1 (CI).
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestDatabase, databasesRequired, dropTestDatabase, postgresUnavailable } from '@statusq/adapter-postgres/testing';
 import { generateTableARows, handlerPath, tableASchema } from '@statusq/test-fixtures';
+import { parseStats, runCliAsync, writeFixture } from './cli-harness.js';
 
-const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 const unavailable = await postgresUnavailable();
 let dir: string;
 let db: string;
 
-/** Runs the CLI without blocking the event loop (vitest's own timers keep running). */
-function statusq(...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout: stdout.trim(), stderr: stderr.trim() });
-    });
-  });
-}
-
-async function stats(table = 'jobs'): Promise<Record<string, number>> {
-  const run = await statusq('stats', '--db', db, '--table', table, '--json');
-  expect(run.code, run.stderr).toBe(0);
-  return JSON.parse(run.stdout) as Record<string, number>;
-}
+const statusq = (...args: string[]) => runCliAsync(dir, args);
+const stats = async (table = 'jobs') => parseStats(await statusq('stats', '--db', db, '--table', table, '--json'));
 
 async function query<T>(sql: string, params: unknown[] = []): Promise<T[]> {
   const client = new pg.Client({ connectionString: db });
@@ -49,11 +27,7 @@ async function query<T>(sql: string, params: unknown[] = []): Promise<T[]> {
   }
 }
 
-function file(name: string, text: string): string {
-  const path = join(dir, name);
-  writeFileSync(path, text);
-  return path;
-}
+const file = (name: string, text: string) => writeFixture(dir, name, text);
 
 if (unavailable !== null) {
   if (databasesRequired()) {

@@ -1,33 +1,22 @@
 // `statusq work --processes P` as a user runs it: the launcher and its children are real OS processes
 // over one SQLite file.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cliBin, parseStats, runCli, writeFixture } from './cli-harness.js';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
-const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 let dir: string;
 let db: string;
 const launched: ChildProcess[] = [];
 
-function statusq(...args: string[]) {
-  const run = spawnSync(process.execPath, [bin, ...args], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
-  return { code: run.status, stdout: run.stdout.trim(), stderr: run.stderr.trim() };
-}
-
-type Counts = { pending: number; processing: number; done: number; abuse: number; failed: number };
-
-function stats(): Counts {
-  const run = statusq('stats', '--db', db, '--table', 'jobs', '--json');
-  expect(run.code, run.stderr).toBe(0);
-  return JSON.parse(run.stdout) as Counts;
-}
+const statusq = (...args: string[]) => runCli(dir, args);
+const stats = () => parseStats(statusq('stats', '--db', db, '--table', 'jobs', '--json'));
 
 /** Starts the launcher in the background; resolves with its exit code and output when it ends. */
 function launch(...args: string[]) {
-  const child = spawn(process.execPath, [bin, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [cliBin, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   launched.push(child);
   let stdout = '';
   let stderr = '';
@@ -53,11 +42,7 @@ function childPids(launcherPid: number): number[] {
   return ps.stdout.split('\n').map((s) => Number(s.trim())).filter((n) => n > 0);
 }
 
-function file(name: string, text: string): string {
-  const path = join(dir, name);
-  writeFileSync(path, text);
-  return path;
-}
+const file = (name: string, text: string) => writeFixture(dir, name, text);
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'statusq-processes-'));

@@ -1,27 +1,17 @@
 // The CLI as a user runs it: the built bin in a child process, over real SQLite files.
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { parseStats, runCli, writeFixture } from './cli-harness.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateTableARows, handlerPath, tableASchema } from '@statusq/test-fixtures';
 
-const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 let dir: string;
 let db: string;
 
-function statusq(...args: string[]) {
-  const run = spawnSync(process.execPath, [bin, ...args], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
-  return { code: run.status, stdout: run.stdout.trim(), stderr: run.stderr.trim() };
-}
-
-function stats(table = 'jobs'): Record<string, number> {
-  const run = statusq('stats', '--db', db, '--table', table, '--json');
-  expect(run.code, run.stderr).toBe(0);
-  return JSON.parse(run.stdout) as Record<string, number>;
-}
+const statusq = (...args: string[]) => runCli(dir, args);
+const stats = (table = 'jobs') => parseStats(statusq('stats', '--db', db, '--table', table, '--json'));
 
 function query<T>(sql: string): T[] {
   const conn = new Database(join(dir, 'q.db'));
@@ -32,11 +22,7 @@ function query<T>(sql: string): T[] {
   }
 }
 
-function file(name: string, text: string): string {
-  const path = join(dir, name);
-  writeFileSync(path, text);
-  return path;
-}
+const file = (name: string, text: string) => writeFixture(dir, name, text);
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'statusq-cli-'));
