@@ -1,12 +1,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { Queue, StoreError, type Row, type TableConfig } from '@statusq/core';
+import { Queue, StoreError, Supervisor, type Row, type TableConfig } from '@statusq/core';
 import type { ColumnGroup } from '@statusq/schema';
 import { expectedStatus, generateTableARows, handlerPath, type RowKind, type TableARow } from '@statusq/test-fixtures';
 import type { ChildWorkerArgs, ChildWorkerResult } from '../child-worker.js';
 import type { ChildSessionArgs } from '../child-session.js';
-import { FAST, Ledger, childScript, countsOf, deferred, idKey, readRows, statusOf, withDeadline, type TestEnv } from '../harness.js';
+import { FAST, Ledger, childScript, countsOf, deferred, idKey, readRows, statusOf, waitFor, withDeadline, type TestEnv } from '../harness.js';
 import type { ConformanceOptions } from '../options.js';
 import { createJobs, createTableA, enqueueJobs } from '../tables.js';
 
@@ -139,6 +140,107 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       const t = tally(rows);
       expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: t.ok, abuse: t.abuse, failed: t.poison + t.flaky });
       expect(results.reduce((n, r) => n + (r.counters.completed ?? 0), 0)).toBe(t.ok);
+      await env().closeStores();
+    });
+
+    it('chaos: worker processes under the Supervisor are SIGKILLed at random moments; every row ends right, re-runs only after a kill', async () => {
+      const setup = await env().store('setup store');
+      const rows = generateTableARows(Math.max(600, Math.round(2400 * scale)), { poisonEvery: 50, abuseEvery: 40, flakyEvery: 30 });
+      await createTableA(setup, rows, { migrate: ['leases', 'retries'] });
+      const dir = env().tempDir();
+      const ledgerPath = join(dir, 'ledger.txt');
+      // The fixture's behaviour (it writes the ledger line first), then 10 ms of work, so that kills land
+      // while logged jobs are still running.
+      const slowHandler = join(dir, 'slow-table-a.mjs');
+      writeFileSync(
+        slowHandler,
+        [
+          `import fixture from ${JSON.stringify(pathToFileURL(handlerPath('table-a.mjs')).href)};`,
+          'export default async function handle(job, ctx) {',
+          '  try {',
+          '    return await fixture(job, ctx);',
+          '  } finally {',
+          '    await new Promise((resolve) => setTimeout(resolve, 10));',
+          '  }',
+          '}',
+          '',
+        ].join('\n'),
+      );
+      const maxAttempts = 3;
+      const args: ChildWorkerArgs = {
+        adapterModule: env().adapterModulePath,
+        url: env().url,
+        table: { table: 'table_a' },
+        handlerPath: slowHandler,
+        concurrency: 4,
+        worker: { maxAttempts, retryDelayMs: 20, maxRetryDelayMs: 100, leaseMs: 3000, heartbeatMs: 200, reapIntervalMs: 50, ...FAST },
+      };
+      // Kills land on children of any age here, so none of them counts as a start-up crash loop.
+      const exits: string[] = [];
+      const startedAt = new Map<number, number>();
+      const supervisor = new Supervisor({
+        processes: 3,
+        modulePath: childScript('child-worker.js'),
+        args: [JSON.stringify(args)],
+        env: { ...process.env, STATUSQ_LEDGER: ledgerPath },
+        staggerMs: 50,
+        restartBaseMs: 100,
+        restartMaxMs: 400,
+        minUptimeMs: 0,
+        gracePeriodMs: 10_000,
+        stdio: 'pipe',
+      }, (event) => {
+        if (event.type === 'exited') exits.push(`${event.pid}:${event.signal ?? event.code}`);
+        if (event.type === 'started') startedAt.set(event.pid, Date.now());
+      });
+      env().cleanups.push(() => {
+        supervisor.stop();
+        supervisor.stop();
+      });
+      const finished = supervisor.run();
+      let ended = false;
+      void finished.then(() => (ended = true));
+
+      // A fixed seed: the kill moments vary with the machine's speed, never with chance.
+      let seed = 7;
+      const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+      const killed = new Set<number>();
+      await waitFor('the first rows to be done', async () => ended || (await countsOf(setup, 'table_a')).done >= 50, { timeoutMs: 60_000 });
+      while (!ended && killed.size < 4) {
+        // A victim that has been up a while is working, not still connecting.
+        const live = supervisor.pids.filter((pid) => Date.now() - (startedAt.get(pid) ?? 0) > 500);
+        if (live.length > 0) {
+          const victim = live[Math.floor(random() * live.length)]!;
+          process.kill(victim, 'SIGKILL');
+          killed.add(victim);
+        }
+        await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, 150 + random() * 300))]);
+      }
+      expect(await withDeadline(finished, 120_000, 'the supervised workers to empty the queue')).toBe(0);
+      expect(killed.size).toBeGreaterThanOrEqual(2);
+
+      const t = tally(rows);
+      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: t.ok + t.flaky, abuse: t.abuse, failed: t.poison });
+      // Each attempt number runs once per row: a killed attempt counts (the reaper adds one), so the next
+      // run is the next attempt. A row runs more often than its kind needs only if a killed process ran it.
+      const ledger = readLedgerFile(ledgerPath);
+      const problems: string[] = [];
+      let reruns = 0;
+      for (const row of rows) {
+        const ran = ledger.get(String(row.id));
+        if (!ran) {
+          problems.push(`${row.kind} row ${row.id} never ran`);
+          continue;
+        }
+        if (new Set(ran.attempts).size !== ran.attempts.length) problems.push(`${row.kind} row ${row.id} ran an attempt twice: ${JSON.stringify(ran.attempts)}`);
+        const byKilled = ran.pids.filter((pid) => killed.has(pid)).length;
+        const extra = ran.attempts.length - expectedAttempts(row.kind, true, maxAttempts).length;
+        if (extra > 0) reruns += extra;
+        if (extra > byKilled) problems.push(`${row.kind} row ${row.id} ran ${ran.attempts.length} times, ${byKilled} of them in killed processes`);
+      }
+      expect(problems.slice(0, 10), `exits ${exits.join(' ')}; killed ${[...killed].join(' ')}`).toEqual([]);
+      const killedRuns = [...ledger.values()].reduce((n, e) => n + e.pids.filter((pid) => killed.has(pid)).length, 0);
+      console.info(`[${options.name}] chaos: ${rows.length} rows, ${killed.size} processes killed (they had run ${killedRuns} jobs), ${reruns} re-runs, 0 lost`);
       await env().closeStores();
     });
 
