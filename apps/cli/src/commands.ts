@@ -186,7 +186,9 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       const settled = c.completed + c.failed + c.abused;
       io.out(
         `worked ${settled} job${settled === 1 ? '' : 's'} in ${seconds.toFixed(1)} s (${seconds > 0 ? Math.round(settled / seconds) : settled} jobs/s): ` +
-          `done ${c.completed}, failed ${c.failed}, abuse ${c.abused}, retried ${c.retried}, lost claims ${c.lostClaims}, claims taken over ${c.claimLost}`,
+          `done ${c.completed}, failed ${c.failed}, abuse ${c.abused}, retried ${c.retried}, lost claims ${c.lostClaims}, claims taken over ${c.claimLost}` +
+          // Under --processes every child prints this line; the pid says whose it is.
+          (process.env.STATUSQ_SUPERVISED === '1' ? ` [pid ${process.pid}]` : ''),
       );
     } finally {
       unregister();

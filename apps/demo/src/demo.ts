@@ -3,13 +3,15 @@
  * drains it with several workers on separate connections, then proves from a ledger of every handler
  * execution that no row was handled twice. Exit code 0 when every check passes, 1 otherwise.
  */
+import { rmSync } from 'node:fs';
 import { connect, type SqliteStore } from '@statusq/adapter-sqlite';
 import { Queue, Worker, describeError, loadHandler, type HandlerModule } from '@statusq/core';
-import { generateTableARows, handlerPath } from '@statusq/test-fixtures';
+import { generateTableARows, handlerPath, type TableARow } from '@statusq/test-fixtures';
 import { verifyRun } from './checks.js';
 import { TABLE, createDemoDatabase, readFinalRows, sqliteUrl } from './database.js';
 import { Ledger, recordingHandler } from './ledger.js';
 import { USAGE, UsageError, parseOptions, type DemoOptions } from './options.js';
+import { runLauncher } from './processes.js';
 import { ProgressLine } from './progress.js';
 import { describeMigration, describeSeed, kindCounts, printSummary } from './report.js';
 
@@ -32,7 +34,8 @@ interface DemoWorker {
 
 async function main(options: DemoOptions): Promise<boolean> {
   const rows = generateTableARows(options.rows, { flakyEvery: FLAKY_EVERY });
-  console.log(`statusq demo: ${options.workers} workers x ${options.concurrency} slots (batch ${options.batch}), maxAttempts ${MAX_ATTEMPTS}`);
+  const who = options.processes ? `${options.processes} worker processes (statusq work --processes)` : `${options.workers} workers`;
+  console.log(`statusq demo: ${who} x ${options.concurrency} slots (batch ${options.batch}), maxAttempts ${MAX_ATTEMPTS}`);
   console.log(`database: ${options.db}`);
 
   const seedStart = performance.now();
@@ -47,6 +50,7 @@ async function main(options: DemoOptions): Promise<boolean> {
     return store;
   };
   try {
+    if (options.processes) return await mainWithProcesses(options, rows, openStore);
     const fixture = await loadHandler(handlerPath('table-a.mjs'));
     const ledger = new Ledger();
     const workers: DemoWorker[] = [];
@@ -82,6 +86,51 @@ async function main(options: DemoOptions): Promise<boolean> {
   } finally {
     await Promise.all(stores.map((s) => s.close()));
   }
+}
+
+/** The same run, with the workers in `statusq work --processes N` and the ledger in a file they append to. */
+async function mainWithProcesses(options: DemoOptions, rows: readonly TableARow[], openStore: () => Promise<SqliteStore>): Promise<boolean> {
+  const monitor = await Queue.open(await openStore(), { table: TABLE });
+  const ledgerPath = `${options.db}.ledger`;
+  rmSync(ledgerPath, { force: true });
+  console.log('');
+  let interrupted = false;
+  // Ctrl-C reaches the launcher too, which drains its children; this process waits and still reports.
+  const onInterrupt = () => (interrupted = true);
+  process.on('SIGINT', onInterrupt);
+  const progress = new ProgressLine(monitor);
+  const started = performance.now();
+  progress.start();
+  let run;
+  try {
+    run = await runLauncher({
+      dbPath: options.db,
+      table: TABLE,
+      processes: options.processes!,
+      concurrency: options.concurrency,
+      batch: options.batch,
+      maxAttempts: MAX_ATTEMPTS,
+      retryDelayMs: RETRY_DELAY_MS,
+      ledgerPath,
+    });
+  } finally {
+    await progress.stop();
+    process.off('SIGINT', onInterrupt);
+  }
+  const elapsedMs = performance.now() - started;
+  const verdict = verifyRun(await readFinalRows(monitor.store), run.ledger, MAX_ATTEMPTS);
+  printSummary({
+    elapsedMs,
+    totalRows: rows.length,
+    counts: await monitor.counts(),
+    workers: run.workers,
+    seeded: kindCounts(rows),
+    maxAttempts: MAX_ATTEMPTS,
+    verdict,
+    interrupted,
+  });
+  if (run.exitCode !== 0) console.log(`statusq work --processes exited with code ${run.exitCode}`);
+  return verdict.passed && run.exitCode === 0 && !interrupted;
 }
 
 async function createWorker(label: string, store: SqliteStore, fixture: HandlerModule, ledger: Ledger, options: DemoOptions): Promise<DemoWorker> {

@@ -13,16 +13,19 @@ export interface DemoOptions {
   batch: number;
   /** The database file; deleted and recreated on every run. */
   db: string;
+  /** When set, the workers are this many OS processes started by `statusq work --processes`. */
+  processes: number | null;
 }
 
 /** Next to the built script (apps/demo/.data/), so every run finds and replaces the same file. */
 const DEFAULT_DB = fileURLToPath(new URL('../.data/demo.db', import.meta.url));
 
-export const USAGE = `usage: pnpm demo [--rows N] [--workers N] [--concurrency N] [--batch N] [--db PATH]
+export const USAGE = `usage: pnpm demo [--rows N] [--workers N | --processes N] [--concurrency N] [--batch N] [--db PATH]
        (or, once built: node apps/demo/dist/demo.js [options])
 
   --rows N         rows seeded into table_a (default 20000)
-  --workers N      workers, each with its own SQLite connection (default 4)
+  --workers N      workers in this process, each with its own SQLite connection (default 4)
+  --processes N    instead, N worker processes run by \`statusq work --processes N\` (the CLI as a user runs it)
   --concurrency N  jobs each worker runs at once (default 16)
   --batch N        rows claimed per claim call, at most the free slots (default 16)
   --db PATH        database file, deleted and recreated each run (default apps/demo/.data/demo.db)`;
@@ -40,6 +43,7 @@ export function parseOptions(argv: readonly string[]): DemoOptions | 'help' {
         concurrency: { type: 'string' },
         batch: { type: 'string' },
         db: { type: 'string' },
+        processes: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -53,6 +57,7 @@ export function parseOptions(argv: readonly string[]): DemoOptions | 'help' {
     concurrency: positiveInteger(values.concurrency, 16, '--concurrency', 1_000),
     batch: positiveInteger(values.batch, 16, '--batch', 1_000),
     db: resolve(values.db ?? DEFAULT_DB),
+    processes: values.processes === undefined ? null : positiveInteger(values.processes, 1, '--processes', 64),
   };
 }
 
