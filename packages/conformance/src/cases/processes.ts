@@ -31,6 +31,50 @@ function readLedgerFile(path: string): Map<string, { attempts: number[]; pids: n
   return byId;
 }
 
+/**
+ * The fixture's behaviour (it writes the ledger line first), then 10 ms of work, so that kills and
+ * signals land while logged jobs are still running.
+ */
+function writeSlowFixtureHandler(dir: string): string {
+  const path = join(dir, 'slow-table-a.mjs');
+  writeFileSync(
+    path,
+    [
+      `import fixture from ${JSON.stringify(pathToFileURL(handlerPath('table-a.mjs')).href)};`,
+      'export default async function handle(job, ctx) {',
+      '  try {',
+      '    return await fixture(job, ctx);',
+      '  } finally {',
+      '    await new Promise((resolve) => setTimeout(resolve, 10));',
+      '  }',
+      '}',
+      '',
+    ].join('\n'),
+  );
+  return path;
+}
+
+/** Logs every run; with STATUSQ_HANG=1 it announces the job on stdout and never finishes it. */
+function writeHangingHandler(dir: string): string {
+  const path = join(dir, 'hang.mjs');
+  writeFileSync(
+    path,
+    [
+      "import { appendFileSync } from 'node:fs';",
+      'export default async function handle(job) {',
+      '  appendFileSync(process.env.STATUSQ_LEDGER, `${job.id} ${job.attempt} ${process.pid}\\n`);',
+      "  if (process.env.STATUSQ_HANG === '1') {",
+      '    process.stdout.write(`hanging ${job.id}\\n`);',
+      '    await new Promise(() => {});',
+      '  }',
+      '  return { ok: true };',
+      '}',
+      '',
+    ].join('\n'),
+  );
+  return path;
+}
+
 /** The attempts a fixture row of this kind runs, in order. */
 function expectedAttempts(kind: RowKind, retries: boolean, maxAttempts: number): number[] {
   if (!retries) return [1];
@@ -149,23 +193,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       await createTableA(setup, rows, { migrate: ['leases', 'retries'] });
       const dir = env().tempDir();
       const ledgerPath = join(dir, 'ledger.txt');
-      // The fixture's behaviour (it writes the ledger line first), then 10 ms of work, so that kills land
-      // while logged jobs are still running.
-      const slowHandler = join(dir, 'slow-table-a.mjs');
-      writeFileSync(
-        slowHandler,
-        [
-          `import fixture from ${JSON.stringify(pathToFileURL(handlerPath('table-a.mjs')).href)};`,
-          'export default async function handle(job, ctx) {',
-          '  try {',
-          '    return await fixture(job, ctx);',
-          '  } finally {',
-          '    await new Promise((resolve) => setTimeout(resolve, 10));',
-          '  }',
-          '}',
-          '',
-        ].join('\n'),
-      );
+      const slowHandler = writeSlowFixtureHandler(dir);
       const maxAttempts = 3;
       const args: ChildWorkerArgs = {
         adapterModule: env().adapterModulePath,
@@ -244,28 +272,100 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       await env().closeStores();
     });
 
+    it('graceful drain: SIGTERM to the Supervisor mid-run lets running jobs finish; nothing is left processing and it exits 0', async () => {
+      const setup = await env().store('setup store');
+      const rows = generateTableARows(Math.max(600, Math.round(2400 * scale)), { poisonEvery: 50, abuseEvery: 40, flakyEvery: 30 });
+      await createTableA(setup, rows, { migrate: ['leases', 'retries'] });
+      const dir = env().tempDir();
+      const ledgerPath = join(dir, 'ledger.txt');
+      const args: ChildWorkerArgs = {
+        adapterModule: env().adapterModulePath,
+        url: env().url,
+        table: { table: 'table_a' },
+        handlerPath: writeSlowFixtureHandler(dir),
+        concurrency: 4,
+        worker: { maxAttempts: 3, retryDelayMs: 20, maxRetryDelayMs: 100, leaseMs: 60_000, exitWhenEmpty: false, ...FAST },
+      };
+      const supervisor = new Supervisor({
+        processes: 2,
+        modulePath: childScript('child-worker.js'),
+        args: [JSON.stringify(args)],
+        env: { ...process.env, STATUSQ_LEDGER: ledgerPath },
+        staggerMs: 50,
+        gracePeriodMs: 30_000,
+        stdio: 'pipe',
+      });
+      env().cleanups.push(() => {
+        supervisor.stop();
+        supervisor.stop();
+      });
+      const finished = supervisor.run();
+      await waitFor('the first rows to be done', async () => (await countsOf(setup, 'table_a')).done >= 100, { timeoutMs: 60_000 });
+      supervisor.stop('SIGTERM');
+      expect(await withDeadline(finished, 60_000, 'the supervised workers to drain')).toBe(0);
+
+      const counts = await countsOf(setup, 'table_a');
+      expect(counts.processing).toBe(0);
+      expect(counts.pending).toBeGreaterThan(0);
+      expect(counts.pending + counts.done + counts.abuse + counts.failed).toBe(rows.length);
+      // Nothing was killed, so nothing ran twice: every run so far was one attempt of its row, once.
+      const ledger = readLedgerFile(ledgerPath);
+      const repeated = [...ledger].filter(([, e]) => new Set(e.attempts).size !== e.attempts.length).map(([id]) => id);
+      expect(repeated).toEqual([]);
+      const unsettled = (await readRows(setup, 'table_a')).filter((r) => statusOf(r) === null && ledger.has(idKey(r.id)) && Number(r.attempt_count) === 0);
+      // A row that ran and is pending again must be waiting for a scheduled retry, never abandoned mid-run.
+      expect(unsettled.map((r) => idKey(r.id))).toEqual([]);
+      await env().closeStores();
+    });
+
+    it("status-only table: a killed process's claims stay processing; counts show them, requeue returns them, a second run finishes every row", async () => {
+      const setup = await env().store('setup store');
+      const rows = generateTableARows(200, { poisonEvery: 0, abuseEvery: 0 });
+      await createTableA(setup, rows);
+      const dir = env().tempDir();
+      const ledgerPath = join(dir, 'ledger.txt');
+      const args: ChildWorkerArgs = {
+        adapterModule: env().adapterModulePath,
+        url: env().url,
+        table: { table: 'table_a' },
+        handlerPath: writeHangingHandler(dir),
+        concurrency: 4,
+        worker: { ...FAST },
+      };
+      const doomed = env().spawnChild(childScript('child-worker.js'), args, { STATUSQ_LEDGER: ledgerPath, STATUSQ_HANG: '1' }, 'doomed child');
+      const hanging = new Set<string>();
+      await doomed.line(
+        (line) => {
+          if (line.startsWith('hanging ')) hanging.add(line.slice('hanging '.length));
+          return hanging.size === 4;
+        },
+        'the doomed child to hold 4 claims',
+      );
+      process.kill(doomed.pid, 'SIGKILL');
+      await withDeadline(doomed.exited, 10_000, 'the doomed child to die');
+
+      // Without leases nothing can tell a dead worker's row from a live one: a survivor finishes the rest and
+      // exits (it does not wait for rows in processing), and those four stay where the crash left them.
+      await env().spawnChild(childScript('child-worker.js'), args, { STATUSQ_LEDGER: ledgerPath }, 'survivor').result<ChildWorkerResult>(60_000);
+      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 4, done: rows.length - 4, abuse: 0, failed: 0 });
+
+      const queue = await Queue.open(setup, { table: 'table_a' });
+      expect(await queue.requeue('processing')).toBe(4);
+      await env().spawnChild(childScript('child-worker.js'), args, { STATUSQ_LEDGER: ledgerPath }, 'second run').result<ChildWorkerResult>(60_000);
+      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: rows.length, abuse: 0, failed: 0 });
+      const ledger = readLedgerFile(ledgerPath);
+      const problems = rows.filter((r) => (ledger.get(String(r.id))?.attempts.length ?? 0) !== (hanging.has(String(r.id)) ? 2 : 1)).map((r) => r.id);
+      expect(problems).toEqual([]);
+      await env().closeStores();
+    });
+
     it('a worker process killed with SIGKILL while holding claims: another process reaps them after the lease and finishes every row', async () => {
       const setup = await env().store('setup store');
       const rows = generateTableARows(200, { poisonEvery: 0, abuseEvery: 0 });
       await createTableA(setup, rows, { migrate: ['leases', 'retries'] });
       const dir = env().tempDir();
       const ledgerPath = join(dir, 'ledger.txt');
-      const hangingHandler = join(dir, 'hang.mjs');
-      writeFileSync(
-        hangingHandler,
-        [
-          "import { appendFileSync } from 'node:fs';",
-          'export default async function handle(job) {',
-          '  appendFileSync(process.env.STATUSQ_LEDGER, `${job.id} ${job.attempt} ${process.pid}\\n`);',
-          "  if (process.env.STATUSQ_HANG === '1') {",
-          '    process.stdout.write(`hanging ${job.id}\\n`);',
-          '    await new Promise(() => {});',
-          '  }',
-          '  return { ok: true };',
-          '}',
-          '',
-        ].join('\n'),
-      );
+      const hangingHandler = writeHangingHandler(dir);
       const args = (lease: number): ChildWorkerArgs => ({
         adapterModule: env().adapterModulePath,
         url: env().url,
