@@ -226,7 +226,7 @@ export class TransitionSql {
       if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
       if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
       if (to === 'failed' && this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
-      let where = `${this.guard('leaseExpired', to)} AND (${this.q.claimedAt} IS NULL OR ${this.q.claimedAt} < ${this.dialect.nowPlusMs(p.add(-leaseMs))})`;
+      let where = this.leaseExpired(p, leaseMs);
       if (this.q.attemptCount) where += ` AND ${this.attemptsPlusOne()} ${to === 'pending' ? '<' : '>='} ${p.add(maxAttempts)}`;
       return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
     };
@@ -242,8 +242,12 @@ export class TransitionSql {
   anyExpired(leaseMs: number): Statement | null {
     if (!this.q.claimedAt) return null;
     const p = new Params(this.dialect);
-    const where = `${this.q.status} = ${this.table.codes.processing} AND (${this.q.claimedAt} IS NULL OR ${this.q.claimedAt} < ${this.dialect.nowPlusMs(p.add(-leaseMs))})`;
-    return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${where} LIMIT 1`, params: p.values };
+    return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${this.leaseExpired(p, leaseMs)} LIMIT 1`, params: p.values };
+  }
+
+  /** A processing row whose claim is older than the lease, or has no claim time at all. */
+  private leaseExpired(p: Params, leaseMs: number): string {
+    return `${this.guard('leaseExpired')} AND (${this.q.claimedAt} IS NULL OR ${this.q.claimedAt} < ${this.dialect.nowPlusMs(p.add(-leaseMs))})`;
   }
 
   /** requeue (failed or abuse -> pending) by an operator; attempts start over. */
