@@ -2,7 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { Queue, StoreError, Supervisor, type Row, type TableConfig } from '@statusq/core';
+import { Queue, StoreError, Supervisor, type Row, type SupervisorEvent, type SupervisorOptions, type TableConfig } from '@statusq/core';
 import type { ColumnGroup } from '@statusq/schema';
 import { expectedStatus, generateTableARows, handlerPath, type RowKind, type TableARow } from '@statusq/test-fixtures';
 import type { ChildWorkerArgs, ChildWorkerResult } from '../child-worker.js';
@@ -102,6 +102,31 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       ),
     );
     return Promise.all(children.map((c) => c.result<ChildWorkerResult>(120_000)));
+  }
+
+  /** child-worker.js processes under a Supervisor, logging to `ledgerPath`; killed after the test whatever happened. */
+  function superviseChildWorkers(
+    args: ChildWorkerArgs,
+    ledgerPath: string,
+    options: Omit<SupervisorOptions, 'modulePath' | 'args'>,
+    onEvent?: (event: SupervisorEvent) => void,
+  ): Supervisor {
+    const supervisor = new Supervisor(
+      {
+        modulePath: childScript('child-worker.js'),
+        args: [JSON.stringify(args)],
+        env: { ...process.env, STATUSQ_LEDGER: ledgerPath },
+        staggerMs: 50,
+        stdio: 'pipe',
+        ...options,
+      },
+      onEvent,
+    );
+    env().cleanups.push(() => {
+      supervisor.stop();
+      supervisor.stop();
+    });
+    return supervisor;
   }
 
   function checkTableA(
@@ -206,25 +231,15 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       // Kills land on children of any age here, so none of them counts as a start-up crash loop.
       const exits: string[] = [];
       const startedAt = new Map<number, number>();
-      const supervisor = new Supervisor({
-        processes: 3,
-        modulePath: childScript('child-worker.js'),
-        args: [JSON.stringify(args)],
-        env: { ...process.env, STATUSQ_LEDGER: ledgerPath },
-        staggerMs: 50,
-        restartBaseMs: 100,
-        restartMaxMs: 400,
-        minUptimeMs: 0,
-        gracePeriodMs: 10_000,
-        stdio: 'pipe',
-      }, (event) => {
-        if (event.type === 'exited') exits.push(`${event.pid}:${event.signal ?? event.code}`);
-        if (event.type === 'started') startedAt.set(event.pid, Date.now());
-      });
-      env().cleanups.push(() => {
-        supervisor.stop();
-        supervisor.stop();
-      });
+      const supervisor = superviseChildWorkers(
+        args,
+        ledgerPath,
+        { processes: 3, restartBaseMs: 100, restartMaxMs: 400, minUptimeMs: 0, gracePeriodMs: 10_000 },
+        (event) => {
+          if (event.type === 'exited') exits.push(`${event.pid}:${event.signal ?? event.code}`);
+          if (event.type === 'started') startedAt.set(event.pid, Date.now());
+        },
+      );
       const finished = supervisor.run();
       let ended = false;
       void finished.then(() => (ended = true));
@@ -286,19 +301,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
         concurrency: 4,
         worker: { maxAttempts: 3, retryDelayMs: 20, maxRetryDelayMs: 100, leaseMs: 60_000, exitWhenEmpty: false, ...FAST },
       };
-      const supervisor = new Supervisor({
-        processes: 2,
-        modulePath: childScript('child-worker.js'),
-        args: [JSON.stringify(args)],
-        env: { ...process.env, STATUSQ_LEDGER: ledgerPath },
-        staggerMs: 50,
-        gracePeriodMs: 30_000,
-        stdio: 'pipe',
-      });
-      env().cleanups.push(() => {
-        supervisor.stop();
-        supervisor.stop();
-      });
+      const supervisor = superviseChildWorkers(args, ledgerPath, { processes: 2, gracePeriodMs: 30_000 });
       const finished = supervisor.run();
       await waitFor('the first rows to be done', async () => (await countsOf(setup, 'table_a')).done >= 100, { timeoutMs: 60_000 });
       supervisor.stop('SIGTERM');
