@@ -2,13 +2,16 @@
  * The shared conformance suite on PostgreSQL: every test gets its own database (CREATE DATABASE
  * statusq_<random>, dropped afterwards with any connection left on it). The server is STATUSQ_POSTGRES_URL
  * (default postgres://postgres:postgres@127.0.0.1:5432/postgres). Unreachable: the suite skips, or fails when
- * STATUSQ_REQUIRE_DATABASES=1. Child processes import the built adapter (dist/index.js): build first.
+ * STATUSQ_REQUIRE_DATABASES=1. The outage cases (a restart, every connection killed) run on a private server
+ * of their own (test/private-postgres.ts), never on that one. Child processes import the built adapter
+ * (dist/index.js): build first.
  */
 import { fileURLToPath } from 'node:url';
 import { it } from 'vitest';
 import { runConformance } from '@statusq/conformance';
 import { connect } from './index.js';
 import { createTestDatabase, databasesRequired, dropTestDatabase, postgresUnavailable } from './testing.js';
+import { startPrivatePostgres } from './test/private-postgres.js';
 
 const unavailable = await postgresUnavailable();
 if (unavailable === null) {
@@ -18,6 +21,7 @@ if (unavailable === null) {
     url: () => createTestDatabase(),
     createStore: (url) => connect(url),
     dropDatabase: (url) => dropTestDatabase(url),
+    disposableServer: startPrivatePostgres,
   });
 } else if (databasesRequired()) {
   it('PostgreSQL server is reachable (STATUSQ_REQUIRE_DATABASES=1)', () => {

@@ -8,10 +8,16 @@
  * It imports the adapter, opens its own connection with `connect(url)`, loads the handler with
  * loadHandler, runs a Worker with exitWhenEmpty, and prints one JSON line with its counters on stdout.
  * SIGTERM drains (stop) and still prints the counters. Anything else goes to stderr; failure exits 1.
+ *
+ * Under a Supervisor nobody reads a child's stdout, so when STATUSQ_WORKER_LOG names a file the child also
+ * appends to it how each job it ran ended ("id attempt outcome pid": completed | retried | failed | abused
+ * once its settle committed, claim-lost when the settle or a heartbeat found the claim gone) and, at the
+ * end, its result as one JSON line.
  */
+import { appendFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { isAbsolute } from 'node:path';
-import { Worker, describeError, loadHandler, type Store, type TableConfig, type WorkerOptions } from '@statusq/core';
+import { StoreError, Worker, describeError, loadHandler, type Job, type Store, type TableConfig, type WorkerOptions } from '@statusq/core';
 
 export interface ChildWorkerArgs {
   adapterModule: string;
@@ -29,6 +35,8 @@ export interface ChildWorkerResult {
   counters: Record<string, number>;
   /** `error` events the worker survived, by `during`. */
   errors: Record<string, number>;
+  /** The same errors by StoreError kind (`ConnectionLost`, ...), or by error name for anything else. */
+  errorKinds: Record<string, number>;
   errorSamples: string[];
 }
 
@@ -49,15 +57,28 @@ async function main(): Promise<void> {
       exitWhenEmpty: args.worker?.exitWhenEmpty ?? true,
     });
     const errors: Record<string, number> = {};
+    const errorKinds: Record<string, number> = {};
     const errorSamples: string[] = [];
     worker.on('error', ({ error, during }) => {
       errors[during] = (errors[during] ?? 0) + 1;
+      const kind = error instanceof StoreError ? error.kind : error instanceof Error ? error.name : typeof error;
+      errorKinds[kind] = (errorKinds[kind] ?? 0) + 1;
       if (errorSamples.length < 5) errorSamples.push(`${during}: ${describeError(error)}`);
     });
+    const log = process.env.STATUSQ_WORKER_LOG;
+    if (log) {
+      const settled = (outcome: string) => ({ job }: { job: Job }) => appendFileSync(log, `${String(job.id)} ${job.attempt} ${outcome} ${process.pid}\n`);
+      worker.on('completed', settled('completed'));
+      worker.on('retried', settled('retried'));
+      worker.on('failed', settled('failed'));
+      worker.on('abused', settled('abused'));
+      worker.on('claim-lost', settled('claim-lost'));
+    }
     process.once('SIGTERM', () => void worker.stop(5000));
     const counters = await worker.run();
-    const result: ChildWorkerResult = { pid: process.pid, workerId: worker.workerId, counters: { ...counters }, errors, errorSamples };
+    const result: ChildWorkerResult = { pid: process.pid, workerId: worker.workerId, counters: { ...counters }, errors, errorKinds, errorSamples };
     process.stdout.write(`${JSON.stringify(result)}\n`);
+    if (log) appendFileSync(log, `${JSON.stringify(result)}\n`);
   } finally {
     await store.close();
   }

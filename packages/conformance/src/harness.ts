@@ -51,7 +51,7 @@ export class TestEnv {
   private readonly stores: TrackedStore[] = [];
   private readonly workers: Array<{ started: StartedWorker; label: string }> = [];
   private readonly children: TrackedChild[] = [];
-  /** Run after the test whatever happened (release gates a handler still waits on, ...). */
+  /** Run after the test whatever happened (release gates a handler still waits on, ...), last one first. */
   readonly cleanups: Array<() => unknown> = [];
   private scratch: string | undefined;
   private dialectName: string | undefined;
@@ -70,9 +70,9 @@ export class TestEnv {
     return m.startsWith('file:') ? fileURLToPath(m) : m;
   }
 
-  /** A new connection to this test's database, closed by the test (afterEach checks). */
-  async store(label = `store ${this.stores.length + 1}`): Promise<Store> {
-    return this.track(await this.connect(this.url), label);
+  /** A new connection to this test's database (or to `url`), closed by the test (afterEach checks). */
+  async store(label = `store ${this.stores.length + 1}`, url = this.url): Promise<Store> {
+    return this.track(await this.connect(url), label);
   }
 
   /** A store that gives up on another connection's lock almost at once, or null if the adapter has none. */
@@ -160,7 +160,9 @@ export class TestEnv {
 
   /** Stops and closes whatever is left, so one failed test cannot break the next. */
   async dispose(): Promise<void> {
-    for (const cleanup of this.cleanups.splice(0)) {
+    // Last registered, first run: what a test set up later (worker processes) may depend on what it set up
+    // earlier (the server they talk to), never the other way round.
+    for (const cleanup of this.cleanups.splice(0).reverse()) {
       try {
         await cleanup();
       } catch {

@@ -11,9 +11,10 @@
  * It registers vitest describe/it blocks that run real workers against a fresh database per test: the
  * state machine's guarded UPDATEs, fencing, races of many workers on separate connections, several OS
  * processes (one killed with SIGKILL), poison, abuse, order and aging, retries and backoff, leases and
- * heartbeats, bad configuration, graceful stop, the schema helpers and the adapter's declared
- * capabilities. Tests that need a capability (or a dialect) say so in their title (`[needs skipLocked]`)
- * and skip only when the store lacks it. After each test every store the test opened must be closed,
+ * heartbeats, bad configuration, graceful stop, the schema helpers, the adapter's declared capabilities,
+ * and (on a private server the adapter starts, see `disposableServer`) a server restart and dropped
+ * connections in the middle of a supervised run. Tests that need a capability (or a dialect) say so in
+ * their title (`[needs skipLocked]`) and skip only when the store lacks it. After each test every store the test opened must be closed,
  * every worker's run() resolved and every child process gone.
  */
 import { afterEach, beforeEach, describe } from 'vitest';
@@ -31,8 +32,10 @@ import { configCases } from './cases/config.js';
 import { stopCases } from './cases/stop.js';
 import { schemaCases } from './cases/schema.js';
 import { capabilityCases } from './cases/capabilities.js';
+import { outageCases } from './cases/outages.js';
 
-export type { ConformanceOptions } from './options.js';
+export type { ConformanceOptions, DisposableServer } from './options.js';
+export { PrivateServer, type ServerSpec } from './private-server.js';
 export type { ChildWorkerArgs, ChildWorkerResult } from './child-worker.js';
 export type { ChildSessionArgs } from './child-session.js';
 export {
@@ -89,5 +92,6 @@ export function runConformance(options: ConformanceOptions): void {
     capabilityCases(env);
     raceCases(env, options);
     processCases(env, options);
+    outageCases(env, options);
   });
 }

@@ -28,4 +28,26 @@ export interface ConformanceOptions {
    * 4,000 rows across processes). Lower it for a slow server, never below what still races.
    */
   scale?: number;
+  /**
+   * Starts a private server of the adapter's database, for the outage cases (a server restart and every
+   * connection dropped in the middle of a supervised run). Those must never touch the shared server other
+   * suites run against. Without it (SQLite: there is no server) the outage cases skip; when it is given and
+   * the server cannot be started, they fail.
+   */
+  disposableServer?: () => Promise<DisposableServer>;
+}
+
+/** A database server that belongs to one test; see `ConformanceOptions.disposableServer`. */
+export interface DisposableServer {
+  /** An empty database on that server, in the form the adapter's `connect` takes. */
+  readonly url: string;
+  /**
+   * Shuts the server down the way an administrator restarts it (every session is ended), keeps it down for
+   * `downMs`, starts it again, and resolves once it accepts connections again.
+   */
+  restart(downMs: number): Promise<void>;
+  /** Ends every session on the database of `url` except the helper's own, and resolves with how many. */
+  dropConnections(): Promise<number>;
+  /** Stops the server, kills whatever is left of it and removes its files. Safe to call more than once. */
+  stop(): Promise<void>;
 }

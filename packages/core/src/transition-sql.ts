@@ -137,23 +137,27 @@ export class TransitionSql {
 
   /**
    * complete (processing -> done) of many rows claimed under one token, with no result to store: one
-   * statement instead of one per job. The statements that follow tell which rows it changed: RETURNING
-   * where the store has it, else a read in the same transaction of the rows now done under this token
-   * (sound only with a token: no other claim can have finished a row with it).
+   * statement instead of one per job. With RETURNING it names the rows it changed. Without, its affected
+   * count is enough when it covers every id (each row it matches changes: its status moves 9 -> 1); only when
+   * it falls short does `completedUnder` tell which rows it changed.
    */
-  completeMany(ids: readonly JobId[], token: string, returning: boolean): Statement[] {
+  completeMany(ids: readonly JobId[], token: string, returning: boolean): Statement {
     const p = new Params(this.dialect);
     const sets = [`${this.q.status} = ${this.table.codes.done}`];
     if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
     const where = `${this.q.id} IN (${p.list(ids as SqlValue[])}) AND ${this.guard('complete')}${this.tokenGuard(p, token)}`;
     const update = `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`;
-    if (returning) return [{ sql: `${update} RETURNING ${this.q.id} AS id`, params: p.values }];
-    const check = new Params(this.dialect);
-    const checkSql = `SELECT ${this.q.id} AS id FROM ${this.q.table} WHERE ${this.q.id} IN (${check.list(ids as SqlValue[])}) AND ${this.q.status} = ${this.table.codes.done}${this.tokenGuard(check, token)}`;
-    return [
-      { sql: update, params: p.values },
-      { sql: checkSql, params: check.values },
-    ];
+    return { sql: returning ? `${update} RETURNING ${this.q.id} AS id` : update, params: p.values };
+  }
+
+  /**
+   * Of `ids`, the rows done under `token`. Exact even after the completing commit: a claim token is written
+   * by one claim call only, so no one else can have finished a row with it.
+   */
+  completedUnder(ids: readonly JobId[], token: string): Statement {
+    const p = new Params(this.dialect);
+    const sql = `SELECT ${this.q.id} AS id FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])}) AND ${this.q.status} = ${this.table.codes.done}${this.tokenGuard(p, token)}`;
+    return { sql, params: p.values };
   }
 
   /** giveUp (processing -> failed): the attempt counts, the reason is kept. */

@@ -49,6 +49,10 @@ export interface WorkerOptions {
 }
 
 export interface WorkerCounters {
+  /** Claim calls made, including those that found nothing (each is one claim round trip or transaction). */
+  claimCalls: number;
+  /** Claim calls that returned no row: polls of an empty queue, or every candidate lost. */
+  emptyClaims: number;
   claimed: number;
   lostClaims: number;
   completed: number;
@@ -107,7 +111,7 @@ export function defaultWorkerId(): string {
  * drains: no more claims, running jobs finish (or, past the timeout, are handed back), then run() resolves.
  */
 export class Worker extends TypedEmitter {
-  readonly counters: WorkerCounters = { claimed: 0, lostClaims: 0, completed: 0, failed: 0, retried: 0, abused: 0, claimLost: 0, released: 0 };
+  readonly counters: WorkerCounters = { claimCalls: 0, emptyClaims: 0, claimed: 0, lostClaims: 0, completed: 0, failed: 0, retried: 0, abused: 0, claimLost: 0, released: 0 };
   readonly workerId: string;
   private readonly concurrency: number;
   private readonly batch: number;
@@ -263,6 +267,8 @@ export class Worker extends TypedEmitter {
       () => this.queue.claim({ limit, token, agingMs: this.options.agingMs }, this.options.strategy ?? 'native'),
       { attempts: 10, onRetry: (error) => this.emit('error', { error, during: 'claim (retrying)' }) },
     );
+    this.counters.claimCalls++;
+    if (rows.length === 0) this.counters.emptyClaims++;
     this.counters.claimed += rows.length;
     this.counters.lostClaims += lost;
     if (rows.length === 0 && lost === 0) return rows;
@@ -455,8 +461,16 @@ export class Worker extends TypedEmitter {
     // Without them a row left in processing by a dead worker would never leave, so only our own count.
     // Processing is checked before pending: a reap (processing -> pending) between the two checks must not
     // make both miss the row.
-    if (this.queue.table.features.leases && (await this.queue.hasRowsWithStatus('processing'))) return false;
-    return !(await this.queue.hasRowsWithStatus('pending'));
+    try {
+      if (this.queue.table.features.leases && (await this.queue.hasRowsWithStatus('processing'))) return false;
+      return !(await this.queue.hasRowsWithStatus('pending'));
+    } catch (error) {
+      // A database that cannot answer for a moment (restarting, connections dropped) has not said the queue
+      // is empty: the loop backs off and asks again, as after a failed claim, instead of ending the run.
+      if (!isRetryableStoreError(error)) throw error;
+      this.emit('error', { error, during: 'drain check' });
+      return false;
+    }
   }
 
   private async whenIdle(): Promise<void> {
@@ -549,13 +563,9 @@ class Settler {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
       const plan = this.plan(batch);
+      let results: ExecResult[];
       try {
-        const results = await withStoreRetry(() => this.target.apply(plan.flatMap((step) => step.statements)), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
-        let offset = 0;
-        for (const step of plan) {
-          step.resolve(results.slice(offset, offset + step.statements.length));
-          offset += step.statements.length;
-        }
+        results = await withStoreRetry(() => this.target.apply(plan.map((step) => step.statement)), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
       } catch {
         // One bad statement must not hold the others back: settle each on its own.
         for (const b of batch) {
@@ -566,7 +576,10 @@ class Settler {
             b.reject(error);
           }
         }
+        continue;
       }
+      // Committed: from here a failure may only leave a job's fate unknown, never re-run its statement.
+      await Promise.all(plan.map((step, i) => step.resolve(results[i]!)));
     }
   }
 
@@ -584,17 +597,28 @@ class Settler {
     for (const [token, members] of byToken) {
       if (members.length < 2) continue;
       for (const m of members) grouped.add(m);
+      const ids = members.map((m) => m.completion!.id);
       const returning = this.target.store.capabilities.returning;
       steps.push({
-        statements: this.target.sql.completeMany(members.map((m) => m.completion!.id), token, returning),
-        resolve: (results) => {
-          const changed = new Set(results[results.length - 1]!.rows.map((row) => keyOf(row.id)));
-          for (const m of members) m.resolve(changed.has(keyOf(m.completion!.id)));
+        statement: this.target.sql.completeMany(ids, token, returning),
+        resolve: async (result) => {
+          let changed: Set<string> | null = null;
+          if (returning) changed = new Set(result.rows.map((row) => keyOf(row.id)));
+          else if (result.affected < members.length) {
+            try {
+              const { rows } = await withStoreRetry(() => this.target.store.execute(this.target.sql.completedUnder(ids, token)), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
+              changed = new Set(rows.map((row) => keyOf(row.id)));
+            } catch (error) {
+              for (const m of members) m.reject(error);
+              return;
+            }
+          }
+          for (const m of members) m.resolve(changed === null || changed.has(keyOf(m.completion!.id)));
         },
       });
     }
     for (const b of batch) {
-      if (!grouped.has(b)) steps.push({ statements: [b.statement], resolve: ([result]) => b.resolve(result!.affected === 1) });
+      if (!grouped.has(b)) steps.push({ statement: b.statement, resolve: (result) => b.resolve(result.affected === 1) });
     }
     return steps;
   }
@@ -608,6 +632,6 @@ interface PendingSettle {
 }
 
 interface SettleStep {
-  statements: Statement[];
-  resolve: (results: ExecResult[]) => void;
+  statement: Statement;
+  resolve: (result: ExecResult) => void | Promise<void>;
 }

@@ -1,58 +1,15 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { Queue, StoreError, Supervisor, type Row, type SupervisorEvent, type SupervisorOptions, type TableConfig } from '@statusq/core';
+import { Queue, StoreError, type Row, type TableConfig } from '@statusq/core';
 import type { ColumnGroup } from '@statusq/schema';
-import { expectedStatus, generateTableARows, handlerPath, type RowKind, type TableARow } from '@statusq/test-fixtures';
+import { expectedStatus, generateTableARows, handlerPath, type TableARow } from '@statusq/test-fixtures';
 import type { ChildWorkerArgs, ChildWorkerResult } from '../child-worker.js';
 import type { ChildSessionArgs } from '../child-session.js';
 import { FAST, Ledger, childScript, countsOf, deferred, idKey, readRows, statusOf, waitFor, withDeadline, type TestEnv } from '../harness.js';
 import type { ConformanceOptions } from '../options.js';
+import { checkTableARun, expectedAttempts, readLedgerFile, startTableARun, superviseChildWorkers, tally, writeSlowFixtureHandler } from '../supervised-run.js';
 import { createJobs, createTableA, enqueueJobs } from '../tables.js';
-
-/** Per row id, the attempts that ran (in ledger order) and the pids that ran them. */
-function readLedgerFile(path: string): Map<string, { attempts: number[]; pids: number[] }> {
-  const byId = new Map<string, { attempts: number[]; pids: number[] }>();
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch {
-    return byId;
-  }
-  for (const line of text.split('\n')) {
-    if (line.trim() === '') continue;
-    const [id, attempt, pid] = line.trim().split(' ');
-    const entry = byId.get(id!) ?? { attempts: [], pids: [] };
-    entry.attempts.push(Number(attempt));
-    entry.pids.push(Number(pid));
-    byId.set(id!, entry);
-  }
-  return byId;
-}
-
-/**
- * The fixture's behaviour (it writes the ledger line first), then 10 ms of work, so that kills and
- * signals land while logged jobs are still running.
- */
-function writeSlowFixtureHandler(dir: string): string {
-  const path = join(dir, 'slow-table-a.mjs');
-  writeFileSync(
-    path,
-    [
-      `import fixture from ${JSON.stringify(pathToFileURL(handlerPath('table-a.mjs')).href)};`,
-      'export default async function handle(job, ctx) {',
-      '  try {',
-      '    return await fixture(job, ctx);',
-      '  } finally {',
-      '    await new Promise((resolve) => setTimeout(resolve, 10));',
-      '  }',
-      '}',
-      '',
-    ].join('\n'),
-  );
-  return path;
-}
 
 /** Logs every run; with STATUSQ_HANG=1 it announces the job on stdout and never finishes it. */
 function writeHangingHandler(dir: string): string {
@@ -75,14 +32,6 @@ function writeHangingHandler(dir: string): string {
   return path;
 }
 
-/** The attempts a fixture row of this kind runs, in order. */
-function expectedAttempts(kind: RowKind, retries: boolean, maxAttempts: number): number[] {
-  if (!retries) return [1];
-  if (kind === 'poison') return Array.from({ length: maxAttempts }, (_, i) => i + 1);
-  if (kind === 'flaky') return [1, 2];
-  return [1];
-}
-
 export function processCases(env: () => TestEnv, options: ConformanceOptions): void {
   const scale = options.scale ?? 1;
 
@@ -102,31 +51,6 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       ),
     );
     return Promise.all(children.map((c) => c.result<ChildWorkerResult>(120_000)));
-  }
-
-  /** child-worker.js processes under a Supervisor, logging to `ledgerPath`; killed after the test whatever happened. */
-  function superviseChildWorkers(
-    args: ChildWorkerArgs,
-    ledgerPath: string,
-    options: Omit<SupervisorOptions, 'modulePath' | 'args'>,
-    onEvent?: (event: SupervisorEvent) => void,
-  ): Supervisor {
-    const supervisor = new Supervisor(
-      {
-        modulePath: childScript('child-worker.js'),
-        args: [JSON.stringify(args)],
-        env: { ...process.env, STATUSQ_LEDGER: ledgerPath },
-        staggerMs: 50,
-        stdio: 'pipe',
-        ...options,
-      },
-      onEvent,
-    );
-    env().cleanups.push(() => {
-      supervisor.stop();
-      supervisor.stop();
-    });
-    return supervisor;
   }
 
   function checkTableA(
@@ -156,12 +80,6 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
     }
     if (ledger.size !== rows.length) problems.push(`ledger holds ${ledger.size} rows, table ${rows.length}`);
     return problems.slice(0, 20);
-  }
-
-  function tally(rows: readonly TableARow[]): Record<RowKind, number> {
-    const t: Record<RowKind, number> = { ok: 0, poison: 0, abuse: 0, flaky: 0 };
-    for (const r of rows) t[r.kind]++;
-    return t;
   }
 
   describe('several OS processes on one database', () => {
@@ -214,76 +132,34 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
 
     it('chaos: worker processes under the Supervisor are SIGKILLed at random moments; every row ends right, re-runs only after a kill', async () => {
       const setup = await env().store('setup store');
-      const rows = generateTableARows(Math.max(600, Math.round(2400 * scale)), { poisonEvery: 50, abuseEvery: 40, flakyEvery: 30 });
-      await createTableA(setup, rows, { migrate: ['leases', 'retries'] });
-      const dir = env().tempDir();
-      const ledgerPath = join(dir, 'ledger.txt');
-      const slowHandler = writeSlowFixtureHandler(dir);
-      const maxAttempts = 3;
-      const args: ChildWorkerArgs = {
-        adapterModule: env().adapterModulePath,
-        url: env().url,
-        table: { table: 'table_a' },
-        handlerPath: slowHandler,
-        concurrency: 4,
-        worker: { maxAttempts, retryDelayMs: 20, maxRetryDelayMs: 100, leaseMs: 3000, heartbeatMs: 200, reapIntervalMs: 50, ...FAST },
-      };
-      // Kills land on children of any age here, so none of them counts as a start-up crash loop.
-      const exits: string[] = [];
-      const startedAt = new Map<number, number>();
-      const supervisor = superviseChildWorkers(
-        args,
-        ledgerPath,
-        { processes: 3, restartBaseMs: 100, restartMaxMs: 400, minUptimeMs: 0, gracePeriodMs: 10_000 },
-        (event) => {
-          if (event.type === 'exited') exits.push(`${event.pid}:${event.signal ?? event.code}`);
-          if (event.type === 'started') startedAt.set(event.pid, Date.now());
-        },
-      );
-      const finished = supervisor.run();
-      let ended = false;
-      void finished.then(() => (ended = true));
+      const run = await startTableARun(env(), setup, env().url, Math.max(600, Math.round(2400 * scale)), 3000);
 
       // A fixed seed: the kill moments vary with the machine's speed, never with chance.
       let seed = 7;
       const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
       const killed = new Set<number>();
-      await waitFor('the first rows to be done', async () => ended || (await countsOf(setup, 'table_a')).done >= 50, { timeoutMs: 60_000 });
-      while (!ended && killed.size < 4) {
+      await waitFor('the first rows to be done', async () => run.ended() || (await countsOf(setup, 'table_a')).done >= 50, { timeoutMs: 60_000 });
+      while (!run.ended() && killed.size < 4) {
         // A victim that has been up a while is working, not still connecting.
-        const live = supervisor.pids.filter((pid) => Date.now() - (startedAt.get(pid) ?? 0) > 500);
+        const live = run.supervisor.pids.filter((pid) => Date.now() - (run.startedAt.get(pid) ?? 0) > 500);
         if (live.length > 0) {
           const victim = live[Math.floor(random() * live.length)]!;
           process.kill(victim, 'SIGKILL');
           killed.add(victim);
         }
-        await Promise.race([finished, new Promise((resolve) => setTimeout(resolve, 150 + random() * 300))]);
+        await Promise.race([run.finished, new Promise((resolve) => setTimeout(resolve, 150 + random() * 300))]);
       }
-      expect(await withDeadline(finished, 120_000, 'the supervised workers to empty the queue')).toBe(0);
+      expect(await withDeadline(run.finished, 120_000, 'the supervised workers to empty the queue')).toBe(0);
       expect(killed.size).toBeGreaterThanOrEqual(2);
 
-      const t = tally(rows);
-      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: t.ok + t.flaky, abuse: t.abuse, failed: t.poison });
-      // Each attempt number runs once per row: a killed attempt counts (the reaper adds one), so the next
-      // run is the next attempt. A row runs more often than its kind needs only if a killed process ran it.
-      const ledger = readLedgerFile(ledgerPath);
-      const problems: string[] = [];
-      let reruns = 0;
-      for (const row of rows) {
-        const ran = ledger.get(String(row.id));
-        if (!ran) {
-          problems.push(`${row.kind} row ${row.id} never ran`);
-          continue;
-        }
-        if (new Set(ran.attempts).size !== ran.attempts.length) problems.push(`${row.kind} row ${row.id} ran an attempt twice: ${JSON.stringify(ran.attempts)}`);
-        const byKilled = ran.pids.filter((pid) => killed.has(pid)).length;
-        const extra = ran.attempts.length - expectedAttempts(row.kind, true, maxAttempts).length;
-        if (extra > 0) reruns += extra;
-        if (extra > byKilled) problems.push(`${row.kind} row ${row.id} ran ${ran.attempts.length} times, ${byKilled} of them in killed processes`);
-      }
-      expect(problems.slice(0, 10), `exits ${exits.join(' ')}; killed ${[...killed].join(' ')}`).toEqual([]);
+      const { problems, reruns, unconfirmed } = await checkTableARun(run, setup);
+      const exits = run.exits.map((e) => `${e.pid}:${e.signal ?? e.code}`).join(' ');
+      expect(problems, `exits ${exits}; killed ${[...killed].join(' ')}`).toEqual([]);
+      // Nothing but the kills disturbed this run: every run whose outcome never landed was in a killed process.
+      expect(unconfirmed.filter((u) => !killed.has(u.pid))).toEqual([]);
+      const ledger = readLedgerFile(run.ledgerPath);
       const killedRuns = [...ledger.values()].reduce((n, e) => n + e.pids.filter((pid) => killed.has(pid)).length, 0);
-      console.info(`[${options.name}] chaos: ${rows.length} rows, ${killed.size} processes killed (they had run ${killedRuns} jobs), ${reruns} re-runs, 0 lost`);
+      console.info(`[${options.name}] chaos: ${run.rows.length} rows, ${killed.size} processes killed (they had run ${killedRuns} jobs), ${reruns} re-runs, 0 lost`);
       await env().closeStores();
     });
 
@@ -301,7 +177,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
         concurrency: 4,
         worker: { maxAttempts: 3, retryDelayMs: 20, maxRetryDelayMs: 100, leaseMs: 60_000, exitWhenEmpty: false, ...FAST },
       };
-      const supervisor = superviseChildWorkers(args, ledgerPath, { processes: 2, gracePeriodMs: 30_000 });
+      const supervisor = superviseChildWorkers(env(), args, ledgerPath, { processes: 2, gracePeriodMs: 30_000 });
       const finished = supervisor.run();
       await waitFor('the first rows to be done', async () => (await countsOf(setup, 'table_a')).done >= 100, { timeoutMs: 60_000 });
       supervisor.stop('SIGTERM');

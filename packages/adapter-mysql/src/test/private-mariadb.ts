@@ -1,0 +1,93 @@
+/**
+ * A MariaDB server of the test's own, for the conformance suite's outage cases (a restart, every connection
+ * dropped): mariadb-install-db into a temp dir, `mariadbd` on a free port of 127.0.0.1, root without a
+ * password, nothing read from the machine's option files. The shared server on 3306 is never touched.
+ * Binaries: STATUSQ_MARIADB_BIN (the directory of mariadbd and mariadb-install-db), else the Debian paths.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import mysql from 'mysql2/promise';
+import { PrivateServer, type DisposableServer, type ServerSpec } from '@statusq/conformance';
+
+const DATABASE = 'statusq_outage';
+
+function binary(name: 'mariadbd' | 'mariadb-install-db'): string {
+  const dirs = process.env.STATUSQ_MARIADB_BIN ? [process.env.STATUSQ_MARIADB_BIN] : ['/usr/sbin', '/usr/bin', '/usr/local/bin', '/usr/local/mysql/bin'];
+  const found = dirs.map((dir) => join(dir, name)).find((path) => existsSync(path));
+  if (!found) throw new Error(`no ${name} in ${dirs.join(', ')}; set STATUSQ_MARIADB_BIN to the directory of mariadbd and mariadb-install-db`);
+  return found;
+}
+
+async function withConnection<T>(port: number, body: (conn: mysql.Connection) => Promise<T>): Promise<T> {
+  const conn = await mysql.createConnection({ host: '127.0.0.1', port, user: 'root', connectTimeout: 2000 });
+  conn.on('error', () => undefined);
+  try {
+    return await body(conn);
+  } finally {
+    await conn.end().catch(() => conn.destroy());
+  }
+}
+
+/** Starts a private MariaDB server with an empty database `statusq_outage`; `query` is added to its URL. */
+export async function startPrivateMariadb(query = ''): Promise<DisposableServer> {
+  const [server, install] = [binary('mariadbd'), binary('mariadb-install-db')];
+  const spec: ServerSpec = {
+    name: 'MariaDB',
+    user: 'mysql',
+    init: (dir) => ({
+      file: install,
+      args: ['--no-defaults', `--datadir=${join(dir, 'data')}`, '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve'],
+    }),
+    run: (dir, port) => ({
+      file: server,
+      args: [
+        '--no-defaults',
+        `--datadir=${join(dir, 'data')}`,
+        `--port=${port}`,
+        '--bind-address=127.0.0.1',
+        `--socket=${join(dir, 'mariadbd.sock')}`,
+        `--pid-file=${join(dir, 'mariadbd.pid')}`,
+        '--skip-name-resolve',
+        '--innodb-buffer-pool-size=64M',
+        // A clean shutdown and start without saving and reloading the buffer pool: restarts take well under a second.
+        '--innodb-buffer-pool-dump-at-shutdown=OFF',
+        '--innodb-buffer-pool-load-at-startup=OFF',
+        '--innodb-flush-log-at-trx-commit=2',
+      ],
+    }),
+    // A normal shutdown: every connection is ended, open transactions roll back, InnoDB stops cleanly.
+    stopSignal: 'SIGTERM',
+    ready: (port) =>
+      withConnection(port, (c) => c.query('SELECT 1')).then(
+        () => true,
+        () => false,
+      ),
+  };
+  const running = await PrivateServer.start(spec);
+  try {
+    await withConnection(running.port, (c) => c.query(`CREATE DATABASE ${DATABASE} CHARACTER SET utf8mb4`));
+  } catch (error) {
+    await running.stop();
+    throw error;
+  }
+  return {
+    url: `mysql://root@127.0.0.1:${running.port}/${DATABASE}${query ? `?${query}` : ''}`,
+    restart: (downMs) => running.restart(downMs),
+    dropConnections: () =>
+      withConnection(running.port, async (c) => {
+        const [rows] = await c.query('SELECT ID AS id FROM information_schema.PROCESSLIST WHERE DB = ? AND ID <> CONNECTION_ID()', [DATABASE]);
+        let ended = 0;
+        for (const { id } of rows as Array<{ id: number }>) {
+          try {
+            await c.query(`KILL CONNECTION ${Number(id)}`);
+            ended++;
+          } catch (error) {
+            // 1094 unknown thread: that connection ended by itself in the meantime.
+            if ((error as { errno?: number }).errno !== 1094) throw error;
+          }
+        }
+        return ended;
+      }),
+    stop: () => running.stop(),
+  };
+}

@@ -1,0 +1,187 @@
+/**
+ * A database server of the test's own: its data directory in a fresh temp dir, listening on a free port of
+ * 127.0.0.1 only, run by this process so that it can be stopped, restarted and killed at will. The outage
+ * cases need one because restarting the machine's shared server would break every other suite running
+ * against it (and CI's). Each adapter describes how to set up, run and probe its server (a ServerSpec); the
+ * process handling is the same for all of them and lives here.
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { chownSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { delay, waitFor, withDeadline } from './harness.js';
+
+export interface ServerSpec {
+  /** For messages: `PostgreSQL`, `MariaDB`. */
+  name: string;
+  /**
+   * The OS user the server runs as when the tests run as root (PostgreSQL and MariaDB refuse to run as
+   * root); otherwise it runs as the current user.
+   */
+  user: string;
+  /** Creates the data directory under `dir` (initdb, mariadb-install-db); run once, as the server's user. */
+  init(dir: string): { file: string; args: string[] };
+  /** The server's command line, in the foreground: it must stay the process this helper started. */
+  run(dir: string, port: number): { file: string; args: string[] };
+  /** The signal that shuts the server down cleanly and fast, ending its sessions (not a crash). */
+  stopSignal: NodeJS.Signals;
+  /** Whether the server accepts connections on `port` now. */
+  ready(port: number): Promise<boolean>;
+}
+
+/** Longest wait for a server to start or to shut down cleanly before the helper gives up (or kills it). */
+const START_TIMEOUT_MS = 30_000;
+const STOP_TIMEOUT_MS = 15_000;
+
+export class PrivateServer {
+  private process: ChildProcess | null = null;
+  private exited: Promise<void> = Promise.resolve();
+  private removed = false;
+  /** Kills the server if the test process ends without stop(): a test run must never leave one behind. */
+  private readonly killOnExit = () => this.process?.kill('SIGKILL');
+
+  private constructor(
+    readonly spec: ServerSpec,
+    readonly dir: string,
+    readonly port: number,
+    private readonly owner: { uid: number; gid: number } | null,
+  ) {}
+
+  /** Creates the data directory, starts the server and resolves once it accepts connections. */
+  static async start(spec: ServerSpec): Promise<PrivateServer> {
+    const owner = process.getuid?.() === 0 ? userIds(spec.user) : null;
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), `statusq-${spec.name.toLowerCase()}-`));
+    const server = new PrivateServer(spec, dir, port, owner);
+    try {
+      // mkdtemp makes the directory private to its creator; the server's user must own it to create its data there.
+      if (owner) chownSync(dir, owner.uid, owner.gid);
+      await server.exec(spec.init(dir), 'init.log');
+      await server.launch();
+      return server;
+    } catch (error) {
+      await server.stop();
+      throw error;
+    }
+  }
+
+  /**
+   * Shuts the server down cleanly (every session is ended, as in an administrator's restart), keeps it
+   * down for `downMs` and starts it again on the same port; resolves once it accepts connections again.
+   */
+  async restart(downMs: number): Promise<void> {
+    await this.shutDown();
+    // The outage itself: how long clients find nothing listening. Not a wait for anything to happen.
+    await delay(downMs);
+    await this.launch();
+  }
+
+  /** Stops the server (killing it if it does not stop in time) and removes its directory. Safe to call again. */
+  async stop(): Promise<void> {
+    await this.shutDown().catch(() => undefined);
+    if (!this.removed) {
+      this.removed = true;
+      rmSync(this.dir, { recursive: true, force: true });
+    }
+  }
+
+  private async launch(): Promise<void> {
+    const { file, args } = this.spec.run(this.dir, this.port);
+    const log = openSync(join(this.dir, 'server.log'), 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(file, args, { cwd: this.dir, stdio: ['ignore', log, log], ...(this.owner ?? {}) });
+    } finally {
+      closeSync(log);
+    }
+    this.process = child;
+    process.on('exit', this.killOnExit);
+    let gone = false;
+    this.exited = new Promise((resolve) => {
+      const ended = () => {
+        if (gone) return;
+        gone = true;
+        if (this.process === child) this.process = null;
+        process.off('exit', this.killOnExit);
+        resolve();
+      };
+      child.once('exit', ended);
+      // A command that cannot be spawned at all (not installed) reports `error` and never `exit`.
+      child.once('error', ended);
+    });
+    await waitFor(
+      `the private ${this.spec.name} server to accept connections on 127.0.0.1:${this.port}`,
+      async () => {
+        if (gone) throw new Error(`the private ${this.spec.name} server exited while starting: ${this.logTail()}`);
+        return this.spec.ready(this.port);
+      },
+      { timeoutMs: START_TIMEOUT_MS, intervalMs: 25 },
+    );
+  }
+
+  private async shutDown(): Promise<void> {
+    const child = this.process;
+    if (!child) return;
+    child.kill(this.spec.stopSignal);
+    try {
+      await withDeadline(this.exited, STOP_TIMEOUT_MS, `the private ${this.spec.name} server to shut down`);
+    } catch (error) {
+      child.kill('SIGKILL');
+      await this.exited;
+      throw error;
+    }
+  }
+
+  /** Runs a set-up command as the server's user; rejects with its output when it fails. */
+  private async exec(command: { file: string; args: string[] }, logName: string): Promise<void> {
+    const logPath = join(this.dir, logName);
+    const log = openSync(logPath, 'a');
+    let child: ChildProcess;
+    try {
+      child = spawn(command.file, command.args, { cwd: this.dir, stdio: ['ignore', log, log], ...(this.owner ?? {}) });
+    } finally {
+      closeSync(log);
+    }
+    const { code, error } = await withDeadline(
+      new Promise<{ code: number | null; error?: Error }>((resolve) => {
+        child.once('error', (e) => resolve({ code: null, error: e }));
+        child.once('exit', (c) => resolve({ code: c }));
+      }),
+      START_TIMEOUT_MS,
+      `${command.file} to finish`,
+    );
+    if (code !== 0) {
+      throw new Error(`${command.file} failed (${error?.message ?? `exit code ${code}`}): ${readFileSync(logPath, 'utf8').slice(-2000)}`);
+    }
+  }
+
+  private logTail(): string {
+    try {
+      return readFileSync(join(this.dir, 'server.log'), 'utf8').slice(-2000);
+    } catch {
+      return '(no log)';
+    }
+  }
+}
+
+function userIds(user: string): { uid: number; gid: number } {
+  try {
+    return { uid: Number(execFileSync('id', ['-u', user], { encoding: 'utf8' }).trim()), gid: Number(execFileSync('id', ['-g', user], { encoding: 'utf8' }).trim()) };
+  } catch {
+    throw new Error(`running as root, but there is no OS user ${JSON.stringify(user)} to run the private server as`);
+  }
+}
+
+/** A port nothing listens on right now (the kernel's pick), on 127.0.0.1. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
