@@ -22,7 +22,7 @@ import {
   type Store,
   type StoreCapabilities,
 } from '@statusq/core';
-import { lockingCandidateStatements, sortIds } from './mysql-claim-sql.js';
+import { CLAIM_CLOCK, lockingCandidateStatements, sortIds } from './mysql-claim-sql.js';
 import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 import { isConnectionLost, isDeadlock, isLockWaitTimeout, toStoreError } from './mysql-errors.js';
 
@@ -258,9 +258,12 @@ export class MysqlStore implements Store {
           }
           const candidates = mergeCandidates(lists, request.limit, table.id);
           if (candidates.length === 0) return [];
+          const clock = candidates[0]![CLAIM_CLOCK];
+          if (!(clock instanceof Date)) throw new StoreError('Unknown', `the claim's server clock came back as ${typeof clock}`, 'CLAIM_CLOCK');
           // By primary key, ascending, over rows this transaction already holds: no lock-order inversion.
           const ids = sortIds(candidates.map((r) => r[table.id] as JobId));
-          await this.run(conn, sql.claimByIds(ids, request.token, false));
+          const { affected } = await this.run(conn, sql.claimByIds(ids, request.token, false, clock.toISOString()));
+          if (affected === ids.length) return candidates.map((row) => asClaimed(row, table, request.token, clock));
           const fresh = (await this.run(conn, sql.selectByIds(ids))).rows;
           return ownedInOrder(candidates, fresh, table, request.token);
         }),
@@ -343,6 +346,15 @@ export class MysqlStore implements Store {
     if (this.closed && !(error instanceof StoreError)) return new StoreError('ConnectionLost', 'the MySQL store is closed', 'CLOSED', { cause: error });
     return toStoreError(error);
   }
+}
+
+/** A locked candidate as the claim's UPDATE left it (the UPDATE changed every candidate). */
+function asClaimed(candidate: Row, table: ResolvedTable, token: string | null, clock: Date): Row {
+  const { [CLAIM_CLOCK]: _clock, ...row } = candidate;
+  row[table.status] = table.codes.processing;
+  if (table.columns.claimedAt) row[table.columns.claimedAt] = clock;
+  if (table.columns.workerId) row[table.columns.workerId] = token;
+  return row;
 }
 
 /**

@@ -36,14 +36,14 @@ export async function claimConditionalUpdate(store: Store, table: ResolvedTable,
  * The candidate selections of one claim, in the order they are consulted: aged rows first (oldest first)
  * when aging is on and the queue runs newest-first, then the configured order.
  */
-export function candidateStatements(sql: TransitionSql, request: ClaimRequest, columns: 'id' | '*'): Statement[] {
+export function candidateStatements(sql: TransitionSql, request: ClaimRequest, columns: 'id' | '*', clock?: string): Statement[] {
   const statements: Statement[] = [];
   if (request.agingMs !== undefined && sql.table.direction === 'newest') {
     const p = new Params(sql.dialect);
-    statements.push({ sql: sql.candidates(p, { limit: request.limit, columns, agedMs: request.agingMs }), params: p.values });
+    statements.push({ sql: sql.candidates(p, { limit: request.limit, columns, agedMs: request.agingMs, clock }), params: p.values });
   }
   const p = new Params(sql.dialect);
-  statements.push({ sql: sql.candidates(p, { limit: request.limit, columns }), params: p.values });
+  statements.push({ sql: sql.candidates(p, { limit: request.limit, columns, clock }), params: p.values });
   return statements;
 }
 

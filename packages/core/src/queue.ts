@@ -41,9 +41,15 @@ export class Queue {
     return strategy === 'native' ? this.store.claim(this.table, request) : claimConditionalUpdate(this.store, this.table, request);
   }
 
-  /** Runs guarded transitions with one commit; `affected` of each says whether it happened. */
-  apply(statements: readonly Statement[]): Promise<ExecResult[]> {
-    return statements.length === 0 ? Promise.resolve([]) : this.store.executeBatch(statements);
+  /**
+   * Runs guarded transitions with one commit; `affected` of each says whether it happened. A single
+   * statement runs in autocommit: it is atomic on its own, and BEGIN/COMMIT would triple its round trips
+   * (a flush of grouped completions is usually one statement).
+   */
+  async apply(statements: readonly Statement[]): Promise<ExecResult[]> {
+    if (statements.length === 0) return [];
+    if (statements.length === 1) return [await this.store.execute(statements[0]!)];
+    return this.store.executeBatch(statements);
   }
 
   async counts(): Promise<StatusCounts> {

@@ -92,8 +92,10 @@ export class TransitionSql {
    * Candidate selection: the due rows in queue order. With `agedMs`, only rows older than that, oldest
    * first (aging takes these before the configured order). Both shapes are served by the pending index.
    */
-  candidates(p: Params, options: { limit: number; columns: 'id' | '*'; agedMs?: number | undefined }): string {
-    const what = options.columns === 'id' ? this.q.id : '*';
+  candidates(p: Params, options: { limit: number; columns: 'id' | '*'; agedMs?: number | undefined; clock?: string | undefined }): string {
+    let what = options.columns === 'id' ? this.q.id : '*';
+    // The database's own time alongside the candidates, for a claim that writes it back as claimed_at.
+    if (options.clock !== undefined) what += `, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(options.clock)}`;
     let where = this.dueCondition();
     let direction = this.table.direction === 'newest' ? 'DESC' : 'ASC';
     if (options.agedMs !== undefined) {
@@ -103,18 +105,21 @@ export class TransitionSql {
     return `SELECT ${what} FROM ${this.q.table} WHERE ${where} ORDER BY ${this.q.order} ${direction} LIMIT ${p.add(options.limit)}`;
   }
 
-  /** The SET list of a claim: processing, and the lease start and token when those columns exist. */
-  claimAssignments(p: Params, token: string | null): string {
+  /**
+   * The SET list of a claim: processing, and the lease start and token when those columns exist. The lease
+   * starts at the database's now, or at `claimedAt` when the caller read that clock earlier in the claim.
+   */
+  claimAssignments(p: Params, token: string | null, claimedAt?: SqlValue): string {
     const sets = [`${this.q.status} = ${this.table.codes.processing}`];
-    if (this.q.claimedAt) sets.push(`${this.q.claimedAt} = ${this.dialect.now}`);
+    if (this.q.claimedAt) sets.push(`${this.q.claimedAt} = ${claimedAt === undefined ? this.dialect.now : p.add(claimedAt)}`);
     if (this.q.workerId) sets.push(`${this.q.workerId} = ${p.add(token)}`);
     return sets.join(', ');
   }
 
   /** claim (NULL -> processing) of the given ids, guarded so only still-pending, due rows change. */
-  claimByIds(ids: readonly JobId[], token: string | null, returning: boolean): Statement {
+  claimByIds(ids: readonly JobId[], token: string | null, returning: boolean, claimedAt?: SqlValue): Statement {
     const p = new Params(this.dialect);
-    const set = this.claimAssignments(p, token);
+    const set = this.claimAssignments(p, token, claimedAt);
     const sql =
       `UPDATE ${this.q.table} SET ${set} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])}) AND ${this.dueCondition()}` +
       (returning ? ' RETURNING *' : '');

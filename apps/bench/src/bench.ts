@@ -1,0 +1,193 @@
+/**
+ * `pnpm bench [--quick] [--only s1,s2] [--dialects d1,d2] [--no-peers] [--workers 1,8] [--jobs N] [--strategies native] [--render FILE]`
+ *
+ * Runs the scenarios, prints a table per scenario and writes every measurement as a JSON line. A full run
+ * also rewrites the generated part of docs/benchmarks.md and its chart; `--quick` (CI) and partial runs
+ * (--only, --workers, --jobs, --strategies) write only apps/bench/results/*.jsonl. `--render FILE` rebuilds the docs from
+ * a saved results file.
+ */
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { ClaimStrategy } from '@statusq/core';
+import { DIALECTS, openBenchDatabase, type Dialect } from './databases.js';
+import type { Peer } from './peer-contract.js';
+import type { BenchRecord } from './records.js';
+import { markdownReport, ratioLines, textReport, throughputSvg } from './report.js';
+import { FULL_PLAN, QUICK_PLAN, SCENARIOS, burnDown, costGrowth, peers, pickup, type BenchContext, type ScenarioName } from './scenarios.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const DOCS = join(ROOT, 'docs', 'benchmarks.md');
+const DOCS_DATA = join(ROOT, 'docs', 'benchmarks');
+const BEGIN = '<!-- bench:generated:begin -->';
+const END = '<!-- bench:generated:end -->';
+
+class UsageError extends Error {}
+
+interface Args {
+  quick: boolean;
+  only: ScenarioName[];
+  dialects: Dialect[];
+  peers: boolean;
+  render: string | null;
+  /** Overrides of the plan's sizes, for looking at one case closely. */
+  workers: number[] | null;
+  jobs: number | null;
+  strategies: ClaimStrategy[] | null;
+}
+
+function list<T extends string>(raw: string | undefined, allowed: readonly T[], what: string): T[] {
+  const items = (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  if (items.length === 0) throw new UsageError(`${what} needs a comma-separated list of ${allowed.join(', ')}`);
+  for (const item of items) if (!allowed.includes(item as T)) throw new UsageError(`unknown ${what} ${JSON.stringify(item)}; use ${allowed.join(', ')}`);
+  return items as T[];
+}
+
+function counts(raw: string | undefined, what: string): number[] {
+  const values = (raw ?? '').split(',').map(Number);
+  if (values.length === 0 || values.some((n) => !Number.isSafeInteger(n) || n < 1 || n > 10_000_000)) throw new UsageError(`${what} needs positive integers, got ${JSON.stringify(raw)}`);
+  return values;
+}
+
+function parseArgs(argv: readonly string[]): Args {
+  const args: Args = { quick: false, only: [...SCENARIOS], dialects: [...DIALECTS], peers: true, render: null, workers: null, jobs: null, strategies: null };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') continue;
+    else if (arg === '--quick') args.quick = true;
+    else if (arg === '--no-peers') args.peers = false;
+    else if (arg === '--only') args.only = list(argv[++i], SCENARIOS, 'scenario');
+    else if (arg === '--dialects') args.dialects = list(argv[++i], DIALECTS, 'dialect');
+    else if (arg === '--workers') args.workers = counts(argv[++i], '--workers');
+    else if (arg === '--strategies') args.strategies = list(argv[++i], ['native', 'conditional-update'] as const, 'strategy');
+    else if (arg === '--jobs') args.jobs = counts(argv[++i], '--jobs')[0]!;
+    else if (arg === '--render') {
+      args.render = argv[++i] ?? '';
+      if (!args.render) throw new UsageError('--render needs a results file');
+    } else throw new UsageError(`unknown option ${JSON.stringify(arg)}`);
+  }
+  return args;
+}
+
+async function loadPeers(): Promise<Peer[]> {
+  // graphile-worker logs a line per finished job unless told not to; its own performance test does the same.
+  process.env.NO_LOG_SUCCESS ??= '1';
+  const modules = [await import('./peers/graphile-worker.js'), await import('./peers/pg-boss.js')];
+  const isPeer = (value: unknown): value is Peer => typeof value === 'object' && value !== null && 'burnDown' in value && 'pickup' in value && 'system' in value;
+  return modules.flatMap((m) => Object.values(m as Record<string, unknown>).filter(isPeer));
+}
+
+async function machineDescription(dialects: readonly Dialect[]): Promise<string[]> {
+  const cpu = cpus();
+  const lines = [
+    `- Machine: ${cpu.length} x ${cpu[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB; databases on the same machine, over 127.0.0.1`,
+    `- Node ${process.version}`,
+  ];
+  for (const dialect of dialects) {
+    const db = await openBenchDatabase(dialect);
+    try {
+      lines.push(`- ${await db.version()}`);
+    } finally {
+      await db.close();
+    }
+  }
+  const bench = JSON.parse(readFileSync(join(ROOT, 'apps', 'bench', 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
+  lines.push(`- Peers: graphile-worker ${bench.devDependencies['graphile-worker']}, pg-boss ${bench.devDependencies['pg-boss']} (the newest releases that run on Node 20)`);
+  return lines;
+}
+
+function writeDocs(records: readonly BenchRecord[], machine: readonly string[], resultsFile: string): void {
+  mkdirSync(DOCS_DATA, { recursive: true });
+  const chart = join(DOCS_DATA, 'throughput.svg');
+  writeFileSync(chart, throughputSvg(records, 'Burn-down of no-op jobs: jobs/s by system and worker count (16 slots per worker)'));
+  const ratios = ratioLines(records);
+  const generated = [
+    BEGIN,
+    `_Generated by \`pnpm bench\` on ${new Date().toISOString().slice(0, 10)} from [${relative(dirname(DOCS), resultsFile)}](${relative(dirname(DOCS), resultsFile)}); do not edit by hand._`,
+    '',
+    ...machine,
+    '',
+    `![jobs/s by system and worker count](${relative(dirname(DOCS), chart)})`,
+    '',
+    '### Ratios (statusq jobs/s over the peer\'s, same run)',
+    '',
+    ...(ratios.length > 0 ? ratios.map((l) => `- ${l}`) : ['- (no peer ran)']),
+    '',
+    markdownReport(records),
+    END,
+  ].join('\n');
+  let doc: string;
+  try {
+    doc = readFileSync(DOCS, 'utf8');
+  } catch {
+    doc = `# Benchmarks\n\n${BEGIN}\n${END}\n`;
+  }
+  const start = doc.indexOf(BEGIN);
+  const end = doc.indexOf(END);
+  doc = start >= 0 && end > start ? doc.slice(0, start) + generated + doc.slice(end + END.length) : `${doc.trimEnd()}\n\n${generated}\n`;
+  writeFileSync(DOCS, doc);
+}
+
+async function main(args: Args): Promise<void> {
+  if (args.render) {
+    const records = readFileSync(args.render, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as BenchRecord);
+    writeDocs(records, await machineDescription(DIALECTS), args.render);
+    console.log(`rewrote ${relative(process.cwd(), DOCS)} from ${args.render}`);
+    return;
+  }
+  const base = args.quick ? QUICK_PLAN : FULL_PLAN;
+  const plan = { ...base, ...(args.workers && { workerCounts: args.workers, handlerWorkerCounts: args.workers }), ...(args.jobs && { jobs: args.jobs }), ...(args.strategies && { strategies: args.strategies }) };
+  const partial = args.workers !== null || args.jobs !== null || args.strategies !== null || args.only.length < SCENARIOS.length;
+  const resultsFile = args.quick || partial ? join(ROOT, 'apps', 'bench', 'results', args.quick ? 'quick.jsonl' : 'partial.jsonl') : join(DOCS_DATA, 'results.jsonl');
+  mkdirSync(dirname(resultsFile), { recursive: true });
+  writeFileSync(resultsFile, '');
+  const records: BenchRecord[] = [];
+  const ctx: BenchContext = {
+    plan,
+    dialects: args.dialects,
+    peers: args.peers ? await loadPeers() : [],
+    record(record) {
+      records.push(record);
+      writeFileSync(resultsFile, JSON.stringify(record) + '\n', { flag: 'a' });
+      console.log(`  ${JSON.stringify(record)}`);
+    },
+    log: (line) => console.log(line),
+  };
+  const started = performance.now();
+  console.log(`statusq bench${args.quick ? ' --quick' : ''}: ${args.only.join(', ')} on ${args.dialects.join(', ')}${ctx.peers.length ? ` with ${ctx.peers.map((p) => `${p.system} ${p.variant}`).join(', ')}` : ''}`);
+  for (const scenario of args.only) {
+    console.log(`\n${scenario}`);
+    if (scenario === 'burn-down') await burnDown(ctx);
+    else if (scenario === 'peers') await peers(ctx);
+    else if (scenario === 'pickup') await pickup(ctx);
+    else if (scenario === 'cost-growth') await costGrowth(ctx);
+    else {
+      await burnDown(ctx, 'handler-5ms');
+      await peers(ctx, 'handler-5ms');
+    }
+  }
+  console.log(`\n${textReport(records)}\n`);
+  for (const line of ratioLines(records)) console.log(line);
+  console.log(`\n${records.length} measurements in ${((performance.now() - started) / 1000).toFixed(1)} s, written to ${relative(process.cwd(), resultsFile)}`);
+  if (!args.quick && !partial) {
+    writeDocs(records, await machineDescription(args.dialects), resultsFile);
+    console.log(`rewrote ${relative(process.cwd(), DOCS)} and its chart`);
+  }
+}
+
+let args: Args;
+try {
+  args = parseArgs(process.argv.slice(2));
+} catch (error) {
+  if (!(error instanceof UsageError)) throw error;
+  console.error(`bench: ${error.message}`);
+  process.exit(2);
+}
+main(args).then(
+  () => undefined,
+  (error: unknown) => {
+    console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,261 @@
+/**
+ * The databases a bench run uses: one SQLite file, and a database named `statusq_bench` on the local
+ * PostgreSQL and MariaDB/MySQL servers (created when missing). Every scenario makes its own table through
+ * `statusq init` (what a user gets), fills it with one INSERT ... SELECT per chunk, and drops it afterwards.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as mysqlAdapter from '@statusq/adapter-mysql';
+import * as postgresAdapter from '@statusq/adapter-postgres';
+import * as sqliteAdapter from '@statusq/adapter-sqlite';
+import { validateTableName, type Store } from '@statusq/core';
+import { initTable, pendingIndexName } from '@statusq/schema';
+import mysql from 'mysql2/promise';
+import pg from 'pg';
+
+export type Dialect = 'sqlite' | 'postgres' | 'mysql';
+export const DIALECTS: readonly Dialect[] = ['sqlite', 'postgres', 'mysql'];
+
+export const BENCH_DATABASE = 'statusq_bench';
+const DEFAULT_POSTGRES_URL = 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
+const DEFAULT_MYSQL_URL = 'mysql://root@127.0.0.1:3306/test';
+
+/** Rows per INSERT ... SELECT: big enough to load 10 million rows in minutes, small enough for one undo log. */
+const FILL_CHUNK = 500_000;
+
+export interface FillCounts {
+  /** Rows left pending (status NULL), newest last so the newest-first claim starts at the top. */
+  pending: number;
+  /** Rows already done (status 1), older than every pending row: an application table's history. */
+  finished: number;
+}
+
+export interface BenchDatabase {
+  readonly dialect: Dialect;
+  /** What workers connect with (the URL the CLI would take). */
+  readonly url: string;
+  connect(options?: { listen?: boolean }): Promise<Store>;
+  /** A fresh managed table (`statusq init`) holding `counts` rows, with fresh planner statistics. */
+  createTable(table: string, counts: FillCounts): Promise<void>;
+  /** Adds `count` more pending rows, newer than every row there. */
+  addPending(table: string, count: number): Promise<void>;
+  dropPendingIndex(table: string): Promise<void>;
+  dropTable(table: string): Promise<void>;
+  /** Server and version, for the report. */
+  version(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Opens the bench database of `dialect`, creating it when missing. */
+export async function openBenchDatabase(dialect: Dialect): Promise<BenchDatabase> {
+  switch (dialect) {
+    case 'sqlite':
+      return SqliteBench.open();
+    case 'postgres':
+      return PostgresBench.open(process.env.STATUSQ_POSTGRES_URL || DEFAULT_POSTGRES_URL);
+    case 'mysql':
+      return MysqlBench.open(process.env.STATUSQ_MYSQL_URL || DEFAULT_MYSQL_URL);
+  }
+}
+
+/** The PostgreSQL bench database's URL (the peers run there too). */
+export async function postgresBenchUrl(): Promise<string> {
+  const db = await PostgresBench.open(process.env.STATUSQ_POSTGRES_URL || DEFAULT_POSTGRES_URL);
+  await db.close();
+  return db.url;
+}
+
+/** A store on `url`; `listen: false` turns PostgreSQL's LISTEN/NOTIFY off (polling only). */
+export function connectUrl(dialect: Dialect, url: string, options: { listen?: boolean } = {}): Promise<Store> {
+  switch (dialect) {
+    case 'sqlite':
+      return sqliteAdapter.connect(url);
+    case 'postgres':
+      return postgresAdapter.connect(url, { listen: options.listen ?? true });
+    case 'mysql':
+      return mysqlAdapter.connect(url);
+  }
+}
+
+function withDatabase(base: string, database: string): string {
+  const url = new URL(base);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/** Splits `total` into FILL_CHUNK-sized [offset, count) pieces. */
+function chunks(total: number): Array<[number, number]> {
+  const pieces: Array<[number, number]> = [];
+  for (let offset = 0; offset < total; offset += FILL_CHUNK) pieces.push([offset, Math.min(FILL_CHUNK, total - offset)]);
+  return pieces;
+}
+
+/**
+ * Shared shape of the three: a store for DDL and fills, and a per-dialect INSERT ... SELECT. Rows are dated
+ * one millisecond apart counting back from `newestMs`, finished rows before pending ones.
+ */
+abstract class BaseBench implements BenchDatabase {
+  abstract readonly dialect: Dialect;
+  protected constructor(
+    readonly url: string,
+    protected readonly admin: Store,
+  ) {}
+
+  connect(options: { listen?: boolean } = {}): Promise<Store> {
+    return connectUrl(this.dialect, this.url, options);
+  }
+
+  abstract version(): Promise<string>;
+  /** Inserts `count` rows with `status` (null = pending), dated `endMs - offset - i` ms for i in [1, count]. */
+  protected abstract fill(table: string, count: number, status: 1 | null, endMs: number): Promise<void>;
+  protected abstract analyze(table: string): Promise<void>;
+
+  private nextEndMs = new Map<string, number>();
+
+  async createTable(table: string, counts: FillCounts): Promise<void> {
+    validateTableName(table);
+    await this.dropTable(table);
+    await initTable(this.admin, table);
+    // Finished rows are older than pending ones: the claim's newest-first walk meets pending rows first
+    // only because of the pending index, not because the history happens to sit behind them.
+    const now = Date.now();
+    const finishedEnd = now - counts.pending - 1;
+    for (const [offset, count] of chunks(counts.finished)) await this.fill(table, count, 1, finishedEnd - offset);
+    for (const [offset, count] of chunks(counts.pending)) await this.fill(table, count, null, now - offset);
+    this.nextEndMs.set(table, now);
+    await this.analyze(table);
+  }
+
+  async addPending(table: string, count: number): Promise<void> {
+    const end = Math.max(Date.now(), (this.nextEndMs.get(table) ?? 0) + count);
+    await this.fill(table, count, null, end);
+    this.nextEndMs.set(table, end);
+  }
+
+  async dropPendingIndex(table: string): Promise<void> {
+    const q = this.admin.dialect.quoteIdentifier(pendingIndexName(table));
+    await this.admin.execute({ sql: this.dialect === 'mysql' ? `DROP INDEX ${q} ON ${this.admin.dialect.quoteIdentifier(table)}` : `DROP INDEX ${q}`, params: [] });
+    await this.analyze(table);
+  }
+
+  async dropTable(table: string): Promise<void> {
+    await this.admin.execute({ sql: `DROP TABLE IF EXISTS ${this.admin.dialect.quoteIdentifier(validateTableName(table))}`, params: [] });
+  }
+
+  async close(): Promise<void> {
+    await this.admin.close();
+  }
+}
+
+class SqliteBench extends BaseBench {
+  readonly dialect = 'sqlite' as const;
+  private constructor(
+    url: string,
+    admin: Store,
+    private readonly dir: string,
+  ) {
+    super(url, admin);
+  }
+
+  static async open(): Promise<SqliteBench> {
+    const dir = mkdtempSync(join(tmpdir(), 'statusq-bench-'));
+    const url = `sqlite:${join(dir, 'bench.db')}`;
+    return new SqliteBench(url, await sqliteAdapter.connect(url), dir);
+  }
+
+  async version(): Promise<string> {
+    const { rows } = await this.admin.execute({ sql: 'SELECT sqlite_version() AS v', params: [] });
+    return `SQLite ${String(rows[0]?.v)} (better-sqlite3, WAL)`;
+  }
+
+  protected async fill(table: string, count: number, status: 1 | null, endMs: number): Promise<void> {
+    const q = this.admin.dialect.quoteIdentifier(table);
+    await this.admin.execute({
+      sql: `WITH RECURSIVE seq(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM seq WHERE n < ?) INSERT INTO ${q} (date, status) SELECT ? - n, ? FROM seq`,
+      params: [count, endMs, status],
+    });
+  }
+
+  protected async analyze(table: string): Promise<void> {
+    await this.admin.execute({ sql: `ANALYZE ${this.admin.dialect.quoteIdentifier(table)}`, params: [] });
+  }
+
+  override async close(): Promise<void> {
+    await super.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+class PostgresBench extends BaseBench {
+  readonly dialect = 'postgres' as const;
+
+  static async open(adminUrl: string): Promise<PostgresBench> {
+    const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 });
+    await client.connect();
+    try {
+      const { rowCount } = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [BENCH_DATABASE]);
+      if (rowCount === 0) await client.query(`CREATE DATABASE ${BENCH_DATABASE}`);
+    } finally {
+      await client.end();
+    }
+    const url = withDatabase(adminUrl, BENCH_DATABASE);
+    return new PostgresBench(url, await postgresAdapter.connect(url));
+  }
+
+  async version(): Promise<string> {
+    const { rows } = await this.admin.execute({ sql: 'SHOW server_version', params: [] });
+    return `PostgreSQL ${String(rows[0]?.server_version)}`;
+  }
+
+  protected async fill(table: string, count: number, status: 1 | null, endMs: number): Promise<void> {
+    const q = this.admin.dialect.quoteIdentifier(table);
+    await this.admin.execute({
+      sql: `INSERT INTO ${q} (date, status) SELECT to_timestamp(($1::bigint - g) / 1000.0), $2::int FROM generate_series(1, $3::int) AS g`,
+      params: [endMs, status, count],
+    });
+  }
+
+  /** A freshly filled table has no statistics; without them the planner sorts every pending row per claim. */
+  protected async analyze(table: string): Promise<void> {
+    await this.admin.execute({ sql: `VACUUM ANALYZE ${this.admin.dialect.quoteIdentifier(table)}`, params: [] });
+  }
+}
+
+class MysqlBench extends BaseBench {
+  readonly dialect = 'mysql' as const;
+
+  static async open(adminUrl: string): Promise<MysqlBench> {
+    const { host, port, user, password } = mysqlAdapter.optionsFromUrl(adminUrl);
+    const conn = await mysql.createConnection({ host, port, user, password, connectTimeout: 5000 });
+    try {
+      await conn.query(`CREATE DATABASE IF NOT EXISTS ${BENCH_DATABASE} CHARACTER SET utf8mb4`);
+    } finally {
+      await conn.end();
+    }
+    const url = withDatabase(adminUrl, BENCH_DATABASE);
+    return new MysqlBench(url, await mysqlAdapter.connect(url));
+  }
+
+  async version(): Promise<string> {
+    const { rows } = await this.admin.execute({ sql: 'SELECT VERSION() AS v', params: [] });
+    return `MariaDB/MySQL ${String(rows[0]?.v)} (InnoDB)`;
+  }
+
+  /** No generate_series: a cross join of digit tables numbers the rows (no recursion limit to raise). */
+  protected async fill(table: string, count: number, status: 1 | null, endMs: number): Promise<void> {
+    const q = this.admin.dialect.quoteIdentifier(table);
+    const digits = '(SELECT 0 AS d UNION ALL SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4 UNION ALL SELECT 5 UNION ALL SELECT 6 UNION ALL SELECT 7 UNION ALL SELECT 8 UNION ALL SELECT 9)';
+    const places = Math.max(1, Math.ceil(Math.log10(count + 1)));
+    const from = Array.from({ length: places }, (_, i) => `${digits} AS d${i}`).join(' CROSS JOIN ');
+    const n = Array.from({ length: places }, (_, i) => `d${i}.d * ${10 ** i}`).join(' + ');
+    await this.admin.execute({
+      sql: `INSERT INTO ${q} (date, status) SELECT FROM_UNIXTIME((? - (${n}) - 1) / 1000), ? FROM ${from} WHERE ${n} < ?`,
+      params: [endMs, status, count],
+    });
+  }
+
+  protected async analyze(table: string): Promise<void> {
+    await this.admin.execute({ sql: `ANALYZE TABLE ${this.admin.dialect.quoteIdentifier(table)}`, params: [] });
+  }
+}

@@ -1,0 +1,74 @@
+/** What every measurement is written as: one JSON line each, read back to make tables and the chart. */
+import type { Dialect } from './databases.js';
+
+export type System = 'statusq' | 'graphile-worker' | 'pg-boss';
+
+export interface BurnDownRecord {
+  scenario: 'burn-down' | 'handler-5ms';
+  system: System;
+  /** statusq: `native` or `conditional-update`; peers: their batching mode. */
+  variant: string;
+  dialect: Dialect;
+  workers: number;
+  /** OS processes the workers ran in (1: all in the bench process). */
+  processes: number;
+  concurrency: number;
+  jobs: number;
+  handled: number;
+  seconds: number;
+  jobsPerSec: number;
+  timedOut: boolean;
+  /** statusq only: claim calls (batches) per job handled. */
+  claimCallsPerJob?: number;
+  /** statusq only: candidates another claimer took first, per 100 claim attempts (claimed + lost). */
+  lostPer100?: number;
+  /** statusq on MySQL only: deadlocks and lock wait timeouts met (and re-run) per 1,000 jobs. */
+  deadlocksPer1000?: number;
+  /** statusq only: CPU cores busy on average in the workers' process(es) and in the database server. */
+  benchCpu?: number;
+  serverCpu?: number | null;
+  /** statusq only: errors the workers met and survived, by kind (none expected). */
+  errors?: Record<string, number>;
+}
+
+export interface PickupRecord {
+  scenario: 'pickup';
+  system: System;
+  /** `listen` (LISTEN/NOTIFY) or `polling`. */
+  variant: string;
+  dialect: Dialect;
+  rows: number;
+  received: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+}
+
+export interface CostRecord {
+  scenario: 'cost-growth';
+  system: 'statusq';
+  dialect: Dialect;
+  finishedRows: number;
+  pendingIndex: boolean;
+  jobs: number;
+  handled: number;
+  timedOut: boolean;
+  jobsPerSec: number;
+  claimCalls: number;
+  claimP50Ms: number;
+  claimP99Ms: number;
+}
+
+export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord;
+
+/** The q-th quantile (0..1) by nearest rank; NaN for no samples. */
+export function quantile(samples: readonly number[], q: number): number {
+  if (samples.length === 0) return Number.NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!;
+}
+
+export function round(value: number, digits = 1): number {
+  const f = 10 ** digits;
+  return Math.round(value * f) / f;
+}

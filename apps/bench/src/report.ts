@@ -1,0 +1,170 @@
+/**
+ * Turns bench records into tables (plain text for the terminal, Markdown for docs/benchmarks.md), the
+ * headline ratios against the peers, and an SVG bar chart of jobs/s per system and worker count.
+ */
+import type { BenchRecord, BurnDownRecord, CostRecord, PickupRecord } from './records.js';
+
+type Cell = string | number;
+
+function format(value: Cell | undefined): string {
+  if (value === undefined) return '';
+  if (typeof value === 'number') return Number.isFinite(value) ? value.toLocaleString('en-US', { maximumFractionDigits: 2 }) : 'n/a';
+  return value;
+}
+
+function markdownTable(header: readonly string[], rows: readonly Cell[][]): string {
+  const lines = [`| ${header.join(' | ')} |`, `|${header.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`];
+  for (const row of rows) lines.push(`| ${row.map(format).join(' | ')} |`);
+  return lines.join('\n');
+}
+
+function textTable(header: readonly string[], rows: readonly Cell[][]): string {
+  const cells = [header.map(String), ...rows.map((r) => r.map(format))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
+  return cells.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')).join('\n');
+}
+
+export function systemLabel(r: BurnDownRecord | PickupRecord): string {
+  return r.system === 'statusq' ? `statusq ${r.dialect} ${r.variant}` : `${r.system} ${r.variant}`;
+}
+
+interface Section {
+  title: string;
+  header: string[];
+  rows: Cell[][];
+}
+
+function burnDownSection(title: string, records: readonly BurnDownRecord[]): Section {
+  return {
+    title,
+    header: ['system', 'workers', 'processes', 'slots/worker', 'jobs', 'seconds', 'jobs/s', 'claims/job', 'lost/100 claims', 'deadlocks/1,000 jobs', 'CPU workers', 'CPU server'],
+    rows: records.map((r) => [
+      systemLabel(r) + (r.timedOut ? ' (timed out)' : ''),
+      r.workers,
+      r.processes,
+      r.concurrency,
+      r.handled,
+      r.seconds,
+      r.jobsPerSec,
+      r.claimCallsPerJob ?? '',
+      r.lostPer100 ?? '',
+      r.dialect === 'mysql' ? (r.deadlocksPer1000 ?? '') : '',
+      r.benchCpu ?? '',
+      r.serverCpu ?? '',
+    ]),
+  };
+}
+
+function sections(records: readonly BenchRecord[]): Section[] {
+  const out: Section[] = [];
+  const burn = records.filter((r): r is BurnDownRecord => r.scenario === 'burn-down');
+  if (burn.length > 0) out.push(burnDownSection('Burn-down and contention (no-op handler)', burn));
+  const pickups = records.filter((r): r is PickupRecord => r.scenario === 'pickup');
+  if (pickups.length > 0) {
+    out.push({
+      title: 'Pick-up latency (idle worker, one row every 10 ms)',
+      header: ['system', 'rows', 'received', 'p50 ms', 'p99 ms', 'max ms'],
+      rows: pickups.map((r) => [systemLabel(r), r.rows, r.received, r.p50Ms, r.p99Ms, r.maxMs]),
+    });
+  }
+  const costs = records.filter((r): r is CostRecord => r.scenario === 'cost-growth');
+  if (costs.length > 0) {
+    out.push({
+      title: 'Cost growth (finished rows kept in the table; 1 worker x 64 slots)',
+      header: ['dialect', 'finished rows', 'pending index', 'jobs', 'claims', 'claim p50 ms', 'claim p99 ms', 'jobs/s'],
+      rows: costs.map((r) => [r.dialect, r.finishedRows, r.pendingIndex ? 'yes' : 'no', `${r.handled}${r.timedOut ? ` of ${r.jobs} (cut off)` : ''}`, r.claimCalls, r.claimP50Ms, r.claimP99Ms, r.jobsPerSec]),
+    });
+  }
+  const handler = records.filter((r): r is BurnDownRecord => r.scenario === 'handler-5ms');
+  if (handler.length > 0) out.push(burnDownSection('Realistic handler (5 ms of simulated I/O per job)', handler));
+  return out;
+}
+
+export function textReport(records: readonly BenchRecord[]): string {
+  return sections(records)
+    .map((s) => `${s.title}\n${textTable(s.header, s.rows)}`)
+    .join('\n\n');
+}
+
+export function markdownReport(records: readonly BenchRecord[]): string {
+  return sections(records)
+    .map((s) => `### ${s.title}\n\n${markdownTable(s.header, s.rows)}`)
+    .join('\n\n');
+}
+
+function best(records: readonly BurnDownRecord[], match: (r: BurnDownRecord) => boolean, workers: number): BurnDownRecord | undefined {
+  return records.find((r) => r.scenario === 'burn-down' && r.processes === 1 && r.workers === workers && match(r));
+}
+
+/** statusq's throughput over each peer's, per worker count: the numbers the targets are stated in. */
+export function ratioLines(records: readonly BenchRecord[]): string[] {
+  const burn = records.filter((r): r is BurnDownRecord => r.scenario === 'burn-down');
+  const workerCounts = [...new Set(burn.map((r) => r.workers))].sort((a, b) => a - b);
+  const peers = [...new Set(burn.filter((r) => r.system !== 'statusq').map((r) => `${r.system} ${r.variant}`))];
+  const lines: string[] = [];
+  for (const dialect of ['postgres', 'mysql', 'sqlite'] as const) {
+    for (const peer of peers) {
+      const parts: string[] = [];
+      for (const workers of workerCounts) {
+        const ours = best(burn, (r) => r.system === 'statusq' && r.dialect === dialect && r.variant === 'native', workers);
+        const theirs = best(burn, (r) => `${r.system} ${r.variant}` === peer, workers);
+        if (ours && theirs && theirs.jobsPerSec > 0) parts.push(`${workers} workers ${(ours.jobsPerSec / theirs.jobsPerSec).toFixed(1)}x`);
+      }
+      if (parts.length > 0) lines.push(`statusq ${dialect} (native claim) vs ${peer} on PostgreSQL: ${parts.join(', ')}`);
+    }
+  }
+  return lines;
+}
+
+const PALETTE = ['#1b9e77', '#66a61e', '#a6d854', '#d95f02', '#fc8d62', '#7570b3', '#8da0cb', '#e7298a', '#e6ab02', '#666666'];
+
+function escapeXml(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/** Grouped bars: one group per worker count, one bar per system (in-process workers, no-op handler). */
+export function throughputSvg(records: readonly BenchRecord[], caption: string): string {
+  const burn = records.filter((r): r is BurnDownRecord => r.scenario === 'burn-down' && r.processes === 1);
+  const series = [...new Set(burn.map(systemLabel))];
+  const groups = [...new Set(burn.map((r) => r.workers))].sort((a, b) => a - b);
+  const max = Math.max(1, ...burn.map((r) => r.jobsPerSec));
+  const step = 10 ** Math.floor(Math.log10(max));
+  const top = Math.ceil(max / step) * step;
+  const bar = 14;
+  const gap = 28;
+  const left = 70;
+  const plotTop = 40;
+  const plotHeight = 300;
+  const groupWidth = series.length * bar + gap;
+  const legendTop = plotTop + plotHeight + 50;
+  const width = Math.max(left + groups.length * groupWidth + 20, 640);
+  const height = legendTop + series.length * 18 + 20;
+  const y = (v: number) => plotTop + plotHeight - (v / top) * plotHeight;
+  const out: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">`,
+    `<rect width="100%" height="100%" fill="white"/>`,
+    `<text x="${left}" y="20" font-size="13" font-weight="bold">${escapeXml(caption)}</text>`,
+  ];
+  for (let v = 0; v <= top; v += step) {
+    out.push(`<line x1="${left}" x2="${width - 10}" y1="${y(v)}" y2="${y(v)}" stroke="#ddd"/>`);
+    out.push(`<text x="${left - 6}" y="${y(v) + 4}" text-anchor="end">${v.toLocaleString('en-US')}</text>`);
+  }
+  out.push(`<text x="14" y="${plotTop + plotHeight / 2}" transform="rotate(-90 14 ${plotTop + plotHeight / 2})" text-anchor="middle">jobs/s</text>`);
+  groups.forEach((workers, g) => {
+    const x0 = left + gap / 2 + g * groupWidth;
+    series.forEach((name, s) => {
+      const r = burn.find((b) => b.workers === workers && systemLabel(b) === name);
+      if (!r) return;
+      const x = x0 + s * bar;
+      out.push(`<rect x="${x}" y="${y(r.jobsPerSec)}" width="${bar - 2}" height="${plotTop + plotHeight - y(r.jobsPerSec)}" fill="${PALETTE[s % PALETTE.length]}"><title>${escapeXml(`${name}, ${workers} workers: ${r.jobsPerSec} jobs/s`)}</title></rect>`);
+    });
+    out.push(`<text x="${x0 + (series.length * bar) / 2}" y="${plotTop + plotHeight + 18}" text-anchor="middle">${workers} worker${workers === 1 ? '' : 's'}</text>`);
+  });
+  series.forEach((name, s) => {
+    const ly = legendTop + s * 18;
+    out.push(`<rect x="${left}" y="${ly - 10}" width="12" height="12" fill="${PALETTE[s % PALETTE.length]}"/>`);
+    out.push(`<text x="${left + 18}" y="${ly}">${escapeXml(name)}</text>`);
+  });
+  out.push('</svg>');
+  return out.join('\n') + '\n';
+}

@@ -1,0 +1,263 @@
+/**
+ * The six scenarios of the benchmark (issue 6), each bounded in rows and time. A `Plan` holds their sizes;
+ * `--quick` shrinks every one so the whole set runs in well under a minute.
+ */
+import type { ClaimRequest, ClaimResult, ClaimStrategy, Store } from '@statusq/core';
+import { openBenchDatabase, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
+import type { Peer } from './peer-contract.js';
+import { quantile, round, type BenchRecord, type BurnDownRecord, type CostRecord, type PickupRecord } from './records.js';
+import { burnDownInProcess, burnDownInProcesses, pickupLatency, type StatusqBurnDownResult, type StatusqRunOptions } from './statusq-runs.js';
+
+export interface Plan {
+  jobs: number;
+  strategies: readonly ClaimStrategy[];
+  workerCounts: number[];
+  /** Process counts for statusq's multi-process burn-down (one worker per process). */
+  processCounts: number[];
+  concurrency: number;
+  pickupRows: number;
+  pickupIntervalMs: number;
+  /** Finished rows kept in the table for the cost-growth scenario. */
+  historySizes: number[];
+  costPendingRows: number;
+  handlerWorkerCounts: number[];
+  runTimeoutMs: number;
+}
+
+export const FULL_PLAN: Plan = {
+  jobs: 20_000,
+  strategies: ['native', 'conditional-update'],
+  workerCounts: [1, 8, 32],
+  processCounts: [2, 4],
+  concurrency: 16,
+  pickupRows: 200,
+  pickupIntervalMs: 10,
+  historySizes: [10_000, 1_000_000, 10_000_000],
+  costPendingRows: 5_000,
+  handlerWorkerCounts: [1, 8, 32],
+  // pg-boss polls at most every 0.5 s per worker, so one worker needs ~10 minutes for 20,000 jobs: cut off.
+  runTimeoutMs: 60_000,
+};
+
+export const QUICK_PLAN: Plan = {
+  jobs: 1_000,
+  strategies: ['native', 'conditional-update'],
+  workerCounts: [1, 8],
+  processCounts: [2],
+  concurrency: 16,
+  pickupRows: 30,
+  pickupIntervalMs: 10,
+  historySizes: [10_000, 100_000],
+  costPendingRows: 500,
+  handlerWorkerCounts: [8],
+  runTimeoutMs: 5_000,
+};
+
+export type ScenarioName = 'burn-down' | 'peers' | 'pickup' | 'cost-growth' | 'handler-5ms';
+export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'pickup', 'cost-growth', 'handler-5ms'];
+
+export interface BenchContext {
+  plan: Plan;
+  dialects: readonly Dialect[];
+  peers: readonly Peer[];
+  record(record: BenchRecord): void;
+  log(line: string): void;
+}
+
+/** Without its index a claim scans the whole history; these runs are cut short rather than left to crawl. */
+const UNINDEXED_TIMEOUT_MS = 15_000;
+
+async function withDatabase<T>(dialect: Dialect, body: (db: BenchDatabase) => Promise<T>): Promise<T> {
+  const db = await openBenchDatabase(dialect);
+  try {
+    return await body(db);
+  } finally {
+    await db.close();
+  }
+}
+
+function burnDownRecord(scenario: BurnDownRecord['scenario'], dialect: Dialect, options: StatusqRunOptions, processes: number, jobs: number, result: StatusqBurnDownResult): BurnDownRecord {
+  const { counters } = result;
+  const attempts = counters.claimed + counters.lostClaims;
+  return {
+    scenario,
+    system: 'statusq',
+    variant: options.strategy,
+    dialect,
+    workers: options.workers,
+    processes,
+    concurrency: options.concurrency,
+    jobs,
+    handled: result.handled,
+    seconds: round(result.seconds, 3),
+    jobsPerSec: Math.round(result.handled / result.seconds),
+    timedOut: result.timedOut,
+    claimCallsPerJob: round(counters.claimCalls / Math.max(1, result.handled), 3),
+    lostPer100: round((100 * counters.lostClaims) / Math.max(1, attempts), 2),
+    deadlocksPer1000: round((1000 * result.deadlocks) / Math.max(1, result.handled), 2),
+    benchCpu: result.cpu.bench,
+    serverCpu: result.cpu.server,
+    errors: result.errors,
+  };
+}
+
+/** Scenario 1 (and 3, from the same runs' claim counters): drain N no-op jobs per dialect, strategy and worker count. */
+export async function burnDown(ctx: BenchContext, scenario: BurnDownRecord['scenario'] = 'burn-down'): Promise<void> {
+  const { plan } = ctx;
+  const handlerDelayMs = scenario === 'handler-5ms' ? 5 : 0;
+  const workerCounts = scenario === 'handler-5ms' ? plan.handlerWorkerCounts : plan.workerCounts;
+  for (const dialect of ctx.dialects) {
+    await withDatabase(dialect, async (db) => {
+      const table = `bench_${scenario.replace(/\W/g, '_')}`;
+      const strategies = scenario === 'handler-5ms' ? (['native'] as const) : plan.strategies;
+      for (const strategy of strategies) {
+        for (const workers of workerCounts) {
+          const options: StatusqRunOptions = { table, workers, concurrency: plan.concurrency, strategy, handlerDelayMs, timeoutMs: plan.runTimeoutMs };
+          await db.createTable(table, { pending: plan.jobs, finished: 0 });
+          const result = await burnDownInProcess(db, options);
+          ctx.record(burnDownRecord(scenario, dialect, options, 1, plan.jobs, result));
+        }
+      }
+      if (scenario === 'burn-down') {
+        for (const processes of plan.processCounts) {
+          const options: StatusqRunOptions = { table, workers: processes, concurrency: plan.concurrency, strategy: 'native', handlerDelayMs, timeoutMs: plan.runTimeoutMs };
+          await db.createTable(table, { pending: plan.jobs, finished: 0 });
+          const result = await burnDownInProcesses(db, options, processes);
+          ctx.record(burnDownRecord(scenario, dialect, options, processes, plan.jobs, result));
+        }
+      }
+      await db.dropTable(table);
+    });
+  }
+}
+
+/** Scenario 2 (and 6 with a 5 ms handler): the peers on the same PostgreSQL, same jobs, same worker counts. */
+export async function peers(ctx: BenchContext, scenario: BurnDownRecord['scenario'] = 'burn-down'): Promise<void> {
+  if (ctx.peers.length === 0 || !ctx.dialects.includes('postgres')) return;
+  const url = await postgresBenchUrl();
+  const handlerDelayMs = scenario === 'handler-5ms' ? 5 : 0;
+  const workerCounts = scenario === 'handler-5ms' ? ctx.plan.handlerWorkerCounts : ctx.plan.workerCounts;
+  for (const peer of ctx.peers) {
+    for (const workers of workerCounts) {
+      const result = await peer.burnDown({ url, jobs: ctx.plan.jobs, workers, concurrency: ctx.plan.concurrency, handlerDelayMs, timeoutMs: ctx.plan.runTimeoutMs });
+      ctx.record({
+        scenario,
+        system: peer.system as BurnDownRecord['system'],
+        variant: peer.variant,
+        dialect: 'postgres',
+        workers,
+        processes: 1,
+        concurrency: ctx.plan.concurrency,
+        jobs: ctx.plan.jobs,
+        handled: result.handled,
+        seconds: round(result.seconds, 3),
+        jobsPerSec: Math.round(result.handled / result.seconds),
+        timedOut: result.timedOut,
+      });
+    }
+  }
+}
+
+function pickupRecord(system: PickupRecord['system'], variant: string, dialect: Dialect, rows: number, latencies: readonly number[]): PickupRecord {
+  return {
+    scenario: 'pickup',
+    system,
+    variant,
+    dialect,
+    rows,
+    received: latencies.length,
+    p50Ms: round(quantile(latencies, 0.5), 2),
+    p99Ms: round(quantile(latencies, 0.99), 2),
+    maxMs: round(Math.max(...latencies), 2),
+  };
+}
+
+/** Scenario 4: an idle worker, one row every 10 ms; insert-to-handler-start latency. */
+export async function pickup(ctx: BenchContext): Promise<void> {
+  const { plan } = ctx;
+  const timeoutMs = plan.pickupRows * plan.pickupIntervalMs * 3 + 5_000;
+  for (const dialect of ctx.dialects) {
+    await withDatabase(dialect, async (db) => {
+      const table = 'bench_pickup';
+      for (const listen of dialect === 'postgres' ? [true, false] : [false]) {
+        await db.createTable(table, { pending: 0, finished: 0 });
+        const { latenciesMs } = await pickupLatency(db, table, { rows: plan.pickupRows, intervalMs: plan.pickupIntervalMs, timeoutMs, listen });
+        ctx.record(pickupRecord('statusq', listen ? 'listen' : 'polling', dialect, plan.pickupRows, latenciesMs));
+      }
+      await db.dropTable(table);
+    });
+  }
+  if (!ctx.dialects.includes('postgres')) return;
+  const url = await postgresBenchUrl();
+  for (const peer of ctx.peers) {
+    const { latenciesMs } = await peer.pickup({ url, rows: plan.pickupRows, intervalMs: plan.pickupIntervalMs, timeoutMs });
+    ctx.record(pickupRecord(peer.system as PickupRecord['system'], peer.variant, 'postgres', plan.pickupRows, latenciesMs));
+  }
+}
+
+/** A store whose `claim` calls are timed; everything else goes straight through. */
+function timingClaims(store: Store, samples: number[]): Store {
+  return new Proxy(store, {
+    get(target, property) {
+      if (property === 'claim') {
+        return async (...args: [never, ClaimRequest]): Promise<ClaimResult> => {
+          const started = performance.now();
+          try {
+            return await target.claim(...args);
+          } finally {
+            samples.push(performance.now() - started);
+          }
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+/**
+ * Scenario 5: the same pending rows on top of a growing history of finished rows, with the pending index and
+ * then without it. One worker with the native claim; the claim's own latency is timed at the store.
+ */
+export async function costGrowth(ctx: BenchContext): Promise<void> {
+  const { plan } = ctx;
+  for (const dialect of ctx.dialects) {
+    await withDatabase(dialect, async (db) => {
+      const table = 'bench_cost';
+      for (const finishedRows of plan.historySizes) {
+        const fillStarted = performance.now();
+        await db.createTable(table, { pending: plan.costPendingRows, finished: finishedRows });
+        ctx.log(`  ${dialect}: ${finishedRows.toLocaleString('en-US')} finished rows loaded in ${((performance.now() - fillStarted) / 1000).toFixed(1)} s`);
+        for (const pendingIndex of [true, false]) {
+          if (!pendingIndex) {
+            await db.dropPendingIndex(table);
+            await db.addPending(table, plan.costPendingRows);
+          }
+          ctx.record(await measureClaimCost(db, table, finishedRows, pendingIndex, plan));
+        }
+      }
+      await db.dropTable(table);
+    });
+  }
+}
+
+async function measureClaimCost(db: BenchDatabase, table: string, finishedRows: number, pendingIndex: boolean, plan: Plan): Promise<CostRecord> {
+  const samples: number[] = [];
+  const timeoutMs = pendingIndex ? plan.runTimeoutMs : Math.min(plan.runTimeoutMs, UNINDEXED_TIMEOUT_MS);
+  const timedDb: BenchDatabase = Object.create(db, { connect: { value: async () => timingClaims(await db.connect(), samples) } }) as BenchDatabase;
+  const result = await burnDownInProcess(timedDb, { table, workers: 1, concurrency: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs });
+  return {
+    scenario: 'cost-growth',
+    system: 'statusq',
+    dialect: db.dialect,
+    finishedRows,
+    pendingIndex,
+    jobs: plan.costPendingRows,
+    handled: result.handled,
+    timedOut: result.timedOut,
+    jobsPerSec: Math.round(result.handled / result.seconds),
+    claimCalls: samples.length,
+    claimP50Ms: round(quantile(samples, 0.5), 2),
+    claimP99Ms: round(quantile(samples, 0.99), 2),
+  };
+}
