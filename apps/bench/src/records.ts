@@ -20,6 +20,8 @@ export interface BurnDownRecord {
   timedOut: boolean;
   /** statusq only: claim calls (batches) per job handled. */
   claimCallsPerJob?: number;
+  /** statusq only: database round trips the claims made, per job handled (see claimRoundTrips). */
+  claimRoundTripsPerJob?: number;
   /** statusq only: candidates another claimer took first, per 100 claim attempts (claimed + lost). */
   lostPer100?: number;
   /** statusq on MySQL only: deadlocks and lock wait timeouts met (and re-run) per 1,000 jobs. */
@@ -34,7 +36,7 @@ export interface BurnDownRecord {
 export interface PickupRecord {
   scenario: 'pickup';
   system: System;
-  /** `listen` (LISTEN/NOTIFY) or `polling`. */
+  /** statusq: `<strategy>, listen` (LISTEN/NOTIFY) or `<strategy>, polling`; peers: their mode. */
   variant: string;
   dialect: Dialect;
   rows: number;

@@ -37,7 +37,7 @@ interface Section {
 function burnDownSection(title: string, records: readonly BurnDownRecord[]): Section {
   return {
     title,
-    header: ['system', 'workers', 'processes', 'slots/worker', 'jobs', 'seconds', 'jobs/s', 'claims/job', 'lost/100 claims', 'deadlocks/1,000 jobs', 'CPU workers', 'CPU server'],
+    header: ['system', 'workers', 'processes', 'slots/worker', 'jobs', 'seconds', 'jobs/s', 'claims/job', 'claim round trips/job', 'lost/100 claims', 'deadlocks/1,000 jobs', 'CPU workers', 'CPU server'],
     rows: records.map((r) => [
       systemLabel(r) + (r.timedOut ? ' (timed out)' : ''),
       r.workers,
@@ -47,6 +47,7 @@ function burnDownSection(title: string, records: readonly BurnDownRecord[]): Sec
       r.seconds,
       r.jobsPerSec,
       r.claimCallsPerJob ?? '',
+      r.claimRoundTripsPerJob ?? '',
       r.lostPer100 ?? '',
       r.dialect === 'mysql' ? (r.deadlocksPer1000 ?? '') : '',
       r.benchCpu ?? '',

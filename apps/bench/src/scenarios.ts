@@ -2,7 +2,7 @@
  * The six scenarios of the benchmark (issue 6), each bounded in rows and time. A `Plan` holds their sizes;
  * `--quick` shrinks every one so the whole set runs in well under a minute.
  */
-import type { ClaimRequest, ClaimResult, ClaimStrategy, Store } from '@statusq/core';
+import type { ClaimRequest, ClaimResult, ClaimStrategy, Store, WorkerCounters } from '@statusq/core';
 import { openBenchDatabase, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
 import type { Peer } from './peer-contract.js';
 import { quantile, round, type BenchRecord, type BurnDownRecord, type CostRecord, type PickupRecord } from './records.js';
@@ -76,6 +76,19 @@ async function withDatabase<T>(dialect: Dialect, body: (db: BenchDatabase) => Pr
   }
 }
 
+/**
+ * Round trips the claims made, from the workers' counters and the known shape of each claim: the native
+ * claim is one statement on PostgreSQL and SQLite (where it does not even leave the process) and a
+ * transaction of four on MySQL (three when it finds nothing); the conditional-update claim is one SELECT,
+ * one UPDATE per candidate, and one read-back of the claimed rows' lease times.
+ */
+function claimRoundTrips(dialect: Dialect, strategy: ClaimStrategy, c: WorkerCounters): number {
+  const found = c.claimCalls - c.emptyClaims;
+  if (strategy === 'conditional-update') return c.claimCalls + c.claimed + c.lostClaims + found;
+  if (dialect === 'mysql') return 4 * found + 3 * c.emptyClaims;
+  return c.claimCalls;
+}
+
 function burnDownRecord(scenario: BurnDownRecord['scenario'], dialect: Dialect, options: StatusqRunOptions, processes: number, jobs: number, result: StatusqBurnDownResult): BurnDownRecord {
   const { counters } = result;
   const attempts = counters.claimed + counters.lostClaims;
@@ -93,6 +106,7 @@ function burnDownRecord(scenario: BurnDownRecord['scenario'], dialect: Dialect, 
     jobsPerSec: Math.round(result.handled / result.seconds),
     timedOut: result.timedOut,
     claimCallsPerJob: round(counters.claimCalls / Math.max(1, result.handled), 3),
+    claimRoundTripsPerJob: round(claimRoundTrips(dialect, options.strategy, counters) / Math.max(1, result.handled), 3),
     lostPer100: round((100 * counters.lostClaims) / Math.max(1, attempts), 2),
     deadlocksPer1000: round((1000 * result.deadlocks) / Math.max(1, result.handled), 2),
     benchCpu: result.cpu.bench,
@@ -179,10 +193,12 @@ export async function pickup(ctx: BenchContext): Promise<void> {
   for (const dialect of ctx.dialects) {
     await withDatabase(dialect, async (db) => {
       const table = 'bench_pickup';
-      for (const listen of dialect === 'postgres' ? [true, false] : [false]) {
-        await db.createTable(table, { pending: 0, finished: 0 });
-        const { latenciesMs } = await pickupLatency(db, table, { rows: plan.pickupRows, intervalMs: plan.pickupIntervalMs, timeoutMs, listen });
-        ctx.record(pickupRecord('statusq', listen ? 'listen' : 'polling', dialect, plan.pickupRows, latenciesMs));
+      for (const strategy of plan.strategies) {
+        for (const listen of dialect === 'postgres' ? [true, false] : [false]) {
+          await db.createTable(table, { pending: 0, finished: 0 });
+          const { latenciesMs } = await pickupLatency(db, table, { rows: plan.pickupRows, intervalMs: plan.pickupIntervalMs, timeoutMs, listen, strategy });
+          ctx.record(pickupRecord('statusq', `${strategy}, ${listen ? 'listen' : 'polling'}`, dialect, plan.pickupRows, latenciesMs));
+        }
       }
       await db.dropTable(table);
     });

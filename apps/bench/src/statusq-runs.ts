@@ -4,7 +4,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Worker, sleep, type ClaimStrategy, type Handler, type Store, type WorkerCounters } from '@statusq/core';
+import { Worker, emptyWorkerCounters, sleep, type ClaimStrategy, type Handler, type Store, type WorkerCounters } from '@statusq/core';
 import { measureCpu, type CpuShare } from './cpu.js';
 import type { BenchDatabase, Dialect } from './databases.js';
 import type { BurnDownResult, PickupResult } from './peer-contract.js';
@@ -52,7 +52,7 @@ export function countErrors(worker: Worker, errors: Record<string, number>): voi
 }
 
 export function sumCounters(all: readonly WorkerCounters[]): WorkerCounters {
-  const total: WorkerCounters = { claimCalls: 0, emptyClaims: 0, claimed: 0, lostClaims: 0, completed: 0, failed: 0, retried: 0, abused: 0, claimLost: 0, released: 0 };
+  const total = emptyWorkerCounters();
   for (const counters of all) for (const key of Object.keys(total) as Array<keyof WorkerCounters>) total[key] += counters[key];
   return total;
 }
@@ -168,7 +168,11 @@ function onMessage(child: ChildProcess, type: ChildMessage['type']): Promise<voi
  * One idle worker; a row is inserted every `intervalMs`. Latency runs from just before the INSERT to the
  * handler's start. The worker idles first so a LISTEN connection (PostgreSQL) is in place, as it would be.
  */
-export async function pickupLatency(db: BenchDatabase, table: string, options: { rows: number; intervalMs: number; timeoutMs: number; listen: boolean }): Promise<PickupResult> {
+export async function pickupLatency(
+  db: BenchDatabase,
+  table: string,
+  options: { rows: number; intervalMs: number; timeoutMs: number; listen: boolean; strategy: ClaimStrategy },
+): Promise<PickupResult> {
   const workerStore = await db.connect({ listen: options.listen });
   const inserter = await db.connect();
   const insertedAt: number[] = [];
@@ -180,6 +184,7 @@ export async function pickupLatency(db: BenchDatabase, table: string, options: {
     store: workerStore,
     table: { table },
     concurrency: 16,
+    strategy: options.strategy,
     handler: (job) => {
       const seq = Number(job.payload);
       latencies[seq] = performance.now() - insertedAt[seq]!;

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { WorkerCounters } from '@statusq/core';
+import { emptyWorkerCounters, type WorkerCounters } from '@statusq/core';
 import { handlerPath } from '@statusq/test-fixtures';
 import { Ledger } from './ledger.js';
 import type { WorkerReport } from './report.js';
@@ -65,6 +65,7 @@ function parseSummaries(stdout: string, ledger: Ledger): WorkerReport[] {
     const label = `pid ${m[7]}`;
     const runs = ledger.countByWorker(label);
     const counters: WorkerCounters = {
+      ...emptyWorkerCounters(),
       claimed: runs,
       completed: Number(m[1]),
       failed: Number(m[2]),
@@ -72,7 +73,6 @@ function parseSummaries(stdout: string, ledger: Ledger): WorkerReport[] {
       retried: Number(m[4]),
       lostClaims: Number(m[5]),
       claimLost: Number(m[6]),
-      released: 0,
     };
     reports.push({ label, counters, runs, errors: [] });
   }

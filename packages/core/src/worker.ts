@@ -63,6 +63,11 @@ export interface WorkerCounters {
   released: number;
 }
 
+/** All counters at zero: a new worker's, and the start of a sum over several. */
+export function emptyWorkerCounters(): WorkerCounters {
+  return { claimCalls: 0, emptyClaims: 0, claimed: 0, lostClaims: 0, completed: 0, failed: 0, retried: 0, abused: 0, claimLost: 0, released: 0 };
+}
+
 interface InFlight {
   job: Job;
   token: string | null;
@@ -111,7 +116,7 @@ export function defaultWorkerId(): string {
  * drains: no more claims, running jobs finish (or, past the timeout, are handed back), then run() resolves.
  */
 export class Worker extends TypedEmitter {
-  readonly counters: WorkerCounters = { claimCalls: 0, emptyClaims: 0, claimed: 0, lostClaims: 0, completed: 0, failed: 0, retried: 0, abused: 0, claimLost: 0, released: 0 };
+  readonly counters: WorkerCounters = emptyWorkerCounters();
   readonly workerId: string;
   private readonly concurrency: number;
   private readonly batch: number;
