@@ -138,7 +138,8 @@ async function main(args: Args): Promise<void> {
   }
   const base = args.quick ? QUICK_PLAN : FULL_PLAN;
   const plan = { ...base, ...(args.workers && { workerCounts: args.workers, handlerWorkerCounts: args.workers }), ...(args.jobs && { jobs: args.jobs }), ...(args.strategies && { strategies: args.strategies }) };
-  const partial = args.workers !== null || args.jobs !== null || args.strategies !== null || args.only.length < SCENARIOS.length;
+  const partial =
+    args.workers !== null || args.jobs !== null || args.strategies !== null || !args.peers || args.only.length < SCENARIOS.length || args.dialects.length < DIALECTS.length;
   const resultsFile = args.quick || partial ? join(ROOT, 'apps', 'bench', 'results', args.quick ? 'quick.jsonl' : 'partial.jsonl') : join(DOCS_DATA, 'results.jsonl');
   mkdirSync(dirname(resultsFile), { recursive: true });
   writeFileSync(resultsFile, '');
@@ -184,10 +185,19 @@ try {
   console.error(`bench: ${error.message}`);
   process.exit(2);
 }
-main(args).then(
-  () => undefined,
-  (error: unknown) => {
-    console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
-    process.exitCode = 1;
-  },
-);
+main(args)
+  .then(
+    () => undefined,
+    (error: unknown) => {
+      console.error(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      process.exitCode = 1;
+    },
+  )
+  .finally(() => {
+    // Everything is closed by now and the process should end by itself; if a peer library left a handle open,
+    // say so and end anyway rather than hang CI.
+    setTimeout(() => {
+      console.error('bench: an open handle kept the process alive after the run; exiting');
+      process.exit(process.exitCode ?? 1);
+    }, 10_000).unref();
+  });

@@ -8,17 +8,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as mysqlAdapter from '@statusq/adapter-mysql';
 import * as postgresAdapter from '@statusq/adapter-postgres';
+import { adminUrl as postgresAdminUrl, databaseUrl } from '@statusq/adapter-postgres/testing';
 import * as sqliteAdapter from '@statusq/adapter-sqlite';
 import { validateTableName, type Store } from '@statusq/core';
 import { initTable, pendingIndexName } from '@statusq/schema';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
+import { assertLocalUrl } from './limits.js';
 
 export type Dialect = 'sqlite' | 'postgres' | 'mysql';
 export const DIALECTS: readonly Dialect[] = ['sqlite', 'postgres', 'mysql'];
 
 export const BENCH_DATABASE = 'statusq_bench';
-const DEFAULT_POSTGRES_URL = 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
 const DEFAULT_MYSQL_URL = 'mysql://root@127.0.0.1:3306/test';
 
 /** Rows per INSERT ... SELECT: big enough to load 10 million rows in minutes, small enough for one undo log. */
@@ -35,7 +36,7 @@ export interface BenchDatabase {
   readonly dialect: Dialect;
   /** What workers connect with (the URL the CLI would take). */
   readonly url: string;
-  connect(options?: { listen?: boolean }): Promise<Store>;
+  connect(options?: ConnectionOptions): Promise<Store>;
   /** A fresh managed table (`statusq init`) holding `counts` rows, with fresh planner statistics. */
   createTable(table: string, counts: FillCounts): Promise<void>;
   /** Adds `count` more pending rows, newer than every row there. */
@@ -53,35 +54,35 @@ export async function openBenchDatabase(dialect: Dialect): Promise<BenchDatabase
     case 'sqlite':
       return SqliteBench.open();
     case 'postgres':
-      return PostgresBench.open(process.env.STATUSQ_POSTGRES_URL || DEFAULT_POSTGRES_URL);
+      return PostgresBench.open(postgresAdminUrl());
     case 'mysql':
       return MysqlBench.open(process.env.STATUSQ_MYSQL_URL || DEFAULT_MYSQL_URL);
   }
 }
 
-/** The PostgreSQL bench database's URL (the peers run there too). */
+/** The PostgreSQL bench database's URL (the peers run there too), created when missing. */
 export async function postgresBenchUrl(): Promise<string> {
-  const db = await PostgresBench.open(process.env.STATUSQ_POSTGRES_URL || DEFAULT_POSTGRES_URL);
-  await db.close();
-  return db.url;
+  return PostgresBench.ensureDatabase(postgresAdminUrl());
 }
 
-/** A store on `url`; `listen: false` turns PostgreSQL's LISTEN/NOTIFY off (polling only). */
-export function connectUrl(dialect: Dialect, url: string, options: { listen?: boolean } = {}): Promise<Store> {
+export interface ConnectionOptions {
+  /** PostgreSQL: LISTEN/NOTIFY wake-ups (default true); off means polling only. */
+  listen?: boolean;
+  /** Most pooled connections the store may open (PostgreSQL maxConnections, MySQL connectionLimit). */
+  connections?: number;
+}
+
+/** A store on `url` (127.0.0.1 only). */
+export function connectUrl(dialect: Dialect, url: string, options: ConnectionOptions = {}): Promise<Store> {
+  assertLocalUrl(url);
   switch (dialect) {
     case 'sqlite':
       return sqliteAdapter.connect(url);
     case 'postgres':
-      return postgresAdapter.connect(url, { listen: options.listen ?? true });
+      return postgresAdapter.connect(url, { listen: options.listen ?? true, ...(options.connections && { maxConnections: options.connections }) });
     case 'mysql':
-      return mysqlAdapter.connect(url);
+      return mysqlAdapter.connect(url, options.connections ? { connectionLimit: options.connections } : {});
   }
-}
-
-function withDatabase(base: string, database: string): string {
-  const url = new URL(base);
-  url.pathname = `/${database}`;
-  return url.toString();
 }
 
 /** Splits `total` into FILL_CHUNK-sized [offset, count) pieces. */
@@ -102,7 +103,7 @@ abstract class BaseBench implements BenchDatabase {
     protected readonly admin: Store,
   ) {}
 
-  connect(options: { listen?: boolean } = {}): Promise<Store> {
+  connect(options: ConnectionOptions = {}): Promise<Store> {
     return connectUrl(this.dialect, this.url, options);
   }
 
@@ -190,7 +191,8 @@ class SqliteBench extends BaseBench {
 class PostgresBench extends BaseBench {
   readonly dialect = 'postgres' as const;
 
-  static async open(adminUrl: string): Promise<PostgresBench> {
+  static async ensureDatabase(adminUrl: string): Promise<string> {
+    assertLocalUrl(adminUrl);
     const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5000 });
     await client.connect();
     try {
@@ -199,7 +201,11 @@ class PostgresBench extends BaseBench {
     } finally {
       await client.end();
     }
-    const url = withDatabase(adminUrl, BENCH_DATABASE);
+    return databaseUrl(BENCH_DATABASE, adminUrl);
+  }
+
+  static async open(adminUrl: string): Promise<PostgresBench> {
+    const url = await PostgresBench.ensureDatabase(adminUrl);
     return new PostgresBench(url, await postgresAdapter.connect(url));
   }
 
@@ -226,6 +232,7 @@ class MysqlBench extends BaseBench {
   readonly dialect = 'mysql' as const;
 
   static async open(adminUrl: string): Promise<MysqlBench> {
+    assertLocalUrl(adminUrl);
     const { host, port, user, password } = mysqlAdapter.optionsFromUrl(adminUrl);
     const conn = await mysql.createConnection({ host, port, user, password, connectTimeout: 5000 });
     try {
@@ -233,8 +240,9 @@ class MysqlBench extends BaseBench {
     } finally {
       await conn.end();
     }
-    const url = withDatabase(adminUrl, BENCH_DATABASE);
-    return new MysqlBench(url, await mysqlAdapter.connect(url));
+    const url = new URL(adminUrl);
+    url.pathname = `/${BENCH_DATABASE}`;
+    return new MysqlBench(url.toString(), await mysqlAdapter.connect(url.toString()));
   }
 
   async version(): Promise<string> {

@@ -182,7 +182,7 @@ function pickupRecord(system: PickupRecord['system'], variant: string, dialect: 
     received: latencies.length,
     p50Ms: round(quantile(latencies, 0.5), 2),
     p99Ms: round(quantile(latencies, 0.99), 2),
-    maxMs: round(Math.max(...latencies), 2),
+    maxMs: round(latencies.length > 0 ? Math.max(...latencies) : Number.NaN, 2),
   };
 }
 

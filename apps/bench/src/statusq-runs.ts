@@ -6,7 +6,8 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Worker, emptyWorkerCounters, sleep, type ClaimStrategy, type Handler, type Store, type WorkerCounters } from '@statusq/core';
 import { measureCpu, type CpuShare } from './cpu.js';
-import type { BenchDatabase, Dialect } from './databases.js';
+import type { BenchDatabase, ConnectionOptions, Dialect } from './databases.js';
+import { poolSize } from './limits.js';
 import type { BurnDownResult, PickupResult } from './peer-contract.js';
 
 export interface StatusqRunOptions {
@@ -27,10 +28,13 @@ export interface StatusqBurnDownResult extends BurnDownResult {
 }
 
 /** The messages a burn child and its parent exchange. */
-export type ChildMessage = { type: 'ready' } | { type: 'done'; counters: WorkerCounters; deadlocks: number; handled: number; errors: Record<string, number>; cpuSeconds: number; error?: string };
+export type ChildMessage =
+  | { type: 'ready' }
+  | { type: 'done'; counters: WorkerCounters; deadlocks: number; errors: Record<string, number>; cpuSeconds: number; span: Span; timedOut: boolean; error?: string };
 export interface ChildConfig extends StatusqRunOptions {
   dialect: Dialect;
   url: string;
+  connections: ConnectionOptions;
 }
 
 export function handlerFor(delayMs: number): Handler {
@@ -57,7 +61,41 @@ export function sumCounters(all: readonly WorkerCounters[]): WorkerCounters {
   return total;
 }
 
-export async function createBenchWorker(store: Store, options: StatusqRunOptions, exitWhenEmpty: boolean, errors: Record<string, number>): Promise<Worker> {
+/**
+ * When the run's first claim came back and its last settle was committed, on a clock shared by every process
+ * (ms since the epoch). This is the span the peers are timed over too: first handler start to last job settled.
+ */
+export interface Span {
+  first: number | null;
+  last: number | null;
+}
+
+const epochNow = (): number => performance.timeOrigin + performance.now();
+
+export function trackSpan(worker: Worker, span: Span): void {
+  worker.on('claimed', () => (span.first ??= epochNow()));
+  for (const settled of ['completed', 'failed', 'abused', 'retried'] as const) worker.on(settled, () => (span.last = epochNow()));
+}
+
+export function mergeSpans(spans: readonly Span[]): Span {
+  const firsts = spans.map((s) => s.first).filter((t): t is number => t !== null);
+  const lasts = spans.map((s) => s.last).filter((t): t is number => t !== null);
+  return { first: firsts.length ? Math.min(...firsts) : null, last: lasts.length ? Math.max(...lasts) : null };
+}
+
+function spanSeconds(span: Span): number {
+  return span.first === null || span.last === null ? Number.NaN : (span.last - span.first) / 1000;
+}
+
+/**
+ * Each worker's connections: the same budget the peers get (see limits.ts). Burn-downs poll rather than LISTEN:
+ * the clock stops at the last settle, so wake-ups at the empty tail would only cost a connection.
+ */
+export function burnDownConnections(workers: number): ConnectionOptions {
+  return { listen: false, connections: poolSize(4, workers, 1) };
+}
+
+export async function createBenchWorker(store: Store, options: StatusqRunOptions, exitWhenEmpty: boolean, errors: Record<string, number>, span: Span): Promise<Worker> {
   const worker = await Worker.create({
     store,
     table: { table: options.table },
@@ -67,41 +105,58 @@ export async function createBenchWorker(store: Store, options: StatusqRunOptions
     exitWhenEmpty,
   });
   countErrors(worker, errors);
+  trackSpan(worker, span);
   return worker;
 }
 
-/** Stops every worker when `timeoutMs` passes first; true when it did. */
-async function runBounded(workers: readonly Worker[], timeoutMs: number): Promise<boolean> {
+/**
+ * Runs the workers until the queue is empty, stopping all of them when `timeoutMs` passes first (then true)
+ * or when one fails (then that error, once the others have stopped: no store is closed under a running worker).
+ */
+export async function runBounded(workers: readonly Worker[], timeoutMs: number): Promise<boolean> {
   let timedOut = false;
+  // A worker whose run() failed rejects its stop() the same way; that error is reported once, below.
+  const stopAll = () => Promise.all(workers.map((w) => w.stop(1_000).catch(() => undefined)));
   const timer = setTimeout(() => {
     timedOut = true;
-    for (const worker of workers) void worker.stop(1_000);
+    void stopAll();
   }, timeoutMs);
   try {
-    await Promise.all(workers.map((w) => w.run()));
+    const outcomes = await Promise.all(
+      workers.map((w) =>
+        w.run().then(
+          () => null,
+          async (error: unknown) => {
+            await stopAll();
+            return error;
+          },
+        ),
+      ),
+    );
+    const failure = outcomes.find((e) => e !== null);
+    if (failure !== undefined) throw failure;
   } finally {
     clearTimeout(timer);
   }
   return timedOut;
 }
 
-/** W workers in this process drain the table; the clock runs from their start to the last one's exit. */
+/** W workers in this process drain the table; timed from the first claim to the last settle. */
 export async function burnDownInProcess(db: BenchDatabase, options: StatusqRunOptions): Promise<StatusqBurnDownResult> {
   const stores: Store[] = [];
   const errors: Record<string, number> = {};
+  const span: Span = { first: null, last: null };
   try {
     const workers: Worker[] = [];
     for (let i = 0; i < options.workers; i++) {
-      const store = await db.connect();
+      const store = await db.connect(burnDownConnections(options.workers));
       stores.push(store);
-      workers.push(await createBenchWorker(store, options, true, errors));
+      workers.push(await createBenchWorker(store, options, true, errors, span));
     }
     const cpu = measureCpu(db.dialect);
-    const started = performance.now();
     const timedOut = await runBounded(workers, options.timeoutMs);
-    const seconds = (performance.now() - started) / 1000;
     const counters = sumCounters(workers.map((w) => w.counters));
-    return { handled: counters.completed, seconds, timedOut, counters, cpu: cpu(), errors, deadlocks: stores.reduce((n, s) => n + deadlocksOf(s), 0) };
+    return { handled: counters.completed, seconds: spanSeconds(span), timedOut, counters, cpu: cpu(), errors, deadlocks: stores.reduce((n, s) => n + deadlocksOf(s), 0) };
   } finally {
     await Promise.all(stores.map((s) => s.close()));
   }
@@ -109,58 +164,101 @@ export async function burnDownInProcess(db: BenchDatabase, options: StatusqRunOp
 
 const CHILD_SCRIPT = fileURLToPath(new URL('./burn-child.js', import.meta.url));
 
+/** Ready, run, report and exit: whatever a child does beyond this much longer than the run's own bound is a hang. */
+const CHILD_GRACE_MS = 30_000;
+
 /**
- * P child processes, each with `workers / P` workers of its own. The clock starts when every child has
- * connected and resolved the table (process start-up is not the queue's cost) and stops when the last exits.
+ * P child processes, each with `workers / P` workers of its own. Children connect and resolve the table
+ * before they are told to go (process start-up is not the queue's cost); timed from the first claim to the
+ * last settle across them. A child that hangs past the run's bound is killed and the run fails.
  */
 export async function burnDownInProcesses(db: BenchDatabase, options: StatusqRunOptions, processes: number): Promise<StatusqBurnDownResult> {
   const perChild = Math.max(1, Math.round(options.workers / processes));
-  const config: ChildConfig = { ...options, workers: perChild, dialect: db.dialect, url: db.url };
+  const config: ChildConfig = { ...options, workers: perChild, dialect: db.dialect, url: db.url, connections: burnDownConnections(options.workers) };
   const children: ChildProcess[] = [];
   const results: Array<Extract<ChildMessage, { type: 'done' }>> = [];
+  const deadline = AbortSignal.timeout(options.timeoutMs + CHILD_GRACE_MS);
   try {
     const ready: Array<Promise<void>> = [];
     const done: Array<Promise<void>> = [];
     for (let i = 0; i < processes; i++) {
       const child = fork(CHILD_SCRIPT, [JSON.stringify(config)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
       children.push(child);
-      ready.push(onMessage(child, 'ready'));
-      done.push(onMessage(child, 'done'));
+      ready.push(onMessage(child, 'ready', deadline));
+      done.push(onMessage(child, 'done', deadline));
       child.on('message', (message: ChildMessage) => {
         if (message.type === 'done') results.push(message);
       });
     }
-    await Promise.all(ready);
+    // Every promise is awaited together, so one child's early failure cannot leave another's unhandled.
+    const readyAll = Promise.all(ready);
+    const doneAll = Promise.all(done);
+    doneAll.catch(() => undefined);
+    await readyAll;
     const cpu = measureCpu(db.dialect);
-    const started = performance.now();
     for (const child of children) child.send('go');
-    await Promise.all(done);
-    const seconds = (performance.now() - started) / 1000;
+    await doneAll;
     // Read before the children exit: a server's per-connection processes (PostgreSQL) take their CPU time with them.
     const share = cpu(results.reduce((n, r) => n + r.cpuSeconds, 0));
     for (const child of children) if (child.connected) child.send('close');
-    await Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode === null ? child.once('exit', resolve) : resolve(null)))));
     const failure = results.find((r) => r.error);
     if (failure) throw new Error(`a bench child failed: ${failure.error}`);
     const counters = sumCounters(results.map((r) => r.counters));
     const errors: Record<string, number> = {};
     for (const r of results) for (const [key, n] of Object.entries(r.errors)) errors[key] = (errors[key] ?? 0) + n;
-    return { handled: counters.completed, seconds, timedOut: seconds * 1000 > options.timeoutMs, counters, cpu: share, errors, deadlocks: results.reduce((n, r) => n + r.deadlocks, 0) };
+    return {
+      handled: counters.completed,
+      seconds: spanSeconds(mergeSpans(results.map((r) => r.span))),
+      timedOut: results.some((r) => r.timedOut),
+      counters,
+      cpu: share,
+      errors,
+      deadlocks: results.reduce((n, r) => n + r.deadlocks, 0),
+    };
   } finally {
-    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await Promise.all(children.map((child) => exited(child, deadline)));
   }
 }
 
-/** Resolves on the child's first message of `type`; rejects if it exits before sending one. */
-function onMessage(child: ChildProcess, type: ChildMessage['type']): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`bench child exited with ${code} before "${type}"`));
-    child.once('exit', onExit);
-    child.on('message', (message: ChildMessage) => {
-      if (message.type !== type) return;
-      child.off('exit', onExit);
+/** Waits for the child to exit by itself, or kills it once `deadline` aborts. */
+function exited(child: ChildProcess, deadline: AbortSignal): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = () => child.kill('SIGKILL');
+    if (deadline.aborted) kill();
+    else deadline.addEventListener('abort', kill, { once: true });
+    child.once('exit', () => {
+      deadline.removeEventListener('abort', kill);
       resolve();
     });
+  });
+}
+
+/** Resolves on the child's first message of `type`; rejects if it exits before sending one or `deadline` aborts. */
+function onMessage(child: ChildProcess, type: ChildMessage['type'], deadline: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const cleanup = () => {
+      child.off('exit', onExit);
+      child.off('message', onMessage);
+      deadline.removeEventListener('abort', onDeadline);
+    };
+    const onExit = (code: number | null) => {
+      cleanup();
+      reject(new Error(`bench child exited with ${code} before "${type}"`));
+    };
+    const onDeadline = () => {
+      cleanup();
+      reject(new Error(`bench child sent no "${type}" within the run's bound`));
+    };
+    const onMessage = (message: ChildMessage) => {
+      if (message.type !== type) return;
+      cleanup();
+      resolve();
+    };
+    child.once('exit', onExit);
+    child.on('message', onMessage);
+    if (deadline.aborted) onDeadline();
+    else deadline.addEventListener('abort', onDeadline, { once: true });
   });
 }
 
@@ -173,26 +271,32 @@ export async function pickupLatency(
   table: string,
   options: { rows: number; intervalMs: number; timeoutMs: number; listen: boolean; strategy: ClaimStrategy },
 ): Promise<PickupResult> {
-  const workerStore = await db.connect({ listen: options.listen });
-  const inserter = await db.connect();
+  const stores: Store[] = [];
   const insertedAt: number[] = [];
   const latencies: number[] = new Array<number>(options.rows).fill(Number.NaN);
   let seen = 0;
   let allSeen!: () => void;
   const finished = new Promise<void>((resolve) => (allSeen = resolve));
-  const worker = await Worker.create({
-    store: workerStore,
-    table: { table },
-    concurrency: 16,
-    strategy: options.strategy,
-    handler: (job) => {
-      const seq = Number(job.payload);
-      latencies[seq] = performance.now() - insertedAt[seq]!;
-      if (++seen === options.rows) allSeen();
-    },
-  });
-  const running = worker.run();
+  const giveUp = new AbortController();
+  let worker: Worker | null = null;
+  let running: Promise<unknown> = Promise.resolve();
   try {
+    const workerStore = await db.connect({ listen: options.listen });
+    stores.push(workerStore);
+    const inserter = await db.connect();
+    stores.push(inserter);
+    worker = await Worker.create({
+      store: workerStore,
+      table: { table },
+      concurrency: 16,
+      strategy: options.strategy,
+      handler: (job) => {
+        const seq = Number(job.payload);
+        latencies[seq] = performance.now() - insertedAt[seq]!;
+        if (++seen === options.rows) allSeen();
+      },
+    });
+    running = worker.run();
     const q = inserter.dialect.quoteIdentifier(table);
     const placeholder = inserter.dialect.placeholder(1);
     // Deliberate: the worker must be idle (its empty first claims done, its LISTEN issued) before the first row.
@@ -203,11 +307,12 @@ export async function pickupLatency(
       await inserter.execute({ sql: `INSERT INTO ${q} (payload) VALUES (${placeholder})`, params: [String(seq)] });
       await sleep(options.intervalMs);
     }
-    await Promise.race([finished, sleep(Math.max(0, deadline - performance.now()))]);
+    await Promise.race([finished, sleep(Math.max(0, deadline - performance.now()), giveUp.signal)]);
     return { latenciesMs: latencies.filter((ms) => !Number.isNaN(ms)) };
   } finally {
-    await worker.stop(1_000);
+    giveUp.abort();
+    await worker?.stop(1_000);
     await running;
-    await Promise.all([workerStore.close(), inserter.close()]);
+    await Promise.all(stores.map((s) => s.close()));
   }
 }

@@ -8,23 +8,7 @@ import pg from 'pg';
 
 export { sleep };
 
-/**
- * Connections all of one run's worker pools may hold together. PostgreSQL here allows 100 and other people's
- * tests share it, so 32 workers cannot each get a pool sized for concurrency 16; past the budget, pools shrink
- * (and the report says so). Override with STATUSQ_BENCH_PEER_CONNECTIONS.
- */
-export const CONNECTION_BUDGET = Number(process.env.STATUSQ_BENCH_PEER_CONNECTIONS) || 80;
-
-/** `wanted` connections per pool, cut to an equal share of the budget, never below `floor`. */
-export function poolSize(wanted: number, workers: number, floor: number): number {
-  return Math.max(floor, Math.min(wanted, Math.floor(CONNECTION_BUDGET / Math.max(1, workers))));
-}
-
-/** The bench may only ever touch the local server; a stray URL must fail loudly rather than load someone's queue. */
-export function assertLocalUrl(url: string): void {
-  const host = new URL(url).hostname;
-  if (host !== '127.0.0.1') throw new Error(`peer runs connect to 127.0.0.1 only, not ${host || '(socket)'}`);
-}
+export { CONNECTION_BUDGET, assertLocalUrl, poolSize } from '../limits.js';
 
 /** Lower-case, so it needs no quoting and passes pg-boss's object-name check (alphanumerics, <= 50 chars). */
 export function uniqueSchema(prefix: string): string {
