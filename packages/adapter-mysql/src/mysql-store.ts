@@ -129,6 +129,7 @@ export class MysqlStore implements Store {
   readonly claimStrategy: 'skip-locked' | 'conditional-update';
   private closed = false;
   private readonly deadlockRetries: number;
+  private readonly knownClaimWrites = new Map<string, Promise<boolean>>();
 
   private constructor(
     private readonly pool: Pool,
@@ -245,9 +246,39 @@ export class MysqlStore implements Store {
     return mysqlOrderTimeEncoding(column.type);
   }
 
+  /**
+   * Whether the claim's UPDATE leaves a row exactly as the locked candidate plus the three values it writes,
+   * so the claimed rows need not be read back. Not so when the table has a column the server changes on
+   * UPDATE (ON UPDATE CURRENT_TIMESTAMP, a generated column), an UPDATE trigger, a status column that is not
+   * an integer, a claimed_at below millisecond precision (the server rounds the clock), or a column named
+   * like the claim's clock. Asked once per table and store.
+   */
+  private claimWritesAreKnown(table: ResolvedTable): Promise<boolean> {
+    const key = `${table.table}\u0000${table.status}\u0000${table.columns.claimedAt ?? ''}`;
+    let known = this.knownClaimWrites.get(key);
+    if (!known) {
+      const parts = table.table.split('.');
+      const [schema, name] = parts.length === 2 ? parts : [null, parts[0]!];
+      known = this.execute({
+        sql:
+          'SELECT (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? AND (' +
+          "EXTRA LIKE '%on update%' OR EXTRA LIKE '%GENERATED%' OR COLUMN_NAME = ? " +
+          "OR (COLUMN_NAME = ? AND DATA_TYPE NOT IN ('tinyint', 'smallint', 'mediumint', 'int', 'bigint')) " +
+          "OR (COLUMN_NAME = ? AND (DATA_TYPE NOT IN ('datetime', 'timestamp') OR DATETIME_PRECISION < 3)))) + " +
+          "(SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = COALESCE(?, DATABASE()) AND EVENT_OBJECT_TABLE = ? AND EVENT_MANIPULATION = 'UPDATE') AS surprises",
+        params: [schema, name!, CLAIM_CLOCK, table.status, table.columns.claimedAt ?? null, schema, name!],
+      }).then(({ rows }) => Number(rows[0]?.surprises) === 0);
+      // A failed look is asked again next time rather than remembered.
+      known.catch(() => this.knownClaimWrites.delete(key));
+      this.knownClaimWrites.set(key, known);
+    }
+    return known;
+  }
+
   async claim(table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
     if (this.claimStrategy === 'conditional-update') return claimConditionalUpdate(this, table, request);
     const sql = new TransitionSql(table, this.dialect);
+    const writesKnown = await this.claimWritesAreKnown(table);
     const rows = await this.rerunDeadlocks(() =>
       this.withConnection((conn) =>
         this.transaction(conn, async () => {
@@ -263,7 +294,7 @@ export class MysqlStore implements Store {
           // By primary key, ascending, over rows this transaction already holds: no lock-order inversion.
           const ids = sortIds(candidates.map((r) => r[table.id] as JobId));
           const { affected } = await this.run(conn, sql.claimByIds(ids, request.token, false, clock.toISOString()));
-          if (affected === ids.length) return candidates.map((row) => asClaimed(row, table, request.token, clock));
+          if (writesKnown && affected === ids.length) return candidates.map((row) => asClaimed(row, table, request.token, clock));
           const fresh = (await this.run(conn, sql.selectByIds(ids))).rows;
           return ownedInOrder(candidates, fresh, table, request.token);
         }),

@@ -164,6 +164,35 @@ mysqlSuite('mysql adapter on a real server', () => {
     await e.closeStores();
   });
 
+  it('the claim returns each row exactly as the database holds it afterwards: on a managed table from the locked candidates, and on a table whose server-side writes it cannot know (ON UPDATE column, UPDATE trigger, second-precision claimed_at) by reading back', async () => {
+    const e = await fresh();
+    const store = (await e.store()) as MysqlStore;
+    await initTable(store, 'jobs');
+    const managed = await Queue.open(store, { table: 'jobs' });
+    await managed.enqueue([{ n: 1 }, { n: 2 }, { n: 3 }]);
+    await store.execute({
+      sql:
+        'CREATE TABLE app_rows (id INT AUTO_INCREMENT PRIMARY KEY, date DATETIME(3) NOT NULL, status INT NULL, claimed_at DATETIME NULL, worker_id VARCHAR(255) NULL, ' +
+        'updated_at DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3) ON UPDATE CURRENT_TIMESTAMP(3), touched INT NOT NULL DEFAULT 0)',
+      params: [],
+    });
+    await store.execute({ sql: 'CREATE TRIGGER app_rows_touch BEFORE UPDATE ON app_rows FOR EACH ROW SET NEW.touched = OLD.touched + 1', params: [] });
+    await store.execute({ sql: "INSERT INTO app_rows (date, updated_at) VALUES (NOW(3), '2020-01-01 00:00:00.000'), (NOW(3), '2020-01-01 00:00:00.000')", params: [] });
+    const app = await Queue.open(store, { table: 'app_rows' });
+    for (const [queue, table] of [[managed, 'jobs'], [app, 'app_rows']] as const) {
+      const { rows } = await queue.claim({ limit: 10, token: `token-${table}` });
+      expect(rows.length, table).toBeGreaterThan(0);
+      const after = await store.execute({ sql: `SELECT * FROM ${table} WHERE status = 9 ORDER BY id`, params: [] });
+      const claimed = [...rows].sort((a, b) => Number(a.id) - Number(b.id));
+      expect(claimed, table).toEqual(after.rows);
+    }
+    // The application table's server-side writes happened, and the claim reported them.
+    const [row] = (await store.execute({ sql: 'SELECT touched, updated_at FROM app_rows ORDER BY id LIMIT 1', params: [] })).rows;
+    expect(row!.touched).toBe(1);
+    expect((row!.updated_at as Date).getUTCFullYear()).toBeGreaterThan(2020);
+    await e.closeStores();
+  });
+
   it('EXPLAIN: every candidate SELECT (newest, oldest, aged; with FOR UPDATE SKIP LOCKED) uses the pending index without a filesort, with many finished rows present', async () => {
     const e = await fresh();
     const store = await e.store();

@@ -143,14 +143,20 @@ export class PrivateServer {
     } finally {
       closeSync(log);
     }
-    const { code, error } = await withDeadline(
-      new Promise<{ code: number | null; error?: Error }>((resolve) => {
-        child.once('error', (e) => resolve({ code: null, error: e }));
-        child.once('exit', (c) => resolve({ code: c }));
-      }),
-      START_TIMEOUT_MS,
-      `${command.file} to finish`,
-    );
+    const finished = new Promise<{ code: number | null; error?: Error }>((resolve) => {
+      child.once('error', (e) => resolve({ code: null, error: e }));
+      child.once('exit', (c) => resolve({ code: c }));
+    });
+    let outcome: { code: number | null; error?: Error };
+    try {
+      outcome = await withDeadline(finished, START_TIMEOUT_MS, `${command.file} to finish`);
+    } catch (timeout) {
+      // A hung set-up command must not outlive the test or write into the directory stop() removes.
+      child.kill('SIGKILL');
+      await finished;
+      throw timeout;
+    }
+    const { code, error } = outcome;
     if (code !== 0) {
       throw new Error(`${command.file} failed (${error?.message ?? `exit code ${code}`}): ${readFileSync(logPath, 'utf8').slice(-2000)}`);
     }

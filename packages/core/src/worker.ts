@@ -569,8 +569,15 @@ class Settler {
       const batch = this.queue.splice(0, this.maxBatch);
       const plan = this.plan(batch);
       let results: ExecResult[];
+      // After a retry the commit may have happened on the attempt that seemed to fail, so the last attempt's
+      // own counts cannot tell which rows this flush changed.
+      let retried = false;
+      const onRetry = (error: unknown) => {
+        retried = true;
+        this.onRetry(error);
+      };
       try {
-        results = await withStoreRetry(() => this.target.apply(plan.map((step) => step.statement)), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
+        results = await withStoreRetry(() => this.target.apply(plan.map((step) => step.statement)), { attempts: 20, maxMs: 2000, onRetry });
       } catch {
         // One bad statement must not hold the others back: settle each on its own.
         for (const b of batch) {
@@ -584,7 +591,7 @@ class Settler {
         continue;
       }
       // Committed: from here a failure may only leave a job's fate unknown, never re-run its statement.
-      await Promise.all(plan.map((step, i) => step.resolve(results[i]!)));
+      await Promise.all(plan.map((step, i) => step.resolve(results[i]!, retried)));
     }
   }
 
@@ -606,10 +613,10 @@ class Settler {
       const returning = this.target.store.capabilities.returning;
       steps.push({
         statement: this.target.sql.completeMany(ids, token, returning),
-        resolve: async (result) => {
+        resolve: async (result, retried) => {
           let changed: Set<string> | null = null;
-          if (returning) changed = new Set(result.rows.map((row) => keyOf(row.id)));
-          else if (result.affected < members.length) {
+          if (returning && !retried) changed = new Set(result.rows.map((row) => keyOf(row.id)));
+          else if (retried || result.affected < members.length) {
             try {
               const { rows } = await withStoreRetry(() => this.target.store.execute(this.target.sql.completedUnder(ids, token)), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
               changed = new Set(rows.map((row) => keyOf(row.id)));
@@ -638,5 +645,10 @@ interface PendingSettle {
 
 interface SettleStep {
   statement: Statement;
-  resolve: (result: ExecResult) => void | Promise<void>;
+  /**
+   * `retried`: the commit needed more than one attempt. A grouped completion then asks the database which
+   * rows are done under its token. A single settle still goes by the last attempt's count: after a lost
+   * connection that had in fact committed it reports the claim lost (the row itself is right).
+   */
+  resolve: (result: ExecResult, retried: boolean) => void | Promise<void>;
 }
