@@ -73,7 +73,7 @@ function sections(records: readonly BenchRecord[]): Section[] {
     out.push({
       title: 'Cost growth (finished rows kept in the table; 1 worker x 64 slots)',
       header: ['dialect', 'finished rows', 'pending index', 'jobs', 'claims', 'claim p50 ms', 'claim p99 ms', 'jobs/s'],
-      rows: costs.map((r) => [r.dialect, r.finishedRows, r.pendingIndex ? 'yes' : 'no', `${r.handled}${r.timedOut ? ` of ${r.jobs} (cut off)` : ''}`, r.claimCalls, r.claimP50Ms, r.claimP99Ms, r.jobsPerSec]),
+      rows: costs.map((r) => [r.dialect, r.finishedRows, r.pendingIndex ? 'yes' : 'no', r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.claimCalls, r.claimP50Ms, r.claimP99Ms, r.jobsPerSec]),
     });
   }
   const handler = records.filter((r): r is BurnDownRecord => r.scenario === 'handler-5ms');
@@ -140,7 +140,7 @@ export function throughputSvg(records: readonly BenchRecord[], caption: string):
   const legendTop = plotTop + plotHeight + 50;
   const width = Math.max(left + groups.length * groupWidth + 20, 640);
   const height = legendTop + series.length * 18 + 20;
-  const y = (v: number) => plotTop + plotHeight - (v / top) * plotHeight;
+  const y = (v: number) => Math.round((plotTop + plotHeight - (v / top) * plotHeight) * 10) / 10;
   const out: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="11">`,
     `<rect width="100%" height="100%" fill="white"/>`,
@@ -157,7 +157,7 @@ export function throughputSvg(records: readonly BenchRecord[], caption: string):
       const r = burn.find((b) => b.workers === workers && systemLabel(b) === name);
       if (!r) return;
       const x = x0 + s * bar;
-      out.push(`<rect x="${x}" y="${y(r.jobsPerSec)}" width="${bar - 2}" height="${plotTop + plotHeight - y(r.jobsPerSec)}" fill="${PALETTE[s % PALETTE.length]}"><title>${escapeXml(`${name}, ${workers} workers: ${r.jobsPerSec} jobs/s`)}</title></rect>`);
+      out.push(`<rect x="${x}" y="${y(r.jobsPerSec)}" width="${bar - 2}" height="${Math.round((plotTop + plotHeight - y(r.jobsPerSec)) * 10) / 10}" fill="${PALETTE[s % PALETTE.length]}"><title>${escapeXml(`${name}, ${workers} workers: ${r.jobsPerSec} jobs/s`)}</title></rect>`);
     });
     out.push(`<text x="${x0 + (series.length * bar) / 2}" y="${plotTop + plotHeight + 18}" text-anchor="middle">${workers} worker${workers === 1 ? '' : 's'}</text>`);
   });
