@@ -7,3 +7,11 @@ export const sharedTestConfig: NonNullable<ViteUserConfig['test']> = {
   hookTimeout: 60_000,
   reporters: process.env.CI ? ['default', ['json', { outputFile: 'test-results.json' }]] : ['default'],
 };
+
+/**
+ * A package whose tests run real workers, child processes and real database servers: its files run one at
+ * a time, so a 2-core machine shared with other database suites does not time itself out.
+ */
+export function databaseSuiteConfig(testTimeoutMs = 60_000): NonNullable<ViteUserConfig['test']> {
+  return { ...sharedTestConfig, include: ['src/**/*.test.ts'], fileParallelism: false, testTimeout: testTimeoutMs, hookTimeout: 60_000 };
+}
