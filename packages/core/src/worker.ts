@@ -49,7 +49,10 @@ export interface WorkerOptions {
 }
 
 export interface WorkerCounters {
-  /** Claim calls made, including those that found nothing (each is one claim round trip or transaction). */
+  /**
+   * Claim calls that returned, including those that found nothing (each one claim round trip or
+   * transaction); attempts that failed and were retried are reported as `error` events, not counted here.
+   */
   claimCalls: number;
   /** Claim calls that returned no row: polls of an empty queue, or every candidate lost. */
   emptyClaims: number;

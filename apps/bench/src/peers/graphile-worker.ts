@@ -110,7 +110,8 @@ async function startRunners(optionsFor: (pool: pg.Pool) => RunnerOptions, pools:
 
 async function teardown(runners: readonly Runner[], pools: readonly pg.Pool[], admin: pg.Client, schema: string): Promise<void> {
   const by = performance.now() + TEARDOWN_MS;
-  await Promise.allSettled(runners.map((runner) => runner.stop()));
+  // A runner that does not stop in time is left to the pools' end below; teardown must not hang the bench.
+  await beforeDeadline(Promise.allSettled(runners.map((runner) => runner.stop())), by);
   await endPools(pools, by);
   try {
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);

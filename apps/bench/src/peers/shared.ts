@@ -26,9 +26,14 @@ export function newPool(url: string, max: number, applicationName: string, error
 
 export async function newClient(url: string, applicationName: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url, application_name: applicationName });
-  await client.connect();
-  // A DROP SCHEMA behind a stuck session should fail the run, not hang it.
-  await client.query(`SET lock_timeout = '10s'`);
+  try {
+    await client.connect();
+    // A DROP SCHEMA behind a stuck session should fail the run, not hang it.
+    await client.query(`SET lock_timeout = '10s'`);
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    throw error;
+  }
   return client;
 }
 
