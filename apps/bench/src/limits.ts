@@ -1,4 +1,5 @@
 /** What every bench run, statusq's and the peers' alike, may connect to and how many connections it may hold. */
+import { redactUrl } from '@statusq/core';
 
 /**
  * Connections all of one run's workers may hold together. PostgreSQL here allows 100 and other suites may
@@ -16,5 +17,5 @@ export function poolSize(wanted: number, workers: number, floor: number): number
 export function assertLocalUrl(url: string): void {
   if (url.startsWith('sqlite:')) return;
   const host = new URL(url).hostname;
-  if (host !== '127.0.0.1') throw new Error(`the bench connects to 127.0.0.1 only, not ${host || '(socket)'}: ${url.replace(/(\/\/[^:/@]+:)[^@/]*@/, '$1***@')}`);
+  if (host !== '127.0.0.1') throw new Error(`the bench connects to 127.0.0.1 only, not ${host || '(socket)'}: ${redactUrl(url)}`);
 }

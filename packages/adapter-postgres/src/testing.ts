@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { redactUrl } from '@statusq/core';
 
 export const DEFAULT_POSTGRES_URL = 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
 
@@ -26,12 +27,10 @@ export function databaseUrl(name: string, base = adminUrl()): string {
   return url.toString();
 }
 
-function redact(url: string): string {
-  return url.replace(/(\/\/[^:/@]+:)[^@/]*@/, '$1***@');
-}
 
-async function withAdmin<T>(body: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: adminUrl(), connectionTimeoutMillis: 5000 });
+/** Runs `body` on a client of its own, ended afterwards whatever happens (a dropped connection is not an error). */
+export async function withClient<T>(url: string, body: (client: pg.Client) => Promise<T>, connectTimeoutMs = 5000): Promise<T> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs });
   client.on('error', () => undefined);
   await client.connect();
   try {
@@ -41,13 +40,17 @@ async function withAdmin<T>(body: (client: pg.Client) => Promise<T>): Promise<T>
   }
 }
 
+function withAdmin<T>(body: (client: pg.Client) => Promise<T>): Promise<T> {
+  return withClient(adminUrl(), body);
+}
+
 /** Null when the server answers, else why it does not (for a skip reason or a CI failure). */
 export async function postgresUnavailable(): Promise<string | null> {
   try {
     await withAdmin((c) => c.query('SELECT 1'));
     return null;
   } catch (error) {
-    return `PostgreSQL at ${redact(adminUrl())} is unreachable (${error instanceof Error ? error.message : String(error)}); set STATUSQ_POSTGRES_URL`;
+    return `PostgreSQL at ${redactUrl(adminUrl())} is unreachable (${error instanceof Error ? error.message : String(error)}); set STATUSQ_POSTGRES_URL`;
   }
 }
 

@@ -1,6 +1,7 @@
 export * from './errors.js';
 export * from './status.js';
 export * from './identifiers.js';
+export * from './urls.js';
 export * from './duration.js';
 export * from './table.js';
 export * from './store.js';

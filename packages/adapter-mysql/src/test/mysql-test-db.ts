@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { describe, it } from 'vitest';
 import { optionsFromUrl } from '../index.js';
+import { redactUrl } from '@statusq/core';
 
 export const BASE_URL = process.env.STATUSQ_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 const REQUIRED = process.env.STATUSQ_REQUIRE_DATABASES === '1';
@@ -32,7 +33,7 @@ async function probe(): Promise<string | null> {
     await admin((conn) => conn.query('SELECT 1'));
     return null;
   } catch (error) {
-    return `MySQL/MariaDB server at ${BASE_URL.replace(/(\/\/[^:/@]+:)[^@/]*@/, '$1***@')} unreachable: ${error instanceof Error ? error.message : String(error)}`;
+    return `MySQL/MariaDB server at ${redactUrl(BASE_URL)} unreachable: ${error instanceof Error ? error.message : String(error)}`;
   }
 }
 

@@ -6,8 +6,8 @@
  */
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import pg from 'pg';
 import { PrivateServer, type DisposableServer, type ServerSpec } from '@statusq/conformance';
+import { withClient } from '../testing.js';
 
 const DATABASE = 'statusq_outage';
 
@@ -25,16 +25,8 @@ function urlOf(port: number, database: string): string {
   return `postgres://postgres@127.0.0.1:${port}/${database}`;
 }
 
-async function withClient<T>(url: string, body: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    return await body(client);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
-}
+/** A private server on 127.0.0.1 answers at once or not yet: the readiness probe asks again until it does. */
+const CONNECT_TIMEOUT_MS = 2000;
 
 /** Starts a private PostgreSQL server with an empty database `statusq_outage`. */
 export async function startPrivatePostgres(): Promise<DisposableServer> {
@@ -51,14 +43,14 @@ export async function startPrivatePostgres(): Promise<DisposableServer> {
     // Fast shutdown: every session is terminated (57P01), open transactions roll back, then a clean stop.
     stopSignal: 'SIGINT',
     ready: (port) =>
-      withClient(urlOf(port, 'postgres'), (c) => c.query('SELECT 1')).then(
+      withClient(urlOf(port, 'postgres'), (c) => c.query('SELECT 1'), CONNECT_TIMEOUT_MS).then(
         () => true,
         () => false,
       ),
   };
   const server = await PrivateServer.start(spec);
   try {
-    await withClient(urlOf(server.port, 'postgres'), (c) => c.query(`CREATE DATABASE ${DATABASE}`));
+    await withClient(urlOf(server.port, 'postgres'), (c) => c.query(`CREATE DATABASE ${DATABASE}`), CONNECT_TIMEOUT_MS);
   } catch (error) {
     await server.stop();
     throw error;
@@ -74,7 +66,7 @@ export async function startPrivatePostgres(): Promise<DisposableServer> {
           [DATABASE],
         );
         return rows.filter((r) => r.ended).length;
-      }),
+      }, CONNECT_TIMEOUT_MS),
     stop: () => server.stop(),
   };
 }
