@@ -260,8 +260,7 @@ export async function costGrowth(ctx: BenchContext): Promise<void> {
 async function measureClaimCost(db: BenchDatabase, table: string, finishedRows: number, pendingIndex: boolean, plan: Plan): Promise<CostRecord> {
   const samples: number[] = [];
   const timeoutMs = pendingIndex ? plan.runTimeoutMs : Math.min(plan.runTimeoutMs, UNINDEXED_TIMEOUT_MS);
-  const timedDb: BenchDatabase = Object.create(db, { connect: { value: async () => timingClaims(await db.connect(), samples) } }) as BenchDatabase;
-  const result = await burnDownInProcess(timedDb, { table, workers: 1, concurrency: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs });
+  const result = await burnDownInProcess(db, { table, workers: 1, concurrency: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs }, (store) => timingClaims(store, samples));
   return {
     scenario: 'cost-growth',
     system: 'statusq',

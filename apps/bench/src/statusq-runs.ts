@@ -37,18 +37,18 @@ export interface ChildConfig extends StatusqRunOptions {
   connections: ConnectionOptions;
 }
 
-export function handlerFor(delayMs: number): Handler {
+function handlerFor(delayMs: number): Handler {
   return delayMs > 0 ? () => sleep(delayMs) : () => undefined;
 }
 
 /** The store's own deadlock and lock-wait-timeout counters, where it keeps them (MySQL). */
-export function deadlocksOf(store: Store): number {
+function deadlocksOf(store: Store): number {
   const stats = (store as { stats?: { deadlocks?: unknown; lockWaitTimeouts?: unknown } }).stats;
   return (typeof stats?.deadlocks === 'number' ? stats.deadlocks : 0) + (typeof stats?.lockWaitTimeouts === 'number' ? stats.lockWaitTimeouts : 0);
 }
 
 /** Errors the workers survived (retried claims and settles), by where they happened: a run should have none. */
-export function countErrors(worker: Worker, errors: Record<string, number>): void {
+function countErrors(worker: Worker, errors: Record<string, number>): void {
   worker.on('error', ({ error, during }) => {
     const key = `${during.replace(/ of job .*/, '')}: ${error instanceof Error ? error.message.slice(0, 80) : String(error)}`;
     errors[key] = (errors[key] ?? 0) + 1;
@@ -72,12 +72,12 @@ export interface Span {
 
 const epochNow = (): number => performance.timeOrigin + performance.now();
 
-export function trackSpan(worker: Worker, span: Span): void {
+function trackSpan(worker: Worker, span: Span): void {
   worker.on('claimed', () => (span.first ??= epochNow()));
   for (const settled of ['completed', 'failed', 'abused', 'retried'] as const) worker.on(settled, () => (span.last = epochNow()));
 }
 
-export function mergeSpans(spans: readonly Span[]): Span {
+function mergeSpans(spans: readonly Span[]): Span {
   const firsts = spans.map((s) => s.first).filter((t): t is number => t !== null);
   const lasts = spans.map((s) => s.last).filter((t): t is number => t !== null);
   return { first: firsts.length ? Math.min(...firsts) : null, last: lasts.length ? Math.max(...lasts) : null };
@@ -91,18 +91,18 @@ function spanSeconds(span: Span): number {
  * Each worker's connections: the same budget the peers get (see limits.ts). Burn-downs poll rather than LISTEN:
  * the clock stops at the last settle, so wake-ups at the empty tail would only cost a connection.
  */
-export function burnDownConnections(workers: number): ConnectionOptions {
+function burnDownConnections(workers: number): ConnectionOptions {
   return { listen: false, connections: poolSize(4, workers, 1) };
 }
 
-export async function createBenchWorker(store: Store, options: StatusqRunOptions, exitWhenEmpty: boolean, errors: Record<string, number>, span: Span): Promise<Worker> {
+async function createBenchWorker(store: Store, options: StatusqRunOptions, errors: Record<string, number>, span: Span): Promise<Worker> {
   const worker = await Worker.create({
     store,
     table: { table: options.table },
     handler: handlerFor(options.handlerDelayMs),
     concurrency: options.concurrency,
     strategy: options.strategy,
-    exitWhenEmpty,
+    exitWhenEmpty: true,
   });
   countErrors(worker, errors);
   trackSpan(worker, span);
@@ -113,7 +113,7 @@ export async function createBenchWorker(store: Store, options: StatusqRunOptions
  * Runs the workers until the queue is empty, stopping all of them when `timeoutMs` passes first (then true)
  * or when one fails (then that error, once the others have stopped: no store is closed under a running worker).
  */
-export async function runBounded(workers: readonly Worker[], timeoutMs: number): Promise<boolean> {
+async function runBounded(workers: readonly Worker[], timeoutMs: number): Promise<boolean> {
   let timedOut = false;
   // A worker whose run() failed rejects its stop() the same way; that error is reported once, below.
   const stopAll = () => Promise.all(workers.map((w) => w.stop(1_000).catch(() => undefined)));
@@ -141,24 +141,53 @@ export async function runBounded(workers: readonly Worker[], timeoutMs: number):
   return timedOut;
 }
 
-/** W workers in this process drain the table; timed from the first claim to the last settle. */
-export async function burnDownInProcess(db: BenchDatabase, options: StatusqRunOptions): Promise<StatusqBurnDownResult> {
-  const stores: Store[] = [];
-  const errors: Record<string, number> = {};
-  const span: Span = { first: null, last: null };
-  try {
-    const workers: Worker[] = [];
+/** One process's bench workers, each on a store of its own, and what they report between them. */
+export class BenchWorkers {
+  readonly errors: Record<string, number> = {};
+  readonly span: Span = { first: null, last: null };
+  private readonly stores: Store[] = [];
+  private readonly workers: Worker[] = [];
+
+  /** Connects and resolves the table for `options.workers` workers; close() releases whatever was opened. */
+  async open(connect: () => Promise<Store>, options: StatusqRunOptions): Promise<void> {
     for (let i = 0; i < options.workers; i++) {
-      const store = await db.connect(burnDownConnections(options.workers));
-      stores.push(store);
-      workers.push(await createBenchWorker(store, options, true, errors, span));
+      const store = await connect();
+      this.stores.push(store);
+      this.workers.push(await createBenchWorker(store, options, this.errors, this.span));
     }
+  }
+
+  run(timeoutMs: number): Promise<boolean> {
+    return runBounded(this.workers, timeoutMs);
+  }
+
+  counters(): WorkerCounters {
+    return sumCounters(this.workers.map((w) => w.counters));
+  }
+
+  deadlocks(): number {
+    return this.stores.reduce((n, s) => n + deadlocksOf(s), 0);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.stores.map((s) => s.close()));
+  }
+}
+
+/**
+ * W workers in this process drain the table; timed from the first claim to the last settle. `wrap` lets a
+ * scenario watch each store (cost growth times the claims).
+ */
+export async function burnDownInProcess(db: BenchDatabase, options: StatusqRunOptions, wrap: (store: Store) => Store = (store) => store): Promise<StatusqBurnDownResult> {
+  const bench = new BenchWorkers();
+  try {
+    await bench.open(async () => wrap(await db.connect(burnDownConnections(options.workers))), options);
     const cpu = measureCpu(db.dialect);
-    const timedOut = await runBounded(workers, options.timeoutMs);
-    const counters = sumCounters(workers.map((w) => w.counters));
-    return { handled: counters.completed, seconds: spanSeconds(span), timedOut, counters, cpu: cpu(), errors, deadlocks: stores.reduce((n, s) => n + deadlocksOf(s), 0) };
+    const timedOut = await bench.run(options.timeoutMs);
+    const counters = bench.counters();
+    return { handled: counters.completed, seconds: spanSeconds(bench.span), timedOut, counters, cpu: cpu(), errors: bench.errors, deadlocks: bench.deadlocks() };
   } finally {
-    await Promise.all(stores.map((s) => s.close()));
+    await bench.close();
   }
 }
 

@@ -22,19 +22,18 @@ import type { BurnDownOptions, BurnDownResult, Peer, PickupOptions, PickupResult
 import {
   Latch,
   Tally,
-  assertLocalUrl,
   beforeDeadline,
   endPools,
   firstError,
   newClient,
   newPool,
   payloadSeq,
-  poolSize,
   sleep,
   uniqueSchema,
   warmPool,
   whenSettled,
 } from './shared.js';
+import { assertLocalUrl, poolSize } from '../limits.js';
 
 type Mode = 'unbatched' | 'local-queue';
 

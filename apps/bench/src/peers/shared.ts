@@ -8,8 +8,6 @@ import pg from 'pg';
 
 export { sleep };
 
-export { CONNECTION_BUDGET, assertLocalUrl, poolSize } from '../limits.js';
-
 /** Lower-case, so it needs no quoting and passes pg-boss's object-name check (alphanumerics, <= 50 chars). */
 export function uniqueSchema(prefix: string): string {
   return `${prefix}_${process.pid}_${randomBytes(4).toString('hex')}`;
