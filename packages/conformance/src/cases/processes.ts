@@ -53,6 +53,25 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
     return Promise.all(children.map((c) => c.result<ChildWorkerResult>(120_000)));
   }
 
+  /**
+   * Starts a worker process whose handler never returns, waits until it holds 4 claims (the ids it printed
+   * as `hanging <id>`), and SIGKILLs it: a crash with claims in hand.
+   */
+  async function killWhileHolding(args: ChildWorkerArgs, ledgerPath: string) {
+    const doomed = env().spawnChild(childScript('child-worker.js'), args, { STATUSQ_LEDGER: ledgerPath, STATUSQ_HANG: '1' }, 'doomed child');
+    const hanging = new Set<string>();
+    await doomed.line(
+      (line) => {
+        if (line.startsWith('hanging ')) hanging.add(line.slice('hanging '.length));
+        return hanging.size === 4;
+      },
+      'the doomed child to hold 4 claims',
+    );
+    process.kill(doomed.pid, 'SIGKILL');
+    const exit = await withDeadline(doomed.exited, 10_000, 'the doomed child to die');
+    return { hanging, exit };
+  }
+
   function checkTableA(
     rows: readonly TableARow[],
     dbRows: readonly Row[],
@@ -211,17 +230,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
         concurrency: 4,
         worker: { ...FAST },
       };
-      const doomed = env().spawnChild(childScript('child-worker.js'), args, { STATUSQ_LEDGER: ledgerPath, STATUSQ_HANG: '1' }, 'doomed child');
-      const hanging = new Set<string>();
-      await doomed.line(
-        (line) => {
-          if (line.startsWith('hanging ')) hanging.add(line.slice('hanging '.length));
-          return hanging.size === 4;
-        },
-        'the doomed child to hold 4 claims',
-      );
-      process.kill(doomed.pid, 'SIGKILL');
-      await withDeadline(doomed.exited, 10_000, 'the doomed child to die');
+      const { hanging } = await killWhileHolding(args, ledgerPath);
 
       // Without leases nothing can tell a dead worker's row from a live one: a survivor finishes the rest and
       // exits (it does not wait for rows in processing), and those four stay where the crash left them.
@@ -253,17 +262,8 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
         concurrency: 4,
         worker: { leaseMs: lease, reapIntervalMs: 50, maxAttempts: 3, ...FAST },
       });
-      const doomed = env().spawnChild(childScript('child-worker.js'), args(60_000), { STATUSQ_LEDGER: ledgerPath, STATUSQ_HANG: '1' }, 'doomed child');
-      const hanging = new Set<string>();
-      await doomed.line(
-        (line) => {
-          if (line.startsWith('hanging ')) hanging.add(line.slice('hanging '.length));
-          return hanging.size === 4;
-        },
-        'the doomed child to hold 4 claims',
-      );
-      process.kill(doomed.pid, 'SIGKILL');
-      expect((await withDeadline(doomed.exited, 10_000, 'the doomed child to die')).signal).toBe('SIGKILL');
+      const { hanging, exit } = await killWhileHolding(args(60_000), ledgerPath);
+      expect(exit.signal).toBe('SIGKILL');
       expect((await countsOf(setup, 'table_a')).processing).toBe(4);
 
       const survivor = env().spawnChild(childScript('child-worker.js'), args(300), { STATUSQ_LEDGER: ledgerPath }, 'survivor child');
