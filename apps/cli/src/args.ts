@@ -8,7 +8,7 @@ export const COMMAND_FLAGS = {
   enqueue: ['db', 'table', 'payload', 'file'],
   work: [
     'db', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'concurrency', 'batch',
-    'max-attempts', 'retry-delay', 'lease', 'aging', 'strategy', 'stop-timeout', 'exit-when-empty', 'verbose',
+    'max-attempts', 'retry-delay', 'lease', 'aging', 'strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
     'processes',
   ],
   stats: ['db', 'table', 'id-column', 'status-column', 'order-column', 'json'],

@@ -1,5 +1,5 @@
 // Test support shared by the CLI's test files: the built `statusq` bin run as a user runs it.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +35,40 @@ export function runCliAsync(cwd: string, args: readonly string[], timeoutMs = 90
       resolve({ code, stdout: stdout.trim(), stderr: stderr.trim() });
     });
   });
+}
+
+export interface LaunchedCli {
+  child: ChildProcess;
+  /** Resolves with the exit code and output once the process has exited. */
+  ended: Promise<CliRun>;
+  stderr(): string;
+}
+
+/** Starts the CLI in the background, for a test that signals it while it runs; killed after the timeout. */
+export function launchCli(cwd: string, args: readonly string[], timeoutMs = 90_000): LaunchedCli {
+  const child = spawn(process.execPath, [cliBin, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  // 'close', not 'exit': it waits until the pipes are drained, so the last lines are never missed.
+  const ended = new Promise<CliRun>((resolve) =>
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout: stdout.trim(), stderr: stderr.trim() });
+    }),
+  );
+  return { child, ended, stderr: () => stderr };
+}
+
+/** Polls until `check` holds; fails naming `what` after the deadline. */
+export async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** The counts printed by `stats --json`; a failed run is an error carrying its stderr. */

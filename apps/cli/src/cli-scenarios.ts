@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { generateTableARows, handlerPath, tableASchema, type TableARow } from '@statusq/test-fixtures';
+import { lifecycleScenarios } from './cli-lifecycle-scenarios.js';
 import { parseStats, runCliAsync, writeFixture, type CliRun, type StatusCounts } from './cli-harness.js';
 
 export type Dialect = 'sqlite' | 'postgres' | 'mysql';
@@ -187,6 +188,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       });
     });
 
+    lifecycleScenarios(ctx);
     extra(ctx);
   });
 }

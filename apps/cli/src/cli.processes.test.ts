@@ -1,7 +1,7 @@
 // `statusq work --processes P` as a user runs it: the launcher and its children are real OS processes
 // over one SQLite file.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cliBin, parseStats, runCli, writeFixture } from './cli-harness.js';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { launchCli, parseStats, runCli, until, writeFixture } from './cli-harness.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,25 +16,9 @@ const stats = () => parseStats(statusq('stats', '--db', db, '--table', 'jobs', '
 
 /** Starts the launcher in the background; resolves with its exit code and output when it ends. */
 function launch(...args: string[]) {
-  const child = spawn(process.execPath, [cliBin, ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-  launched.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout!.on('data', (chunk) => (stdout += chunk));
-  child.stderr!.on('data', (chunk) => (stderr += chunk));
-  const ended = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
-    child.on('exit', (code) => resolve({ code, stdout: stdout.trim(), stderr: stderr.trim() })),
-  );
-  return { child, ended, stderr: () => stderr };
-}
-
-/** Polls until `check` holds; fails with `what` after the deadline. */
-async function until(what: string, check: () => boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  const run = launchCli(dir, args);
+  launched.push(run.child);
+  return run;
 }
 
 function childPids(launcherPid: number): number[] {

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   ConfigError,
+  EXIT,
   Queue,
+  STOP_MARGIN_MS,
   Supervisor,
   Worker,
   loadHandler,
@@ -138,6 +140,8 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     retryDelayMs: optionalDuration(flags, 'retry-delay'),
     leaseMs: optionalDuration(flags, 'lease'),
     agingMs: optionalDuration(flags, 'aging'),
+    jobTimeoutMs: optionalDuration(flags, 'job-timeout'),
+    jobTimeoutGraceMs: optionalDuration(flags, 'job-timeout-grace'),
     strategy: strategy as ClaimStrategy | undefined,
     exitWhenEmpty: flags['exit-when-empty'] === true,
   };
@@ -154,9 +158,27 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   }
   return withStore(flags, 'work', false, async (store) => {
     const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options });
+    let stopReason = 'stop';
+    worker.on('stopped', ({ reason }) => (stopReason = reason));
+    const drain = () => {
+      // Whatever the database does, this process is gone shortly after the stop timeout.
+      setTimeout(() => {
+        io.err(`statusq: stop did not finish within ${stopTimeoutMs + STOP_MARGIN_MS} ms (the database is not answering); exiting; unfinished claims return to the queue by lease`);
+        process.exit(EXIT.handedBack);
+      }, stopTimeoutMs + STOP_MARGIN_MS + 2_000).unref();
+      void worker.stop(stopTimeoutMs).then((report) => {
+        if (report.abandoned === 0) return;
+        // The rows may already run elsewhere: nothing this process started may go on running.
+        io.err(
+          `statusq: ${report.abandoned} job${report.abandoned === 1 ? '' : 's'} still running after the ${stopTimeoutMs} ms stop timeout: ` +
+            `signalled abort, handed ${report.handedBack} row${report.handedBack === 1 ? '' : 's'} back to the queue; exiting now (code ${EXIT.handedBack})`,
+        );
+        process.exit(EXIT.handedBack);
+      });
+    };
     // Under the launcher: if it dies, drain rather than run on unsupervised.
     if (process.env.STATUSQ_SUPERVISED === '1' && process.connected) {
-      process.once('disconnect', () => void worker.stop(stopTimeoutMs));
+      process.once('disconnect', drain);
       // The IPC channel is only a lifeline; it must not keep a finished worker alive.
       process.channel?.unref();
     }
@@ -173,10 +195,10 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       signals++;
       if (signals === 1) {
         io.err(`statusq: ${signal}: draining (finishing running jobs, up to ${stopTimeoutMs} ms); send again to stop at once`);
-        void worker.stop(stopTimeoutMs);
+        drain();
       } else {
         io.err(`statusq: ${signal} again: stopping now; unfinished claims return to the queue by lease or requeue`);
-        process.exit(130);
+        process.exit(EXIT.stoppedHard);
       }
     });
     const started = Date.now();
@@ -193,7 +215,12 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     } finally {
       unregister();
     }
-    return 0;
+    if (stopReason === 'recycle') {
+      io.err(`statusq: a job outlived --job-timeout and ignored its abort; its row was settled as a failed attempt; exiting (code ${EXIT.recycled}) to end it`);
+      // The stuck handler would keep this process alive; exiting is what ends it.
+      process.exit(EXIT.recycled);
+    }
+    return EXIT.ok;
   });
 }
 
@@ -237,7 +264,8 @@ function parseId(text: string): JobId {
  */
 async function supervise(args: string[], processes: number, stopTimeoutMs: number, io: Io): Promise<number> {
   const supervisor = new Supervisor(
-    { processes, modulePath: fileURLToPath(new URL('./bin.js', import.meta.url)), args, gracePeriodMs: stopTimeoutMs + 5_000 },
+    // Children exit by themselves within the stop timeout plus their margin; the launcher kills only past that.
+    { processes, modulePath: fileURLToPath(new URL('./bin.js', import.meta.url)), args, gracePeriodMs: stopTimeoutMs + STOP_MARGIN_MS + 5_000 },
     (event) => {
       if (event.type === 'exited' && event.code !== 0) {
         io.err(`statusq: worker process ${event.pid} ${event.signal ? `killed by ${event.signal}` : `exited with code ${event.code}`}`);

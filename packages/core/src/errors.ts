@@ -51,6 +51,13 @@ export class HandlerResultError extends StatusqError {
   }
 }
 
+/** A job ran past its jobTimeoutMs (`work --job-timeout`). The attempt counts as failed and may be retried. */
+export class JobTimeoutError extends StatusqError {
+  constructor(message: string) {
+    super('JOB_TIMEOUT', message);
+  }
+}
+
 /**
  * What went wrong in the database, in terms the worker can act on. Each adapter maps its driver's native
  * errors to these kinds in one file and keeps the native code in `nativeCode`.

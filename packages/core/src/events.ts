@@ -13,7 +13,8 @@ export interface WorkerEvents {
   /** A database or internal error the worker survived (it retries or leaves the row to the lease reaper). */
   error: { error: unknown; during: string };
   reaped: { count: number };
-  stopped: { reason: 'stop' | 'empty' };
+  /** `recycle`: a handler outlived its job timeout and grace; the process should exit so the handler ends with it. */
+  stopped: { reason: 'stop' | 'empty' | 'recycle' };
 }
 
 export type WorkerEventName = keyof WorkerEvents;

@@ -13,6 +13,17 @@ export const EXIT = {
   failure: 1,
   /** Bad input: flags, names, handler; retrying cannot help, so it is never restarted. */
   badInput: 2,
+  /**
+   * Stopped past --stop-timeout: jobs still running were aborted and their rows handed back to the queue (or
+   * left to their leases when the database did not answer), and the process exited without waiting for
+   * their handlers, so none of them can still run when another worker takes the row.
+   */
+  handedBack: 3,
+  /**
+   * Recycled: a handler outlived --job-timeout and its grace period; its row was settled as a failed attempt
+   * and the process exited to end the handler. Restart it (the launcher does, at once).
+   */
+  recycled: 4,
   /** Stopped hard: a second signal, or the grace period ran out with jobs still running. */
   stoppedHard: 130,
 } as const;
@@ -72,6 +83,8 @@ export class Supervisor {
   private stopping = false;
   private hard = false;
   private failure: { code: number; reason: string } | null = null;
+  /** A child stopped past its stop timeout and handed jobs back; the launcher reports it the same way. */
+  private handedBack = false;
   private finish!: (code: number) => void;
   private readonly done: Promise<number>;
   private readonly options: Required<Omit<SupervisorOptions, 'env'>> & { env: NodeJS.ProcessEnv };
@@ -167,6 +180,14 @@ export class Supervisor {
       // One child found the queue empty; the others will too. Nothing to restart.
       return this.settleIfAllEnded();
     }
+    if (code === EXIT.handedBack) this.handedBack = true;
+    if (code === EXIT.recycled && !this.stopping) {
+      // Not a crash: the child ended itself to get rid of a stuck handler, and is replaced at once.
+      slot.restarts++;
+      this.onEvent({ type: 'restarting', slot: slot.index, delayMs: 0 });
+      slot.timer = setTimeout(() => this.spawn(slot), 0);
+      return;
+    }
     if (code === EXIT.badInput) {
       this.giveUp(EXIT.badInput, 'a worker process rejected its configuration (exit code 2); not restarting');
       return;
@@ -200,7 +221,7 @@ export class Supervisor {
     if (running || this.slots.length === 0) return;
     if (!this.stopping && !this.slots.every((s) => s.finished)) return;
     if (this.graceTimer) clearTimeout(this.graceTimer);
-    this.finish(this.failure?.code ?? (this.hard ? EXIT.stoppedHard : EXIT.ok));
+    this.finish(this.failure?.code ?? (this.hard ? EXIT.stoppedHard : this.handedBack ? EXIT.handedBack : EXIT.ok));
   }
 
   /** Why the launcher gave up, if it did. */

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import { ConfigError, HandlerResultError, describeError, isRetryableStoreError } from './errors.js';
+import { ConfigError, HandlerResultError, JobTimeoutError, describeError, isRetryableStoreError } from './errors.js';
 import { TypedEmitter } from './events.js';
 import { SettleDirective, type AbuseRule, type Handler, type Job, type JobContext } from './handler.js';
 import { Queue } from './queue.js';
@@ -44,9 +44,40 @@ export interface WorkerOptions {
   workerId?: string | undefined;
   /** Most settles committed in one transaction. Default 200. */
   settleBatch?: number | undefined;
+  /**
+   * Longest a handler may run. Past it ctx.signal aborts and the attempt counts as failed (retried while
+   * attempts remain). A handler that has not returned `jobTimeoutGraceMs` (default 5 s) after the abort is
+   * stuck: the worker stops claiming, lets its other jobs finish, settles the stuck row as a failed attempt and
+   * ends run() with reason `recycle`, so the process can exit and take the stuck handler with it. Off by default.
+   */
+  jobTimeoutMs?: number | undefined;
+  jobTimeoutGraceMs?: number | undefined;
   /** Source of randomness for jitter (tests pin it). */
   random?: (() => number) | undefined;
 }
+
+/**
+ * How a stop() ended. `drained`: every running job finished within the timeout. Otherwise the unfinished
+ * jobs' signals were aborted and their claims handed back (`handedBack` rows back to pending; a row whose
+ * hand-back the database did not confirm returns by lease), and `abandoned` handlers had not returned yet:
+ * they still run in this process. A row handed back may be claimed by another worker at once, so a process
+ * with `abandoned > 0` must exit now (the CLI exits with code 3); handlers that honour ctx.signal end by themselves.
+ */
+export interface StopReport {
+  drained: boolean;
+  handedBack: number;
+  abandoned: number;
+}
+
+/** Longest a stop past its timeout waits for the database to take the unfinished claims back. */
+export const HAND_BACK_DEADLINE_MS = 3_000;
+/**
+ * stop(timeout) resolves by timeout + this at the latest, whatever the database does: the hand-back's
+ * deadline, then as long again for run() to see it. A process that must be gone (the CLI) exits by then.
+ */
+export const STOP_MARGIN_MS = 2 * HAND_BACK_DEADLINE_MS;
+/** Longest timer Node can arm (about 24.8 days); longer ones fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 export interface WorkerCounters {
   /**
@@ -64,11 +95,13 @@ export interface WorkerCounters {
   abused: number;
   claimLost: number;
   released: number;
+  /** Jobs that ran past jobTimeoutMs. */
+  timedOut: number;
 }
 
 /** All counters at zero: a new worker's, and the start of a sum over several. */
 export function emptyWorkerCounters(): WorkerCounters {
-  return { claimCalls: 0, emptyClaims: 0, claimed: 0, lostClaims: 0, completed: 0, failed: 0, retried: 0, abused: 0, claimLost: 0, released: 0 };
+  return { claimCalls: 0, emptyClaims: 0, claimed: 0, lostClaims: 0, completed: 0, failed: 0, retried: 0, abused: 0, claimLost: 0, released: 0, timedOut: 0 };
 }
 
 interface InFlight {
@@ -81,6 +114,12 @@ interface InFlight {
   settled: boolean;
   /** Set when the job's settle is submitted: a heartbeat that then finds the row gone is not a lost claim. */
   settling: boolean;
+  /** The job timeout's timer (then the grace timer), while one is armed. */
+  timer: NodeJS.Timeout | null;
+  /** The job ran past jobTimeoutMs: whatever its handler does next, the attempt failed. */
+  timedOut: boolean;
+  /** Still running past the timeout's grace: it no longer holds up a drain, and the run ends to recycle the process. */
+  stuck: boolean;
 }
 
 type Outcome =
@@ -105,7 +144,9 @@ function positiveInteger(value: number | undefined, fallback: number, what: stri
 
 function nonNegative(value: number | undefined, fallback: number, what: string): number {
   const n = value ?? fallback;
-  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) throw new ConfigError(`${what} must be a non-negative number of milliseconds, got ${String(value)}`);
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || n > MAX_TIMER_MS) {
+    throw new ConfigError(`${what} must be a number of milliseconds from 0 to ${MAX_TIMER_MS} (about 24.8 days), got ${String(value)}`);
+  }
   return n;
 }
 
@@ -134,8 +175,15 @@ export class Worker extends TypedEmitter {
   private readonly random: () => number;
   private readonly inFlight = new Set<InFlight>();
   private readonly settler: Settler;
+  private readonly jobTimeoutMs: number | null;
+  private readonly jobTimeoutGraceMs: number;
   private stopping = false;
-  private stopReason: 'stop' | 'empty' = 'stop';
+  private stopReason: 'stop' | 'empty' | 'recycle' = 'stop';
+  /** Set once a stop past its timeout handed the unfinished claims back: nothing waits for them any more. */
+  private handedBack = false;
+  private stopCall: Promise<StopReport> | null = null;
+  /** The error that ends run(): claims or settles failing for a reason retrying cannot fix. */
+  private fatal: unknown = null;
   /** Resolvers of the loop's current wait; a finished job or stop() resolves them early. */
   private readonly wakeWaiters = new Set<() => void>();
   private claimSequence = 0;
@@ -169,6 +217,9 @@ export class Worker extends TypedEmitter {
     if (options.strategy !== undefined && options.strategy !== 'native' && options.strategy !== 'conditional-update') {
       throw new ConfigError(`strategy must be "native" or "conditional-update", got ${JSON.stringify(options.strategy)}`);
     }
+    this.jobTimeoutMs = options.jobTimeoutMs === undefined ? null : nonNegative(options.jobTimeoutMs, 0, 'jobTimeout');
+    if (this.jobTimeoutMs !== null && this.jobTimeoutMs < 1) throw new ConfigError('jobTimeout must be at least 1 ms');
+    this.jobTimeoutGraceMs = nonNegative(options.jobTimeoutGraceMs, 5_000, 'jobTimeoutGrace');
     if (typeof options.handler !== 'function') throw new ConfigError('handler must be a function');
     this.random = options.random ?? Math.random;
     this.workerId = options.workerId ?? defaultWorkerId();
@@ -193,21 +244,27 @@ export class Worker extends TypedEmitter {
   }
 
   /**
-   * Stops claiming, lets running jobs finish for up to `timeoutMs` (default 30 s), then aborts the rest
-   * and hands their claims back (processing -> pending) so no row is left stuck. Resolves when run() ends.
+   * Stops claiming and lets running jobs finish for up to `timeoutMs` (default 30 s). Past it, the rest have
+   * their ctx.signal aborted and their claims handed back (processing -> pending, the attempt not counted),
+   * and stop() resolves within about HAND_BACK_DEADLINE_MS more whatever the database does. A handler that
+   * ignores its signal keeps running in this process while its row may already run elsewhere: when the
+   * report says `abandoned > 0`, exit the process (as the CLI does). Later calls return the first call's report.
    */
-  async stop(timeoutMs = 30_000): Promise<void> {
+  stop(timeoutMs = 30_000): Promise<StopReport> {
+    nonNegative(timeoutMs, 0, 'stop timeout');
+    this.stopCall ??= this.stopWithin(timeoutMs);
+    return this.stopCall;
+  }
+
+  private async stopWithin(timeoutMs: number): Promise<StopReport> {
     this.stopping = true;
     this.wake();
-    // The timeout's timer is cancelled once the drain wins, so it cannot keep the process alive.
-    const timeout = new AbortController();
-    const expired = await Promise.race([
-      this.whenIdle().then(() => false),
-      sleep(timeoutMs, timeout.signal).then(() => !timeout.signal.aborted),
-    ]);
-    timeout.abort();
-    if (expired) await this.releaseInFlight();
-    await this.running;
+    const drained = await raceTimeout(this.whenIdle(), timeoutMs);
+    const report: StopReport = { drained, handedBack: 0, abandoned: 0 };
+    if (!drained) Object.assign(report, await this.handBack());
+    // run() may still wait on the database (a claim or a settle in flight): it gets a bounded margin, no more.
+    await raceTimeout(this.running?.catch(() => undefined) ?? Promise.resolve(), HAND_BACK_DEADLINE_MS);
+    return report;
   }
 
   get activeJobs(): number {
@@ -223,7 +280,6 @@ export class Worker extends TypedEmitter {
     }
     let idleStep = 0;
     let failedClaims = 0;
-    let fatal: unknown = null;
     try {
       while (!this.stopping) {
         const free = this.concurrency - this.inFlight.size;
@@ -240,7 +296,7 @@ export class Worker extends TypedEmitter {
           // A database that keeps refusing the claim for a reason retrying cannot fix (a dropped table, a
           // revoked grant) ends the run with that error instead of spinning; transient kinds never do.
           if (!isRetryableStoreError(error) && ++failedClaims >= MAX_CONSECUTIVE_CLAIM_FAILURES) {
-            fatal = error;
+            this.fatal ??= error;
             break;
           }
           await this.waitForWake(backoffDelay(idleStep++, { baseMs: this.pollMinMs, maxMs: this.pollMaxMs, random: this.random }));
@@ -260,11 +316,12 @@ export class Worker extends TypedEmitter {
       }
       this.stopping = true;
       await this.whenIdle();
+      if (!this.handedBack) await this.settleStuck();
     } finally {
       for (const timer of this.timers) clearInterval(timer);
       this.timers = [];
     }
-    if (fatal !== null) throw fatal;
+    if (this.fatal !== null) throw this.fatal;
     this.emit('stopped', { reason: this.stopReason });
     return this.counters;
   }
@@ -281,6 +338,11 @@ export class Worker extends TypedEmitter {
     this.counters.lostClaims += lost;
     if (rows.length === 0 && lost === 0) return rows;
     const jobs = rows.map((row) => this.toJob(row));
+    if (this.handedBack) {
+      // A claim that was still waiting on the database when stop() gave up: nobody will run these rows.
+      await this.release(jobs.map((job) => ({ job, token })));
+      return rows;
+    }
     this.emit('claimed', { jobs, lost });
     for (const job of jobs) this.start(job, token);
     return rows;
@@ -305,8 +367,9 @@ export class Worker extends TypedEmitter {
   }
 
   private start(job: Job, token: string | null): void {
-    const flight: InFlight = { job, token, controller: null, abortReason: null, settled: false, settling: false };
+    const flight: InFlight = { job, token, controller: null, abortReason: null, settled: false, settling: false, timer: null, timedOut: false, stuck: false };
     this.inFlight.add(flight);
+    if (this.jobTimeoutMs !== null) flight.timer = setTimeout(() => this.timeOut(flight), this.jobTimeoutMs);
     void this.execute(flight).finally(() => {
       this.inFlight.delete(flight);
       this.wake();
@@ -314,28 +377,29 @@ export class Worker extends TypedEmitter {
   }
 
   private async execute(flight: InFlight): Promise<void> {
-    const outcome = await this.decide(flight);
+    let outcome = await this.decide(flight);
+    if (flight.timer) clearTimeout(flight.timer);
     if (flight.settled) return;
-    const { job, token } = flight;
-    const sql = this.queue.sql;
-    const statement: Statement =
-      outcome.kind === 'complete'
-        ? sql.complete(job.id, token, outcome.stored)
-        : outcome.kind === 'abuse'
-          ? sql.abuse(job.id, token, outcome.reason)
-          : outcome.kind === 'giveUp'
-            ? sql.giveUp(job.id, token, outcome.reason)
-            : sql.retry(job.id, token, outcome.reason, outcome.delayMs);
-    let applied: boolean;
+    if (flight.timedOut) outcome = this.failure(flight.job, flight.abortReason);
+    const { job } = flight;
     flight.settling = true;
-    // A plain completion under a claim token can share one UPDATE with the others of its batch.
-    const groupable = outcome.kind === 'complete' && outcome.stored === null && token !== null;
+    let applied: boolean;
     try {
-      applied = await this.settler.submit(statement, groupable ? { id: job.id, token: token! } : null);
+      applied = await this.submitSettle(flight, outcome);
     } catch (error) {
-      // The row stays in processing; with a lease the reaper returns it, without one an operator requeues it.
-      this.emit('error', { error, during: `settle of job ${String(job.id)}` });
-      return;
+      if (outcome.kind === 'complete' && outcome.stored !== null && !isRetryableStoreError(error)) {
+        // The database refuses this result (too large, not valid for the column): the row fails with that
+        // reason instead of staying in processing and running again by lease.
+        this.emit('error', { error, during: `settle of job ${String(job.id)}` });
+        outcome = { kind: 'giveUp', reason: `result could not be stored: ${describeError(error)}` };
+        try {
+          applied = await this.submitSettle(flight, outcome);
+        } catch (fallbackError) {
+          return this.settleFailed(job, fallbackError);
+        }
+      } else {
+        return this.settleFailed(job, error);
+      }
     }
     flight.settled = true;
     if (!applied) {
@@ -343,6 +407,10 @@ export class Worker extends TypedEmitter {
       this.emit('claim-lost', { job, during: 'settle' });
       return;
     }
+    this.countOutcome(job, outcome);
+  }
+
+  private countOutcome(job: Job, outcome: Outcome): void {
     switch (outcome.kind) {
       case 'complete':
         this.counters.completed++;
@@ -361,6 +429,36 @@ export class Worker extends TypedEmitter {
         this.emit('retried', { job, error: outcome.reason, delayMs: outcome.delayMs });
         break;
     }
+  }
+
+  private submitSettle(flight: InFlight, outcome: Outcome): Promise<boolean> {
+    const { job, token } = flight;
+    const sql = this.queue.sql;
+    const statement: Statement =
+      outcome.kind === 'complete'
+        ? sql.complete(job.id, token, outcome.stored)
+        : outcome.kind === 'abuse'
+          ? sql.abuse(job.id, token, outcome.reason)
+          : outcome.kind === 'giveUp'
+            ? sql.giveUp(job.id, token, outcome.reason)
+            : sql.retry(job.id, token, outcome.reason, outcome.delayMs);
+    // A plain completion under a claim token can share one UPDATE with the others of its batch.
+    const groupable = outcome.kind === 'complete' && outcome.stored === null && token !== null;
+    return this.settler.submit(statement, groupable ? { id: job.id, token: token! } : null);
+  }
+
+  /**
+   * A settle that did not commit. After an outage that outlasted the retries the row stays in processing
+   * (with a lease the reaper returns it; without one an operator requeues it). Any other error would fail
+   * every settle alike (a column the database will not write, a revoked grant): the run ends with it rather
+   * than claiming rows it cannot finish.
+   */
+  private settleFailed(job: Job, error: unknown): void {
+    this.emit('error', { error, during: `settle of job ${String(job.id)}` });
+    if (isRetryableStoreError(error)) return;
+    this.fatal ??= error;
+    this.stopping = true;
+    this.wake();
   }
 
   /** Runs the abuse rule and the handler and turns whatever happens into one outcome. */
@@ -408,7 +506,7 @@ export class Worker extends TypedEmitter {
     }
   }
 
-  private failure(job: Job, error: unknown): Outcome {
+  private failure(job: Job, error: unknown): Extract<Outcome, { kind: 'giveUp' | 'retry' }> {
     const reason = describeError(error);
     const permanent = error instanceof HandlerResultError || (typeof error === 'object' && error !== null && (error as { retryable?: unknown }).retryable === false);
     if (permanent || !this.queue.table.features.retries || job.attempt >= this.maxAttempts) return { kind: 'giveUp', reason };
@@ -446,21 +544,84 @@ export class Worker extends TypedEmitter {
     }
   }
 
-  /** Hands back claims whose jobs did not finish in time, so no row is left in processing. */
-  private async releaseInFlight(): Promise<void> {
+  private timeOut(flight: InFlight): void {
+    if (flight.settled || flight.settling) return;
+    flight.timedOut = true;
+    this.counters.timedOut++;
+    abortFlight(flight, new JobTimeoutError(`job ran past its timeout of ${this.jobTimeoutMs} ms`));
+    flight.timer = setTimeout(() => this.markStuck(flight), this.jobTimeoutGraceMs);
+  }
+
+  /** The handler ignored its abort: the process must be recycled to end it, so this run winds down. */
+  private markStuck(flight: InFlight): void {
+    flight.timer = null;
+    if (flight.settled || flight.settling) return;
+    flight.stuck = true;
+    this.emit('error', {
+      error: new JobTimeoutError(
+        `job ${String(flight.job.id)} still running ${this.jobTimeoutGraceMs} ms after its ${this.jobTimeoutMs} ms timeout aborted it; ` +
+          'this worker stops claiming and ends its run so the process can be recycled',
+      ),
+      during: 'job timeout',
+    });
+    this.stopReason = 'recycle';
+    this.stopping = true;
+    this.wake();
+  }
+
+  /**
+   * Settles stuck jobs as failed attempts once everything else has drained. Their heartbeats kept the rows
+   * ours until now; from the commit on, the row may run elsewhere, so the caller must end the process.
+   */
+  private async settleStuck(): Promise<void> {
+    for (const flight of [...this.inFlight].filter((f) => f.stuck && !f.settled)) {
+      flight.settled = true;
+      const outcome = this.failure(flight.job, new JobTimeoutError(`job ran past its timeout of ${this.jobTimeoutMs} ms and ignored the abort`));
+      const statement = outcome.kind === 'retry' ? this.queue.sql.retry(flight.job.id, flight.token, outcome.reason, outcome.delayMs) : this.queue.sql.giveUp(flight.job.id, flight.token, outcome.reason);
+      try {
+        const [result] = await withStoreRetry(() => this.queue.apply([statement]), { attempts: 10 });
+        if (result!.affected === 1) this.countOutcome(flight.job, outcome);
+      } catch (error) {
+        this.emit('error', { error, during: `settle of timed-out job ${String(flight.job.id)}` });
+      }
+      this.inFlight.delete(flight);
+    }
+  }
+
+  /**
+   * Past the stop timeout: aborts every unfinished job and hands its claim back, within HAND_BACK_DEADLINE_MS
+   * whatever the database does (an unconfirmed hand-back leaves the row to its lease).
+   */
+  private async handBack(): Promise<{ handedBack: number; abandoned: number }> {
     const flights = [...this.inFlight].filter((f) => !f.settled);
+    this.handedBack = true;
+    this.wake();
     for (const flight of flights) {
       flight.settled = true;
+      if (flight.timer) clearTimeout(flight.timer);
       abortFlight(flight, new Error('worker stopped'));
+      this.inFlight.delete(flight);
     }
-    if (flights.length === 0) return;
+    const released = this.release(flights);
+    const handedBack = await Promise.race([released, sleep(HAND_BACK_DEADLINE_MS).then(() => null)]);
+    if (handedBack === null) {
+      this.emit('error', { error: new Error(`the database did not confirm the hand-back of ${flights.length} claims within ${HAND_BACK_DEADLINE_MS} ms; they return by lease`), during: 'release on stop' });
+    }
+    return { handedBack: handedBack ?? 0, abandoned: flights.length };
+  }
+
+  /** Hands claims back (processing -> pending, the attempt not counted); resolves with how many rows moved. */
+  private async release(claims: ReadonlyArray<{ job: Job; token: string | null }>): Promise<number> {
+    if (claims.length === 0) return 0;
     try {
-      const results = await withStoreRetry(() => this.queue.apply(flights.map((f) => this.queue.sql.release(f.job.id, f.token))), { attempts: 10 });
-      this.counters.released += results.filter((r) => r.affected === 1).length;
+      const results = await withStoreRetry(() => this.queue.apply(claims.map((c) => this.queue.sql.release(c.job.id, c.token))), { attempts: 10 });
+      const released = results.filter((r) => r.affected === 1).length;
+      this.counters.released += released;
+      return released;
     } catch (error) {
       this.emit('error', { error, during: 'release on stop' });
+      return 0;
     }
-    for (const flight of flights) this.inFlight.delete(flight);
   }
 
   private async isDrained(): Promise<boolean> {
@@ -481,10 +642,13 @@ export class Worker extends TypedEmitter {
     }
   }
 
+  /** Resolves once no job runs here (stuck ones aside) and every settle is committed, or once claims were handed back. */
   private async whenIdle(): Promise<void> {
-    while (this.inFlight.size > 0 || !this.settler.idle) {
+    const busy = () => [...this.inFlight].some((f) => !f.stuck) || !this.settler.idle;
+    while (!this.handedBack && busy()) {
       await this.waitForWake(50);
-      await this.settler.whenIdle();
+      // A settle waiting on a database that stopped answering must not hold this past a hand-back (which wakes it).
+      if (!this.settler.idle) await Promise.race([this.settler.whenIdle(), this.waitForWake(1000)]);
     }
   }
 
@@ -654,4 +818,12 @@ interface SettleStep {
    * connection that had in fact committed it reports the claim lost (the row itself is right).
    */
   resolve: (result: ExecResult, retried: boolean) => void | Promise<void>;
+}
+
+/** True when `promise` settled within `ms`, false when the time ran out first; the timer never outlives the race. */
+async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const timer = new AbortController();
+  const settled = await Promise.race([promise.then(() => true), sleep(ms, timer.signal).then(() => false)]);
+  timer.abort();
+  return settled;
 }
