@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { launchCli, until } from './cli-harness.js';
-import type { CliContext } from './cli-scenarios.js';
+import type { CliContext, CliTarget } from './cli-scenarios.js';
 
 /** A handler that records each start and end in a ledger file and ignores ctx.signal for a minute. */
 function stubbornHandler(ctx: CliContext, ledger: string): string {
@@ -23,7 +23,7 @@ function ledgerLines(path: string): string[] {
   return existsSync(path) ? readFileSync(path, 'utf8').trim().split('\n').filter(Boolean) : [];
 }
 
-export function lifecycleScenarios(ctx: () => CliContext): void {
+export function lifecycleScenarios(ctx: () => CliContext, target: CliTarget): void {
   for (const processes of [null, 2] as const) {
     const how = processes === null ? 'one process' : `--processes ${processes}`;
     it(`SIGTERM past --stop-timeout (${how}): handlers that ignore the abort die with the process right after their rows are handed back (exit 3)`, async () => {
@@ -87,5 +87,73 @@ export function lifecycleScenarios(ctx: () => CliContext): void {
     expect(supervised.code, supervised.stderr).toBe(0);
     expect(supervised.stderr).toMatch(/restarting worker process 1 in 0 ms/);
     expect(await c.stats()).toMatchObject({ pending: 0, processing: 0, done: 2, failed: 1 });
+  });
+
+  it('a result the database refuses settles the row failed with the reason; a settle no row can ever pass ends the run with exit 1', async () => {
+    const c = ctx();
+    // CHECK constraints are enforced by all three servers and invisible to introspection, so the refusal
+    // comes from the database at settle time, as it would from a column the worker knows nothing about.
+    await c.db.query(
+      'CREATE TABLE picky (id INTEGER PRIMARY KEY, date INTEGER, status SMALLINT, ' +
+        'result TEXT CHECK (result IS NULL OR LENGTH(result) < 40), last_error TEXT)',
+    );
+    await c.db.query('INSERT INTO picky (id, date) VALUES (1, 1)');
+    const big = c.file('big.mjs', `export default async () => ({ text: 'x'.repeat(100) });`);
+    const run = await c.statusq('work', '--db', c.db.url, '--table', 'picky', '--handler', big, '--exit-when-empty');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/done 0, failed 1/);
+    const [row] = await c.db.query<{ status: unknown; last_error: string }>('SELECT status, last_error FROM picky');
+    expect(Number(row!.status)).toBe(0);
+    expect(row!.last_error).toMatch(/^result could not be stored: /);
+
+    // Done (1) itself is refused, whatever the result: every completion would fail, so the run must end.
+    await c.db.query('CREATE TABLE never_done (id INTEGER PRIMARY KEY, date INTEGER, status SMALLINT CHECK (status IS NULL OR status <> 1))');
+    await c.db.query('INSERT INTO never_done (id, date) VALUES (1, 1), (2, 2), (3, 3)');
+    const ok = c.file('ok.mjs', 'export default async () => undefined;');
+    const stuck = await c.statusq('work', '--db', c.db.url, '--table', 'never_done', '--handler', ok, '--concurrency', '1', '--exit-when-empty');
+    expect(stuck.code, stuck.stderr).toBe(1);
+    expect(stuck.stderr).toMatch(/settle of job 3/);
+    expect(stuck.stderr.split('\n').at(-1)).toMatch(/^statusq: database error \(Unknown [^)]*\): /);
+    // No further row was claimed once settling proved impossible.
+    expect(await c.stats('never_done')).toMatchObject({ pending: 2, processing: 1 });
+  });
+
+  it('a handler that ends its process costs an attempt only to itself: the claims it kept from starting go back free (--processes)', async () => {
+    const c = ctx();
+    expect((await c.statusq('init', '--db', c.db.url)).code).toBe(0);
+    // The crashing row is the newest, so it starts first in each claimed batch and its process.exit()
+    // stops the other three from ever starting.
+    const date = (s: number) => target.dateLiteral(`2024-01-01T00:00:0${s}.000Z`);
+    await c.db.query(
+      `INSERT INTO jobs (date, payload) VALUES (${date(1)}, '{"kind":"innocent"}'), (${date(2)}, '{"kind":"innocent"}'), ` +
+        `(${date(3)}, '{"kind":"innocent"}'), (${date(4)}, '{"kind":"crash"}')`,
+    );
+    const ledger = join(c.dir, 'ledger.txt');
+    const handler = c.file(
+      'crash.mjs',
+      `import { appendFileSync } from 'node:fs';
+       export default async (job) => {
+         appendFileSync(${JSON.stringify(ledger)}, job.payload.kind + ' ' + job.id + '\\n');
+         if (job.payload.kind === 'crash') process.exit(7);
+       };`,
+    );
+    const run = await c.statusq(
+      'work', '--db', c.db.url, '--table', 'jobs', '--handler', handler, '--processes', '1', '--concurrency', '4',
+      '--max-attempts', '2', '--lease', '1s', '--exit-when-empty',
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr.match(/1 running job charged an attempt, 3 claimed but not started handed back/g)).toHaveLength(2);
+    const rows = await c.db.query<{ status: unknown; attempt_count: unknown; last_error: string | null; payload: string }>(
+      'SELECT status, attempt_count, last_error, payload FROM jobs ORDER BY date',
+    );
+    expect(rows.map((r) => [JSON.parse(r.payload).kind, Number(r.status), Number(r.attempt_count)])).toEqual([
+      ['innocent', 1, 0],
+      ['innocent', 1, 0],
+      ['innocent', 1, 0],
+      ['crash', 0, 2],
+    ]);
+    expect(rows[3]!.last_error).toMatch(/^worker process \d+ exited with code 7 while this job ran$/);
+    // The innocents ran once each: only after the poison row was out of the way.
+    expect(ledgerLines(ledger).filter((line) => line.startsWith('innocent'))).toHaveLength(3);
   });
 }

@@ -188,7 +188,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       });
     });
 
-    lifecycleScenarios(ctx);
+    lifecycleScenarios(ctx, target);
     extra(ctx);
   });
 }

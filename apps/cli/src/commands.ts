@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   ConfigError,
@@ -11,9 +11,11 @@ import {
   validateTableConfig,
   validateTableName,
   type ClaimStrategy,
+  type DeadWorkerReport,
   type JobId,
   type Store,
   type StatusCounts,
+  type TableConfig,
 } from '@statusq/core';
 import { initTable, migrateTable, parseColumnGroups } from '@statusq/schema';
 import { optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
@@ -153,20 +155,23 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   if (processes !== undefined) {
     // Everything a child would reject is rejected here first, once, before any child starts; the
     // connection used to check the table is closed before forking, so children open their own.
-    await withStore(flags, 'work', false, (store) => Worker.create({ store, table: config, handler, isAbuse, ...options }));
-    return supervise(['work', ...withoutFlag(argv, 'processes')], processes, stopTimeoutMs, io);
+    const checked = await withStore(flags, 'work', false, (store) => Worker.create({ store, table: config, handler, isAbuse, ...options }));
+    const recovery = { url: required(flags, 'db', 'work'), table: config, maxAttempts: checked.maxAttempts };
+    return supervise(['work', ...withoutFlag(argv, 'processes')], processes, stopTimeoutMs, io, recovery);
   }
   return withStore(flags, 'work', false, async (store) => {
     const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options });
+    reportToLauncher(worker);
     let stopReason = 'stop';
     worker.on('stopped', ({ reason }) => (stopReason = reason));
+    let stopping: Promise<unknown> | null = null;
     const drain = () => {
       // Whatever the database does, this process is gone shortly after the stop timeout.
       setTimeout(() => {
         io.err(`statusq: stop did not finish within ${stopTimeoutMs + STOP_MARGIN_MS} ms (the database is not answering); exiting; unfinished claims return to the queue by lease`);
         process.exit(EXIT.handedBack);
       }, stopTimeoutMs + STOP_MARGIN_MS + 2_000).unref();
-      void worker.stop(stopTimeoutMs).then((report) => {
+      stopping ??= worker.stop(stopTimeoutMs).then((report) => {
         if (report.abandoned === 0) return;
         // The rows may already run elsewhere: nothing this process started may go on running.
         io.err(
@@ -212,6 +217,8 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
           // Under --processes every child prints this line; the pid says whose it is.
           (process.env.STATUSQ_SUPERVISED === '1' ? ` [pid ${process.pid}]` : ''),
       );
+      // A stop past its timeout exits from its own callback, before the store is closed under it.
+      await stopping;
     } finally {
       unregister();
     }
@@ -262,13 +269,19 @@ function parseId(text: string): JobId {
  * `work --processes P`: runs P copies of this same command (without --processes) under the Supervisor.
  * Children drain within --stop-timeout; the launcher waits that long plus a margin before killing them.
  */
-async function supervise(args: string[], processes: number, stopTimeoutMs: number, io: Io): Promise<number> {
+async function supervise(args: string[], processes: number, stopTimeoutMs: number, io: Io, recovery: RecoveryTarget): Promise<number> {
+  const recoveries = new Set<Promise<void>>();
   const supervisor = new Supervisor(
     // Children exit by themselves within the stop timeout plus their margin; the launcher kills only past that.
     { processes, modulePath: fileURLToPath(new URL('./bin.js', import.meta.url)), args, gracePeriodMs: stopTimeoutMs + STOP_MARGIN_MS + 5_000 },
     (event) => {
       if (event.type === 'exited' && event.code !== 0) {
-        io.err(`statusq: worker process ${event.pid} ${event.signal ? `killed by ${event.signal}` : `exited with code ${event.code}`}`);
+        const how = event.signal ? `killed by ${event.signal}` : `exited with code ${event.code}`;
+        io.err(`statusq: worker process ${event.pid} ${how}`);
+        if (event.signal !== null || !CLEAN_EXITS.has(event.code ?? -1)) {
+          const done = recoverDeadWorker(recovery, event.pid, how, event.report, io).finally(() => recoveries.delete(done));
+          recoveries.add(done);
+        }
       } else if (event.type === 'restarting') io.err(`statusq: restarting worker process ${event.slot + 1} in ${event.delayMs} ms`);
       else if (event.type === 'gave-up') io.err(`statusq: ${event.reason}`);
     },
@@ -281,9 +294,74 @@ async function supervise(args: string[], processes: number, stopTimeoutMs: numbe
     supervisor.stop(signal);
   });
   try {
-    return await supervisor.run();
+    const code = await supervisor.run();
+    while (recoveries.size > 0) await Promise.all(recoveries);
+    return code;
   } finally {
     unregister();
+  }
+}
+
+/** Exits after which a child holds no claim of a running handler: nothing for the launcher to recover. */
+const CLEAN_EXITS = new Set<number>([EXIT.ok, EXIT.badInput, EXIT.handedBack, EXIT.recycled]);
+
+interface RecoveryTarget {
+  url: string;
+  table: TableConfig;
+  maxAttempts: number;
+}
+
+/**
+ * A supervised child tells its launcher its worker id when it starts and, from an exit hook, the claims it
+ * had not started: written synchronously to the report pipe, the words outlive the process.
+ */
+function reportToLauncher(worker: Worker): void {
+  const fd = Number(process.env.STATUSQ_REPORT_FD);
+  if (process.env.STATUSQ_SUPERVISED !== '1' || !Number.isInteger(fd) || fd < 3) return;
+  const send = (message: object) => {
+    try {
+      writeSync(fd, `${JSON.stringify(message, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}\n`);
+    } catch {
+      // No launcher to read it (the pipe is gone): then no one recovers these claims but their leases.
+    }
+  };
+  send({ workerId: worker.workerId });
+  process.once('exit', () => {
+    const unstarted = worker.unstartedClaims();
+    if (unstarted.length > 0) send({ unstarted });
+  });
+}
+
+/**
+ * A child died with claims in hand: those it never started go back at no cost, those whose handlers ran
+ * cost one attempt each, at once rather than when their leases expire.
+ */
+async function recoverDeadWorker(target: RecoveryTarget, pid: number, how: string, reportText: string, io: Io): Promise<void> {
+  const report: DeadWorkerReport = { workerId: '', unstarted: [] };
+  for (const line of reportText.split('\n')) {
+    if (line.trim() === '') continue;
+    try {
+      const message = JSON.parse(line) as Partial<DeadWorkerReport>;
+      if (typeof message.workerId === 'string') report.workerId = message.workerId;
+      if (Array.isArray(message.unstarted)) report.unstarted.push(...message.unstarted);
+    } catch {
+      // A line cut short by the death of its writer says nothing reliable.
+    }
+  }
+  if (report.workerId === '') return;
+  try {
+    const store = await openStore(target.url, { create: false });
+    try {
+      const queue = await Queue.open(store, target.table);
+      const { released, charged } = await queue.recoverDeadWorker(report, `worker process ${pid} ${how} while this job ran`, target.maxAttempts);
+      if (released + charged > 0) {
+        io.err(`statusq: worker process ${pid}: ${charged} running job${charged === 1 ? '' : 's'} charged an attempt, ${released} claimed but not started handed back`);
+      }
+    } finally {
+      await store.close();
+    }
+  } catch (error) {
+    io.err(`statusq: could not recover the claims of worker process ${pid} (they return by lease): ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 

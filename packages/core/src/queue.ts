@@ -9,6 +9,12 @@ import { TransitionSql } from './transition-sql.js';
 /** Rows per status. These five keys are what `statusq stats --json` prints. */
 export type StatusCounts = Record<StatusName, number>;
 
+/** What a worker process leaves behind for its launcher: its worker id and the claims it had not started. */
+export interface DeadWorkerReport {
+  workerId: string;
+  unstarted: Array<{ id: JobId; token: string | null }>;
+}
+
 /** Rows per INSERT transaction when enqueueing many. */
 const ENQUEUE_CHUNK = 500;
 
@@ -74,6 +80,18 @@ export class Queue {
     if (probe && (await this.store.execute(probe)).rows.length === 0) return 0;
     const results = await this.apply(this.sql.reapExpired(leaseMs, maxAttempts));
     return results.reduce((n, r) => n + r.affected, 0);
+  }
+
+  /**
+   * After a worker process died: its claims whose handlers had not started go back to pending at no cost
+   * (release, guarded by their claim tokens); every other claim it still holds was running and costs one
+   * attempt (ownerDied). Needs the worker-id column, which is how a dead process's claims are found.
+   */
+  async recoverDeadWorker(dead: DeadWorkerReport, reason: string, maxAttempts: number): Promise<{ released: number; charged: number }> {
+    if (!this.table.features.fencing) return { released: 0, charged: 0 };
+    const released = await this.apply(dead.unstarted.map((claim) => this.sql.release(claim.id, claim.token)));
+    const charged = await this.apply(this.sql.ownerDied(dead.workerId, reason, maxAttempts));
+    return { released: released.filter((r) => r.affected === 1).length, charged: charged.reduce((n, r) => n + r.affected, 0) };
   }
 
   /** Operator requeue: failed or abuse rows (or rows stuck in processing) back to pending. */

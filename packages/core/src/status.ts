@@ -43,6 +43,7 @@ export type TransitionCause =
   | 'retry' // a scheduled retry: attempt_count + 1, next_attempt_at set, last_error kept
   | 'release' // a draining worker hands an unfinished claim back without counting an attempt
   | 'leaseExpired' // the reaper found a claim whose lease ran out (to pending, or failed when attempts are used up)
+  | 'ownerDied' // the launcher saw the worker process holding the claim die while its handler ran (as leaseExpired, at once)
   | 'requeue'; // an operator sends failed or abuse rows back to pending
 
 export const TRANSITIONS: Readonly<Record<TransitionCause, ReadonlyArray<readonly [StatusName, StatusName]>>> = {
@@ -55,6 +56,10 @@ export const TRANSITIONS: Readonly<Record<TransitionCause, ReadonlyArray<readonl
   ],
   retry: [['processing', 'pending']],
   release: [['processing', 'pending']],
+  ownerDied: [
+    ['processing', 'pending'],
+    ['processing', 'failed'],
+  ],
   leaseExpired: [
     ['processing', 'pending'],
     ['processing', 'failed'],

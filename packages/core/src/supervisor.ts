@@ -52,10 +52,17 @@ export interface SupervisorOptions {
 
 export type SupervisorEvent =
   | { type: 'started'; slot: number; pid: number; restart: number }
-  | { type: 'exited'; slot: number; pid: number; code: number | null; signal: NodeJS.Signals | null; uptimeMs: number }
+  /**
+   * `report`: what the child wrote to its report pipe (the file descriptor in STATUSQ_REPORT_FD), read to the
+   * end: written synchronously, it survives the child's death, so the child can leave word in an exit hook.
+   */
+  | { type: 'exited'; slot: number; pid: number; code: number | null; signal: NodeJS.Signals | null; uptimeMs: number; report: string }
   | { type: 'restarting'; slot: number; delayMs: number }
   | { type: 'draining'; signal: string }
   | { type: 'gave-up'; reason: string };
+
+/** The child's file descriptor for its report pipe (0-2 are stdio, 3 the IPC channel). */
+const REPORT_FD = 4;
 
 interface Slot {
   index: number;
@@ -157,24 +164,28 @@ export class Supervisor {
   private spawn(slot: Slot): void {
     slot.timer = null;
     if (this.stopping) return this.settleIfAllEnded();
+    const output = this.options.stdio === 'inherit' ? 'inherit' : 'pipe';
     const child = fork(this.options.modulePath, [...this.options.args], {
-      env: { ...this.options.env, STATUSQ_SUPERVISED: '1' },
-      stdio: this.options.stdio === 'inherit' ? ['ignore', 'inherit', 'inherit', 'ipc'] : ['ignore', 'pipe', 'pipe', 'ipc'],
+      env: { ...this.options.env, STATUSQ_SUPERVISED: '1', STATUSQ_REPORT_FD: String(REPORT_FD) },
+      stdio: ['ignore', output, output, 'ipc', 'pipe'],
       detached: true,
     });
+    let report = '';
+    (child.stdio[REPORT_FD] as NodeJS.ReadableStream | null)?.on('data', (chunk: Buffer) => (report += chunk.toString()));
     slot.child = child;
     slot.startedAt = Date.now();
     if (child.pid !== undefined) this.onEvent({ type: 'started', slot: slot.index, pid: child.pid, restart: slot.restarts });
     child.on('error', () => {
       // A failed fork surfaces as an exit with no pid; the exit handler decides what follows.
     });
-    child.on('exit', (code, signal) => this.exited(slot, child, code, signal));
+    // 'close' rather than 'exit': it comes once the report pipe has been read to its end.
+    child.on('close', (code, signal) => this.exited(slot, child, code, signal, report));
   }
 
-  private exited(slot: Slot, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null): void {
+  private exited(slot: Slot, child: ChildProcess, code: number | null, signal: NodeJS.Signals | null, report: string): void {
     const uptimeMs = Date.now() - slot.startedAt;
     slot.child = null;
-    this.onEvent({ type: 'exited', slot: slot.index, pid: child.pid ?? -1, code, signal, uptimeMs });
+    this.onEvent({ type: 'exited', slot: slot.index, pid: child.pid ?? -1, code, signal, uptimeMs, report });
     if (code === EXIT.ok) {
       slot.finished = true;
       // One child found the queue empty; the others will too. Nothing to restart.

@@ -227,7 +227,25 @@ export class TransitionSql {
    */
   reapExpired(leaseMs: number, maxAttempts: number): Statement[] {
     if (!this.q.claimedAt) return [];
-    const reason = `lease expired after ${leaseMs} ms (worker stopped or stalled)`;
+    return this.chargeAttempt(`lease expired after ${leaseMs} ms (worker stopped or stalled)`, maxAttempts, (p) => this.leaseExpired(p, leaseMs));
+  }
+
+  /**
+   * ownerDied: the claims of a worker process that died while their handlers ran (every token it wrote
+   * starts with its worker id) cost one attempt each, as an expired lease would, without waiting for the lease.
+   */
+  ownerDied(workerId: string, reason: string, maxAttempts: number): Statement[] {
+    if (!this.q.workerId) return [];
+    const prefix = `${workerId}:`;
+    return this.chargeAttempt(reason, maxAttempts, (p) => `${this.guard('ownerDied')} AND SUBSTR(${this.q.workerId}, 1, ${p.add(prefix.length)}) = ${p.add(prefix)}`);
+  }
+
+  /**
+   * Claims whose worker is gone go back to pending with one more attempt counted, or to failed once they
+   * have used their attempts (a job that kills its worker every time must not loop forever). Without an
+   * attempt counter nothing can tell a poison job from a crash, so they are always retried.
+   */
+  private chargeAttempt(reason: string, maxAttempts: number, condition: (p: Params) => string): Statement[] {
     // Parameters are added in text order (SET, then WHERE) because placeholders may be positional.
     const build = (to: 'pending' | 'failed'): Statement => {
       const p = new Params(this.dialect);
@@ -235,11 +253,10 @@ export class TransitionSql {
       if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
       if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
       if (to === 'failed' && this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
-      let where = this.leaseExpired(p, leaseMs);
+      let where = condition(p);
       if (this.q.attemptCount) where += ` AND ${this.attemptsPlusOne()} ${to === 'pending' ? '<' : '>='} ${p.add(maxAttempts)}`;
       return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
     };
-    // Without an attempt counter nothing can tell a poison job from a crash, so expired claims are retried.
     return this.q.attemptCount ? [build('failed'), build('pending')] : [build('pending')];
   }
 

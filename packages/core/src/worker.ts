@@ -120,6 +120,8 @@ interface InFlight {
   timedOut: boolean;
   /** Still running past the timeout's grace: it no longer holds up a drain, and the run ends to recycle the process. */
   stuck: boolean;
+  /** Set just before user code (the abuse rule, then the handler) first runs for this claim. */
+  started: boolean;
 }
 
 type Outcome =
@@ -164,7 +166,8 @@ export class Worker extends TypedEmitter {
   readonly workerId: string;
   private readonly concurrency: number;
   private readonly batch: number;
-  private readonly maxAttempts: number;
+  /** Attempts per job, as configured or defaulted from the table. */
+  readonly maxAttempts: number;
   private readonly retryDelayMs: number;
   private readonly maxRetryDelayMs: number;
   private readonly leaseMs: number;
@@ -267,6 +270,15 @@ export class Worker extends TypedEmitter {
     return report;
   }
 
+  /**
+   * The claims this worker holds whose handlers have not started. Synchronous, for a process `exit` hook:
+   * when a handler ends the process from the loop that starts a claimed batch, the rest of the batch never
+   * ran, and its launcher hands them back at no cost (see Queue.recoverDeadWorker).
+   */
+  unstartedClaims(): Array<{ id: JobId; token: string | null }> {
+    return [...this.inFlight].filter((f) => !f.started && !f.settled).map((f) => ({ id: f.job.id, token: f.token }));
+  }
+
   get activeJobs(): number {
     return this.inFlight.size;
   }
@@ -344,7 +356,7 @@ export class Worker extends TypedEmitter {
       return rows;
     }
     this.emit('claimed', { jobs, lost });
-    for (const job of jobs) this.start(job, token);
+    this.start(jobs, token);
     return rows;
   }
 
@@ -366,14 +378,20 @@ export class Worker extends TypedEmitter {
     return { id: row[id] as JobId, row, attempt: attempts + 1, payload };
   }
 
-  private start(job: Job, token: string | null): void {
-    const flight: InFlight = { job, token, controller: null, abortReason: null, settled: false, settling: false, timer: null, timedOut: false, stuck: false };
-    this.inFlight.add(flight);
-    if (this.jobTimeoutMs !== null) flight.timer = setTimeout(() => this.timeOut(flight), this.jobTimeoutMs);
-    void this.execute(flight).finally(() => {
-      this.inFlight.delete(flight);
-      this.wake();
-    });
+  /**
+   * Every claim of the batch is in flight before any handler runs: a handler that ends the process from its
+   * first synchronous step leaves the rest listed as claimed but not started (see unstartedClaims).
+   */
+  private start(jobs: readonly Job[], token: string | null): void {
+    const flights = jobs.map((job): InFlight => ({ job, token, controller: null, abortReason: null, settled: false, settling: false, timer: null, timedOut: false, stuck: false, started: false }));
+    for (const flight of flights) this.inFlight.add(flight);
+    for (const flight of flights) {
+      if (this.jobTimeoutMs !== null) flight.timer = setTimeout(() => this.timeOut(flight), this.jobTimeoutMs);
+      void this.execute(flight).finally(() => {
+        this.inFlight.delete(flight);
+        this.wake();
+      });
+    }
   }
 
   private async execute(flight: InFlight): Promise<void> {
@@ -482,6 +500,7 @@ export class Worker extends TypedEmitter {
       },
       workerId: this.workerId,
     };
+    flight.started = true;
     try {
       if (this.options.isAbuse && (await this.options.isAbuse(job.row))) return { kind: 'abuse', reason: 'isAbuse rule' };
       const result = await this.options.handler(job, ctx);
@@ -594,16 +613,17 @@ export class Worker extends TypedEmitter {
    */
   private async handBack(): Promise<{ handedBack: number; abandoned: number }> {
     const flights = [...this.inFlight].filter((f) => !f.settled);
-    this.handedBack = true;
-    this.wake();
     for (const flight of flights) {
       flight.settled = true;
       if (flight.timer) clearTimeout(flight.timer);
       abortFlight(flight, new Error('worker stopped'));
-      this.inFlight.delete(flight);
     }
-    const released = this.release(flights);
-    const handedBack = await Promise.race([released, sleep(HAND_BACK_DEADLINE_MS).then(() => null)]);
+    // The flights stay in flight until the hand-back is done: run() must not end (and its caller close the
+    // store) while the release is still on its way to the database.
+    const handedBack = await Promise.race([this.release(flights), sleep(HAND_BACK_DEADLINE_MS).then(() => null)]);
+    for (const flight of flights) this.inFlight.delete(flight);
+    this.handedBack = true;
+    this.wake();
     if (handedBack === null) {
       this.emit('error', { error: new Error(`the database did not confirm the hand-back of ${flights.length} claims within ${HAND_BACK_DEADLINE_MS} ms; they return by lease`), during: 'release on stop' });
     }
@@ -725,7 +745,16 @@ class Settler {
   submit(statement: Statement, completion: { id: JobId; token: string } | null): Promise<boolean> {
     return new Promise((resolve, reject) => {
       this.queue.push({ statement, completion, resolve, reject });
-      this.flushing ??= this.flush().finally(() => (this.flushing = null));
+      this.kick();
+    });
+  }
+
+  private kick(): void {
+    if (this.flushing) return;
+    this.flushing = this.flush().finally(() => {
+      this.flushing = null;
+      // A submit that came after the flush's last look at the queue, but before this, would wait forever.
+      if (this.queue.length > 0) this.kick();
     });
   }
 
