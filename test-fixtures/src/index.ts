@@ -31,6 +31,48 @@ export function tableASchema(dialect: FixtureDialect, table = 'table_a'): string
   }
 }
 
+/**
+ * Tables the start-up checks must judge, in each dialect's own DDL. Every one has `id`, `date` and `status`
+ * (and `k` where the key is wider than id); rows go in with `(id, k, date)` or `(id, date)`.
+ * - sharedId: PRIMARY KEY (id, k), so two rows may share an id: refused.
+ * - uniqueId: the same key plus a unique index on id alone: accepted.
+ * - partialUniqueId: the same key plus a unique index on id that covers only some rows (SQLite and
+ *   PostgreSQL; MySQL has no partial index, so null there): refused.
+ * - textStatus: a VARCHAR status column: refused.
+ * - untypedStatus: a status column declared without a type, which SQLite allows and which keeps the
+ *   integers statusq writes (null elsewhere): accepted.
+ * - bounded: payload, result and last_error of bounded size (VARCHAR(10), VARCHAR(10), VARCHAR(20); SQLite
+ *   does not enforce the size), and an id and a date the database fills, for enqueue: accepted, with the bounds reported.
+ */
+export type CheckedTable = 'sharedId' | 'uniqueId' | 'partialUniqueId' | 'textStatus' | 'untypedStatus' | 'bounded';
+
+export function checkedTableSchema(dialect: FixtureDialect, kind: CheckedTable, table = kind.toLowerCase()): string[] | null {
+  const q = dialect === 'mysql' ? (n: string) => `\`${n}\`` : (n: string) => `"${n}"`;
+  const [bigint, serial, time, now, small, tail] =
+    dialect === 'sqlite'
+      ? ['INTEGER', 'INTEGER PRIMARY KEY', 'TEXT', `(strftime('%Y-%m-%d %H:%M:%f', 'now'))`, 'INTEGER', '']
+      : dialect === 'postgres'
+        ? ['BIGINT', 'BIGSERIAL PRIMARY KEY', 'TIMESTAMPTZ(3)', 'now()', 'SMALLINT', '']
+        : ['BIGINT', 'BIGINT AUTO_INCREMENT PRIMARY KEY', 'DATETIME(3)', 'CURRENT_TIMESTAMP(3)', 'TINYINT', ' ENGINE=InnoDB DEFAULT CHARSET=utf8mb4'];
+  const pair = `CREATE TABLE ${q(table)} (id ${bigint} NOT NULL, k ${small} NOT NULL, date ${time} NOT NULL, status ${small} NULL, PRIMARY KEY (id, k))${tail}`;
+  switch (kind) {
+    case 'sharedId':
+      return [pair];
+    case 'uniqueId':
+      return [pair, `CREATE UNIQUE INDEX ${q(`${table}_id`)} ON ${q(table)} (id)`];
+    case 'partialUniqueId':
+      return dialect === 'mysql' ? null : [pair, `CREATE UNIQUE INDEX ${q(`${table}_id`)} ON ${q(table)} (id) WHERE k = 1`];
+    case 'textStatus':
+      return [`CREATE TABLE ${q(table)} (id ${bigint} PRIMARY KEY, date ${time} NOT NULL, status VARCHAR(8) NULL)${tail}`];
+    case 'untypedStatus':
+      return dialect === 'sqlite' ? [`CREATE TABLE ${q(table)} (id INTEGER PRIMARY KEY, date TEXT NOT NULL, status)`] : null;
+    case 'bounded':
+      return [
+        `CREATE TABLE ${q(table)} (id ${serial}, date ${time} NOT NULL DEFAULT ${now}, status ${small} NULL, payload VARCHAR(10) NULL, result VARCHAR(10) NULL, last_error VARCHAR(20) NULL)${tail}`,
+      ];
+  }
+}
+
 export type RowKind = 'ok' | 'poison' | 'abuse' | 'flaky';
 
 export interface TableARow {

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { generateTableARows, handlerPath, tableASchema, type TableARow } from '@statusq/test-fixtures';
+import { checkedTableSchema, generateTableARows, handlerPath, tableASchema, type TableARow } from '@statusq/test-fixtures';
 import { lifecycleScenarios } from './cli-lifecycle-scenarios.js';
 import { parseStats, runCliAsync, writeFixture, type CliRun, type StatusCounts } from './cli-harness.js';
 
@@ -152,6 +152,37 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       expect(await runOnce()).toEqual([3, 2, 1]);
       await db.query('UPDATE jobs SET status = NULL');
       expect(await runOnce('--order', 'oldest')).toEqual([1, 2, 3]);
+    });
+
+    it('work refuses, exit 2 and one line, a table whose id is not unique on its own or whose status is not an integer, and changes no row; a unique index on id is enough', async () => {
+      const { statusq, db, file } = ctx();
+      for (const [kind, table] of [['sharedId', 'pairs'], ['textStatus', 'texty'], ['uniqueId', 'keyed']] as const) {
+        for (const sql of checkedTableSchema(target.dialect, kind, table)!) await db.query(sql);
+      }
+      const date = "'2024-01-01 00:00:00.000'";
+      await db.query(`INSERT INTO pairs (id, k, date) VALUES (1, 1, ${date}), (1, 2, ${date}), (2, 1, ${date})`);
+      await db.query(`INSERT INTO keyed (id, k, date) VALUES (1, 1, ${date}), (2, 1, ${date})`);
+      await db.query(`INSERT INTO texty (id, date) VALUES (1, ${date}), (2, ${date})`);
+      const handler = file('ok.mjs', 'export default async () => {};');
+      const work = (table: string) => statusq('work', '--db', db.url, '--table', table, '--handler', handler, '--exit-when-empty');
+      const statuses = async (table: string) => (await db.query<{ status: unknown }>(`SELECT status FROM ${table} ORDER BY id`)).map((r) => (r.status === null ? null : Number(r.status)));
+
+      const shared = await work('pairs');
+      expect(shared.code, shared.stderr).toBe(2);
+      expect(shared.stderr).toMatch(/id column "id" is not unique: it must be the primary key or have a unique index of its own/);
+      expect(shared.stderr.split('\n')).toHaveLength(1);
+      expect(await statuses('pairs')).toEqual([null, null, null]);
+
+      const texty = await work('texty');
+      expect(texty.code, texty.stderr).toBe(2);
+      expect(texty.stderr).toMatch(/status column "status" is (varchar\(8\)|character varying), not an integer type/);
+      expect(texty.stderr.split('\n')).toHaveLength(1);
+      expect(await statuses('texty')).toEqual([null, null]);
+
+      // keyed has the same PRIMARY KEY (id, k) as pairs plus a unique index on id alone.
+      const keyed = await work('keyed');
+      expect(keyed.code, keyed.stderr).toBe(0);
+      expect(await statuses('keyed')).toEqual([1, 1]);
     });
 
     describe('bad input: one line on stderr, exit code 2, nothing touched', () => {

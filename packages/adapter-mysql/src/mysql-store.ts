@@ -13,6 +13,7 @@ import {
   type ClaimRequest,
   type ClaimResult,
   type ColumnInfo,
+  type ColumnLimit,
   type ExecResult,
   type JobId,
   type ResolvedTable,
@@ -235,11 +236,28 @@ export class MysqlStore implements Store {
     const [schema, name] = parts.length === 2 ? parts : [null, parts[0]!];
     const { rows } = await this.execute({
       sql:
-        'SELECT COLUMN_NAME AS name, COLUMN_TYPE AS type FROM information_schema.COLUMNS ' +
-        'WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? ORDER BY ORDINAL_POSITION',
+        'SELECT c.COLUMN_NAME AS name, c.COLUMN_TYPE AS type, c.DATA_TYPE AS data_type, ' +
+        'c.CHARACTER_MAXIMUM_LENGTH AS max_chars, c.CHARACTER_OCTET_LENGTH AS max_bytes, @@max_allowed_packet AS packet, ' +
+        // Unique alone: a unique index (the primary key's included) whose only key part is this column. A
+        // prefix of the column is enough: rows sharing the id would share the prefix too.
+        'EXISTS (SELECT 1 FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = c.TABLE_SCHEMA AND s.TABLE_NAME = c.TABLE_NAME ' +
+        'AND s.COLUMN_NAME = c.COLUMN_NAME AND s.NON_UNIQUE = 0 AND s.SEQ_IN_INDEX = 1 AND NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS o ' +
+        'WHERE o.TABLE_SCHEMA = s.TABLE_SCHEMA AND o.TABLE_NAME = s.TABLE_NAME AND o.INDEX_NAME = s.INDEX_NAME AND o.SEQ_IN_INDEX = 2)) AS is_unique ' +
+        'FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = COALESCE(?, DATABASE()) AND c.TABLE_NAME = ? ORDER BY c.ORDINAL_POSITION',
       params: [schema ?? null, name!],
     });
-    return rows.length === 0 ? null : rows.map((r) => ({ name: String(r.name), type: String(r.type).toLowerCase() }));
+    return rows.length === 0
+      ? null
+      : rows.map((r) => {
+          const dataType = String(r.data_type).toLowerCase();
+          return {
+            name: String(r.name),
+            type: String(r.type).toLowerCase(),
+            unique: Number(r.is_unique) === 1,
+            integer: MYSQL_INTEGER_TYPES.has(dataType),
+            maxLength: mysqlTextLimit(dataType, r.max_chars, r.max_bytes, r.packet),
+          };
+        });
   }
 
   orderTimeEncoding(column: ColumnInfo) {
@@ -377,6 +395,25 @@ export class MysqlStore implements Store {
     if (this.closed && !(error instanceof StoreError)) return new StoreError('ConnectionLost', 'the MySQL store is closed', 'CLOSED', { cause: error });
     return toStoreError(error);
   }
+}
+
+const MYSQL_INTEGER_TYPES = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
+
+/** Room in a packet for the rest of a settle statement around the value (table, column names, token). */
+const STATEMENT_OVERHEAD_BYTES = 4096;
+
+/**
+ * How much text a column takes in one statement: VARCHAR(n)/CHAR(n) count characters, the TEXT/BLOB types
+ * bytes. mysql2 sends values inside the statement text, escaped (a quote or backslash doubles), and the
+ * server refuses a statement longer than max_allowed_packet and drops the connection, so whatever the type,
+ * a value of up to half the packet (less the statement around it) is all one statement is sure to carry.
+ */
+export function mysqlTextLimit(dataType: string, maxChars: unknown, maxBytes: unknown, packet: unknown): ColumnLimit | null {
+  const isText = maxBytes !== null && maxBytes !== undefined;
+  if (!isText && dataType !== 'json') return null;
+  const statementBytes = Math.max(0, Math.floor((Number(packet) - STATEMENT_OVERHEAD_BYTES) / 2));
+  if (dataType === 'char' || dataType === 'varchar') return { chars: Number(maxChars), bytes: statementBytes };
+  return { bytes: isText ? Math.min(Number(maxBytes), statementBytes) : statementBytes };
 }
 
 /** A locked candidate as the claim's UPDATE left it (the UPDATE changed every candidate). */

@@ -29,3 +29,12 @@ export const sqliteDialect: SqlDialect = {
 export function sqliteOrderTimeEncoding(declaredType: string): OrderTimeEncoding {
   return /INT|REAL|FLOA|DOUB|NUM|DEC/i.test(declaredType) && !/DATE|TIME/i.test(declaredType) ? 'epochMs' : 'text';
 }
+
+/**
+ * Whether a status column keeps statusq's integer codes as integers: INTEGER affinity (a declared type
+ * containing INT), or no declared type at all, where a value is stored as it was bound. TEXT affinity would
+ * store '9', and REAL/NUMERIC columns are refused as on the other dialects.
+ */
+export function sqliteHoldsIntegers(declaredType: string): boolean {
+  return declaredType.trim() === '' || /INT/i.test(declaredType);
+}

@@ -21,7 +21,7 @@ import {
   type StoreCapabilities,
 } from '@statusq/core';
 import { sqliteClaimStatement } from './sqlite-claim-sql.js';
-import { sqliteDialect, sqliteOrderTimeEncoding } from './sqlite-dialect.js';
+import { sqliteDialect, sqliteHoldsIntegers, sqliteOrderTimeEncoding } from './sqlite-dialect.js';
 import { toStoreError } from './sqlite-errors.js';
 
 export interface SqliteStoreOptions {
@@ -81,10 +81,30 @@ export class SqliteStore implements Store {
 
   async describeTable(table: string): Promise<ColumnInfo[] | null> {
     const parts = validateTableName(table).split('.');
-    const [schema, name] = parts.length === 2 ? parts : [undefined, parts[0]];
-    const pragma = schema ? `PRAGMA ${sqliteDialect.quoteIdentifier(schema)}.table_info(${sqliteDialect.quoteIdentifier(name!)})` : `PRAGMA table_info(${sqliteDialect.quoteIdentifier(name!)})`;
-    const rows = await this.guard(() => this.db.prepare(pragma).all() as Array<{ name: string; type: string }>);
-    return rows.length === 0 ? null : rows.map((r) => ({ name: r.name, type: r.type.toLowerCase() }));
+    const [schema, name] = parts.length === 2 ? parts : [null, parts[0]!];
+    // The table-valued pragmas take names as parameters, so index names reach no SQL text.
+    const rows = await this.guard(
+      () =>
+        this.db
+          .prepare(
+            `SELECT ti.name AS name, ti.type AS type, ti.pk AS pk, EXISTS (SELECT 1 FROM pragma_index_list(@name, @schema) il ` +
+              `WHERE il."unique" AND NOT il.partial AND (SELECT COUNT(*) FROM pragma_index_info(il.name, @schema)) = 1 ` +
+              `AND (SELECT ii.name FROM pragma_index_info(il.name, @schema) ii) = ti.name COLLATE NOCASE) AS uniq ` +
+              `FROM pragma_table_info(@name, @schema) ti ORDER BY ti.cid`,
+          )
+          .all({ name, schema }) as Array<{ name: string; type: string; pk: number; uniq: number }>,
+    );
+    if (rows.length === 0) return null;
+    // A lone INTEGER PRIMARY KEY is the rowid and has no index of its own; a wider key makes no column unique.
+    const keyColumns = rows.filter((r) => r.pk > 0).length;
+    return rows.map((r) => ({
+      name: r.name,
+      type: r.type.toLowerCase(),
+      unique: r.uniq === 1 || (r.pk > 0 && keyColumns === 1),
+      integer: sqliteHoldsIntegers(r.type),
+      // SQLite does not enforce a declared length: VARCHAR(10) holds any text.
+      maxLength: null,
+    }));
   }
 
   orderTimeEncoding(column: ColumnInfo) {

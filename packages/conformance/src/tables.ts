@@ -4,7 +4,7 @@
  */
 import { Queue, type SqlValue, type Store } from '@statusq/core';
 import { initTable, migrateTable, type ColumnGroup } from '@statusq/schema';
-import { formatSqliteTime, tableASchema, type FixtureDialect, type TableARow } from '@statusq/test-fixtures';
+import { checkedTableSchema, formatSqliteTime, tableASchema, type CheckedTable, type FixtureDialect, type TableARow } from '@statusq/test-fixtures';
 import { placeholders } from './harness.js';
 
 const INSERT_CHUNK = 500;
@@ -19,6 +19,24 @@ export async function createTableA(
   for (const sql of tableASchema(store.dialect.name as FixtureDialect, table)) await store.execute({ sql, params: [] });
   await insertTableA(store, rows, table);
   if (options.migrate) await migrateTable(store, { table, with: options.migrate });
+}
+
+/**
+ * Creates one of the fixture tables the start-up checks judge (see checkedTableSchema) and inserts pending
+ * rows `[id, k]` (k only where the table has it). False when the dialect cannot express that table.
+ */
+export async function createCheckedTable(store: Store, kind: CheckedTable, table: string, rows: ReadonlyArray<readonly [number, number?]> = []): Promise<boolean> {
+  const ddl = checkedTableSchema(store.dialect.name as FixtureDialect, kind, table);
+  if (!ddl) return false;
+  for (const sql of ddl) await store.execute({ sql, params: [] });
+  const q = (n: string) => store.dialect.quoteIdentifier(n);
+  const withK = ['sharedId', 'uniqueId', 'partialUniqueId'].includes(kind);
+  const columns = withK ? ['id', 'k', 'date'] : ['id', 'date'];
+  const sql = `INSERT INTO ${q(table)} (${columns.map(q).join(', ')}) VALUES (${placeholders(store, columns.length).join(', ')})`;
+  if (rows.length > 0) {
+    await store.executeBatch(rows.map(([id, k]) => ({ sql, params: [id, ...(withK ? [k ?? 1] : []), '2024-01-01 00:00:00.000'] as SqlValue[] })));
+  }
+  return true;
 }
 
 /** Inserts table_a rows with the dialect's placeholders, in transactions of 500. */

@@ -3,7 +3,7 @@ import { ConfigError, SchemaError } from './errors.js';
 import { validateIdentifier } from './identifiers.js';
 import { statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
-import { resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
+import { columnOverflow, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { TransitionSql } from './transition-sql.js';
 
 /** Rows per status. These five keys are what `statusq stats --json` prints. */
@@ -124,6 +124,9 @@ export class Queue {
     if (payloadColumn) {
       const text = JSON.stringify(item);
       if (text === undefined) throw new ConfigError(`item ${index + 1}: payload is not JSON-serialisable`);
+      // Refused here, before any row of the batch is inserted, rather than by the database mid-batch.
+      const overflow = columnOverflow(text, this.table.limits.payload);
+      if (overflow !== null) throw new ConfigError(`item ${index + 1}: the payload does not fit column ${payloadColumn}: ${overflow}`);
       return { [payloadColumn]: text };
     }
     if (item === null || typeof item !== 'object' || Array.isArray(item)) {

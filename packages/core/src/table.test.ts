@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, SchemaError } from './errors.js';
-import { resolveTable, type ColumnInfo } from './table.js';
+import { columnOverflow, resolveTable, type ColumnInfo } from './table.js';
 
-const cols = (...names: string[]): ColumnInfo[] => names.map((name) => ({ name, type: 'integer' }));
+const cols = (...names: string[]): ColumnInfo[] =>
+  names.map((name) => ({ name, type: 'integer', unique: name.toLowerCase() === 'id', integer: true, maxLength: null }));
 const enc = () => 'epochMs' as const;
 
 describe('resolveTable', () => {
@@ -55,5 +56,31 @@ describe('resolveTable', () => {
     const renamed = resolveTable({ table: 'jobs', columns: { claimedAt: 'leased_at' } }, cols('id', 'date', 'status', 'leased_at'), enc);
     expect(renamed.features.leases).toBe(true);
     expect(renamed.columns.claimedAt).toBe('leased_at');
+  });
+
+  it('refuses an id column that is not unique on its own and a status column that is not an integer, naming the type', () => {
+    const shared = cols('id', 'date', 'status').map((c) => (c.name === 'id' ? { ...c, unique: false } : c));
+    expect(() => resolveTable({ table: 'pairs' }, shared, enc)).toThrow(SchemaError);
+    expect(() => resolveTable({ table: 'pairs' }, shared, enc)).toThrow(/id column "id" is not unique: it must be the primary key or have a unique index of its own/);
+    const textStatus = cols('id', 'date', 'status').map((c) => (c.name === 'status' ? { ...c, type: 'character varying', integer: false } : c));
+    expect(() => resolveTable({ table: 'jobs' }, textStatus, enc)).toThrow(/status column "status" is character varying, not an integer type.*SMALLINT/);
+  });
+
+  it('exposes the bounds of the payload, result and last_error columns', () => {
+    const columns = cols('id', 'date', 'status', 'payload', 'result', 'last_error', 'worker_id').map((c) =>
+      c.name === 'result' ? { ...c, maxLength: { chars: 10 } } : c.name === 'worker_id' ? { ...c, maxLength: { chars: 255 } } : c,
+    );
+    expect(resolveTable({ table: 'jobs' }, columns, enc).limits).toEqual({ result: { chars: 10 } });
+    expect(resolveTable({ table: 'jobs', columns: { result: false } }, columns, enc).limits).toEqual({});
+  });
+});
+
+describe('columnOverflow', () => {
+  it('counts characters as code points and bytes as UTF-8', () => {
+    expect(columnOverflow('😀'.repeat(10), { chars: 10 })).toBeNull();
+    expect(columnOverflow('😀'.repeat(11), { chars: 10 })).toBe('11 characters; the column holds at most 10');
+    expect(columnOverflow('ü'.repeat(5), { bytes: 10 })).toBeNull();
+    expect(columnOverflow('ü'.repeat(6), { bytes: 10 })).toBe('12 bytes; the column holds at most 10 bytes');
+    expect(columnOverflow('x'.repeat(100_000), undefined)).toBeNull();
   });
 });

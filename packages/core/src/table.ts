@@ -63,7 +63,17 @@ export interface ResolvedTable {
   readonly columns: Readonly<Partial<Record<OptionalColumn, string>>>;
   readonly orderTime: OrderTimeEncoding;
   readonly features: QueueFeatures;
+  /**
+   * The most a text column statusq writes can hold, for those whose catalog says they are bounded (absent:
+   * no bound worth checking). A value that does not fit would fail its UPDATE every time, so it is
+   * checked first (see `columnOverflow`).
+   */
+  readonly limits: Readonly<Partial<Record<TextColumn, ColumnLimit>>>;
 }
+
+/** The optional columns statusq fills with text of any length: JSON payloads and results, failure reasons. */
+export type TextColumn = 'payload' | 'result' | 'lastError';
+const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError'];
 
 /**
  * Features follow from the columns present:
@@ -82,10 +92,65 @@ export interface QueueFeatures {
   errorHistory: boolean;
 }
 
-/** A column as the database reports it. `type` is the declared type, lower-cased. */
+/**
+ * The most a column holds: `chars` in characters (code points: VARCHAR(n) on MySQL and PostgreSQL), `bytes`
+ * in UTF-8 bytes (MySQL's TEXT types, and on MySQL whatever one statement can carry). A value fits when it
+ * is within both.
+ */
+export interface ColumnLimit {
+  readonly chars?: number;
+  readonly bytes?: number;
+}
+
+/** A column as the database's catalog reports it. */
 export interface ColumnInfo {
   name: string;
+  /** The declared type, lower-cased. */
   type: string;
+  /**
+   * The column alone is unique: a primary key of this one column, or a unique index or constraint of
+   * exactly this column (not partial, not an expression). A column that is only part of a wider key is not.
+   */
+  unique: boolean;
+  /** The column holds integers (SQLite: INTEGER affinity or no declared type). */
+  integer: boolean;
+  /** How much text the column holds when the database bounds it; null when it does not (or not usefully). */
+  maxLength: ColumnLimit | null;
+}
+
+/** Code points, which is what VARCHAR(n) counts on MySQL and PostgreSQL; JS `length` counts UTF-16 units. */
+function codePoints(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    // A high surrogate followed by a low one is one character.
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    n++;
+  }
+  return n;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Why `text` does not fit a column bounded by `limit` (e.g. "100002 bytes; the column holds at most 65535
+ * bytes"), or null when it fits or there is no bound.
+ */
+export function columnOverflow(text: string, limit: ColumnLimit | undefined): string | null {
+  if (!limit) return null;
+  if (limit.chars !== undefined && text.length > limit.chars) {
+    const chars = codePoints(text);
+    if (chars > limit.chars) return `${chars} characters; the column holds at most ${limit.chars}`;
+  }
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: short text needs no encoding to be known to fit.
+  if (limit.bytes !== undefined && text.length * 3 > limit.bytes) {
+    const bytes = encoder.encode(text).length;
+    if (bytes > limit.bytes) return `${bytes} bytes; the column holds at most ${limit.bytes} bytes`;
+  }
+  return null;
 }
 
 /** Validates names without touching the database; fails fast on bad config. */
@@ -129,9 +194,24 @@ export function resolveTable(
     }
     return column;
   };
-  const id = require(config.idColumn ?? 'id', 'id').name;
-  const status = require(config.statusColumn ?? 'status', 'status').name;
+  const idColumn = require(config.idColumn ?? 'id', 'id');
+  const statusColumn = require(config.statusColumn ?? 'status', 'status');
   const orderColumn = require(config.orderColumn ?? 'date', 'order');
+  const id = idColumn.name;
+  const status = statusColumn.name;
+  // Every settle is `WHERE id = ?`: with an id shared by two rows, one job's outcome lands on the other.
+  if (!idColumn.unique) {
+    throw new SchemaError(
+      `table ${JSON.stringify(config.table)}: id column ${JSON.stringify(id)} is not unique: it must be the primary key or have a unique index of its own (PRIMARY KEY (${id}, k) does not make ${id} unique)`,
+    );
+  }
+  // The codes are written and compared as integers; PostgreSQL refuses `varchar = integer`, so a text
+  // status column would let claims through and then fail every settle.
+  if (!statusColumn.integer) {
+    throw new SchemaError(
+      `table ${JSON.stringify(config.table)}: status column ${JSON.stringify(status)} is ${statusColumn.type}, not an integer type: statusq stores its codes (NULL, 9, 1, 2, 0 by default) as integers; change the column to SMALLINT or INTEGER, or name an integer column as the status column`,
+    );
+  }
 
   const optional: Partial<Record<OptionalColumn, string>> = {};
   for (const key of OPTIONAL_COLUMNS) {
@@ -143,6 +223,12 @@ export function resolveTable(
       const found = byName.get(DEFAULT_OPTIONAL_COLUMN_NAMES[key]);
       if (found) optional[key] = found.name;
     }
+  }
+  const limits: Partial<Record<TextColumn, ColumnLimit>> = {};
+  for (const key of TEXT_COLUMNS) {
+    const name = optional[key];
+    const limit = name === undefined ? null : byName.get(name.toLowerCase())?.maxLength;
+    if (limit) limits[key] = limit;
   }
   return {
     table: config.table,
@@ -160,5 +246,6 @@ export function resolveTable(
       backoff: optional.nextAttemptAt !== undefined,
       errorHistory: optional.lastError !== undefined,
     },
+    limits,
   };
 }

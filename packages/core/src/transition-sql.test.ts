@@ -18,7 +18,13 @@ function numbered(style: '$' | '?'): SqlDialect {
 }
 
 function sqlFor(columns: string[] = ALL_COLUMNS, config: Partial<TableConfig> = {}, style: '$' | '?' = '$'): TransitionSql {
-  const info: ColumnInfo[] = columns.map((name) => ({ name, type: name === 'date' ? 'bigint' : 'text' }));
+  const info: ColumnInfo[] = columns.map((name) => ({
+    name,
+    type: name === 'date' ? 'bigint' : 'text',
+    unique: name === 'id',
+    integer: name === 'status' || name === 'id',
+    maxLength: name === 'last_error' && config.table === 'short_errors' ? { chars: 100, bytes: 150 } : null,
+  }));
   return new TransitionSql(resolveTable({ table: 'jobs', ...config }, info, () => 'epochMs'), numbered(style));
 }
 
@@ -125,5 +131,16 @@ describe('TransitionSql guards', () => {
     expect(truncateError('x'.repeat(5000))).toHaveLength(MAX_ERROR_LENGTH);
     expect(truncateError('short')).toBe('short');
     expect(sql.giveUp(1, null, 'y'.repeat(5000)).params[0]).toHaveLength(MAX_ERROR_LENGTH);
+  });
+
+  it('keeps last_error within a smaller column bound, cutting whole characters', () => {
+    expect(truncateError('x'.repeat(300), { chars: 100 })).toBe(`${'x'.repeat(99)}…`);
+    // 4-byte characters: 150 bytes leave room for 36 of them and the 3-byte ellipsis, none split in half.
+    const emoji = truncateError('😀'.repeat(300), { chars: 100, bytes: 150 });
+    expect(emoji).toBe(`${'😀'.repeat(36)}…`);
+    expect(truncateError('fits', { chars: 4 })).toBe('fits');
+    const bounded = sqlFor(ALL_COLUMNS, { table: 'short_errors' });
+    expect(bounded.table.limits).toEqual({ lastError: { chars: 100, bytes: 150 } });
+    expect(bounded.giveUp(1, null, 'z'.repeat(5000)).params[0]).toBe(`${'z'.repeat(99)}…`);
   });
 });

@@ -6,7 +6,7 @@
  */
 import { sourcesOf, statusCode, type StatusName, type TransitionCause } from './status.js';
 import type { JobId, SqlDialect, SqlValue, Statement } from './store.js';
-import type { ResolvedTable } from './table.js';
+import { columnOverflow, type ColumnLimit, type ResolvedTable } from './table.js';
 
 /** Collects parameters and hands out the dialect's placeholders in order. */
 export class Params {
@@ -51,8 +51,26 @@ export function quoteTable(t: ResolvedTable, d: SqlDialect): QuotedTable {
 /** Longest `last_error` kept; a stack trace or a huge message must not bloat the row. */
 export const MAX_ERROR_LENGTH = 2000;
 
-export function truncateError(message: string): string {
-  return message.length > MAX_ERROR_LENGTH ? `${message.slice(0, MAX_ERROR_LENGTH - 1)}…` : message;
+/**
+ * The reason as `last_error` keeps it: at most MAX_ERROR_LENGTH, and within the column's own bound when it
+ * has a smaller one (a VARCHAR(255) last_error would otherwise fail every settle that records a long reason).
+ */
+export function truncateError(message: string, limit?: ColumnLimit): string {
+  const text = message.length > MAX_ERROR_LENGTH ? `${message.slice(0, MAX_ERROR_LENGTH - 1)}…` : message;
+  if (columnOverflow(text, limit) === null) return text;
+  // Whole code points only, leaving room for the ellipsis (one character, three UTF-8 bytes).
+  let chars = (limit?.chars ?? Infinity) - 1;
+  let bytes = (limit?.bytes ?? Infinity) - 3;
+  let kept = '';
+  for (const ch of text) {
+    const cp = ch.codePointAt(0)!;
+    const size = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+    if (chars < 1 || bytes < size) break;
+    kept += ch;
+    chars -= 1;
+    bytes -= size;
+  }
+  return chars < 0 || bytes < 0 ? '' : `${kept}…`;
 }
 
 export class TransitionSql {
@@ -170,7 +188,7 @@ export class TransitionSql {
     const p = new Params(this.dialect);
     const sets = [`${this.q.status} = ${this.table.codes.failed}`];
     if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
-    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
+    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason, this.table.limits.lastError))}`);
     if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
     return this.guardedUpdate(p, sets, id, token, 'giveUp');
   }
@@ -179,7 +197,7 @@ export class TransitionSql {
   abuse(id: JobId, token: string | null, reason: string, from: 'processing' | 'pending' = 'processing'): Statement {
     const p = new Params(this.dialect);
     const sets = [`${this.q.status} = ${this.table.codes.abuse}`];
-    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
+    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason, this.table.limits.lastError))}`);
     if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
     if (from === 'processing') return this.guardedUpdate(p, sets, id, token, 'abuse', 'processing');
     return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${this.q.id} = ${p.add(id as SqlValue)} AND ${this.guard('abuse', 'abuse', 'pending')}`, params: p.values };
@@ -193,7 +211,7 @@ export class TransitionSql {
     const p = new Params(this.dialect);
     const sets = [`${this.q.status} = NULL`, `${this.q.attemptCount} = ${this.attemptsPlusOne()}`];
     if (this.q.nextAttemptAt) sets.push(`${this.q.nextAttemptAt} = ${this.dialect.nowPlusMs(p.add(Math.round(delayMs)))}`);
-    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
+    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason, this.table.limits.lastError))}`);
     return this.guardedUpdate(p, sets, id, token, 'retry');
   }
 
@@ -251,7 +269,7 @@ export class TransitionSql {
       const p = new Params(this.dialect);
       const sets = [`${this.q.status} = ${to === 'pending' ? 'NULL' : this.table.codes.failed}`];
       if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
-      if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
+      if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason, this.table.limits.lastError))}`);
       if (to === 'failed' && this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
       let where = condition(p);
       if (this.q.attemptCount) where += ` AND ${this.attemptsPlusOne()} ${to === 'pending' ? '<' : '>='} ${p.add(maxAttempts)}`;

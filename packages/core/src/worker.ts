@@ -7,7 +7,7 @@ import { Queue } from './queue.js';
 import { backoffDelay, sleep, withStoreRetry } from './retry.js';
 import { keyOf } from './claim.js';
 import type { ClaimStrategy, ExecResult, JobId, Row, Statement, Store } from './store.js';
-import type { TableConfig } from './table.js';
+import { columnOverflow, type TableConfig } from './table.js';
 
 export interface WorkerOptions {
   store: Store;
@@ -518,11 +518,16 @@ export class Worker extends TypedEmitter {
 
   private storedResult(result: unknown): string | null {
     if (!this.queue.table.columns.result || result === undefined) return null;
+    let text: string | null;
     try {
-      return JSON.stringify(result) ?? null;
+      text = JSON.stringify(result) ?? null;
     } catch (error) {
       throw new HandlerResultError(`handler result is not JSON-serialisable: ${describeError(error)}`, { cause: error });
     }
+    // Checked before the UPDATE: a result the column cannot hold would fail this settle and every retry of it.
+    const overflow = text === null ? null : columnOverflow(text, this.queue.table.limits.result);
+    if (overflow !== null) throw new HandlerResultError(`handler result is too large to store: ${overflow}`);
+    return text;
   }
 
   private failure(job: Job, error: unknown): Extract<Outcome, { kind: 'giveUp' | 'retry' }> {

@@ -88,9 +88,14 @@ function addOptionalColumn(t: Knex.CreateTableBuilder | Knex.AlterTableBuilder, 
       t.integer(name).notNullable().defaultTo(0);
       break;
     case 'lastError':
+      // MAX_ERROR_LENGTH characters take at most 6000 bytes in utf8mb4: MySQL's TEXT (65535 bytes) holds them.
+      t.text(name).nullable();
+      break;
     case 'payload':
     case 'result':
-      t.text(name).nullable();
+      // Any JSON text: LONGTEXT on MySQL (TEXT stops at 64 KB there), not JSON, which would re-serialise it
+      // (MySQL reorders keys); the other dialects' text ignores the size.
+      t.text(name, 'longtext').nullable();
       break;
   }
 }

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, Queue, SchemaError, StatusqError, Worker, type Store, type TableConfig, type WorkerOptions } from '@statusq/core';
 import { initTable, migrateTable } from '@statusq/schema';
 import { generateTableARows } from '@statusq/test-fixtures';
-import { FAST, Ledger, countsOf, readRow, statusOf, withDeadline, type TestEnv } from '../harness.js';
-import { createJobs, createTableA, enqueueJobs } from '../tables.js';
+import { FAST, Ledger, countsOf, readRow, readRows, statusOf, withDeadline, type TestEnv } from '../harness.js';
+import { createCheckedTable, createJobs, createTableA, enqueueJobs } from '../tables.js';
 
 /** A store that records every call that could reach the database. */
 function spyStore(inner: Store): { store: Store; calls: string[] } {
@@ -216,6 +216,120 @@ export function configCases(env: () => TestEnv): void {
       const error = await rejection(store.execute({ sql: 'SELECT 1', params: [] }));
       expect(error).toBeInstanceOf(Error);
       if (error instanceof StatusqError) expect(error.code).toMatch(/^STORE_/);
+      await env().closeStores();
+    });
+  });
+  describe('the table checked at start-up', () => {
+    /** Queue.open and Worker.create on `table` both reject; the error of each. */
+    async function refusals(store: Store, table: string): Promise<unknown[]> {
+      return [await rejection(Queue.open(store, { table })), await rejection(Worker.create({ store, table: { table }, handler: noop }))];
+    }
+
+    it('an id that is only part of the primary key (or unique only in part of the table) is a SchemaError from Queue.open and Worker.create, and no row changes', async () => {
+      const store = await env().store();
+      try {
+        const rows = [[1, 1], [1, 2], [2, 1]] as const;
+        await createCheckedTable(store, 'sharedId', 'pairs', rows);
+        const partial = await createCheckedTable(store, 'partialUniqueId', 'partial_pairs', rows);
+        for (const table of partial ? ['pairs', 'partial_pairs'] : ['pairs']) {
+          for (const error of await refusals(store, table)) {
+            expect(error, table).toBeInstanceOf(SchemaError);
+            expect((error as SchemaError).message).toMatch(/id column "id" is not unique: it must be the primary key or have a unique index of its own/);
+            expect((error as SchemaError).message).not.toMatch(/\n/);
+          }
+          expect((await readRows(store, table)).map((r) => statusOf(r)), table).toEqual([null, null, null]);
+        }
+      } finally {
+        await env().closeStores();
+      }
+    });
+
+    it('a unique index on id alone, beside a wider primary key, is accepted and every row gets its own outcome', async () => {
+      const store = await env().store();
+      await createCheckedTable(store, 'uniqueId', 'keyed', [[1], [2], [3]]);
+      const w = await env().startWorker({
+        store,
+        table: { table: 'keyed' },
+        exitWhenEmpty: true,
+        ...FAST,
+        handler: async (job, ctx) => (Number(job.id) === 2 ? ctx.giveUp('no') : undefined),
+      });
+      await withDeadline(w.done, 30_000, 'the worker to drain keyed');
+      expect((await readRows(store, 'keyed')).map((r) => [Number(r.id), statusOf(r)])).toEqual([
+        [1, 1],
+        [2, 0],
+        [3, 1],
+      ]);
+      expect(w.errors).toEqual([]);
+      await env().closeStores();
+    });
+
+    it('a status column that is not an integer type is a SchemaError naming the type, and no row changes (SQLite: INTEGER affinity or no declared type)', async () => {
+      const store = await env().store();
+      try {
+        await createCheckedTable(store, 'textStatus', 'texty', [[1], [2]]);
+        for (const error of await refusals(store, 'texty')) {
+          expect(error).toBeInstanceOf(SchemaError);
+          expect((error as SchemaError).message).toMatch(/status column "status" is (varchar\(8\)|character varying), not an integer type.*SMALLINT/);
+        }
+        expect((await readRows(store, 'texty')).map((r) => statusOf(r))).toEqual([null, null]);
+        if (await createCheckedTable(store, 'untypedStatus', 'untyped', [[1]])) {
+          expect((await Queue.open(store, { table: 'untyped' })).table.status).toBe('status');
+        }
+      } finally {
+        await env().closeStores();
+      }
+    });
+
+    it('bounded payload, result and last_error columns: the bound is reported, a payload too long is refused before any insert, a long failure reason is cut to fit', async () => {
+      const store = await env().store();
+      const sqlite = (await env().dialect()) === 'sqlite';
+      await createCheckedTable(store, 'bounded', 'bounded');
+      const result = (await store.describeTable('bounded'))!.find((c) => c.name === 'result')!;
+      const queue = await Queue.open(store, { table: 'bounded' });
+      if (sqlite) {
+        // SQLite does not enforce a declared size: nothing to check against.
+        expect(result.maxLength).toBeNull();
+        expect(queue.table.limits).toEqual({});
+      } else {
+        expect(result.maxLength?.chars).toBe(10);
+        expect(queue.table.limits.result?.chars).toBe(10);
+        expect(queue.table.limits.payload?.chars).toBe(10);
+        expect(queue.table.limits.lastError?.chars).toBe(20);
+        const error = await rejection(queue.enqueue([{ n: 1 }, { n: 'far too long' }]));
+        expect(error).toBeInstanceOf(ConfigError);
+        expect((error as ConfigError).message).toMatch(/item 2: the payload does not fit column payload: 20 characters; the column holds at most 10/);
+        expect((await readRows(store, 'bounded')).length).toBe(0);
+      }
+      expect(await queue.enqueue([{ n: 1 }])).toBe(1);
+      const reason = 'a reason longer than twenty characters';
+      const w = await env().startWorker({
+        store,
+        table: { table: 'bounded' },
+        exitWhenEmpty: true,
+        ...FAST,
+        handler: async () => {
+          throw new Error(reason);
+        },
+      });
+      await withDeadline(w.done, 30_000, 'the worker to settle the bounded row');
+      const [row] = await readRows(store, 'bounded');
+      expect(statusOf(row)).toBe(0);
+      expect(row!.last_error).toBe(sqlite ? `Error: ${reason}` : `Error: ${reason}`.slice(0, 19) + '…');
+
+      // A result longer than the column holds fails its row at once, with the reason, instead of failing
+      // every settle and running again by lease.
+      await store.execute({ sql: `DELETE FROM ${store.dialect.quoteIdentifier('bounded')}`, params: [] });
+      expect(await queue.enqueue([{ n: 2 }])).toBe(1);
+      const big = await env().startWorker({ store, table: { table: 'bounded' }, exitWhenEmpty: true, ...FAST, handler: async () => 'x'.repeat(50) }, 'big result');
+      const counters = await withDeadline(big.done, 30_000, 'the worker to settle the big result');
+      const [bigRow] = await readRows(store, 'bounded');
+      if (sqlite) {
+        expect(statusOf(bigRow)).toBe(1);
+      } else {
+        expect({ status: statusOf(bigRow), completed: counters.completed, failed: counters.failed }).toEqual({ status: 0, completed: 0, failed: 1 });
+        expect(bigRow!.last_error).toBe('HandlerResultError:…');
+      }
       await env().closeStores();
     });
   });

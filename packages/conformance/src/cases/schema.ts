@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { Params, Queue, TransitionSql, type Store } from '@statusq/core';
 import { initTable, migrateTable, pendingIndexName } from '@statusq/schema';
 import { generateTableARows } from '@statusq/test-fixtures';
-import { readRows, statusOf, type TestEnv } from '../harness.js';
-import { createTableA, createJobs } from '../tables.js';
+import { FAST, readRow, readRows, statusOf, withDeadline, type TestEnv } from '../harness.js';
+import { createTableA, createJobs, enqueueJobs } from '../tables.js';
 
 const ALL_GROUPS = ['leases', 'retries', 'results'] as const;
 const OPTIONAL = ['claimed_at', 'worker_id', 'attempt_count', 'next_attempt_at', 'last_error', 'result', 'finished_at'];
@@ -91,6 +91,27 @@ export function schemaCases(env: () => TestEnv): void {
       expect(second.created).toBe(false);
       expect(second.migrated).toEqual({ table: 'jobs', addedColumns: [], createdIndex: null, addedStatus: false });
       expect((await store.describeTable('jobs'))!.map((c) => c.name)).toEqual(columns);
+      await env().closeStores();
+    });
+
+    it('a managed table holds a 100 KB payload and a 100 KB result (MySQL: LONGTEXT, not 64 KB TEXT)', async () => {
+      const store = await env().store();
+      const jobs = await createJobs(store);
+      // Two UTF-8 bytes a character: 120,000 bytes of text each way.
+      const big = 'ü'.repeat(60_000);
+      const [id] = await enqueueJobs(jobs, [{ big }]);
+      const w = await env().startWorker({
+        store,
+        table: { table: 'jobs' },
+        exitWhenEmpty: true,
+        ...FAST,
+        handler: async (job) => ({ echo: (job.payload as { big: string }).big }),
+      });
+      await withDeadline(w.done, 30_000, 'the worker to finish the big job');
+      const row = await readRow(store, 'jobs', id);
+      expect(statusOf(row)).toBe(1);
+      expect(JSON.parse(String(row.result))).toEqual({ echo: big });
+      expect(w.errors).toEqual([]);
       await env().closeStores();
     });
 

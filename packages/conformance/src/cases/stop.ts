@@ -41,7 +41,7 @@ export function stopCases(env: () => TestEnv): void {
       expect(w.finished()).toBe(false);
       expect((await countsOf(store, 'jobs')).processing).toBe(4);
       gate.resolve();
-      await withDeadline(stopped, 10_000, 'stop() to resolve once the jobs finish');
+      expect(await withDeadline(stopped, 10_000, 'stop() to resolve once the jobs finish')).toEqual({ drained: true, handedBack: 0, abandoned: 0 });
       const counters = await w.done;
       expect(counters).toMatchObject({ claimed: 4, completed: 4, released: 0 });
       expect(await countsOf(store, 'jobs')).toEqual({ pending: 6, processing: 0, done: 4, abuse: 0, failed: 0 });
@@ -69,7 +69,9 @@ export function stopCases(env: () => TestEnv): void {
         },
       });
       await withDeadline(started.promise, 10_000, 'the job to start');
-      await withDeadline(w.worker.stop(100), 10_000, 'stop(100) to give up on the stuck job');
+      const report = await withDeadline(w.worker.stop(100), 10_000, 'stop(100) to give up on the stuck job');
+      // The handler still runs in this process: the report says so, for the caller to exit.
+      expect(report).toEqual({ drained: false, handedBack: 1, abandoned: 1 });
       const counters = await withDeadline(w.done, 1000, 'run() to resolve after stop');
       expect(counters).toMatchObject({ released: 1, completed: 0, failed: 0 });
       expect(signal?.aborted).toBe(true);
