@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, SchemaError } from './errors.js';
-import { resolveTable, type ColumnInfo } from './table.js';
+import { isIntegerType, resolveTable, type ColumnInfo } from './table.js';
 
 const cols = (...names: string[]): ColumnInfo[] => names.map((name) => ({ name, type: 'integer' }));
 const enc = () => 'epochMs' as const;
@@ -55,5 +55,17 @@ describe('resolveTable', () => {
     const renamed = resolveTable({ table: 'jobs', columns: { claimedAt: 'leased_at' } }, cols('id', 'date', 'status', 'leased_at'), enc);
     expect(renamed.features.leases).toBe(true);
     expect(renamed.columns.claimedAt).toBe('leased_at');
+  });
+});
+
+describe('isIntegerType', () => {
+  it('knows the integer types each dialect reports, and nothing else', () => {
+    // PostgreSQL data_type, MySQL COLUMN_TYPE, SQLite declared types (lower-cased by the adapters).
+    for (const type of ['integer', 'bigint', 'smallint', 'int(11)', 'bigint(20) unsigned', 'int unsigned', 'tinyint(1)', 'mediumint', 'int', 'int8', 'unsigned big int']) {
+      expect(isIntegerType(type), type).toBe(true);
+    }
+    for (const type of ['text', 'character varying', 'varchar(20)', 'uuid', 'numeric', 'decimal(10,0)', 'interval', 'point', 'char(10)', '']) {
+      expect(isIntegerType(type), type).toBe(false);
+    }
   });
 });
