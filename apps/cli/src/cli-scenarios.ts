@@ -180,7 +180,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
         // A longer lease than the claim's age keeps even a long-dead claim; naming an id reports why it stayed.
         await db.query(`UPDATE jobs SET status = 9, claimed_at = ${target.dateLiteral('2020-01-01T00:00:00.000Z')} WHERE id = 2`);
         expect(await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'processing', '--lease', '36500d', '--id', '2')).toMatchObject({
-          code: 3,
+          code: 5,
           stdout: expect.stringMatching(/^requeued 0 processing rows of jobs with an expired lease \(lease 36500d\); 1 processing row left: lease live.*; not requeued: 2 \(lease live\)$/),
         });
         expect(await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'processing', '--force')).toMatchObject({
@@ -208,14 +208,14 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
     });
 
     describe('requeue --id compares ids as the id column holds them and reports the ones it left', () => {
-      it('integer ids: not found and wrong status reported (exit 3); 02 is row 2; abc is bad input', async () => {
+      it('integer ids: not found and wrong status reported (exit 5); 02 is row 2; abc is bad input', async () => {
         const { statusq, stats, db, file } = ctx();
         expect((await statusq('init', '--db', db.url)).code).toBe(0);
         expect((await statusq('enqueue', '--db', db.url, '--file', file('three.ndjson', '{"n":1}\n{"n":2}\n{"n":3}\n'))).code).toBe(0);
         await db.query('UPDATE jobs SET status = 0 WHERE id IN (1, 2)');
         await db.query('UPDATE jobs SET status = 1 WHERE id = 3');
         expect(await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'failed', '--id', '1', '--id', '3', '--id', '99')).toMatchObject({
-          code: 3,
+          code: 5,
           stdout: 'requeued 1 failed row of jobs; not requeued: 3 (status done), 99 (not found)',
         });
         expect(await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'failed', '--id', '02')).toMatchObject({ code: 0, stdout: 'requeued 1 failed row of jobs' });
@@ -230,7 +230,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
         await db.query(`INSERT INTO codes (id, status) VALUES ('10', 0), ('x', 0)`);
         const statuses = async () => (await db.query<{ id: string; status: unknown }>('SELECT id, status FROM codes ORDER BY id')).map((r) => [r.id, r.status === null ? null : Number(r.status)]);
         expect(await statusq('requeue', '--db', db.url, '--table', 'codes', '--order-column', 'id', '--status', 'failed', '--id', '010')).toMatchObject({
-          code: 3,
+          code: 5,
           stdout: 'requeued 0 failed rows of codes; not requeued: 010 (not found)',
         });
         expect(await statuses()).toEqual([['10', 0], ['x', 0]]);

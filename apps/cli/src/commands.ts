@@ -269,7 +269,7 @@ export async function requeue(flags: Flags, io: Io): Promise<number> {
     if (report.notRequeued.length > 0) line += `; not requeued: ${report.notRequeued.map(({ id, reason }) => `${String(id)} (${reason})`).join(', ')}`;
     io.out(line);
     // A distinct code, so a script notices that some of the rows it named were not requeued.
-    return report.notRequeued.length > 0 ? 3 : 0;
+    return report.notRequeued.length > 0 ? 5 : 0;
   });
 }
 
