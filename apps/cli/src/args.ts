@@ -5,19 +5,19 @@ import { ConfigError, parseDuration, type TableConfig } from '@statusq/core';
 export const COMMAND_FLAGS = {
   init: ['db', 'table'],
   migrate: ['db', 'table', 'with', 'status-column', 'order-column'],
-  enqueue: ['db', 'table', 'payload', 'file'],
+  enqueue: ['db', 'table', 'payload', 'file', 'chunk'],
   work: [
     'db', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
     'processes',
   ],
   stats: ['db', 'table', 'id-column', 'status-column', 'order-column', 'json'],
-  requeue: ['db', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column'],
+  requeue: ['db', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
 } as const;
 
 export type Command = keyof typeof COMMAND_FLAGS;
 
-const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose']);
+const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose', 'force']);
 const REPEATABLE_FLAGS = new Set(['id']);
 
 export type Flags = Record<string, string | string[] | boolean | undefined>;

@@ -31,6 +31,8 @@ export interface CliTarget {
   create(dir: string): Promise<CliTestDatabase>;
   /** A SQL literal for an ISO time in the managed table's `date` column. */
   dateLiteral(iso: string): string;
+  /** SQL for the database's current time as statusq's own time columns (claimed_at) hold it. */
+  now: string;
 }
 
 export interface CliContext {
@@ -185,6 +187,121 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       expect(await statuses('keyed')).toEqual([1, 1]);
     });
 
+    describe('requeue --status processing judges rows by their lease', () => {
+      const statusOf = async (table: string, id: string | number) => {
+        const [row] = await ctx().db.query<{ status: unknown }>(`SELECT status FROM ${table} WHERE id = ${typeof id === 'number' ? id : `'${id}'`}`);
+        return row!.status === null ? null : Number(row!.status);
+      };
+
+      it('with leases: a live lease is left (and reported) unless --force; an expired one is requeued and its attempt counts', async () => {
+        const { statusq, stats, db, file } = ctx();
+        expect((await statusq('init', '--db', db.url)).code).toBe(0);
+        expect((await statusq('enqueue', '--db', db.url, '--file', file('three.ndjson', '{"n":1}\n{"n":2}\n{"n":3}\n'))).code).toBe(0);
+        // Row 1 is held by a running worker (claimed just now), row 2 by one that died long ago.
+        await db.query(`UPDATE jobs SET status = 9, claimed_at = ${target.now} WHERE id = 1`);
+        await db.query(`UPDATE jobs SET status = 9, claimed_at = ${target.dateLiteral('2020-01-01T00:00:00.000Z')} WHERE id = 2`);
+
+        const run = await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'processing');
+        expect(run, run.stderr).toMatchObject({ code: 0, stdout: expect.stringMatching(/^requeued 1 processing row of jobs with an expired lease \(lease 5m assumed.*\); 1 processing row left: lease live/) });
+        expect(await stats()).toEqual({ pending: 2, processing: 1, done: 0, abuse: 0, failed: 0 });
+        expect(await statusOf('jobs', 1)).toBe(9);
+        const [reaped] = await db.query<{ attempt_count: unknown; last_error: string }>('SELECT attempt_count, last_error FROM jobs WHERE id = 2');
+        expect({ attempts: Number(reaped!.attempt_count), error: reaped!.last_error }).toEqual({ attempts: 1, error: expect.stringMatching(/^lease expired after 300000 ms/) });
+
+        // A longer lease than the claim's age keeps even a long-dead claim; naming an id reports why it stayed.
+        await db.query(`UPDATE jobs SET status = 9, claimed_at = ${target.dateLiteral('2020-01-01T00:00:00.000Z')} WHERE id = 2`);
+        expect(await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'processing', '--lease', '36500d', '--id', '2')).toMatchObject({
+          code: 5,
+          stdout: expect.stringMatching(/^requeued 0 processing rows of jobs with an expired lease \(lease 36500d\); 1 processing row left: lease live.*; not requeued: 2 \(lease live\)$/),
+        });
+        expect(await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'processing', '--force')).toMatchObject({
+          code: 0,
+          stdout: 'requeued 2 processing rows of jobs (--force: live leases included)',
+        });
+        expect(await stats()).toEqual({ pending: 3, processing: 0, done: 0, abuse: 0, failed: 0 });
+      });
+
+      it('without leases: refused (exit 2, row untouched) unless --force', async () => {
+        const { statusq, db } = ctx();
+        await db.query('CREATE TABLE plain (id INTEGER PRIMARY KEY, status INTEGER)');
+        await db.query('INSERT INTO plain (id, status) VALUES (1, 9), (2, NULL)');
+        const refused = await statusq('requeue', '--db', db.url, '--table', 'plain', '--order-column', 'id', '--status', 'processing');
+        expect(refused.code).toBe(2);
+        expect(refused.stderr).toMatch(/table plain has no lease column, so statusq cannot tell a crashed worker's rows from running ones; stop every worker, then run again with --force$/);
+        expect(refused.stderr.split('\n')).toHaveLength(1);
+        expect(await statusOf('plain', 1)).toBe(9);
+        expect(await statusq('requeue', '--db', db.url, '--table', 'plain', '--order-column', 'id', '--status', 'processing', '--force')).toMatchObject({
+          code: 0,
+          stdout: 'requeued 1 processing row of plain',
+        });
+        expect(await statusOf('plain', 1)).toBe(null);
+      });
+    });
+
+    describe('requeue --id compares ids as the id column holds them and reports the ones it left', () => {
+      it('integer ids: not found and wrong status reported (exit 5); 02 is row 2; abc is bad input', async () => {
+        const { statusq, stats, db, file } = ctx();
+        expect((await statusq('init', '--db', db.url)).code).toBe(0);
+        expect((await statusq('enqueue', '--db', db.url, '--file', file('three.ndjson', '{"n":1}\n{"n":2}\n{"n":3}\n'))).code).toBe(0);
+        await db.query('UPDATE jobs SET status = 0 WHERE id IN (1, 2)');
+        await db.query('UPDATE jobs SET status = 1 WHERE id = 3');
+        expect(await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'failed', '--id', '1', '--id', '3', '--id', '99')).toMatchObject({
+          code: 5,
+          stdout: 'requeued 1 failed row of jobs; not requeued: 3 (status done), 99 (not found)',
+        });
+        expect(await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'failed', '--id', '02')).toMatchObject({ code: 0, stdout: 'requeued 1 failed row of jobs' });
+        const bad = await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'failed', '--id', 'abc');
+        expect(bad).toMatchObject({ code: 2, stderr: expect.stringMatching(/--id "abc" is not an integer/) });
+        expect(await stats()).toEqual({ pending: 2, processing: 0, done: 1, abuse: 0, failed: 0 });
+      });
+
+      it("text ids: '010' is not '10', and a number-like id never makes the database cast the column", async () => {
+        const { statusq, db } = ctx();
+        await db.query('CREATE TABLE codes (id VARCHAR(20) PRIMARY KEY, status INTEGER)');
+        await db.query(`INSERT INTO codes (id, status) VALUES ('10', 0), ('x', 0)`);
+        const statuses = async () => (await db.query<{ id: string; status: unknown }>('SELECT id, status FROM codes ORDER BY id')).map((r) => [r.id, r.status === null ? null : Number(r.status)]);
+        expect(await statusq('requeue', '--db', db.url, '--table', 'codes', '--order-column', 'id', '--status', 'failed', '--id', '010')).toMatchObject({
+          code: 5,
+          stdout: 'requeued 0 failed rows of codes; not requeued: 010 (not found)',
+        });
+        expect(await statuses()).toEqual([['10', 0], ['x', 0]]);
+        expect(await statusq('requeue', '--db', db.url, '--table', 'codes', '--order-column', 'id', '--status', 'failed', '--id', '10')).toMatchObject({ code: 0, stdout: 'requeued 1 failed row of codes' });
+        expect(await statuses()).toEqual([['10', null], ['x', 0]]);
+      });
+    });
+
+    describe('enqueue of a file the database rejects a row of', () => {
+      // 1,500 rows with blank lines in between (so item and line numbers differ); the 1,201st repeats an id.
+      const lines: string[] = [];
+      let badLine = 0;
+      for (let n = 1; n <= 1500; n++) {
+        if (n % 400 === 0) lines.push('');
+        lines.push(JSON.stringify({ id: n === 1201 ? 7 : n, name: `row ${n}` }));
+        if (n === 1201) badLine = lines.length;
+      }
+      const count = async () => Number((await ctx().db.query<{ n: unknown }>('SELECT COUNT(*) AS n FROM items'))[0]!.n);
+
+      beforeEach(async () => {
+        await ctx().db.query('CREATE TABLE items (id INTEGER PRIMARY KEY, name VARCHAR(50) NOT NULL, status INTEGER)');
+      });
+
+      it('commits nothing by default and names the line (exit 1)', async () => {
+        const run = await ctx().statusq('enqueue', '--db', ctx().db.url, '--table', 'items', '--file', ctx().file('rows.ndjson', lines.join('\n')));
+        expect(run.code).toBe(1);
+        expect(run.stderr).toMatch(new RegExp(`^statusq: database error \\(UniqueViolation [^)]*\\): \\S*rows\\.ndjson line ${badLine} was rejected by the database, so nothing was committed: `));
+        expect(run.stderr.split('\n')).toHaveLength(1);
+        expect(await count()).toBe(0);
+      });
+
+      it('with --chunk, says how many rows the chunks before the bad line committed', async () => {
+        const rows = ctx().file('rows.ndjson', lines.join('\n'));
+        const run = await ctx().statusq('enqueue', '--db', ctx().db.url, '--table', 'items', '--file', rows, '--chunk', '500');
+        expect(run.code).toBe(1);
+        expect(run.stderr).toMatch(new RegExp(`: 1000 rows committed before \\S*rows\\.ndjson line ${badLine} failed: `));
+        expect(await count()).toBe(1000);
+      });
+    });
+
     describe('bad input: one line on stderr, exit code 2, nothing touched', () => {
       beforeEach(async () => {
         const { statusq, db } = ctx();
@@ -208,6 +325,8 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
         ['a bad --order', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--order', 'random'], /--order must be newest or oldest/],
         ['invalid JSON in an ndjson file', () => ['enqueue', '--db', db(), '--file', ctx().file('bad.ndjson', '{"n":2}\n{nope}\n')], /line 2 is not valid JSON/],
         ['a bad requeue status', () => ['requeue', '--db', db(), '--table', 'jobs', '--status', 'done'], /--status must be failed or abuse/],
+        ['--force on failed rows', () => ['requeue', '--db', db(), '--table', 'jobs', '--status', 'failed', '--force'], /--force and --lease apply only to --status processing/],
+        ['a bad --chunk', () => ['enqueue', '--db', db(), '--payload', '{"n":2}', '--chunk', '0'], /chunk must be a positive integer/],
         ['an unknown --with group', () => ['migrate', '--db', db(), '--table', 'jobs', '--with', 'leases,magic'], /unknown column group "magic"/],
       ];
       it.each(cases)('%s', async (_name, args, message) => {

@@ -3,6 +3,7 @@
 // triggers and a missing database.
 import pg from 'pg';
 import { expect, it } from 'vitest';
+import { postgresDialect } from '@statusq/adapter-postgres';
 import { createTestDatabase, dropTestDatabase, postgresUnavailable } from '@statusq/adapter-postgres/testing';
 import { cliScenarios } from './cli-scenarios.js';
 
@@ -40,6 +41,7 @@ cliScenarios(
       };
     },
     dateLiteral: (iso) => `'${iso}'`,
+    now: postgresDialect.now,
   },
   (ctx) => {
     it('init installs the NOTIFY triggers that wake idle workers', async () => {

@@ -3,6 +3,7 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { expect, it } from 'vitest';
+import { sqliteDialect } from '@statusq/adapter-sqlite';
 import { cliScenarios } from './cli-scenarios.js';
 
 cliScenarios(
@@ -39,6 +40,7 @@ cliScenarios(
       };
     },
     dateLiteral: (iso) => String(Date.parse(iso)),
+    now: sqliteDialect.now,
   },
   (ctx) => {
     it.each([

@@ -7,10 +7,13 @@ import {
   STOP_MARGIN_MS,
   Supervisor,
   Worker,
+  formatDuration,
+  isIntegerType,
   loadHandler,
   validateTableConfig,
   validateTableName,
   type ClaimStrategy,
+  type ColumnInfo,
   type DeadWorkerReport,
   type JobId,
   type Store,
@@ -78,12 +81,15 @@ export async function migrate(flags: Flags, io: Io): Promise<number> {
   });
 }
 
-/** Parses every item before anything is written, so a bad line leaves the table untouched. */
-function readItems(flags: Flags, io: Io): unknown[] {
+/**
+ * Parses every item before anything is written, so a bad line leaves the table untouched. `where` names
+ * item i in messages: its file line (blank lines are skipped, so the item number is not the line).
+ */
+function readItems(flags: Flags, io: Io): { items: unknown[]; where: (index: number) => string } {
   const payload = optionalString(flags, 'payload');
   const file = optionalString(flags, 'file');
   if ((payload === undefined) === (file === undefined)) throw new ConfigError('enqueue: give exactly one of --payload JSON or --file rows.ndjson');
-  if (payload !== undefined) return [parseJson(payload, '--payload')];
+  if (payload !== undefined) return { items: [parseJson(payload, '--payload')], where: () => '--payload' };
   let text: string;
   try {
     text = file === '-' ? io.readStdin() : readFileSync(file!, 'utf8');
@@ -91,11 +97,14 @@ function readItems(flags: Flags, io: Io): unknown[] {
     throw new ConfigError(`enqueue: cannot read ${file}: ${(error as Error).message}`);
   }
   const items: unknown[] = [];
+  const lines: number[] = [];
   text.split(/\r?\n/).forEach((line, index) => {
-    if (line.trim().length > 0) items.push(parseJson(line, `${file} line ${index + 1}`));
+    if (line.trim().length === 0) return;
+    items.push(parseJson(line, `${file} line ${index + 1}`));
+    lines.push(index + 1);
   });
   if (items.length === 0) throw new ConfigError(`enqueue: ${file} holds no rows`);
-  return items;
+  return { items, where: (index) => `${file} line ${lines[index]}` };
 }
 
 function parseJson(text: string, where: string): unknown {
@@ -109,10 +118,11 @@ function parseJson(text: string, where: string): unknown {
 export async function enqueue(flags: Flags, io: Io): Promise<number> {
   const config = tableConfig(flags, 'enqueue', 'jobs');
   validateTableConfig(config);
-  const items = readItems(flags, io);
+  const { items, where } = readItems(flags, io);
+  const chunk = optionalInteger(flags, 'chunk');
   return withStore(flags, 'enqueue', false, async (store) => {
     const queue = await Queue.open(store, { ...config, orderColumn: await existingOrderColumn(store, config.table) });
-    const count = await queue.enqueue(items);
+    const count = await queue.enqueue(items, { chunk, describeItem: where });
     io.out(`enqueued ${count} row${count === 1 ? '' : 's'} into ${config.table}`);
     return 0;
   });
@@ -250,19 +260,37 @@ export async function requeue(flags: Flags, io: Io): Promise<number> {
   if (from !== 'failed' && from !== 'abuse' && from !== 'processing') {
     throw new ConfigError(`requeue: --status must be failed or abuse (or processing, to recover a status-only table after a crash), got ${JSON.stringify(from)}`);
   }
-  const ids = flags.id as string[] | undefined;
+  const texts = flags.id as string[] | undefined;
+  const leaseMs = optionalDuration(flags, 'lease');
+  const force = flags.force === true;
   return withStore(flags, 'requeue', false, async (store) => {
     const queue = await Queue.open(store, config);
-    const count = await queue.requeue(from, ids?.map(parseId));
-    io.out(`requeued ${count} ${from} row${count === 1 ? '' : 's'} of ${config.table}`);
-    return 0;
+    const ids = texts?.map((text) => parseId(text, queue.idColumn));
+    const report = await queue.requeueReport(from, { ids, leaseMs, force });
+    const rows = (n: number) => `${n} ${from} row${n === 1 ? '' : 's'}`;
+    let line = `requeued ${rows(report.requeued)} of ${config.table}`;
+    if (report.leaseMs !== null) {
+      line += ` with an expired lease (lease ${formatDuration(report.leaseMs)}${leaseMs === undefined ? ' assumed, the default; --lease sets it' : ''})`;
+      line += `; ${rows(report.live)} left: lease live (--force takes them once every worker is stopped)`;
+    } else if (force && queue.table.features.leases) line += ' (--force: live leases included)';
+    if (report.notRequeued.length > 0) line += `; not requeued: ${report.notRequeued.map(({ id, reason }) => `${String(id)} (${reason})`).join(', ')}`;
+    io.out(line);
+    // A distinct code, so a script notices that some of the rows it named were not requeued.
+    return report.notRequeued.length > 0 ? 5 : 0;
   });
 }
 
-/** Ids from the command line are text; whole numbers are bound as numbers so every dialect compares them as such. */
-function parseId(text: string): JobId {
+/**
+ * An id from the command line, as the id column compares it: an integer column takes only an integer
+ * (bound as a number, so `010` is 10); any other column the exact text (`010` is not `10`, and MariaDB never
+ * casts a text column to a number to compare it with one).
+ */
+function parseId(text: string, column: ColumnInfo): JobId {
   if (text.length === 0) throw new ConfigError('requeue: --id needs a value');
-  return /^-?\d{1,15}$/.test(text) ? Number(text) : text;
+  if (!isIntegerType(column.type)) return text;
+  if (!/^[-+]?\d+$/.test(text)) throw new ConfigError(`requeue: --id ${JSON.stringify(text)} is not an integer, and id column ${column.name} is ${column.type}`);
+  const value = BigInt(text);
+  return Number.isSafeInteger(Number(value)) ? Number(value) : value;
 }
 
 /**

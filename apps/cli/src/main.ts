@@ -7,7 +7,7 @@ export const USAGE = `usage: statusq <command> [flags]
 
   init     --db URL [--table jobs]
   migrate  --db URL --table T [--with leases,retries,results] [--status-column C] [--order-column C]
-  enqueue  --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -)
+  enqueue  --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--chunk N]
   work     --db URL --table T --handler PATH [--id-column C] [--status-column C] [--order-column C]
            [--order newest|oldest] [--concurrency N] [--batch N] [--max-attempts N]
            [--retry-delay DURATION] [--lease DURATION] [--aging DURATION]
@@ -15,12 +15,13 @@ export const USAGE = `usage: statusq <command> [flags]
            [--exit-when-empty] [--verbose]
            [--processes P]
   stats    --db URL --table T [--json]
-  requeue  --db URL --table T --status failed|abuse|processing [--id ID ...]
+  requeue  --db URL --table T --status failed|abuse|processing [--id ID ...] [--lease DURATION] [--force]
 
 URLs: sqlite:PATH, postgres://user@host:port/db, mysql://user:pass@host:port/db
 Durations: 250ms, 30s, 5m, 1h. Exit codes: 0 ok (queue empty, or drained after a signal), 1 database or
 runtime failure (or worker processes crashing at start-up), 2 bad input, 3 stopped past --stop-timeout
-(running jobs aborted and handed back), 4 recycled (a job ignored --job-timeout), 130 stopped hard.`;
+(running jobs aborted and handed back), 4 recycled (a job ignored --job-timeout), 5 requeue left some of
+the --id rows it named (listed), 130 stopped hard.`;
 
 /** Runs one command line; returns the exit code. Bad input is one line on stderr and exit code 2. */
 export async function main(argv: string[], io: Io): Promise<number> {

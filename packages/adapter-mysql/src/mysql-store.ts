@@ -6,6 +6,7 @@ import {
   DEFAULT_CAPABILITIES,
   StoreError,
   TransitionSql,
+  atStatement,
   claimConditionalUpdate,
   keyOf,
   mergeCandidates,
@@ -220,15 +221,25 @@ export class MysqlStore implements Store {
 
   async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
     if (statements.length === 0) return [];
-    return this.rerunDeadlocks(() =>
-      this.withConnection((conn) =>
-        this.transaction(conn, async () => {
-          const results: ExecResult[] = [];
-          for (const s of statements) results.push(await this.run(conn, s));
-          return results;
+    let failing: number | undefined;
+    try {
+      return await this.rerunDeadlocks(() =>
+        this.withConnection((conn) => {
+          failing = undefined;
+          return this.transaction(conn, async () => {
+            const results: ExecResult[] = [];
+            for (const [i, s] of statements.entries()) {
+              failing = i;
+              results.push(await this.run(conn, s));
+            }
+            failing = undefined;
+            return results;
+          });
         }),
-      ),
-    );
+      );
+    } catch (error) {
+      throw atStatement(error, failing);
+    }
   }
 
   async describeTable(table: string): Promise<ColumnInfo[] | null> {

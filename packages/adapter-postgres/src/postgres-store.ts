@@ -4,6 +4,7 @@ import {
   DEFAULT_CAPABILITIES,
   StoreError,
   TransitionSql,
+  atStatement,
   candidateStatements,
   mergeCandidates,
   orderLike,
@@ -130,28 +131,41 @@ export class PostgresStore implements Store {
   async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
     if (statements.length === 0) return [];
     // One statement commits on its own: no BEGIN/COMMIT round trips.
-    if (statements.length === 1) return [await this.execute(statements[0]!)];
+    if (statements.length === 1) return [await this.execute(statements[0]!).catch((error: unknown) => Promise.reject(atStatement(error, 0)))];
     // BEGIN, the statements and COMMIT are queued at once; on a pipelining connection (pg >= 8.2x) they
     // travel without waiting for each reply, which about halved a 50-statement settle batch here. After a
     // failed statement PostgreSQL refuses the rest (25P02) and turns COMMIT into ROLLBACK, so the batch
     // still commits all or nothing; the first failure is the one reported.
-    return this.withClient(async (client) => {
-      if (!(client as { pipeline?: boolean }).pipeline) {
-        // An older pg without pipelining: one statement after the other.
-        return this.inTransaction(client, async () => {
-          const results: ExecResult[] = [];
-          for (const s of statements) results.push(await run(client, s));
-          return results;
-        });
-      }
-      const sent = [client.query('BEGIN'), ...statements.map((s) => run(client, s)), client.query('COMMIT')];
-      const settled = await Promise.allSettled(sent);
-      const failure = settled.find((r) => r.status === 'rejected');
-      if (failure) throw failure.reason;
-      const commit = (settled[settled.length - 1] as PromiseFulfilledResult<pg.QueryResult>).value;
-      if (commit.command !== 'COMMIT') throw new StoreError('Unknown', `PostgreSQL rolled the batch back (${commit.command})`, commit.command);
-      return settled.slice(1, -1).map((r) => (r as PromiseFulfilledResult<ExecResult>).value);
-    });
+    let failing: number | undefined;
+    try {
+      return await this.withClient(async (client) => {
+        if (!(client as { pipeline?: boolean }).pipeline) {
+          // An older pg without pipelining: one statement after the other.
+          return this.inTransaction(client, async () => {
+            const results: ExecResult[] = [];
+            for (const [i, s] of statements.entries()) {
+              failing = i;
+              results.push(await run(client, s));
+            }
+            failing = undefined;
+            return results;
+          });
+        }
+        const sent = [client.query('BEGIN'), ...statements.map((s) => run(client, s)), client.query('COMMIT')];
+        const settled = await Promise.allSettled(sent);
+        const first = settled.findIndex((r) => r.status === 'rejected');
+        if (first >= 0) {
+          // sent[0] is BEGIN and the last is COMMIT; statement i is sent[i + 1].
+          if (first >= 1 && first <= statements.length) failing = first - 1;
+          throw (settled[first] as PromiseRejectedResult).reason;
+        }
+        const commit = (settled[settled.length - 1] as PromiseFulfilledResult<pg.QueryResult>).value;
+        if (commit.command !== 'COMMIT') throw new StoreError('Unknown', `PostgreSQL rolled the batch back (${commit.command})`, commit.command);
+        return settled.slice(1, -1).map((r) => (r as PromiseFulfilledResult<ExecResult>).value);
+      });
+    } catch (error) {
+      throw atStatement(error, failing);
+    }
   }
 
   async describeTable(table: string): Promise<ColumnInfo[] | null> {

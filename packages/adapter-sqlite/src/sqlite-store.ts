@@ -4,6 +4,7 @@ import {
   DEFAULT_CAPABILITIES,
   StoreError,
   TransitionSql,
+  atStatement,
   candidateStatements,
   mergeCandidates,
   orderLike,
@@ -76,7 +77,24 @@ export class SqliteStore implements Store {
   }
 
   async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
-    return this.guard(() => this.db.transaction(() => statements.map((s) => this.run(s))).immediate());
+    let failing: number | undefined;
+    try {
+      return this.guard(() =>
+        this.db
+          .transaction(() => {
+            const results: ExecResult[] = [];
+            for (const [i, s] of statements.entries()) {
+              failing = i;
+              results.push(this.run(s));
+            }
+            failing = undefined;
+            return results;
+          })
+          .immediate(),
+      );
+    } catch (error) {
+      throw atStatement(error, failing);
+    }
   }
 
   async describeTable(table: string): Promise<ColumnInfo[] | null> {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseDuration } from './duration.js';
+import { formatDuration, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 
 describe('parseDuration', () => {
@@ -28,5 +28,15 @@ describe('parseDuration', () => {
     for (const n of [-1, Number.NaN, Number.POSITIVE_INFINITY]) expect(() => parseDuration(n, 'lease')).toThrow(ConfigError);
     expect(() => parseDuration('soon', 'lease')).toThrow(/invalid lease "soon"/);
     expect(() => parseDuration(-5, 'heartbeat')).toThrow(/heartbeat/);
+  });
+});
+
+describe('formatDuration', () => {
+  it('uses the largest unit that states the duration exactly, and parses back to it', () => {
+    const cases: Array<[number, string]> = [[300_000, '5m'], [30_000, '30s'], [90_000, '90s'], [1500, '1500ms'], [0, '0ms'], [86_400_000, '1d'], [3_600_000, '1h']];
+    for (const [ms, text] of cases) {
+      expect(formatDuration(ms)).toBe(text);
+      expect(parseDuration(text)).toBe(ms);
+    }
   });
 });

@@ -12,3 +12,12 @@ export function parseDuration(text: string | number, what = 'duration'): number 
   if (!match) throw new ConfigError(`invalid ${what} ${JSON.stringify(text)}: use a number with ms, s, m, h or d (e.g. 30s)`);
   return Math.round(Number(match[1]) * UNIT_MS[match[2] ?? 'ms']!);
 }
+
+/** The largest unit that states `ms` exactly: 300000 -> `5m`, 1500 -> `1500ms`. */
+export function formatDuration(ms: number): string {
+  for (const unit of ['d', 'h', 'm', 's'] as const) {
+    const size = UNIT_MS[unit]!;
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms}ms`;
+}

@@ -72,6 +72,8 @@ export type StoreErrorKind = 'Busy' | 'WriteConflict' | 'ConnectionLost' | 'Uniq
 export class StoreError extends StatusqError {
   readonly kind: StoreErrorKind;
   readonly nativeCode: string | number | undefined;
+  /** In a rejected `executeBatch`: which statement failed (0-based), when the adapter could tell. */
+  statementIndex: number | undefined = undefined;
   constructor(kind: StoreErrorKind, message: string, nativeCode?: string | number, options?: { cause?: unknown }) {
     super(`STORE_${kind.toUpperCase()}`, message, options);
     this.kind = kind;
@@ -81,6 +83,30 @@ export class StoreError extends StatusqError {
   /** Kinds after which the same operation may simply be tried again. */
   get retryable(): boolean {
     return this.kind === 'Busy' || this.kind === 'WriteConflict' || this.kind === 'ConnectionLost';
+  }
+}
+
+/**
+ * Records on the error a rejected `executeBatch` throws which of its statements failed, so a caller can name
+ * the row behind it (enqueue names the file line). Adapters call it once the error is mapped to a StoreError.
+ */
+export function atStatement(error: unknown, index: number | undefined): unknown {
+  if (error instanceof StoreError && index !== undefined) error.statementIndex = index;
+  return error;
+}
+
+/**
+ * The database rejected a row of `Queue.enqueue`. `kind` and `nativeCode` are the rejection's own; `item` is
+ * the rejected item (0-based; undefined when the database did not say which row of its transaction failed)
+ * and `committed` how many rows earlier transactions committed (0 unless enqueueing in chunks).
+ */
+export class EnqueueError extends StoreError {
+  readonly item: number | undefined;
+  readonly committed: number;
+  constructor(message: string, cause: StoreError, item: number | undefined, committed: number) {
+    super(cause.kind, message, cause.nativeCode, { cause });
+    this.item = item;
+    this.committed = committed;
   }
 }
 

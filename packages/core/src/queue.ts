@@ -1,5 +1,5 @@
 import { claimConditionalUpdate } from './claim.js';
-import { ConfigError, SchemaError } from './errors.js';
+import { ConfigError, EnqueueError, SchemaError, StoreError } from './errors.js';
 import { validateIdentifier } from './identifiers.js';
 import { statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
@@ -15,8 +15,41 @@ export interface DeadWorkerReport {
   unstarted: Array<{ id: JobId; token: string | null }>;
 }
 
-/** Rows per INSERT transaction when enqueueing many. */
-const ENQUEUE_CHUNK = 500;
+
+/** The lease a claim is judged by when none is given: the worker's default. */
+export const DEFAULT_LEASE_MS = 300_000;
+
+export interface RequeueOptions {
+  /** Only these rows. Each is compared as the id column's type holds it (see isIntegerType). */
+  ids?: readonly JobId[] | undefined;
+  /**
+   * Processing rows on a table with leases: the lease their claims are judged by (default DEFAULT_LEASE_MS);
+   * only rows whose lease ran out are requeued.
+   */
+  leaseMs?: number | undefined;
+  /**
+   * Processing rows: requeue them whether or not their lease is live. Required on a table without leases,
+   * where nothing tells a crashed worker's rows from running ones. Only when no worker runs on the table.
+   */
+  force?: boolean | undefined;
+}
+
+export interface RequeueReport {
+  requeued: number;
+  /** The lease claims were judged by; null unless processing rows of a table with leases, without force. */
+  leaseMs: number | null;
+  /** Processing rows left because their lease is live (of `ids`, when given). */
+  live: number;
+  /** Of `ids`, each one not requeued and why: `not found`, `status done` (or another state), `lease live`. */
+  notRequeued: Array<{ id: JobId; reason: string }>;
+}
+
+export interface EnqueueOptions {
+  /** Commit every `chunk` rows on their own instead of all rows in one transaction. */
+  chunk?: number | undefined;
+  /** How messages name item `index` (0-based); default `item N`. The CLI names file lines. */
+  describeItem?: ((index: number) => string) | undefined;
+}
 
 /**
  * One queue table on one store: the table checked against the database once, and every operation on its
@@ -24,6 +57,8 @@ const ENQUEUE_CHUNK = 500;
  */
 export class Queue {
   readonly sql: TransitionSql;
+  /** The id column as the database declares it; its `type` says how ids compare (isIntegerType). */
+  readonly idColumn: ColumnInfo;
   private readonly columnNames: ReadonlySet<string>;
   private constructor(
     readonly store: Store,
@@ -31,6 +66,7 @@ export class Queue {
     columns: readonly ColumnInfo[],
   ) {
     this.columnNames = new Set(columns.map((c) => c.name.toLowerCase()));
+    this.idColumn = columns.find((c) => c.name === table.id) ?? { name: table.id, type: '', unique: true, integer: false, maxLength: null };
     this.sql = new TransitionSql(table, store.dialect);
   }
 
@@ -94,10 +130,59 @@ export class Queue {
     return { released: released.filter((r) => r.affected === 1).length, charged: charged.reduce((n, r) => n + r.affected, 0) };
   }
 
-  /** Operator requeue: failed or abuse rows (or rows stuck in processing) back to pending. */
-  async requeue(from: 'failed' | 'abuse' | 'processing', ids?: readonly JobId[]): Promise<number> {
-    const statement = from === 'processing' ? this.sql.requeueProcessing(ids) : this.sql.requeue(from, ids);
-    return (await this.store.execute(statement)).affected;
+  /** Operator requeue: failed or abuse rows (or rows stuck in processing) back to pending; how many. */
+  async requeue(from: 'failed' | 'abuse' | 'processing', ids?: readonly JobId[], options: Omit<RequeueOptions, 'ids'> = {}): Promise<number> {
+    return (await this.requeueReport(from, { ...options, ids })).requeued;
+  }
+
+  /**
+   * Operator requeue, with what it left. failed and abuse rows start their attempts over. Processing rows:
+   * on a table with leases only those whose lease ran out unless `force`; on a table without, a ConfigError
+   * unless `force`. Their interrupted attempt counts, as the reaper counts it (see requeueProcessing). The
+   * report and the requeue run in one transaction.
+   */
+  async requeueReport(from: 'failed' | 'abuse' | 'processing', options: RequeueOptions = {}): Promise<RequeueReport> {
+    const force = options.force === true;
+    const leases = this.table.features.leases;
+    const name = this.table.table;
+    if (from !== 'processing' && (force || options.leaseMs !== undefined)) throw new ConfigError('requeue: --force and --lease apply only to --status processing');
+    if (from === 'processing' && !leases) {
+      if (options.leaseMs !== undefined) throw new ConfigError(`requeue: table ${name} has no lease column (claimed_at), so there is no lease to judge its rows by`);
+      if (!force) {
+        throw new ConfigError(`requeue: table ${name} has no lease column, so statusq cannot tell a crashed worker's rows from running ones; stop every worker, then run again with --force`);
+      }
+    }
+    const leaseMs = from === 'processing' && leases && !force ? (options.leaseMs ?? DEFAULT_LEASE_MS) : null;
+    if (leaseMs !== null && !(Number.isFinite(leaseMs) && leaseMs >= 0)) throw new ConfigError(`requeue: lease must be a non-negative number of milliseconds, got ${leaseMs}`);
+    const ids = options.ids ? [...new Map(options.ids.map((id) => [String(id), id])).values()] : undefined;
+    if (ids?.length === 0) return { requeued: 0, leaseMs, live: 0, notRequeued: [] };
+
+    const statements = [];
+    if (ids) statements.push(this.sql.statusOfIds(ids, leaseMs));
+    statements.push(from === 'processing' ? this.sql.requeueProcessing(ids, leaseMs) : this.sql.requeue(from, ids));
+    if (leaseMs !== null && !ids) statements.push(this.sql.countWithStatus(this.table.codes.processing));
+    const results = await this.apply(statements);
+    const requeued = results[ids ? 1 : 0]!.affected;
+    if (!ids) return { requeued, leaseMs, live: leaseMs === null ? 0 : Number(results[1]!.rows[0]?.n ?? 0), notRequeued: [] };
+
+    const found = new Map(results[0]!.rows.map((row) => [String(row.id), row]));
+    const notRequeued: RequeueReport['notRequeued'] = [];
+    let live = 0;
+    for (const id of ids) {
+      const row = found.get(String(id));
+      if (!row) {
+        notRequeued.push({ id, reason: 'not found' });
+        continue;
+      }
+      const code = row.status === null || row.status === undefined ? null : Number(row.status);
+      const status = statusName(code, this.table.codes);
+      if (status !== from) notRequeued.push({ id, reason: `status ${status ?? String(code)}` });
+      else if (leaseMs !== null && Number(row.expired) !== 1) {
+        live++;
+        notRequeued.push({ id, reason: 'lease live' });
+      }
+    }
+    return { requeued, leaseMs, live, notRequeued };
   }
 
   /** abuse (pending -> abuse) without a claim, for a business rule applied outside a worker. */
@@ -106,38 +191,57 @@ export class Queue {
   }
 
   /**
-   * Inserts pending rows. On a table with a payload column each item is a payload, stored as JSON. On a
-   * table without one each item must be an object of column values (an application's own rows).
+   * Inserts pending rows; how many. On a table with a payload column each item is a payload, stored as JSON.
+   * On a table without one each item must be an object of column values (an application's own rows). Every
+   * item is checked before anything is written. All rows go in one transaction: when the database rejects
+   * one, none is committed, and the EnqueueError names the item. With `chunk`, every `chunk` rows commit on
+   * their own (for a file too big for one transaction); a rejection then leaves the chunks before it
+   * committed, and the EnqueueError says how many rows that is.
    */
-  async enqueue(items: readonly unknown[]): Promise<number> {
-    const statements = items.map((item, index) => this.sql.insert(this.rowFor(item, index)));
+  async enqueue(items: readonly unknown[], options: EnqueueOptions = {}): Promise<number> {
+    const describe = options.describeItem ?? ((index: number) => `item ${index + 1}`);
+    const chunk = options.chunk ?? Math.max(1, items.length);
+    if (!Number.isSafeInteger(chunk) || chunk < 1) throw new ConfigError(`enqueue chunk must be a positive integer, got ${chunk}`);
+    const statements = items.map((item, index) => this.sql.insert(this.rowFor(item, index, describe)));
     let inserted = 0;
-    for (let i = 0; i < statements.length; i += ENQUEUE_CHUNK) {
-      const results = await this.store.executeBatch(statements.slice(i, i + ENQUEUE_CHUNK));
-      inserted += results.reduce((n, r) => n + r.affected, 0);
+    for (let start = 0; start < statements.length; start += chunk) {
+      const slice = statements.slice(start, start + chunk);
+      try {
+        const results = await this.store.executeBatch(slice);
+        inserted += results.reduce((n, r) => n + r.affected, 0);
+      } catch (error) {
+        if (!(error instanceof StoreError)) throw error;
+        const item = error.statementIndex === undefined ? undefined : start + error.statementIndex;
+        const where = item !== undefined ? describe(item) : `a row between ${describe(start)} and ${describe(start + slice.length - 1)}`;
+        const message =
+          options.chunk === undefined
+            ? `${where} was rejected by the database, so nothing was committed: ${error.message}`
+            : `${inserted} row${inserted === 1 ? '' : 's'} committed before ${where} failed: ${error.message}`;
+        throw new EnqueueError(message, error, item, inserted);
+      }
     }
     return inserted;
   }
 
-  private rowFor(item: unknown, index: number): Record<string, SqlValue> {
+  private rowFor(item: unknown, index: number, describe: (index: number) => string): Record<string, SqlValue> {
     const payloadColumn = this.table.columns.payload;
     if (payloadColumn) {
       const text = JSON.stringify(item);
-      if (text === undefined) throw new ConfigError(`item ${index + 1}: payload is not JSON-serialisable`);
+      if (text === undefined) throw new ConfigError(`${describe(index)}: payload is not JSON-serialisable`);
       // Refused here, before any row of the batch is inserted, rather than by the database mid-batch.
       const overflow = columnOverflow(text, this.table.limits.payload);
-      if (overflow !== null) throw new ConfigError(`item ${index + 1}: the payload does not fit column ${payloadColumn}: ${overflow}`);
+      if (overflow !== null) throw new ConfigError(`${describe(index)}: the payload does not fit column ${payloadColumn}: ${overflow}`);
       return { [payloadColumn]: text };
     }
     if (item === null || typeof item !== 'object' || Array.isArray(item)) {
-      throw new ConfigError(`item ${index + 1}: table ${this.table.table} has no payload column, so each item must be an object of column values`);
+      throw new ConfigError(`${describe(index)}: table ${this.table.table} has no payload column, so each item must be an object of column values`);
     }
     const row: Record<string, SqlValue> = {};
     for (const [key, value] of Object.entries(item)) {
       validateIdentifier(key, 'column name');
-      if (!this.columnNames.has(key.toLowerCase())) throw new SchemaError(`item ${index + 1}: table ${this.table.table} has no column ${JSON.stringify(key)}`);
+      if (!this.columnNames.has(key.toLowerCase())) throw new SchemaError(`${describe(index)}: table ${this.table.table} has no column ${JSON.stringify(key)}`);
       if (key.toLowerCase() === this.table.status.toLowerCase()) {
-        throw new SchemaError(`item ${index + 1}: the status column is set by statusq; enqueue leaves it NULL (pending)`);
+        throw new SchemaError(`${describe(index)}: the status column is set by statusq; enqueue leaves it NULL (pending)`);
       }
       row[key] = toSqlValue(value);
     }

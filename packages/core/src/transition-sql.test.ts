@@ -60,6 +60,8 @@ function allStatements(sql: TransitionSql): Array<[string, Statement]> {
     ['requeue failed', sql.requeue('failed', [1, 2])],
     ['requeue abuse (all)', sql.requeue('abuse', undefined)],
     ['requeueProcessing', sql.requeueProcessing([1])],
+    ['requeueProcessing of expired leases', sql.requeueProcessing([1, 2], 30_000)],
+    ['statusOfIds', sql.statusOfIds([1, 2], 30_000)],
     ['insert', sql.insert({ payload: '{}', date: 5 })],
   ];
 }

@@ -305,12 +305,38 @@ export class TransitionSql {
     return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
   }
 
-  /** Returns rows stuck in processing to pending: the operator's way out for status-only tables after a crash. */
-  requeueProcessing(ids: readonly JobId[] | undefined): Statement {
+  /**
+   * Operator requeue of rows in processing. With `leaseMs` (a table with leases) only claims whose lease ran
+   * out, by the reaper's own leaseExpired condition; with null every processing row (an operator who stopped
+   * every worker, or a status-only table). As with the reaper the interrupted attempt counts and the reason
+   * is kept; unlike it the row always goes back to pending, never to failed: the operator asked for it back,
+   * and a row past its attempts is given up after its next failure anyway.
+   */
+  requeueProcessing(ids: readonly JobId[] | undefined, leaseMs: number | null = null): Statement {
     const p = new Params(this.dialect);
-    let where = `${this.q.status} = ${this.table.codes.processing}`;
+    const reason = leaseMs !== null ? `lease expired after ${leaseMs} ms (requeued by an operator)` : 'requeued by an operator while processing';
+    const sets = [`${this.q.status} = NULL`];
+    if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
+    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
+    let where = leaseMs !== null && this.q.claimedAt ? this.leaseExpired(p, leaseMs) : `${this.q.status} = ${this.table.codes.processing}`;
     if (ids) where += ` AND ${this.q.id} IN (${p.list(ids as SqlValue[])})`;
-    return { sql: `UPDATE ${this.q.table} SET ${this.q.status} = NULL WHERE ${where}`, params: p.values };
+    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
+  }
+
+  /**
+   * The named rows' status and, with `leaseMs`, whether their lease ran out (`expired` 1 or 0): what a
+   * requeue of those ids reports about the ones it leaves.
+   */
+  statusOfIds(ids: readonly JobId[], leaseMs: number | null): Statement {
+    const p = new Params(this.dialect);
+    let what = `${this.q.id} AS id, ${this.q.status} AS status`;
+    if (leaseMs !== null && this.q.claimedAt) what += `, CASE WHEN ${this.leaseExpired(p, leaseMs)} THEN 1 ELSE 0 END AS expired`;
+    return { sql: `SELECT ${what} FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])})`, params: p.values };
+  }
+
+  /** How many rows hold one non-pending status code. */
+  countWithStatus(code: number): Statement {
+    return { sql: `SELECT COUNT(*) AS n FROM ${this.q.table} WHERE ${this.q.status} = ${code}`, params: [] };
   }
 
   countByStatus(): Statement {

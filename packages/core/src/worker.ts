@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { ConfigError, HandlerResultError, JobTimeoutError, describeError, isRetryableStoreError } from './errors.js';
 import { TypedEmitter } from './events.js';
 import { SettleDirective, type AbuseRule, type Handler, type Job, type JobContext } from './handler.js';
-import { Queue } from './queue.js';
+import { DEFAULT_LEASE_MS, Queue } from './queue.js';
 import { backoffDelay, sleep, withStoreRetry } from './retry.js';
 import { keyOf } from './claim.js';
 import type { ClaimStrategy, ExecResult, JobId, Row, Statement, Store } from './store.js';
@@ -210,7 +210,7 @@ export class Worker extends TypedEmitter {
     if (options.leaseMs !== undefined && !features.leases) {
       throw new ConfigError(`a lease needs a claim time: table ${queue.table.table} has no claimed_at column (statusq migrate --with leases)`);
     }
-    this.leaseMs = nonNegative(options.leaseMs, 300_000, 'lease');
+    this.leaseMs = nonNegative(options.leaseMs, DEFAULT_LEASE_MS, 'lease');
     if (features.leases && this.leaseMs < 10) throw new ConfigError('lease must be at least 10 ms');
     this.heartbeatMs = nonNegative(options.heartbeatMs, Math.max(5, Math.floor(this.leaseMs / 3)), 'heartbeat');
     this.reapIntervalMs = nonNegative(options.reapIntervalMs, Math.max(5, Math.floor(this.leaseMs / 2)), 'reapInterval');

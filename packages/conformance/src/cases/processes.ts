@@ -238,7 +238,8 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 4, done: rows.length - 4, abuse: 0, failed: 0 });
 
       const queue = await Queue.open(setup, { table: 'table_a' });
-      expect(await queue.requeue('processing')).toBe(4);
+      // Every worker is stopped, so the rows still in processing are the killed one's: force.
+      expect(await queue.requeue('processing', undefined, { force: true })).toBe(4);
       await env().spawnChild(childScript('child-worker.js'), args, { STATUSQ_LEDGER: ledgerPath }, 'second run').result<ChildWorkerResult>(60_000);
       expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: rows.length, abuse: 0, failed: 0 });
       const ledger = readLedgerFile(ledgerPath);
