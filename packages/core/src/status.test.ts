@@ -26,6 +26,8 @@ const LEGAL = new Set([
   'release:processing>pending',
   'leaseExpired:processing>pending',
   'leaseExpired:processing>failed',
+  'ownerDied:processing>pending',
+  'ownerDied:processing>failed',
   'requeue:failed>pending',
   'requeue:abuse>pending',
 ]);
@@ -36,7 +38,7 @@ describe('status transition table', () => {
   it('has exactly the legal moves of the design, and no others', () => {
     const actual = new Set(causes.flatMap((cause) => TRANSITIONS[cause].map(([from, to]) => `${cause}:${from}>${to}`)));
     expect(actual).toEqual(LEGAL);
-    expect(causes.sort()).toEqual(['abuse', 'claim', 'complete', 'giveUp', 'leaseExpired', 'release', 'requeue', 'retry']);
+    expect(causes.sort()).toEqual(['abuse', 'claim', 'complete', 'giveUp', 'leaseExpired', 'ownerDied', 'release', 'requeue', 'retry']);
   });
 
   it('isLegalTransition and assertTransition agree with it for every (cause, from, to)', () => {
