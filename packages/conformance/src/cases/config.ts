@@ -170,7 +170,7 @@ export function configCases(env: () => TestEnv): void {
       expect(await rejection(queue.enqueue([{ id: 1, date: '2024-01-01 00:00:00.000', url: 'u', kind: 'ok', status: 1 }]))).toBeInstanceOf(SchemaError);
       expect(await rejection(queue.enqueue(['just a string']))).toBeInstanceOf(ConfigError);
       expect(await rejection(queue.enqueue([{ 'bad name': 1 }]))).toBeInstanceOf(ConfigError);
-      expect(await countsOf(store, 'table_a')).toEqual({ pending: 0, processing: 0, done: 0, abuse: 0, failed: 0 });
+      expect(await countsOf(store, 'table_a')).toEqual({ pending: 0, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
       await env().closeStores();
     });
 
@@ -203,7 +203,7 @@ export function configCases(env: () => TestEnv): void {
       expect(String(bad.last_error)).toMatch(/BigInt/);
       expect(Number(bad.attempt_count)).toBe(1);
       expect(bad.result).toBeNull();
-      expect(await countsOf(store, 'jobs')).toEqual({ pending: 0, processing: 0, done: 8, abuse: 0, failed: 1 });
+      expect(await countsOf(store, 'jobs')).toEqual({ pending: 0, processing: 0, done: 8, abuse: 0, failed: 1, other: 0 });
       expect(counters).toMatchObject({ completed: 8, failed: 1, retried: 0 });
       expect(w.errors).toEqual([]);
       await env().closeStores();
