@@ -63,7 +63,8 @@ export function parseServerUrl(url: string, usage: string): URL {
     parsed = new URL(url);
   } catch {
     // WHATWG's own message is only "Invalid URL"; the port is the usual culprit, so name it.
-    const port = /^[a-z][a-z0-9+.-]*:\/\/(?:[^/?#]*@)?(?:\[[^\]]*\]|[^:/?#]*):([^/?#]*)/i.exec(url)?.[1];
+    // The port may hold no `@` or `:`, so that a password can never be taken for it and printed.
+    const port = /^[a-z][a-z0-9+.-]*:\/\/(?:[^/?#]*@)?(?:\[[^\]]*\]|[^:/?#]*):([^/?#@:]*)(?:[/?#]|$)/i.exec(url)?.[1];
     if (port !== undefined && !validPort(port)) throw new ConfigError(`invalid port ${JSON.stringify(port)} in database URL ${shown}: a port is 1 to 65535`);
     throw new ConfigError(`invalid database URL ${shown}: ${usage}`);
   }

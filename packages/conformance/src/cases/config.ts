@@ -148,6 +148,10 @@ export function configCases(env: () => TestEnv): void {
         ["strategy 'fastest'", { strategy: 'fastest' as never }],
         ['handler not a function', { handler: 'handler.mjs' as never }],
         ['a 5 ms lease', { table: { table: 'jobs' }, leaseMs: 5 }],
+        // Past 2^31-1 ms Node fires a timer after 1 ms: a 100-day lease heartbeated in a tight loop.
+        ['a 100-day lease', { table: { table: 'jobs' }, leaseMs: 100 * 86_400_000 }],
+        ['retryDelayMs of 30 days', { retryDelayMs: 30 * 86_400_000 }],
+        ['pollMaxMs of 25 days', { pollMaxMs: 25 * 86_400_000 }],
         ["order 'random'", { table: { table: 'table_a', order: 'random' as never } }],
         ['duplicate status codes', { table: { table: 'table_a', statusCodes: { done: 9 } } }],
       ];
