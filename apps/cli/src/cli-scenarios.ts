@@ -223,13 +223,13 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       );
       const run = await statusq('work', '--db', db.url, '--table', 'jobs', '--handler', handler, '--processes', '2', '--concurrency', '2', '--exit-when-empty');
       expect(run.code, run.stderr).toBe(0);
-      expect(await stats()).toEqual({ pending: 0, processing: 0, done: 20, abuse: 0, failed: 0, other: 0 });
       const children = readFileSync(seen, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { argv: string[]; url?: string });
       expect(children).toHaveLength(20);
       for (const child of children) {
         expect(child.argv.filter((arg) => arg === '--db' || arg.includes(db.url))).toEqual([]);
         expect(child.url).toBe(db.url);
       }
+      expect(await stats()).toEqual({ pending: 0, processing: 0, done: 20, abuse: 0, failed: 0, other: 0 });
     });
 
     it('a password in a database URL never reaches stdout or stderr, whatever the message', async () => {
