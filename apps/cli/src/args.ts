@@ -28,11 +28,48 @@ export function parseCommandLine(command: Command, argv: string[]): Flags {
     options[flag] = { type: BOOLEAN_FLAGS.has(flag) ? 'boolean' : 'string', ...(REPEATABLE_FLAGS.has(flag) ? { multiple: true } : {}) };
   }
   try {
-    const { values } = parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+    const { values } = parseArgs({ args: joinNegativeValues(argv, options), options, strict: true, allowPositionals: false });
     return values as Flags;
   } catch (error) {
     throw new ConfigError(`${command}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`);
   }
+}
+
+/**
+ * `--concurrency -1` as `--concurrency=-1`: parseArgs reads a value that starts with `-` as a possible
+ * option and refuses it as "ambiguous", which hides the real problem (the number) behind a parser message.
+ */
+function joinNegativeValues(argv: readonly string[], options: Record<string, { type: 'string' | 'boolean' }>): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const next = argv[i + 1];
+    if (arg.startsWith('--') && options[arg.slice(2)]?.type === 'string' && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else out.push(arg);
+  }
+  return out;
+}
+
+/** Where the database URL may come from when `--db` is not given, first match wins. */
+export const DATABASE_URL_VARIABLES = ['STATUSQ_DATABASE_URL', 'DATABASE_URL'] as const;
+
+/**
+ * `--db`, else the first of DATABASE_URL_VARIABLES that is set: a URL on the command line is visible to
+ * every user through `ps`, so the variables are how a password should travel.
+ */
+export function databaseUrl(flags: Flags, command: Command): string {
+  const flag = flags.db;
+  if (typeof flag === 'string') {
+    if (flag.length === 0) throw new ConfigError(`${command}: --db is empty`);
+    return flag;
+  }
+  for (const name of DATABASE_URL_VARIABLES) {
+    const value = process.env[name];
+    if (value) return value;
+  }
+  throw new ConfigError(`${command}: --db is required (or set ${DATABASE_URL_VARIABLES.join(' or ')})`);
 }
 
 export function required(flags: Flags, name: string, command: Command): string {
@@ -49,7 +86,8 @@ export function optionalString(flags: Flags, name: string): string | undefined {
 export function optionalInteger(flags: Flags, name: string): number | undefined {
   const value = optionalString(flags, name);
   if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value.trim())) throw new ConfigError(`--${name} must be a positive integer, got ${JSON.stringify(value)}`);
+  // Only the syntax is checked here; the range (and its message) belongs to the Worker or Supervisor option.
+  if (!/^-?\d+$/.test(value.trim())) throw new ConfigError(`--${name} must be a whole number, got ${JSON.stringify(value)}`);
   return Number(value);
 }
 

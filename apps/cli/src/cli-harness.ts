@@ -12,18 +12,26 @@ export interface CliRun {
   stderr: string;
 }
 
-export type StatusCounts = { pending: number; processing: number; done: number; abuse: number; failed: number };
+export type StatusCounts = { pending: number; processing: number; done: number; abuse: number; failed: number; other: number };
+
+/**
+ * The CLI's environment: this process's, without the database URL variables (a developer's own
+ * DATABASE_URL must not stand in for a missing --db), plus `extra`.
+ */
+export function cliEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return { ...process.env, STATUSQ_DATABASE_URL: undefined, DATABASE_URL: undefined, ...extra };
+}
 
 /** Runs the CLI to completion (blocking). */
 export function runCli(cwd: string, args: readonly string[], timeoutMs = 60_000): CliRun {
-  const run = spawnSync(process.execPath, [cliBin, ...args], { cwd, encoding: 'utf8', timeout: timeoutMs });
+  const run = spawnSync(process.execPath, [cliBin, ...args], { cwd, encoding: 'utf8', timeout: timeoutMs, env: cliEnv() });
   return { code: run.status, stdout: run.stdout.trim(), stderr: run.stderr.trim() };
 }
 
 /** Runs the CLI without blocking the event loop (vitest's own timers keep running); killed after the timeout. */
-export function runCliAsync(cwd: string, args: readonly string[], timeoutMs = 90_000): Promise<CliRun> {
+export function runCliAsync(cwd: string, args: readonly string[], timeoutMs = 90_000, env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cliBin, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [cliBin, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: cliEnv(env) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

@@ -39,6 +39,8 @@ export interface CliContext {
   readonly dir: string;
   readonly db: CliTestDatabase;
   statusq(...args: string[]): Promise<CliRun>;
+  /** The CLI with these environment variables set (STATUSQ_DATABASE_URL and DATABASE_URL are otherwise unset). */
+  statusqWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<CliRun>;
   stats(table?: string): Promise<StatusCounts>;
   file(name: string, text: string): string;
 }
@@ -73,6 +75,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
         dir,
         db,
         statusq,
+        statusqWith: (env, ...args) => runCliAsync(dir, args, undefined, env),
         stats: async (table = 'jobs') => parseStats(await statusq('stats', '--db', db.url, '--table', table, '--json')),
         file: (name, text) => writeFixture(dir, name, text),
       };
@@ -89,7 +92,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       const { statusq, stats, db } = ctx();
       expect(await statusq('init', '--db', db.url)).toMatchObject({ code: 0, stdout: 'created table jobs' });
       expect(await statusq('init', '--db', db.url)).toMatchObject({ code: 0, stdout: 'table jobs already exists; nothing to do' });
-      expect(await stats()).toEqual({ pending: 0, processing: 0, done: 0, abuse: 0, failed: 0 });
+      expect(await stats()).toEqual({ pending: 0, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
     });
 
     it('enqueues payloads (a file, a blank line, non-ASCII text) and works them to done, abuse and failed with retries', async () => {
@@ -109,7 +112,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       const run = await statusq('work', '--db', db.url, '--table', 'tasks', '--handler', handler, '--exit-when-empty', '--max-attempts', '3', '--retry-delay', '5ms');
       expect(run.code, run.stderr).toBe(0);
       expect(run.stdout).toMatch(/done 2, failed 1, abuse 1, retried 2/);
-      expect(await stats('tasks')).toEqual({ pending: 0, processing: 0, done: 2, abuse: 1, failed: 1 });
+      expect(await stats('tasks')).toEqual({ pending: 0, processing: 0, done: 2, abuse: 1, failed: 1, other: 0 });
       const poison = await db.query<{ attempt_count: number; last_error: string }>('SELECT attempt_count, last_error FROM tasks WHERE status = 0');
       expect(poison.map((r) => ({ attempt_count: Number(r.attempt_count), last_error: r.last_error }))).toEqual([{ attempt_count: 3, last_error: 'Error: boom 3' }]);
       const results = (await db.query<{ result: string }>('SELECT result FROM tasks WHERE status = 1 ORDER BY id')).map((r) => JSON.parse(r.result) as unknown);
@@ -128,7 +131,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
 
       const run = await statusq('work', '--db', db.url, '--table', 'table_a', '--handler', handlerPath('table-a.mjs'), '--concurrency', '8', '--batch', '16', '--retry-delay', '1ms', '--lease', '30s', '--exit-when-empty');
       expect(run.code, run.stderr).toBe(0);
-      expect(await stats('table_a')).toEqual({ pending: 0, processing: 0, done: 286, abuse: 8, failed: 6 });
+      expect(await stats('table_a')).toEqual({ pending: 0, processing: 0, done: 286, abuse: 8, failed: 6, other: 0 });
       const [poison] = await db.query<{ n: unknown }>(`SELECT COUNT(*) AS n FROM table_a WHERE kind = 'poison' AND status = 0 AND attempt_count = 3`);
       expect(Number(poison!.n)).toBe(6);
 
@@ -322,6 +325,14 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
         ['a missing --table', () => ['work', '--db', db(), '--handler', handler()], /--table is required/],
         ['a bad --concurrency', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--concurrency', '0'], /concurrency must be an integer/],
         ['a bad --retry-delay', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--retry-delay', 'soon'], /invalid --retry-delay/],
+        ['a duration without a unit', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--lease', '30'], /^statusq: --lease 30 has no unit: write 30s or 30ms/],
+        ['a lease past the timer limit', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--lease', '100d'], /--lease 100d is too long: at most 24d/],
+        ['a stop timeout past the timer limit', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--stop-timeout', '30d'], /--stop-timeout 30d is too long: at most 24d/],
+        ['a negative --concurrency', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--concurrency', '-1'], /concurrency must be an integer from 1 to 10000, got -1$/],
+        ['a negative --concurrency=', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--concurrency=-1'], /concurrency must be an integer from 1 to 10000, got -1$/],
+        ['a --concurrency above the batch limit', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--concurrency', '20000'], /concurrency must be an integer from 1 to 10000, got 20000$/],
+        ['a zero --batch', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--batch', '0'], /batch must be an integer from 1 to 10000, got 0$/],
+        ['no --db and no URL variable', () => ['stats', '--table', 'jobs'], /--db is required \(or set STATUSQ_DATABASE_URL or DATABASE_URL\)/],
         ['a bad --order', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--order', 'random'], /--order must be newest or oldest/],
         ['invalid JSON in an ndjson file', () => ['enqueue', '--db', db(), '--file', ctx().file('bad.ndjson', '{"n":2}\n{nope}\n')], /line 2 is not valid JSON/],
         ['a bad requeue status', () => ['requeue', '--db', db(), '--table', 'jobs', '--status', 'done'], /--status must be failed or abuse/],
@@ -334,11 +345,126 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
         expect(run.code).toBe(2);
         expect(run.stderr).toMatch(message);
         expect(run.stderr.split('\n')).toHaveLength(1);
-        expect(await ctx().stats()).toEqual({ pending: 1, processing: 0, done: 0, abuse: 0, failed: 0 });
+        expect(await ctx().stats()).toEqual({ pending: 1, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
       });
     });
 
+    it('the URL comes from --db, else STATUSQ_DATABASE_URL, else DATABASE_URL', async () => {
+      const { statusq, statusqWith, db } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      expect((await statusq('enqueue', '--db', db.url, '--payload', '{"n":1}')).code).toBe(0);
+      const counts = 'pending 1  processing 0  done 0  abuse 0  failed 0  other 0';
+      const nowhere = 'oracle://nowhere/db';
+      expect(await statusqWith({ STATUSQ_DATABASE_URL: db.url }, 'stats', '--table', 'jobs')).toMatchObject({ code: 0, stdout: counts });
+      expect(await statusqWith({ DATABASE_URL: db.url }, 'stats', '--table', 'jobs')).toMatchObject({ code: 0, stdout: counts });
+      expect(await statusqWith({ STATUSQ_DATABASE_URL: db.url, DATABASE_URL: nowhere }, 'stats', '--table', 'jobs')).toMatchObject({ code: 0, stdout: counts });
+      expect(await statusqWith({ STATUSQ_DATABASE_URL: nowhere, DATABASE_URL: nowhere }, 'stats', '--db', db.url, '--table', 'jobs')).toMatchObject({ code: 0, stdout: counts });
+    });
+
+    it('work --processes hands the URL to its children in the environment, never in their argv (ps)', async () => {
+      const { statusq, stats, db, dir, file } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      expect((await statusq('enqueue', '--db', db.url, '--file', file('rows.ndjson', Array.from({ length: 20 }, (_, n) => `{"n":${n}}`).join('\n')))).code).toBe(0);
+      const seen = join(dir, 'seen.ndjson');
+      const handler = file(
+        'record.mjs',
+        `import { appendFileSync } from 'node:fs';
+         export default async () => { appendFileSync(${JSON.stringify(seen)}, JSON.stringify({ argv: process.argv, url: process.env.STATUSQ_DATABASE_URL }) + '\\n'); };`,
+      );
+      const run = await statusq('work', '--db', db.url, '--table', 'jobs', '--handler', handler, '--processes', '2', '--concurrency', '2', '--exit-when-empty');
+      expect(run.code, run.stderr).toBe(0);
+      const children = readFileSync(seen, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { argv: string[]; url?: string });
+      expect(children).toHaveLength(20);
+      for (const child of children) {
+        expect(child.argv.filter((arg) => arg === '--db' || arg.includes(db.url))).toEqual([]);
+        expect(child.url).toBe(db.url);
+      }
+      expect(await stats()).toEqual({ pending: 0, processing: 0, done: 20, abuse: 0, failed: 0, other: 0 });
+    });
+
+    it('a password in a database URL never reaches stdout or stderr, whatever the message', async () => {
+      const { statusq, statusqWith, db, file } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      const handler = file('ok.mjs', 'export default async () => {};');
+      for (const [what, url, code] of urlsWithPassword(target.dialect, db.url)) {
+        for (const [how, run] of [
+          ['stats --db', () => statusq('stats', '--db', url, '--table', 'jobs')],
+          ['work with STATUSQ_DATABASE_URL', () => statusqWith({ STATUSQ_DATABASE_URL: url }, 'work', '--table', 'jobs', '--handler', handler, '--exit-when-empty')],
+        ] as const) {
+          const result = await run();
+          const label = `${what} (${how}): ${result.stderr}`;
+          expect(result.code, label).toBe(code);
+          expect(result.stderr.split('\n'), label).toHaveLength(1);
+          expect(`${result.stdout}\n${result.stderr}`, label).not.toMatch(/S3cretPw/);
+        }
+      }
+      // Text that only contains the password (here a handler's error quoting the application's own
+      // DATABASE_URL) is scrubbed too, though it never passed through redactUrl.
+      expect((await statusq('enqueue', '--db', db.url, '--payload', '{"n":1}')).code).toBe(0);
+      const leaky = file('leaky.mjs', 'export default async () => { throw new Error(`cannot reach ${process.env.DATABASE_URL}`); };');
+      const run = await statusqWith({ DATABASE_URL: 'postgres://app:S3cretPw@db.internal/app' }, 'work', '--db', db.url, '--table', 'jobs', '--handler', leaky, '--verbose', '--max-attempts', '1', '--exit-when-empty');
+      expect(run.code, run.stderr).toBe(0);
+      expect(run.stdout).toMatch(/^failed 1: Error: cannot reach postgres:\/\/app:\*\*\*@db\.internal\/app$/m);
+      expect(run.stdout).not.toMatch(/S3cretPw/);
+    });
+
+    it('--verbose prints one bounded line per job, however long the error', async () => {
+      const { statusq, db, file } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      expect((await statusq('enqueue', '--db', db.url, '--payload', '{"n":1}')).code).toBe(0);
+      const handler = file('huge.mjs', `export default async () => { throw new Error('x'.repeat(1_000_000) + '\\nsecond line'); };`);
+      const run = await statusq('work', '--db', db.url, '--table', 'jobs', '--handler', handler, '--verbose', '--max-attempts', '1', '--exit-when-empty');
+      expect(run.code, run.stderr).toBe(0);
+      const lines = run.stdout.split('\n');
+      expect(lines).toHaveLength(2);
+      expect(lines[0]).toBe(`failed 1: Error: ${'x'.repeat(500 - 'Error: '.length)}… (1000019 chars)`);
+      expect(lines[1]).toMatch(/^worked 1 job in /);
+    });
+
+    it('stats counts rows whose status is none of the five codes as other, so the counts add up', async () => {
+      const { statusq, db } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      expect((await statusq('enqueue', '--db', db.url, '--file', ctx().file('rows.ndjson', '{"n":1}\n{"n":2}\n{"n":3}\n{"n":4}\n'))).code).toBe(0);
+      await db.query('UPDATE jobs SET status = 7 WHERE id = 1');
+      await db.query('UPDATE jobs SET status = -1 WHERE id = 2');
+      await db.query('UPDATE jobs SET status = 1 WHERE id = 3');
+      expect(await statusq('stats', '--db', db.url, '--table', 'jobs')).toMatchObject({ code: 0, stdout: 'pending 1  processing 0  done 1  abuse 0  failed 0  other 2' });
+      expect(await ctx().stats()).toEqual({ pending: 1, processing: 0, done: 1, abuse: 0, failed: 0, other: 2 });
+    });
+
     lifecycleScenarios(ctx, target);
+
     extra(ctx);
   });
+}
+
+/**
+ * [what, URL holding the password S3cretPw, expected exit code]: every way a URL can fail, on this dialect's
+ * scheme. SQLite URLs hold no password, so its list is the adapter-independent ones.
+ */
+function urlsWithPassword(dialect: Dialect, dbUrl: string): Array<[string, string, number]> {
+  if (dialect === 'sqlite') {
+    return [
+      ['an unsupported scheme', 'oracle://app:S3cretPw@h/db', 2],
+      ['an empty user name', 'foo://:S3cretPw@h/db', 2],
+      ['a password query parameter', 'oracle://app@h/db?password=S3cretPw', 2],
+      ['no slashes after the scheme', 'postgresql:postgres:S3cretPw@h/db', 2],
+      ['a URL without a scheme', 'app:S3cretPw@h/db', 2],
+    ];
+  }
+  const scheme = new URL(dbUrl).protocol;
+  const withPassword = (edit: (url: URL) => void): string => {
+    const url = new URL(dbUrl);
+    url.password = 'S3cretPw';
+    edit(url);
+    return url.toString();
+  };
+  return [
+    ['a refused connection', withPassword((url) => (url.port = '1')), 1],
+    ['a database that does not exist', withPassword((url) => (url.pathname = '/statusq_no_such_database')), 1],
+    ['a port out of range', `${scheme}//app:S3cretPw@127.0.0.1:99999/db`, 2],
+    ['a bad percent-escape', `${scheme}//app:S3cretPw%zz@127.0.0.1/db`, 2],
+    ['no slashes after the scheme', `${scheme}app:S3cretPw@127.0.0.1/db`, 2],
+    ['a password query parameter and a refused connection', withPassword((url) => ((url.port = '1'), (url.password = ''), url.searchParams.set('password', 'S3cretPw'))), 1],
+  ];
 }

@@ -62,7 +62,7 @@ cliScenarios(
       expect(denied.code).not.toBe(0);
       expect(denied.stderr).not.toContain('hunter2');
       expect(denied.stderr.split('\n')).toHaveLength(1);
-      expect(await stats()).toEqual({ pending: 0, processing: 0, done: 0, abuse: 0, failed: 0 });
+      expect(await stats()).toEqual({ pending: 0, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
     });
   },
 );

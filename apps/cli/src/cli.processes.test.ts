@@ -52,7 +52,7 @@ describe('statusq work --processes', () => {
     expect(summaries).toHaveLength(3);
     const handled = summaries.map((line) => Number(/done (\d+)/.exec(line)![1]));
     expect(handled.reduce((a, b) => a + b, 0)).toBe(1500);
-    expect(stats()).toEqual({ pending: 0, processing: 0, done: 1500, abuse: 0, failed: 0 });
+    expect(stats()).toEqual({ pending: 0, processing: 0, done: 1500, abuse: 0, failed: 0, other: 0 });
   });
 
   it('restarts a child killed with SIGKILL; its claims come back by lease and every row ends done', async () => {
@@ -66,7 +66,7 @@ describe('statusq work --processes', () => {
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toContain(`worker process ${victim} killed by SIGKILL`);
     expect(result.stderr).toMatch(/restarting worker process \d in \d+ ms/);
-    expect(stats()).toEqual({ pending: 0, processing: 0, done: 1500, abuse: 0, failed: 0 });
+    expect(stats()).toEqual({ pending: 0, processing: 0, done: 1500, abuse: 0, failed: 0, other: 0 });
   });
 
   it('drains on SIGTERM: running jobs finish, no row is left processing, exit 0', async () => {
@@ -89,7 +89,7 @@ describe('statusq work --processes', () => {
     const run = await launch('work', '--db', db, '--table', 'jobs', '--handler', handler, '--processes', '2').ended;
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/crashed at start-up 5 times in a row \(last: exit code 3\); giving up/);
-    expect(stats()).toEqual({ pending: 1500, processing: 0, done: 0, abuse: 0, failed: 0 });
+    expect(stats()).toEqual({ pending: 1500, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
   });
 
   it('rejects bad input in the launcher before any child starts', () => {

@@ -46,12 +46,25 @@ cliScenarios(
     it.each([
       ['a missing database file', () => ['work', '--db', `sqlite:${join(ctx().dir, 'absent.db')}`, '--table', 'jobs', '--handler', ctx().file('ok.mjs', 'export default async () => {};')], /cannot open SQLite database/],
       ['an unsupported URL', () => ['stats', '--db', 'oracle://x', '--table', 'jobs'], /unsupported database URL/],
+      ['a SQLite URL without a path', () => ['stats', '--db', 'sqlite:', '--table', 'jobs'], /SQLite URL "sqlite:" has no file path/],
+      ['a PostgreSQL URL without a host', () => ['stats', '--db', 'postgres://', '--table', 'jobs'], /PostgreSQL URL "postgres:\/\/" names no host/],
+      ['a port out of range', () => ['stats', '--db', 'postgres://h:99999/db', '--table', 'jobs'], /invalid port "99999" in database URL "postgres:\/\/h:99999\/db": a port is 1 to 65535/],
+      ['a bad percent-escape', () => ['stats', '--db', 'mysql://u:%zz@h', '--table', 'jobs'], /the password in database URL "mysql:\/\/u:\*\*\*@h" holds a bad percent-escape/],
       ['an unknown command', () => ['frobnicate'], /unknown command "frobnicate"/],
     ] as Array<[string, () => string[], RegExp]>)('%s: one line on stderr, exit code 2', async (_name, args, message) => {
       const run = await ctx().statusq(...args());
       expect(run.code).toBe(2);
       expect(run.stderr).toMatch(message);
       expect(run.stderr.split('\n')).toHaveLength(1);
+    });
+
+    it('stats counts text statuses (SQLite stores them in an INTEGER column) as other', async () => {
+      const { statusq, db, stats } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      expect((await statusq('enqueue', '--db', db.url, '--file', ctx().file('rows.ndjson', '{"n":1}\n{"n":2}\n{"n":3}\n'))).code).toBe(0);
+      await db.query(`UPDATE jobs SET status = 'done' WHERE id = 1`);
+      await db.query(`UPDATE jobs SET status = '' WHERE id = 2`);
+      expect(await stats()).toEqual({ pending: 1, processing: 0, done: 0, abuse: 0, failed: 0, other: 2 });
     });
   },
 );

@@ -21,7 +21,7 @@ import {
   type TableConfig,
 } from '@statusq/core';
 import { initTable, migrateTable, parseColumnGroups } from '@statusq/schema';
-import { optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
+import { databaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { openStore } from './adapters.js';
 
 export interface Io {
@@ -35,7 +35,7 @@ export interface Io {
 
 /** Opens the store for one command and always closes it. */
 async function withStore<T>(flags: Flags, command: Command, create: boolean, body: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(required(flags, 'db', command), { create });
+  const store = await openStore(databaseUrl(flags, command), { create });
   try {
     return await body(store);
   } finally {
@@ -166,8 +166,11 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     // Everything a child would reject is rejected here first, once, before any child starts; the
     // connection used to check the table is closed before forking, so children open their own.
     const checked = await withStore(flags, 'work', false, (store) => Worker.create({ store, table: config, handler, isAbuse, ...options }));
-    const recovery = { url: required(flags, 'db', 'work'), table: config, maxAttempts: checked.maxAttempts };
-    return supervise(['work', ...withoutFlag(argv, 'processes')], processes, stopTimeoutMs, io, recovery);
+    const url = databaseUrl(flags, 'work');
+    // The URL reaches the children through the environment, never their argv (visible in `ps`).
+    const env = { ...process.env, STATUSQ_DATABASE_URL: url };
+    const recovery = { url, table: config, maxAttempts: checked.maxAttempts };
+    return supervise(['work', ...withoutFlag(withoutFlag(argv, 'processes'), 'db')], processes, stopTimeoutMs, env, io, recovery);
   }
   return withStore(flags, 'work', false, async (store) => {
     const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options });
@@ -197,13 +200,14 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       // The IPC channel is only a lifeline; it must not keep a finished worker alive.
       process.channel?.unref();
     }
-    worker.on('error', ({ error, during }) => io.err(`statusq: ${during}: ${error instanceof Error ? error.message : String(error)}`));
+    worker.on('error', ({ error, during }) => io.err(`statusq: ${during}: ${clip(error instanceof Error ? error.message : String(error))}`));
     if (verbose) {
-      worker.on('completed', ({ job }) => io.out(`done ${String(job.id)}`));
-      worker.on('failed', ({ job, error }) => io.out(`failed ${String(job.id)}: ${error}`));
-      worker.on('retried', ({ job, error, delayMs }) => io.out(`retry ${String(job.id)} in ${delayMs} ms: ${error}`));
-      worker.on('abused', ({ job, reason }) => io.out(`abuse ${String(job.id)}: ${reason}`));
-      worker.on('claim-lost', ({ job }) => io.out(`claim lost ${String(job.id)}`));
+      const id = (job: { id: unknown }) => clip(String(job.id), 100);
+      worker.on('completed', ({ job }) => io.out(`done ${id(job)}`));
+      worker.on('failed', ({ job, error }) => io.out(`failed ${id(job)}: ${clip(error)}`));
+      worker.on('retried', ({ job, error, delayMs }) => io.out(`retry ${id(job)} in ${delayMs} ms: ${clip(error)}`));
+      worker.on('abused', ({ job, reason }) => io.out(`abuse ${id(job)}: ${clip(reason)}`));
+      worker.on('claim-lost', ({ job }) => io.out(`claim lost ${id(job)}`));
     }
     let signals = 0;
     const unregister = io.onSignal((signal) => {
@@ -297,11 +301,11 @@ function parseId(text: string, column: ColumnInfo): JobId {
  * `work --processes P`: runs P copies of this same command (without --processes) under the Supervisor.
  * Children drain within --stop-timeout; the launcher waits that long plus a margin before killing them.
  */
-async function supervise(args: string[], processes: number, stopTimeoutMs: number, io: Io, recovery: RecoveryTarget): Promise<number> {
+async function supervise(args: string[], processes: number, stopTimeoutMs: number, env: NodeJS.ProcessEnv, io: Io, recovery: RecoveryTarget): Promise<number> {
   const recoveries = new Set<Promise<void>>();
   const supervisor = new Supervisor(
     // Children exit by themselves within the stop timeout plus their margin; the launcher kills only past that.
-    { processes, modulePath: fileURLToPath(new URL('./bin.js', import.meta.url)), args, gracePeriodMs: stopTimeoutMs + STOP_MARGIN_MS + 5_000 },
+    { processes, modulePath: fileURLToPath(new URL('./bin.js', import.meta.url)), args, env, gracePeriodMs: stopTimeoutMs + STOP_MARGIN_MS + 5_000 },
     (event) => {
       if (event.type === 'exited' && event.code !== 0) {
         const how = event.signal ? `killed by ${event.signal}` : `exited with code ${event.code}`;
@@ -391,6 +395,15 @@ async function recoverDeadWorker(target: RecoveryTarget, pid: number, how: strin
   } catch (error) {
     io.err(`statusq: could not recover the claims of worker process ${pid} (they return by lease): ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/**
+ * Text from a handler (an error, an abuse reason) as one bounded line: a handler that throws a 1 MB message
+ * must not print 1 MB per job.
+ */
+export function clip(text: string, max = 500): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length <= max ? line : `${line.slice(0, max)}… (${line.length} chars)`;
 }
 
 /** argv without `--name VALUE` / `--name=VALUE`. */

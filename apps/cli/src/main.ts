@@ -1,5 +1,5 @@
-import { StatusqError, StoreError } from '@statusq/core';
-import { COMMAND_FLAGS, parseCommandLine, type Command } from './args.js';
+import { StatusqError, StoreError, urlSecrets } from '@statusq/core';
+import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, parseCommandLine, type Command } from './args.js';
 import * as commands from './commands.js';
 import type { Io } from './commands.js';
 
@@ -17,14 +17,18 @@ export const USAGE = `usage: statusq <command> [flags]
   stats    --db URL --table T [--json]
   requeue  --db URL --table T --status failed|abuse|processing [--id ID ...] [--lease DURATION] [--force]
 
+--db may be left out when STATUSQ_DATABASE_URL (or else DATABASE_URL) holds the URL; prefer that for a
+URL with a password, which --db shows to every user through ps.
 URLs: sqlite:PATH, postgres://user@host:port/db, mysql://user:pass@host:port/db
-Durations: 250ms, 30s, 5m, 1h. Exit codes: 0 ok (queue empty, or drained after a signal), 1 database or
-runtime failure (or worker processes crashing at start-up), 2 bad input, 3 stopped past --stop-timeout
-(running jobs aborted and handed back), 4 recycled (a job ignored --job-timeout), 5 requeue left some of
-the --id rows it named (listed), 130 stopped hard.`;
+Durations need a unit: 250ms, 30s, 5m, 1h, 2d; at most 24d.
+Exit codes: 0 ok (queue empty, or drained after a signal), 1 database or runtime failure (or worker
+processes crashing at start-up), 2 bad input, 3 stopped past --stop-timeout (running jobs aborted and
+handed back), 4 recycled (a job ignored --job-timeout), 5 requeue left some of the --id rows
+it named (listed), 130 stopped hard.`;
 
 /** Runs one command line; returns the exit code. Bad input is one line on stderr and exit code 2. */
-export async function main(argv: string[], io: Io): Promise<number> {
+export async function main(argv: string[], rawIo: Io): Promise<number> {
+  const io = scrubbed(rawIo, databaseUrlSecrets(argv));
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     (name === undefined ? io.err : io.out)(USAGE);
@@ -50,6 +54,30 @@ export async function main(argv: string[], io: Io): Promise<number> {
     io.err(`statusq: ${oneLine(error instanceof Error ? error.message : String(error))}`);
     return 1;
   }
+}
+
+/** The secrets of every database URL this run may use: `--db` and the environment variables. */
+function databaseUrlSecrets(argv: readonly string[]): string[] {
+  const urls: string[] = [];
+  argv.forEach((arg, i) => {
+    if (arg === '--db' && argv[i + 1] !== undefined) urls.push(argv[i + 1]!);
+    else if (arg.startsWith('--db=')) urls.push(arg.slice('--db='.length));
+  });
+  for (const name of DATABASE_URL_VARIABLES) urls.push(process.env[name] ?? '');
+  return urls.flatMap(urlSecrets);
+}
+
+/**
+ * Every line out, whatever produced it (a driver's error, a handler's message, a SQLite path), with the
+ * URL's password replaced by `***`: redacting the URL where it is printed does not cover text that merely
+ * contains the password.
+ */
+function scrubbed(io: Io, secrets: readonly string[]): Io {
+  if (secrets.length === 0) return io;
+  // Longest first, so a password that contains another secret is hidden whole.
+  const ordered = [...secrets].sort((a, b) => b.length - a.length);
+  const scrub = (line: string) => ordered.reduce((text, secret) => text.split(secret).join('***'), line);
+  return { ...io, out: (line) => io.out(scrub(line)), err: (line) => io.err(scrub(line)) };
 }
 
 function oneLine(text: string): string {

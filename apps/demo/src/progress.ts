@@ -3,7 +3,7 @@ import type { Queue, StatusCounts } from '@statusq/core';
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 
 export function formatCounts(c: StatusCounts): string {
-  return `pending ${fmt(c.pending)}  processing ${fmt(c.processing)}  done ${fmt(c.done)}  abuse ${fmt(c.abuse)}  failed ${fmt(c.failed)}`;
+  return `pending ${fmt(c.pending)}  processing ${fmt(c.processing)}  done ${fmt(c.done)}  abuse ${fmt(c.abuse)}  failed ${fmt(c.failed)}${c.other > 0 ? `  other ${fmt(c.other)}` : ''}`;
 }
 
 /** Rows that reached a final state. Retries go back to pending, so this is what "jobs done" means here. */

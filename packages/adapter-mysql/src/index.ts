@@ -1,4 +1,4 @@
-import { ConfigError, type ConnectOptions } from '@statusq/core';
+import { ConfigError, parseServerUrl, type ConnectOptions } from '@statusq/core';
 import { MysqlStore, type MysqlClaimStrategy, type MysqlIsolation, type MysqlStoreOptions } from './mysql-store.js';
 
 export {
@@ -24,12 +24,7 @@ export const schemes: readonly string[] = ['mysql', 'mariadb'];
  * (read-committed | repeatable-read), `lockWaitTimeout` (seconds), `connectTimeout` (ms).
  */
 export function optionsFromUrl(url: string): MysqlStoreOptions {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw new ConfigError('not a MySQL URL (use mysql://user:password@host:port/database)');
-  }
+  const parsed = parseServerUrl(url, 'use mysql://user:password@host:port/database');
   const scheme = parsed.protocol.replace(/:$/, '').toLowerCase();
   if (!schemes.includes(scheme)) throw new ConfigError(`not a MySQL URL: scheme ${JSON.stringify(scheme)} (use mysql://user:password@host:port/database)`);
   const host = decodeURIComponent(parsed.hostname.replace(/^\[|\]$/g, '')) || 'localhost';

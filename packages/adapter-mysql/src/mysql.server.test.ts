@@ -81,7 +81,7 @@ mysqlSuite('mysql adapter on a real server', () => {
     expect(claimed.rows.map((r) => r.id).sort()).toEqual([7, '9007199254740993'].sort());
     const [settled] = await queue.apply([queue.sql.complete('9007199254740993', 't', null)]);
     expect(settled!.affected).toBe(1);
-    expect(await queue.counts()).toEqual({ pending: 0, processing: 1, done: 1, abuse: 0, failed: 0 });
+    expect(await queue.counts()).toEqual({ pending: 0, processing: 1, done: 1, abuse: 0, failed: 0, other: 0 });
     const n = (await store.execute({ sql: 'SELECT COUNT(*) AS n FROM jobs', params: [] })).rows[0]!.n;
     expect(n).toBe(2);
     const at = new Date(Date.UTC(2024, 0, 2, 3, 4, 5, 678));
@@ -261,7 +261,7 @@ mysqlSuite('mysql adapter on a real server', () => {
     const timeouts = stores.reduce((n, s) => n + s.stats.lockWaitTimeouts, 0);
     console.info(`[mysql] 32 workers, ${jobs} jobs: ${Math.round(jobs / seconds)} jobs/s, ${deadlocks} deadlocks (re-run by the store), ${timeouts} lock wait timeouts`);
     expect(ledger.notExactlyOnce(ids)).toEqual([]);
-    expect(await queue.counts()).toEqual({ pending: 0, processing: 0, done: jobs, abuse: 0, failed: 0 });
+    expect(await queue.counts()).toEqual({ pending: 0, processing: 0, done: jobs, abuse: 0, failed: 0, other: 0 });
     const sum = (key: keyof WorkerCounters) => results.reduce((n, c) => n + c[key], 0);
     expect(sum('completed')).toBe(jobs);
     expect(sum('lostClaims') + sum('claimLost') + sum('failed') + sum('retried')).toBe(0);
@@ -321,7 +321,7 @@ mysqlSuite('mysql adapter on a real server', () => {
     await killing;
     expect(killed).toBeGreaterThan(0);
     expect(ledger.notExactlyOnce(ids)).toEqual([]);
-    expect(await queue.counts()).toEqual({ pending: 0, processing: 0, done: jobs, abuse: 0, failed: 0 });
+    expect(await queue.counts()).toEqual({ pending: 0, processing: 0, done: jobs, abuse: 0, failed: 0, other: 0 });
     // A settle whose COMMIT was lost is retried and then finds the row already done: claimLost, not a second settle.
     expect(counters.completed + counters.claimLost).toBe(jobs);
     expect(store.stats.connectionsLost).toBeGreaterThan(0);

@@ -141,7 +141,7 @@ if (unavailable !== null) {
       expect(ledger.notExactlyOnce(ids).slice(0, 10)).toEqual([]);
       expect(ledger.order).toHaveLength(JOBS);
       const counts = await (await Queue.open(setup, { table: 'jobs' })).counts();
-      expect(counts).toEqual({ pending: 0, processing: 0, done: JOBS, abuse: 0, failed: 0 });
+      expect(counts).toEqual({ pending: 0, processing: 0, done: JOBS, abuse: 0, failed: 0, other: 0 });
       const sum = (key: keyof WorkerCounters) => results.reduce((n, c) => n + c[key], 0);
       expect(sum('claimed')).toBe(JOBS);
       expect(sum('completed')).toBe(JOBS);
@@ -198,7 +198,7 @@ if (unavailable !== null) {
       expect(kills.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
       expect(lost).toEqual([]);
       const counts = await (await Queue.open(admin, { table: 'jobs' })).counts();
-      expect(counts).toEqual({ pending: 0, processing: 0, done: JOBS, abuse: 0, failed: 0 });
+      expect(counts).toEqual({ pending: 0, processing: 0, done: JOBS, abuse: 0, failed: 0, other: 0 });
       // Every job ran; a job ran twice only if a claim's reply died with its connection (the row came back by
       // lease), at most one claim batch per kill.
       const missing = ids.filter((id) => ledger.count(id) === 0);

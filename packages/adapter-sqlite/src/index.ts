@@ -1,4 +1,4 @@
-import { ConfigError, type ConnectOptions } from '@statusq/core';
+import { ConfigError, redactUrl, type ConnectOptions } from '@statusq/core';
 import { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
 
 export { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
@@ -12,7 +12,7 @@ export const schemes: readonly string[] = ['sqlite'];
  * Parses `sqlite:PATH` (relative or absolute), `sqlite:///abs/path`, or `sqlite::memory:`.
  */
 export function filenameFromUrl(url: string): string {
-  if (typeof url !== 'string' || !url.startsWith('sqlite:')) throw new ConfigError(`not a SQLite URL: ${JSON.stringify(url)} (use sqlite:PATH)`);
+  if (typeof url !== 'string' || !url.startsWith('sqlite:')) throw new ConfigError(`not a SQLite URL: ${JSON.stringify(typeof url === 'string' ? redactUrl(url) : url)} (use sqlite:PATH)`);
   let path = url.slice('sqlite:'.length);
   if (path.startsWith('//')) path = path.slice(2);
   if (path.length === 0) throw new ConfigError(`SQLite URL ${JSON.stringify(url)} has no file path (use sqlite:PATH)`);

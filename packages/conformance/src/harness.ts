@@ -15,6 +15,7 @@ import {
   type Job,
   type Row,
   type SqlValue,
+  type StatusCounts,
   type Store,
   type TableConfig,
   type WorkerCounters,
@@ -418,7 +419,7 @@ export async function readRow(store: Store, table: string, id: unknown): Promise
 }
 
 /** Row counts per status name. */
-export async function countsOf(store: Store, table: TableConfig | string): Promise<Record<'pending' | 'processing' | 'done' | 'abuse' | 'failed', number>> {
+export async function countsOf(store: Store, table: TableConfig | string): Promise<StatusCounts> {
   const queue = await Queue.open(store, typeof table === 'string' ? { table } : table);
   return queue.counts();
 }

@@ -195,7 +195,7 @@ export async function checkTableARun(
   const problems: string[] = [];
   const t = tally(run.rows);
   const counts = await countsOf(store, 'table_a');
-  const want = { pending: 0, processing: 0, done: t.ok + t.flaky, abuse: t.abuse, failed: t.poison };
+  const want = { pending: 0, processing: 0, done: t.ok + t.flaky, abuse: t.abuse, failed: t.poison, other: 0 };
   if (JSON.stringify(counts) !== JSON.stringify(want)) problems.push(`status counts ${JSON.stringify(counts)}, expected ${JSON.stringify(want)}`);
   const ledger = readLedgerFile(run.ledgerPath);
   const { settles } = readWorkerLog(run.workerLogPath);

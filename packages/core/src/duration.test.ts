@@ -1,22 +1,39 @@
 import { describe, expect, it } from 'vitest';
-import { formatDuration, parseDuration } from './duration.js';
+import { MAX_DURATION_MS, formatDuration, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 
 describe('parseDuration', () => {
-  it('parses ms, s, m, h, d and bare milliseconds', () => {
+  it('parses ms, s, m, h and d', () => {
     expect(parseDuration('250ms')).toBe(250);
     expect(parseDuration('30s')).toBe(30_000);
     expect(parseDuration('5m')).toBe(300_000);
     expect(parseDuration('1h')).toBe(3_600_000);
     expect(parseDuration('2d')).toBe(172_800_000);
-    expect(parseDuration('1500')).toBe(1500);
-    expect(parseDuration('0')).toBe(0);
+    expect(parseDuration('0s')).toBe(0);
     expect(parseDuration('1.5s')).toBe(1500);
     expect(parseDuration(' 10 s ')).toBe(10_000);
     expect(parseDuration('0.0004s')).toBe(0);
   });
 
-  it('passes through non-negative finite numbers', () => {
+  it('refuses a bare number in text, naming the fix (it used to mean milliseconds: --lease 30 was 30 ms)', () => {
+    expect(() => parseDuration('30', '--lease')).toThrow(ConfigError);
+    expect(() => parseDuration('30', '--lease')).toThrow('--lease 30 has no unit: write 30s or 30ms');
+    expect(() => parseDuration('0', '--stop-timeout')).toThrow('--stop-timeout 0 has no unit');
+  });
+
+  it('accepts up to 24 days and refuses longer (Node fires a longer timer after 1 ms)', () => {
+    expect(MAX_DURATION_MS).toBe(2_073_600_000);
+    expect(MAX_DURATION_MS).toBeLessThan(2 ** 31 - 1);
+    expect(parseDuration('24d')).toBe(MAX_DURATION_MS);
+    expect(parseDuration(`${MAX_DURATION_MS}ms`)).toBe(MAX_DURATION_MS);
+    expect(parseDuration(MAX_DURATION_MS)).toBe(MAX_DURATION_MS);
+    for (const text of ['100d', '30d', '24.001d', '577h', `${MAX_DURATION_MS + 1}ms`]) {
+      expect(() => parseDuration(text, '--lease'), text).toThrow(/is too long: at most 24d/);
+    }
+    expect(() => parseDuration(MAX_DURATION_MS + 1, 'lease')).toThrow(/from 0 to 2073600000/);
+  });
+
+  it('passes through non-negative finite numbers of milliseconds', () => {
     expect(parseDuration(0)).toBe(0);
     expect(parseDuration(42.5)).toBe(42.5);
   });

@@ -2,15 +2,30 @@ import { ConfigError } from './errors.js';
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
-/** Parses `250ms`, `30s`, `5m`, `1h`, `2d` or a bare number of milliseconds. */
+/**
+ * The longest duration statusq accepts: 24 days. Node's timers cannot wait longer than 2^31-1 ms (about
+ * 24.8 days); a longer delay fires after 1 ms instead, which turned `--lease 100d` into a heartbeat loop.
+ */
+export const MAX_DURATION_MS = 24 * 86_400_000;
+
+/**
+ * Parses `250ms`, `30s`, `5m`, `1h` or `2d`; a number is already milliseconds. Text needs a unit: a bare
+ * `30` meant 30 ms where users meant seconds. Anything above MAX_DURATION_MS is refused.
+ */
 export function parseDuration(text: string | number, what = 'duration'): number {
   if (typeof text === 'number') {
-    if (!Number.isFinite(text) || text < 0) throw new ConfigError(`${what} must be a non-negative number of milliseconds`);
+    if (!Number.isFinite(text) || text < 0 || text > MAX_DURATION_MS) {
+      throw new ConfigError(`${what} must be a number of milliseconds from 0 to ${MAX_DURATION_MS} (24 days), got ${String(text)}`);
+    }
     return text;
   }
   const match = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$/.exec(text);
   if (!match) throw new ConfigError(`invalid ${what} ${JSON.stringify(text)}: use a number with ms, s, m, h or d (e.g. 30s)`);
-  return Math.round(Number(match[1]) * UNIT_MS[match[2] ?? 'ms']!);
+  const [, amount, unit] = match;
+  if (unit === undefined) throw new ConfigError(`${what} ${amount} has no unit: write ${amount}s or ${amount}ms (units: ms, s, m, h, d)`);
+  const ms = Math.round(Number(amount) * UNIT_MS[unit]!);
+  if (ms > MAX_DURATION_MS) throw new ConfigError(`${what} ${text.trim()} is too long: at most 24d (Node's timers cannot wait longer)`);
+  return ms;
 }
 
 /** The largest unit that states `ms` exactly: 300000 -> `5m`, 1500 -> `1500ms`. */

@@ -6,8 +6,11 @@ import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlVa
 import { columnOverflow, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { TransitionSql } from './transition-sql.js';
 
-/** Rows per status. These five keys are what `statusq stats --json` prints. */
-export type StatusCounts = Record<StatusName, number>;
+/**
+ * Rows per status, plus `other`: rows whose status is none of the five codes (a stray 7, -1, 'done'), so the
+ * counts always add up to the table's row count. These six keys are what `statusq stats --json` prints.
+ */
+export type StatusCounts = Record<StatusName | 'other', number>;
 
 /** What a worker process leaves behind for its launcher: its worker id and the claims it had not started. */
 export interface DeadWorkerReport {
@@ -95,12 +98,11 @@ export class Queue {
   }
 
   async counts(): Promise<StatusCounts> {
-    const counts: StatusCounts = { pending: 0, processing: 0, done: 0, abuse: 0, failed: 0 };
+    const counts: StatusCounts = { pending: 0, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 };
     const { rows } = await this.store.execute(this.sql.countByStatus());
     for (const row of rows) {
-      const code = row.status === null || row.status === undefined ? null : Number(row.status);
-      const name = statusName(code, this.table.codes);
-      if (name) counts[name] += Number(row.n);
+      const code = statusCodeOf(row.status);
+      counts[statusName(code, this.table.codes) ?? 'other'] += Number(row.n);
     }
     return counts;
   }
@@ -247,6 +249,16 @@ export class Queue {
     }
     return row;
   }
+}
+
+/**
+ * A status value as the integer it stands for; anything else (text such as 'done' or '', a fraction) is NaN,
+ * which matches no code. Number() alone would read '' as 0, i.e. failed.
+ */
+function statusCodeOf(value: unknown): number | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'number' || typeof value === 'bigint') return Number(value);
+  return typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : Number.NaN;
 }
 
 export function toSqlValue(value: unknown): SqlValue {

@@ -138,9 +138,9 @@ function abortFlight(flight: InFlight, reason: Error): void {
 /** Consecutive non-retryable claim failures after which run() gives up and rejects. */
 const MAX_CONSECUTIVE_CLAIM_FAILURES = 5;
 
-function positiveInteger(value: number | undefined, fallback: number, what: string, max = 100_000): number {
+function positiveInteger(value: number | undefined, fallback: number, what: string, max = 10_000): number {
   const n = value ?? fallback;
-  if (!Number.isSafeInteger(n) || n < 1 || n > max) throw new ConfigError(`${what} must be an integer from 1 to ${max}, got ${String(value)}`);
+  if (!Number.isSafeInteger(n) || n < 1 || n > max) throw new ConfigError(`${what} must be an integer from 1 to ${max}, got ${String(n)}`);
   return n;
 }
 

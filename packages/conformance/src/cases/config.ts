@@ -148,6 +148,10 @@ export function configCases(env: () => TestEnv): void {
         ["strategy 'fastest'", { strategy: 'fastest' as never }],
         ['handler not a function', { handler: 'handler.mjs' as never }],
         ['a 5 ms lease', { table: { table: 'jobs' }, leaseMs: 5 }],
+        // Past 2^31-1 ms Node fires a timer after 1 ms: a 100-day lease heartbeated in a tight loop.
+        ['a 100-day lease', { table: { table: 'jobs' }, leaseMs: 100 * 86_400_000 }],
+        ['retryDelayMs of 30 days', { retryDelayMs: 30 * 86_400_000 }],
+        ['pollMaxMs of 25 days', { pollMaxMs: 25 * 86_400_000 }],
         ["order 'random'", { table: { table: 'table_a', order: 'random' as never } }],
         ['duplicate status codes', { table: { table: 'table_a', statusCodes: { done: 9 } } }],
       ];
@@ -170,7 +174,7 @@ export function configCases(env: () => TestEnv): void {
       expect(await rejection(queue.enqueue([{ id: 1, date: '2024-01-01 00:00:00.000', url: 'u', kind: 'ok', status: 1 }]))).toBeInstanceOf(SchemaError);
       expect(await rejection(queue.enqueue(['just a string']))).toBeInstanceOf(ConfigError);
       expect(await rejection(queue.enqueue([{ 'bad name': 1 }]))).toBeInstanceOf(ConfigError);
-      expect(await countsOf(store, 'table_a')).toEqual({ pending: 0, processing: 0, done: 0, abuse: 0, failed: 0 });
+      expect(await countsOf(store, 'table_a')).toEqual({ pending: 0, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
       await env().closeStores();
     });
 
@@ -203,7 +207,7 @@ export function configCases(env: () => TestEnv): void {
       expect(String(bad.last_error)).toMatch(/BigInt/);
       expect(Number(bad.attempt_count)).toBe(1);
       expect(bad.result).toBeNull();
-      expect(await countsOf(store, 'jobs')).toEqual({ pending: 0, processing: 0, done: 8, abuse: 0, failed: 1 });
+      expect(await countsOf(store, 'jobs')).toEqual({ pending: 0, processing: 0, done: 8, abuse: 0, failed: 1, other: 0 });
       expect(counters).toMatchObject({ completed: 8, failed: 1, retried: 0 });
       expect(w.errors).toEqual([]);
       await env().closeStores();

@@ -40,7 +40,7 @@ export function leaseCases(env: () => TestEnv): void {
       await withDeadline(w.done, 30_000, 'the live worker to reap the dead claim and drain the table');
       expect(ledger.notExactlyOnce(rows.map((r) => r.id))).toEqual([]);
       expect(reaped).toBe(1);
-      expect(await countsOf(store, 'table_a')).toEqual({ pending: 0, processing: 0, done: 5, abuse: 0, failed: 0 });
+      expect(await countsOf(store, 'table_a')).toEqual({ pending: 0, processing: 0, done: 5, abuse: 0, failed: 0, other: 0 });
       expect(String((await readRow(store, 'table_a', deadId)).worker_id).startsWith(`${w.worker.workerId}:`)).toBe(true);
       await env().closeStores();
     });

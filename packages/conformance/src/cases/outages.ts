@@ -135,7 +135,7 @@ export function outageCases(env: () => TestEnv, options: ConformanceOptions): vo
       expect(store.failed()).toBe(3);
       expect(counters.completed).toBe(20);
       expect(ledger.notExactlyOnce(ids)).toEqual([]);
-      expect(await countsOf(setup, 'jobs')).toEqual({ pending: 0, processing: 0, done: 20, abuse: 0, failed: 0 });
+      expect(await countsOf(setup, 'jobs')).toEqual({ pending: 0, processing: 0, done: 20, abuse: 0, failed: 0, other: 0 });
       expect(w.errors.length).toBeGreaterThan(0);
       expect(w.errors.filter((e) => !(e.error instanceof StoreError && e.error.kind === 'ConnectionLost'))).toEqual([]);
       // The failures must have met the drain check itself, not only claims or settles around it.

@@ -68,7 +68,7 @@ export function outcomeCases(env: () => TestEnv): void {
       expect(poison.finished_at).not.toBeNull();
       const others = Array.from({ length: 10 }, (_, i) => i + 2);
       expect(ledger.notExactlyOnce(others)).toEqual([]);
-      expect(await countsOf(store, 'jobs')).toEqual({ pending: 0, processing: 0, done: 10, abuse: 0, failed: 1 });
+      expect(await countsOf(store, 'jobs')).toEqual({ pending: 0, processing: 0, done: 10, abuse: 0, failed: 1, other: 0 });
       // Not blocked: the first attempt came first, and other rows ran while its retry waited.
       const order = ledger.order.map((e) => `${e.id}#${e.attempt}`);
       expect(order[0]).toBe('1#1');

@@ -116,7 +116,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
         const ledger = readLedgerFile(ledgerPath);
         expect(checkTableA(rows, await readRows(setup, 'table_a'), ledger, true, maxAttempts)).toEqual([]);
         const t = tally(rows);
-        expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: t.ok + t.flaky, abuse: t.abuse, failed: t.poison });
+        expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: t.ok + t.flaky, abuse: t.abuse, failed: t.poison, other: 0 });
         const sum = (key: string) => results.reduce((n, r) => n + (r.counters[key] ?? 0), 0);
         expect(sum('completed')).toBe(t.ok + t.flaky);
         expect(sum('abused')).toBe(t.abuse);
@@ -144,7 +144,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       const ledger = readLedgerFile(ledgerPath);
       expect(checkTableA(rows, await readRows(setup, 'table_a'), ledger, false, 1)).toEqual([]);
       const t = tally(rows);
-      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: t.ok, abuse: t.abuse, failed: t.poison + t.flaky });
+      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: t.ok, abuse: t.abuse, failed: t.poison + t.flaky, other: 0 });
       expect(results.reduce((n, r) => n + (r.counters.completed ?? 0), 0)).toBe(t.ok);
       await env().closeStores();
     });
@@ -235,13 +235,13 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       // Without leases nothing can tell a dead worker's row from a live one: a survivor finishes the rest and
       // exits (it does not wait for rows in processing), and those four stay where the crash left them.
       await env().spawnChild(childScript('child-worker.js'), args, { STATUSQ_LEDGER: ledgerPath }, 'survivor').result<ChildWorkerResult>(60_000);
-      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 4, done: rows.length - 4, abuse: 0, failed: 0 });
+      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 4, done: rows.length - 4, abuse: 0, failed: 0, other: 0 });
 
       const queue = await Queue.open(setup, { table: 'table_a' });
       // Every worker is stopped, so the rows still in processing are the killed one's: force.
       expect(await queue.requeue('processing', undefined, { force: true })).toBe(4);
       await env().spawnChild(childScript('child-worker.js'), args, { STATUSQ_LEDGER: ledgerPath }, 'second run').result<ChildWorkerResult>(60_000);
-      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: rows.length, abuse: 0, failed: 0 });
+      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: rows.length, abuse: 0, failed: 0, other: 0 });
       const ledger = readLedgerFile(ledgerPath);
       const problems = rows.filter((r) => (ledger.get(String(r.id))?.attempts.length ?? 0) !== (hanging.has(String(r.id)) ? 2 : 1)).map((r) => r.id);
       expect(problems).toEqual([]);
@@ -277,7 +277,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
         if (JSON.stringify(ran?.attempts) !== JSON.stringify(want)) problems.push(`row ${row.id} ran ${JSON.stringify(ran?.attempts)}, expected ${JSON.stringify(want)}`);
       }
       expect(problems.slice(0, 10)).toEqual([]);
-      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: rows.length, abuse: 0, failed: 0 });
+      expect(await countsOf(setup, 'table_a')).toEqual({ pending: 0, processing: 0, done: rows.length, abuse: 0, failed: 0, other: 0 });
       expect(result.counters.completed).toBe(rows.length);
       const reaped = (await readRows(setup, 'table_a')).filter((r) => hanging.has(idKey(r.id)));
       expect(reaped.map((r) => Number(r.attempt_count))).toEqual([1, 1, 1, 1]);
@@ -345,7 +345,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       const counters = await withDeadline(w.done, 30_000, 'the worker to drain the queue');
       expect(ledger.notExactlyOnce(ids)).toEqual([]);
       expect(counters.completed).toBe(20);
-      expect(await countsOf(setup, 'jobs')).toEqual({ pending: 0, processing: 0, done: 20, abuse: 0, failed: 0 });
+      expect(await countsOf(setup, 'jobs')).toEqual({ pending: 0, processing: 0, done: 20, abuse: 0, failed: 0, other: 0 });
       expect(w.errors.length).toBeGreaterThan(0);
       const notBusy = w.errors.filter((e) => !(e.error instanceof StoreError && e.error.kind === 'Busy'));
       expect(notBusy).toEqual([]);

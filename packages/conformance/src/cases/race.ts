@@ -53,7 +53,7 @@ export function raceCases(env: () => TestEnv, options: ConformanceOptions): void
         expect(wrongState).toEqual([]);
         expect(ledger.notExactlyOnce(ids)).toEqual([]);
         expect(ledger.order).toHaveLength(jobs);
-        expect(await countsOf(setup, 'jobs')).toEqual({ pending: 0, processing: 0, done: jobs, abuse: 0, failed: 0 });
+        expect(await countsOf(setup, 'jobs')).toEqual({ pending: 0, processing: 0, done: jobs, abuse: 0, failed: 0, other: 0 });
         const sum = (key: keyof WorkerCounters) => results.reduce((n, c) => n + c[key], 0);
         expect(sum('claimed')).toBe(jobs);
         expect(sum('completed')).toBe(jobs);

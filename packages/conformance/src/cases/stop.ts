@@ -44,7 +44,7 @@ export function stopCases(env: () => TestEnv): void {
       expect(await withDeadline(stopped, 10_000, 'stop() to resolve once the jobs finish')).toEqual({ drained: true, handedBack: 0, abandoned: 0 });
       const counters = await w.done;
       expect(counters).toMatchObject({ claimed: 4, completed: 4, released: 0 });
-      expect(await countsOf(store, 'jobs')).toEqual({ pending: 6, processing: 0, done: 4, abuse: 0, failed: 0 });
+      expect(await countsOf(store, 'jobs')).toEqual({ pending: 6, processing: 0, done: 4, abuse: 0, failed: 0, other: 0 });
       expect(w.errors).toEqual([]);
       await env().closeStores();
     });
