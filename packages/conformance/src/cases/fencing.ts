@@ -146,6 +146,9 @@ export function fencingCases(env: () => TestEnv): void {
       const rival = await Queue.open(rivalStore, { table: 'jobs' });
       const started = deferred();
       const aborted = deferred<unknown>();
+      // The handler holds its slot until the end, so the worker cannot claim the reaped row again before the rival.
+      const gate = deferred();
+      env().cleanups.push(() => gate.resolve());
       const w = await env().startWorker({
         store: workerStore,
         table: { table: 'jobs' },
@@ -156,8 +159,8 @@ export function fencingCases(env: () => TestEnv): void {
         ...FAST,
         handler: async (_job, ctx) => {
           started.resolve();
-          await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve, { once: true }));
-          aborted.resolve(ctx.signal.reason);
+          ctx.signal.addEventListener('abort', () => aborted.resolve(ctx.signal.reason), { once: true });
+          await gate.promise;
         },
       });
       await withDeadline(started.promise, 10_000, 'the handler to start');
@@ -167,6 +170,7 @@ export function fencingCases(env: () => TestEnv): void {
       const event = await lost;
       expect(event.during).toBe('heartbeat');
       expect(String(await withDeadline(aborted.promise, 5000, 'the job signal to abort'))).toMatch(/claim lost/);
+      gate.resolve();
       await w.worker.stop(5000);
       const counters = await w.done;
       expect(counters.claimLost).toBe(1);

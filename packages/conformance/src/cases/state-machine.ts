@@ -32,6 +32,17 @@ interface Op {
 
 const exec = (queue: Queue, statement: Statement) => queue.store.execute(statement).then((r) => r.affected);
 
+/** A held claim's token becomes one of worker `dead`, which then dies: its launcher recovers what it held. */
+async function recoverAsDead(queue: Queue, id: string): Promise<number> {
+  const { dialect } = queue.store;
+  // Only a held claim is re-tokened: a row in any other state must reach ownerDied exactly as it was.
+  await exec(queue, {
+    sql: `UPDATE ${dialect.quoteIdentifier('jobs')} SET worker_id = ${dialect.placeholder(1)} WHERE id = ${dialect.placeholder(2)} AND status = ${queue.table.codes.processing}`,
+    params: ['dead:1', id],
+  });
+  return (await queue.recoverDeadWorker({ workerId: 'dead', unstarted: [] }, 'worker process died', 3)).charged;
+}
+
 /** Every guarded transition statusq issues, run against rows in every state. Token of the holder: `A`. */
 const OPS: Op[] = [
   {
@@ -127,6 +138,25 @@ const OPS: Op[] = [
     },
   },
   {
+    name: 'ownerDied -> pending (attempts left)',
+    cause: 'ownerDied',
+    to: 'pending',
+    attempts: 0,
+    run: (q, id) => recoverAsDead(q, id),
+    check: (after) => {
+      expect(Number(after.attempt_count)).toBe(1);
+      expect(String(after.last_error)).toBe('worker process died');
+    },
+  },
+  {
+    name: 'ownerDied -> failed (attempts used up)',
+    cause: 'ownerDied',
+    to: 'failed',
+    attempts: 2,
+    run: (q, id) => recoverAsDead(q, id),
+    check: (after) => expect(Number(after.attempt_count)).toBe(3),
+  },
+  {
     name: 'leaseExpired -> failed (attempts used up)',
     cause: 'leaseExpired',
     to: 'failed',
@@ -182,8 +212,8 @@ export function stateMachineCases(env: () => TestEnv): void {
           }
         }
       }
-      // claim, complete, giveUp, 2x abuse, retry, release, 2x leaseExpired, 2x requeue
-      expect(legal).toBe(11);
+      // claim, complete, giveUp, 2x abuse, retry, release, 2x ownerDied, 2x leaseExpired, 2x requeue
+      expect(legal).toBe(13);
       for (const [from, to, cause] of [
         ['done', 'pending', 'requeue'],
         ['pending', 'done', 'complete'],
