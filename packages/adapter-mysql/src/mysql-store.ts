@@ -12,8 +12,8 @@ import {
   deadlineOption,
   keyOf,
   mergeCandidates,
+  endWithin,
   raceDeadline,
-  settlesWithin,
   validateTableName,
   type ClaimRequest,
   type ClaimResult,
@@ -446,19 +446,9 @@ function socketOf(connection: unknown): Socket | undefined {
   return stream instanceof Socket ? stream : undefined;
 }
 
-/**
- * Ends the pool politely (COM_QUIT on each connection) and waits for its sockets to close; a frozen network
- * never lets them, so after a short grace whatever is still open is cut.
- */
-async function endPool(pool: Pool, sockets: Set<Socket>): Promise<void> {
-  const closed = (socket: Socket) => (socket.destroyed ? Promise.resolve() : new Promise<void>((resolve) => socket.once('close', () => resolve())));
-  const ending = pool
-    .end()
-    .catch(() => undefined)
-    .then(() => Promise.all([...sockets].map(closed)));
-  if (await settlesWithin(ending, CLOSE_GRACE_MS)) return;
-  for (const socket of sockets) socket.destroy();
-  await settlesWithin(ending, CLOSE_GRACE_MS);
+/** Ends the pool politely (COM_QUIT on each connection; the sockets close when the server answers), bounded. */
+function endPool(pool: Pool, sockets: Set<Socket>): Promise<void> {
+  return endWithin(pool.end(), sockets, CLOSE_GRACE_MS);
 }
 
 /** A locked candidate as the claim's UPDATE left it (the UPDATE changed every candidate). */

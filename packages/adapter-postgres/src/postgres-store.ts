@@ -7,14 +7,15 @@ import {
   candidateStatements,
   deadlineOf,
   deadlineOption,
+  endWithin,
   raceDeadline,
-  settlesWithin,
   mergeCandidates,
   orderLike,
   sortByQueueOrder,
   validateTableName,
   type ClaimRequest,
   type ClaimResult,
+  type ClosableSocket,
   type ColumnInfo,
   type ExecResult,
   type JobId,
@@ -105,8 +106,8 @@ export class PostgresStore implements Store {
   private readonly pool: pg.Pool;
   private readonly clientConfig: pg.ClientConfig;
   private readonly deadlines: StoreCallDeadlines;
-  /** Every connection this store has open (pooled and listening), so close() can cut the ones that do not answer. */
-  private readonly clients = new Set<pg.Client>();
+  /** The sockets of every connection this store has open (pooled and listening), until they close. */
+  private readonly sockets = new Set<ClosableSocket>();
   private closed = false;
 
   private readonly channels = new Set<string>();
@@ -151,9 +152,8 @@ export class PostgresStore implements Store {
     // A borrowed connection that dies between two queries emits `error` too; the next query reports it.
     this.pool.on('connect', (client) => {
       client.on('error', () => undefined);
-      this.clients.add(client);
+      this.track(client);
     });
-    this.pool.on('remove', (client) => this.clients.delete(client));
     // Without LISTEN the worker polls: no waitForWork at all.
     if (!this.capabilities.listenNotify) (this as { waitForWork?: unknown }).waitForWork = undefined;
   }
@@ -270,11 +270,15 @@ export class PostgresStore implements Store {
     if (this.closed) return;
     this.closed = true;
     for (const wake of [...this.waiters]) wake();
-    const ending = Promise.all([this.endListener(), this.pool.end().catch(() => undefined)]);
-    if (await settlesWithin(ending, CLOSE_GRACE_MS)) return;
-    // Ending politely waits for the server's goodbye, which a frozen network never delivers: cut what is left.
-    for (const client of this.clients) client.connection.stream.destroy();
-    await settlesWithin(ending, CLOSE_GRACE_MS);
+    // pool.end() resolves once it has asked each connection to end; the sockets close when the server answers.
+    await endWithin(Promise.all([this.endListener(), this.pool.end().catch(() => undefined)]), this.sockets, CLOSE_GRACE_MS);
+  }
+
+  /** Keeps `client`'s socket in `sockets` until it closes. */
+  private track(client: pg.Client): void {
+    const socket = client.connection.stream;
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
   }
 
   private async endListener(): Promise<void> {
@@ -374,8 +378,7 @@ export class PostgresStore implements Store {
   private async openListener(): Promise<void> {
     // pg's own per-statement timeout bounds the LISTENs; on a pipelining connection it destroys the socket.
     const client = new pg.Client({ ...this.clientConfig, query_timeout: this.deadlines.queryTimeoutMs });
-    this.clients.add(client);
-    client.once('end', () => this.clients.delete(client));
+    this.track(client);
     const drop = () => {
       if (this.listener === client) {
         this.listener = null;
@@ -386,12 +389,7 @@ export class PostgresStore implements Store {
     client.on('error', drop);
     client.on('end', drop);
     client.on('notification', () => this.wakeAll());
-    try {
-      await client.connect();
-    } catch (error) {
-      this.clients.delete(client);
-      throw error;
-    }
+    await client.connect();
     if (this.closed) {
       await client.end().catch(() => undefined);
       return;

@@ -84,6 +84,21 @@ describe('TcpProxy', () => {
     expect(upstream.sockets).toHaveLength(1);
   });
 
+  it('sees a client close while frozen (openClients) without passing the close upstream until the thaw', async () => {
+    const { upstream, proxy } = await setUp();
+    const c = await client(proxy.port);
+    c.socket.write('x');
+    await waitFor('the echo', () => c.heard() === 'x', { timeoutMs: 5000 });
+    proxy.freeze();
+    c.socket.destroy();
+    await waitFor('the proxy to see its client gone', () => proxy.openClients === 0, { timeoutMs: 5000 });
+    await delay(QUIET_MS);
+    expect(upstream.sockets[0]!.destroyed).toBe(false);
+    proxy.thaw();
+    await waitFor('the upstream socket to close after the thaw', () => upstream.sockets[0]!.destroyed, { timeoutMs: 5000 });
+    expect(proxy.connections).toBe(0);
+  });
+
   it('dropAll() cuts both sides of every connection; close() stops accepting', async () => {
     const { upstream, proxy } = await setUp();
     const c = await client(proxy.port);

@@ -3,7 +3,8 @@
  * which stops answering without closing anything: `freeze()` stops forwarding in both directions while every
  * socket stays open (clients still connect, at the TCP level, and hear nothing), `thaw()` forwards again what
  * was held back, `dropAll()` cuts every connection, `close()` ends it all. The shared database servers are
- * never touched: only this process's sockets are.
+ * never touched: only this process's sockets are. Test traffic is small, so held bytes are kept in memory
+ * rather than left to TCP flow control.
  */
 import { connect, createServer, type Server, type Socket } from 'node:net';
 
@@ -16,6 +17,13 @@ interface Link {
   client: Socket;
   /** Null until the link is forwarded: a client that connects while frozen reaches nothing upstream. */
   server: Socket | null;
+  /** Bytes held back while frozen, per direction, in order. */
+  toServer: Buffer[];
+  toClient: Buffer[];
+  /** The client sent its FIN (it ended, or closed, its side). */
+  clientEnded: boolean;
+  clientClosed: boolean;
+  serverClosed: boolean;
 }
 
 export class TcpProxy {
@@ -32,8 +40,8 @@ export class TcpProxy {
   /** Listens on a free port of 127.0.0.1 and forwards each connection to `upstream`. */
   static async start(upstream: ProxyAddress): Promise<TcpProxy> {
     let proxy: TcpProxy | undefined;
-    // Paused until forwarded, so nothing a client sends while frozen is read before thaw().
-    const listener = createServer({ pauseOnConnect: true }, (client) => proxy!.accept(client));
+    // Half-open allowed: a client's FIN is not answered by the proxy's own, which a frozen network would not send either.
+    const listener = createServer({ allowHalfOpen: true }, (client) => proxy!.accept(client));
     const port = await new Promise<number>((resolve, reject) => {
       listener.once('error', reject);
       listener.listen(0, '127.0.0.1', () => {
@@ -57,33 +65,40 @@ export class TcpProxy {
     return this.acceptedCount;
   }
 
-  /** Client connections open now. */
+  /** Connections the proxy still holds (both sides, or what is left of them while frozen). */
   get connections(): number {
     return this.links.size;
   }
 
-  /** Stops forwarding in both directions; every socket stays open, and new clients are accepted but not forwarded. */
+  /**
+   * Clients that have not ended their side (sent a FIN). The proxy keeps reading from its clients while frozen
+   * (it only holds their bytes back), so it sees that even then.
+   */
+  get openClients(): number {
+    let open = 0;
+    for (const link of this.links) if (!link.clientEnded && !link.clientClosed) open++;
+    return open;
+  }
+
+  /**
+   * Stops forwarding in both directions: bytes are held back, closes are not passed on, every socket stays
+   * open, and a new client is accepted but not connected upstream.
+   */
   freeze(): void {
     this.frozenNow = true;
-    for (const link of this.links) {
-      link.client.pause();
-      link.server?.pause();
-    }
   }
 
-  /** Forwards again, what was held back first; clients that connected while frozen are connected upstream now. */
+  /** Forwards again, what was held back first; what ended or closed meanwhile is ended or closed on the other side now. */
   thaw(): void {
     this.frozenNow = false;
-    for (const link of this.links) {
-      if (link.server === null) this.forward(link);
-      else {
-        link.client.resume();
-        link.server.resume();
-      }
+    for (const link of [...this.links]) {
+      if (link.clientClosed || link.serverClosed) this.cut(link);
+      else if (link.server === null) this.forward(link);
+      else this.flush(link);
     }
   }
 
-  /** Destroys every connection, both sides; returns how many client connections there were. */
+  /** Destroys every connection, both sides; returns how many there were. */
   dropAll(): number {
     const count = this.links.size;
     for (const link of [...this.links]) this.cut(link);
@@ -99,10 +114,21 @@ export class TcpProxy {
 
   private accept(client: Socket): void {
     this.acceptedCount++;
-    const link: Link = { client, server: null };
+    const link: Link = { client, server: null, toServer: [], toClient: [], clientEnded: false, clientClosed: false, serverClosed: false };
     this.links.add(link);
     client.on('error', () => undefined);
-    client.once('close', () => this.cut(link));
+    client.on('data', (chunk: Buffer) => {
+      link.toServer.push(chunk);
+      this.flush(link);
+    });
+    client.once('end', () => {
+      link.clientEnded = true;
+      this.flush(link);
+    });
+    client.once('close', () => {
+      link.clientClosed = true;
+      if (!this.frozenNow) this.cut(link);
+    });
     if (!this.frozenNow) this.forward(link);
   }
 
@@ -110,25 +136,25 @@ export class TcpProxy {
     const server = connect(this.upstream.port, this.upstream.host);
     link.server = server;
     server.on('error', () => undefined);
-    server.once('close', () => this.cut(link));
-    this.pipe(link.client, server);
-    this.pipe(server, link.client);
-    link.client.resume();
+    server.on('data', (chunk: Buffer) => {
+      link.toClient.push(chunk);
+      this.flush(link);
+    });
+    server.once('close', () => {
+      link.serverClosed = true;
+      if (!this.frozenNow) this.cut(link);
+    });
+    this.flush(link);
   }
 
-  /** Copies `from` to `to`, holding `from` back while `to` is full or the proxy is frozen. */
-  private pipe(from: Socket, to: Socket): void {
-    from.on('data', (chunk: Buffer) => {
-      if (to.write(chunk)) return;
-      from.pause();
-      to.once('drain', () => {
-        if (!this.frozenNow) from.resume();
-      });
-    });
-    // A clean end on one side is passed on only while the network works.
-    from.once('end', () => {
-      if (!this.frozenNow) to.end();
-    });
+  /** Passes on what each side holds for the other, the client's FIN last, unless frozen. */
+  private flush(link: Link): void {
+    if (this.frozenNow) return;
+    if (link.server !== null) {
+      for (const chunk of link.toServer.splice(0)) link.server.write(chunk);
+      if (link.clientEnded) link.server.end();
+    }
+    for (const chunk of link.toClient.splice(0)) link.client.write(chunk);
   }
 
   private cut(link: Link): void {

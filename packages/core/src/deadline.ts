@@ -99,3 +99,23 @@ export function deadlinesFromUrl(params: URLSearchParams, where: string): UrlDea
   }
   return deadlines;
 }
+
+/** The part of a driver's socket that closing a store needs (a net.Socket or tls.TLSSocket). */
+export interface ClosableSocket {
+  readonly destroyed: boolean;
+  destroy(): void;
+  once(event: 'close', listener: () => void): unknown;
+}
+
+/**
+ * Waits for `ending` (a pool asked to end politely) and then for every socket in `sockets` to close. A frozen
+ * network never delivers the server's goodbye, and a half-closed socket keeps the process alive, so after
+ * `graceMs` the sockets still open are destroyed and this waits at most `graceMs` more.
+ */
+export async function endWithin(ending: Promise<unknown>, sockets: ReadonlySet<ClosableSocket>, graceMs: number): Promise<void> {
+  const closed = (socket: ClosableSocket) => (socket.destroyed ? Promise.resolve() : new Promise<void>((resolve) => socket.once('close', () => resolve())));
+  const done = ending.catch(() => undefined).then(() => Promise.all([...sockets].map(closed)));
+  if (await settlesWithin(done, graceMs)) return;
+  for (const socket of sockets) socket.destroy();
+  await settlesWithin(done, graceMs);
+}

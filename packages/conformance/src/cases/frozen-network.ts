@@ -1,3 +1,4 @@
+import { Socket } from 'node:net';
 import { describe, expect, it, type TestContext } from 'vitest';
 import { StoreError, type Store } from '@statusq/core';
 import { FAST, Ledger, countsOf, deferred, waitFor, withDeadline, type TestEnv } from '../harness.js';
@@ -22,15 +23,24 @@ const STOP_MARGIN_MS = 25_000;
 const CLOSE_WITHIN_MS = 10_000;
 const CASE_TIMEOUT_MS = 90_000;
 
+/**
+ * Sockets of this process connected to `port`: through the proxy, the store's connections. Node lists open
+ * handles only through this undocumented call; a socket half-closed by end() still is one.
+ */
+function socketsTo(port: number): number {
+  const handles = (process as unknown as { _getActiveHandles(): unknown[] })._getActiveHandles();
+  return handles.filter((handle) => handle instanceof Socket && handle.remotePort === port).length;
+}
+
 function isConnectionLost(error: unknown): boolean {
   return error instanceof StoreError && error.kind === 'ConnectionLost';
 }
 
 export function frozenNetworkCases(env: () => TestEnv, options: ConformanceOptions): void {
   /** A proxy in front of this test's database, closed after the test, and a store that reaches the database through it. */
-  async function proxiedStore(ctx: TestContext): Promise<{ proxy: TcpProxy; store: Store }> {
+  async function proxiedStore(ctx: TestContext, deadlines = DEADLINES): Promise<{ proxy: TcpProxy; store: Store }> {
     if (!options.throughProxy) ctx.skip();
-    const route = options.throughProxy!(env().url, DEADLINES);
+    const route = options.throughProxy!(env().url, deadlines);
     const proxy = await TcpProxy.start(route.upstream);
     env().cleanups.push(() => proxy.close());
     const store = await env().store('store behind the proxy', route.via(proxy));
@@ -41,7 +51,9 @@ export function frozenNetworkCases(env: () => TestEnv, options: ConformanceOptio
     it(
       '[needs throughProxy] the network freezes mid-run: a call gives up within its deadline with ConnectionLost, reported as an error; after the thaw the worker finishes every row, none lost',
       async (ctx) => {
-        const { proxy, store } = await proxiedStore(ctx);
+        // A connect deadline far above the wait below: what must report the freeze is the call stuck on a
+        // connection that was already open, not the opening of a new one.
+        const { proxy, store } = await proxiedStore(ctx, { ...DEADLINES, connectTimeoutMs: 30_000 });
         const setup = await env().store('setup store');
         const ids = await enqueueJobs(await createJobs(setup), Array.from({ length: 30 }, (_, n) => ({ n })));
         const ledger = new Ledger();
@@ -130,14 +142,19 @@ export function frozenNetworkCases(env: () => TestEnv, options: ConformanceOptio
       CASE_TIMEOUT_MS,
     );
 
-    it('[needs throughProxy] store.close() with the database frozen returns: idle connections that never answer are cut after a short grace', async (ctx) => {
+    it('[needs throughProxy] store.close() with the database frozen returns and leaves no socket open: idle connections that never answer are cut after a short grace', async (ctx) => {
       const { proxy, store } = await proxiedStore(ctx);
       await createJobs(store);
-      // The store now holds an idle pooled connection; the server will never hear the goodbye on it.
+      expect(socketsTo(proxy.port)).toBeGreaterThan(0);
+      // The store now holds idle pooled connections; the server will never hear the goodbye on them.
       proxy.freeze();
       const closing = Date.now();
       await withDeadline(store.close(), CLOSE_WITHIN_MS, 'store.close() to return with the database frozen');
-      console.info(`[${options.name}] frozen network: close() of an idle store returned after ${Date.now() - closing} ms`);
+      const closeMs = Date.now() - closing;
+      // A socket of the store's own left open, or half-closed and waiting for a goodbye, would keep a finished
+      // process alive.
+      await waitFor('every socket of the store to be closed', () => socketsTo(proxy.port) === 0, { timeoutMs: 5000 });
+      console.info(`[${options.name}] frozen network: close() of an idle store returned after ${closeMs} ms`);
     });
   });
 }
