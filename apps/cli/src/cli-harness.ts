@@ -1,5 +1,5 @@
 // Test support shared by the CLI's test files: the built `statusq` bin run as a user runs it.
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,12 +22,20 @@ export function runCli(cwd: string, args: readonly string[], timeoutMs = 60_000)
 
 /** Runs the CLI without blocking the event loop (vitest's own timers keep running); killed after the timeout. */
 export function runCliAsync(cwd: string, args: readonly string[], timeoutMs = 90_000): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cliBin, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return startCli(cwd, args, timeoutMs).ended;
+}
+
+/**
+ * Starts the CLI in the background, for a test that signals it while it runs; `ended` resolves when it exits
+ * (SIGKILLed after the timeout, which shows as code null), `stderr()` is what it printed so far.
+ */
+export function startCli(cwd: string, args: readonly string[], timeoutMs = 90_000): { child: ChildProcess; ended: Promise<CliRun>; stderr: () => string } {
+  const child = spawn(process.execPath, [cliBin, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const ended = new Promise<CliRun>((resolve, reject) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.on('error', reject);
     child.on('close', (code) => {
@@ -35,6 +43,7 @@ export function runCliAsync(cwd: string, args: readonly string[], timeoutMs = 90
       resolve({ code, stdout: stdout.trim(), stderr: stderr.trim() });
     });
   });
+  return { child, ended, stderr: () => stderr };
 }
 
 /** The counts printed by `stats --json`; a failed run is an error carrying its stderr. */
