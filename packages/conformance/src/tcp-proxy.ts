@@ -6,7 +6,7 @@
  * never touched: only this process's sockets are. Test traffic is small, so held bytes are kept in memory
  * rather than left to TCP flow control.
  */
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 
 export interface ProxyAddress {
   host: string;
@@ -30,28 +30,34 @@ export class TcpProxy {
   private readonly links = new Set<Link>();
   private frozenNow = false;
   private acceptedCount = 0;
+  private boundPort = 0;
 
   private constructor(
     private readonly listener: Server,
     readonly upstream: ProxyAddress,
-    readonly port: number,
-  ) {}
+  ) {
+    listener.on('connection', (client: Socket) => this.accept(client));
+  }
 
   /** Listens on a free port of 127.0.0.1 and forwards each connection to `upstream`. */
   static async start(upstream: ProxyAddress): Promise<TcpProxy> {
-    let proxy: TcpProxy | undefined;
     // Half-open allowed: a client's FIN is not answered by the proxy's own, which a frozen network would not send either.
-    const listener = createServer({ allowHalfOpen: true }, (client) => proxy!.accept(client));
-    const port = await new Promise<number>((resolve, reject) => {
+    const listener = createServer({ allowHalfOpen: true });
+    const proxy = new TcpProxy(listener, upstream);
+    await new Promise<void>((resolve, reject) => {
       listener.once('error', reject);
       listener.listen(0, '127.0.0.1', () => {
         listener.off('error', reject);
-        const address = listener.address();
-        resolve(typeof address === 'object' && address !== null ? address.port : 0);
+        resolve();
       });
     });
-    proxy = new TcpProxy(listener, upstream, port);
+    proxy.boundPort = (listener.address() as AddressInfo).port;
     return proxy;
+  }
+
+  /** The port it listens on (and listened on, once closed). */
+  get port(): number {
+    return this.boundPort;
   }
 
   readonly host = '127.0.0.1';
