@@ -30,19 +30,7 @@ export function runCli(cwd: string, args: readonly string[], timeoutMs = 60_000)
 
 /** Runs the CLI without blocking the event loop (vitest's own timers keep running); killed after the timeout. */
 export function runCliAsync(cwd: string, args: readonly string[], timeoutMs = 90_000, env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [cliBin, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: cliEnv(env) });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout: stdout.trim(), stderr: stderr.trim() });
-    });
-  });
+  return launchCli(cwd, args, timeoutMs, env).ended;
 }
 
 export interface LaunchedCli {
@@ -52,21 +40,25 @@ export interface LaunchedCli {
   stderr(): string;
 }
 
-/** Starts the CLI in the background, for a test that signals it while it runs; killed after the timeout. */
-export function launchCli(cwd: string, args: readonly string[], timeoutMs = 90_000): LaunchedCli {
-  const child = spawn(process.execPath, [cliBin, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+/**
+ * Starts the CLI in the background, for a test that signals it while it runs; `ended` resolves once it has
+ * exited (SIGKILLed after the timeout, which shows as code null), `stderr()` is what it printed so far.
+ */
+export function launchCli(cwd: string, args: readonly string[], timeoutMs = 90_000, env: NodeJS.ProcessEnv = {}): LaunchedCli {
+  const child = spawn(process.execPath, [cliBin, ...args], { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: cliEnv(env) });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
   // 'close', not 'exit': it waits until the pipes are drained, so the last lines are never missed.
-  const ended = new Promise<CliRun>((resolve) =>
+  const ended = new Promise<CliRun>((resolve, reject) => {
+    child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout: stdout.trim(), stderr: stderr.trim() });
-    }),
-  );
+    });
+  });
   return { child, ended, stderr: () => stderr };
 }
 

@@ -1,12 +1,13 @@
 // The CLI scenarios every dialect must pass, written once: each dialect's test file hands over a way to
 // make a fresh database and run SQL in it, as the conformance suite takes a store factory.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { TcpProxy, waitFor, type CallDeadlines, type ConformanceOptions } from '@statusq/conformance';
 import { checkedTableSchema, generateTableARows, handlerPath, tableASchema, type TableARow } from '@statusq/test-fixtures';
 import { lifecycleScenarios } from './cli-lifecycle-scenarios.js';
-import { parseStats, runCliAsync, writeFixture, type CliRun, type StatusCounts } from './cli-harness.js';
+import { launchCli, parseStats, runCliAsync, writeFixture, type CliRun, type StatusCounts } from './cli-harness.js';
 
 export type Dialect = 'sqlite' | 'postgres' | 'mysql';
 
@@ -33,7 +34,19 @@ export interface CliTarget {
   dateLiteral(iso: string): string;
   /** SQL for the database's current time as statusq's own time columns (claimed_at) hold it. */
   now: string;
+  /** As the conformance option of that name: a server dialect's URL through a TCP proxy, with deadlines. */
+  throughProxy?: ConformanceOptions['throughProxy'];
 }
+
+/** Short deadlines for the frozen-network scenario, so that each stuck call gives up within the test. */
+const PROXY_DEADLINES: CallDeadlines = { connectTimeoutMs: 1000, queryTimeoutMs: 1000 };
+const STOP_TIMEOUT_MS = 2000;
+/**
+ * After the stop timeout the worker hands the claim back (each try on the frozen database bounded by its 1 s
+ * deadline) and the store closes (sockets that never answer cut after a 1 s grace): a few seconds here. Without
+ * deadlines the process never exits.
+ */
+const EXIT_MARGIN_MS = 10_000;
 
 export interface CliContext {
   readonly dir: string;
@@ -304,6 +317,42 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
         expect(await count()).toBe(1000);
       });
     });
+
+    it(
+      '[needs throughProxy] work: the database stops answering (TCP open, no packets), then SIGTERM: the failing call is logged and the process exits within --stop-timeout plus a bounded margin',
+      async (t) => {
+        if (!target.throughProxy) t.skip();
+        const { statusq, db, dir, file } = ctx();
+        expect((await statusq('init', '--db', db.url)).code).toBe(0);
+        expect((await statusq('enqueue', '--db', db.url, '--payload', '{"n":1}')).code).toBe(0);
+        const route = target.throughProxy!(db.url, PROXY_DEADLINES);
+        const proxy = await TcpProxy.start(route.upstream);
+        try {
+          const started = join(dir, 'started.txt');
+          // Gives up as soon as its signal aborts: only the database can hold the stop up.
+          const handler = file(
+            'wait.mjs',
+            `import { writeFileSync } from 'node:fs';\nexport default async (job, ctx) => {\n  writeFileSync(${JSON.stringify(started)}, String(job.id));\n  await new Promise((resolve) => ctx.signal.addEventListener('abort', resolve));\n};`,
+          );
+          const args = ['work', '--db', route.via(proxy), '--table', 'jobs', '--handler', handler, '--concurrency', '1', '--stop-timeout', `${STOP_TIMEOUT_MS}ms`];
+          const work = launchCli(dir, args, STOP_TIMEOUT_MS + EXIT_MARGIN_MS + 30_000);
+          await waitFor('the job to start', () => existsSync(started), { timeoutMs: 30_000 });
+          proxy.freeze();
+          const signalled = Date.now();
+          work.child.kill('SIGTERM');
+          const run = await work.ended;
+          const exitMs = Date.now() - signalled;
+          expect(run.code, `the process did not exit by itself (killed after ${exitMs} ms); stderr: ${run.stderr}`).not.toBeNull();
+          expect(exitMs, run.stderr).toBeLessThan(STOP_TIMEOUT_MS + EXIT_MARGIN_MS);
+          // The call the frozen database never answered is reported, naming the database.
+          expect(run.stderr).toMatch(/^statusq: .*(PostgreSQL|MySQL)/m);
+          console.info(`[${target.dialect}] frozen network: statusq work exited ${exitMs} ms after SIGTERM (--stop-timeout ${STOP_TIMEOUT_MS}ms), code ${run.code}`);
+        } finally {
+          await proxy.close();
+        }
+      },
+      STOP_TIMEOUT_MS + EXIT_MARGIN_MS + 60_000,
+    );
 
     describe('bad input: one line on stderr, exit code 2, nothing touched', () => {
       beforeEach(async () => {

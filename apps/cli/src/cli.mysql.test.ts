@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { expect, it } from 'vitest';
+import { routeThrough } from '@statusq/conformance';
 import { cliScenarios } from './cli-scenarios.js';
 
 const base = new URL(process.env.STATUSQ_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test');
@@ -47,6 +48,8 @@ cliScenarios(
         dispose: () => admin(async (conn) => void (await conn.query(`DROP DATABASE IF EXISTS \`${database}\``))),
       };
     },
+    throughProxy: (url, { connectTimeoutMs, queryTimeoutMs }) =>
+      routeThrough(url, 3306, { connectTimeout: String(connectTimeoutMs), queryTimeout: String(queryTimeoutMs) }),
     dateLiteral: (iso) => `'${iso.replace('T', ' ').replace('Z', '')}'`,
     // The store's sessions run in UTC and so does claimed_at; this admin session may not, so not NOW(3).
     now: 'UTC_TIMESTAMP(3)',

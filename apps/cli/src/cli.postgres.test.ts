@@ -5,6 +5,7 @@ import pg from 'pg';
 import { expect, it } from 'vitest';
 import { postgresDialect } from '@statusq/adapter-postgres';
 import { createTestDatabase, dropTestDatabase, postgresUnavailable } from '@statusq/adapter-postgres/testing';
+import { routeThrough } from '@statusq/conformance';
 import { cliScenarios } from './cli-scenarios.js';
 
 async function withClient<T>(url: string, body: (client: pg.Client) => Promise<T>): Promise<T> {
@@ -40,6 +41,8 @@ cliScenarios(
         dispose: () => dropTestDatabase(url),
       };
     },
+    throughProxy: (url, { connectTimeoutMs, queryTimeoutMs }) =>
+      routeThrough(url, 5432, { connectTimeout: String(connectTimeoutMs), queryTimeout: String(queryTimeoutMs) }),
     dateLiteral: (iso) => `'${iso}'`,
     now: postgresDialect.now,
   },

@@ -1,4 +1,4 @@
-import { ConfigError, parseServerUrl, type ConnectOptions } from '@statusq/core';
+import { ConfigError, deadlinesFromUrl, parseServerUrl, type ConnectOptions } from '@statusq/core';
 import { MysqlStore, type MysqlClaimStrategy, type MysqlIsolation, type MysqlStoreOptions } from './mysql-store.js';
 
 export {
@@ -21,7 +21,8 @@ export const schemes: readonly string[] = ['mysql', 'mariadb'];
 /**
  * Parses `mysql://user:password@host:port/database` (or `mariadb://...`). Query parameters set adapter
  * options: `claimStrategy` (auto | skip-locked | conditional-update), `connectionLimit`, `isolation`
- * (read-committed | repeatable-read), `lockWaitTimeout` (seconds), `connectTimeout` (ms).
+ * (read-committed | repeatable-read), `lockWaitTimeout` (seconds), and the deadlines `connectTimeout`,
+ * `queryTimeout` and `schemaTimeout` (ms; see MysqlStoreOptions).
  */
 export function optionsFromUrl(url: string): MysqlStoreOptions {
   const parsed = parseServerUrl(url, 'use mysql://user:password@host:port/database');
@@ -48,9 +49,7 @@ export function optionsFromUrl(url: string): MysqlStoreOptions {
   if (limit !== undefined) options.connectionLimit = limit;
   const lockWait = integer('lockWaitTimeout');
   if (lockWait !== undefined) options.lockWaitTimeoutSeconds = lockWait;
-  const connectTimeout = integer('connectTimeout');
-  if (connectTimeout !== undefined) options.connectTimeoutMs = connectTimeout;
-  return options;
+  return { ...options, ...deadlinesFromUrl(parsed.searchParams, 'the MySQL URL') };
 }
 
 /** Opens a store from a `mysql://` or `mariadb://` URL; `options` override what the URL says. */

@@ -1,3 +1,4 @@
+import { Socket } from 'node:net';
 import mysql from 'mysql2/promise';
 import type { Pool, PoolConnection, PoolOptions } from 'mysql2/promise';
 import type { PoolConnection as CorePoolConnection } from 'mysql2';
@@ -8,8 +9,12 @@ import {
   TransitionSql,
   atStatement,
   claimConditionalUpdate,
+  deadlineOf,
+  deadlineOption,
   keyOf,
   mergeCandidates,
+  endWithin,
+  raceDeadline,
   validateTableName,
   type ClaimRequest,
   type ClaimResult,
@@ -22,6 +27,7 @@ import {
   type SqlValue,
   type Statement,
   type Store,
+  type StoreCallDeadlines,
   type StoreCapabilities,
 } from '@statusq/core';
 import { CLAIM_CLOCK, lockingCandidateStatements, sortIds } from './mysql-claim-sql.js';
@@ -62,8 +68,16 @@ export interface MysqlStoreOptions {
    * `stats.deadlocks` either way. Default 3; 0 leaves every deadlock to the caller.
    */
   deadlockRetries?: number;
-  /** How long to wait for a TCP connection, in ms. Default 10000. */
+  /** How long to wait for a new connection (TCP and the server's handshake), in ms. Default 10000. */
   connectTimeoutMs?: number;
+  /**
+   * Longest one call may wait for the database once it holds a connection: every statement of it, COMMIT
+   * included, in ms. Past it the call rejects with ConnectionLost and the connection is destroyed, never reused
+   * (an answer arriving late would be taken for the next call's). Default 30000.
+   */
+  queryTimeoutMs?: number;
+  /** The same for a call that changes the schema (CREATE, ALTER, DROP: init, migrate), which may rebuild a big table. Default 600000. */
+  schemaTimeoutMs?: number;
   /** Any other mysql2 pool options (ssl, socketPath, ...). statusq's own settings win where they overlap. */
   mysql2?: PoolOptions;
 }
@@ -91,6 +105,13 @@ export interface MysqlStoreStats {
   /** Native claim transactions committed. */
   claims: number;
 }
+
+const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
+const DEFAULT_SCHEMA_TIMEOUT_MS = 600_000;
+/** How long close() lets connections end politely before it cuts the sockets that have not. */
+const CLOSE_GRACE_MS = 1000;
+/** TCP keepalive probes start after this much silence, so a peer that vanished (host down, no RST) is noticed. */
+const KEEPALIVE_DELAY_MS = 10_000;
 
 /** mysql2's own formatting of a toISOString() value would be refused by DATETIME; see bindValue. */
 const ISO_UTC = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d(?:\.\d{1,6})?)Z$/;
@@ -121,7 +142,9 @@ export function parseServerVersion(version: string): MysqlServerInfo {
  * A Store on a mysql2 connection pool. Every pooled connection runs with time_zone '+00:00' and (by
  * default) READ COMMITTED. `execute` runs one autocommit statement; `executeBatch` and the native claim
  * run BEGIN .. COMMIT on one connection. A connection found dead is destroyed (dropped from the pool), so
- * the call that met it rejects with ConnectionLost and the next call gets a fresh connection.
+ * the call that met it rejects with ConnectionLost and the next call gets a fresh connection. Every call has a
+ * deadline (connectTimeoutMs for a new connection, queryTimeoutMs for the rest), so a database that stops
+ * answering without closing anything (a frozen network) fails calls instead of hanging them.
  */
 export class MysqlStore implements Store {
   readonly dialect = mysqlDialect;
@@ -135,6 +158,8 @@ export class MysqlStore implements Store {
 
   private constructor(
     private readonly pool: Pool,
+    private readonly sockets: Set<Socket>,
+    private readonly deadlines: StoreCallDeadlines,
     readonly server: MysqlServerInfo,
     strategy: MysqlClaimStrategy,
     deadlockRetries: number,
@@ -164,6 +189,11 @@ export class MysqlStore implements Store {
     if (!Number.isSafeInteger(deadlockRetries) || deadlockRetries < 0) throw new ConfigError('deadlockRetries must be a non-negative integer');
     const lockWait = options.lockWaitTimeoutSeconds ?? 10;
     if (!Number.isSafeInteger(lockWait) || lockWait < 1) throw new ConfigError('lockWaitTimeoutSeconds must be a positive integer');
+    const connectTimeout = deadlineOption(options.connectTimeoutMs, 10_000, 'connectTimeout');
+    const deadlines: StoreCallDeadlines = {
+      queryTimeoutMs: deadlineOption(options.queryTimeoutMs, DEFAULT_QUERY_TIMEOUT_MS, 'queryTimeout'),
+      schemaTimeoutMs: deadlineOption(options.schemaTimeoutMs, DEFAULT_SCHEMA_TIMEOUT_MS, 'schemaTimeout'),
+    };
 
     const pool = mysql.createPool({
       ...options.mysql2,
@@ -175,7 +205,9 @@ export class MysqlStore implements Store {
       connectionLimit,
       maxIdle: connectionLimit,
       waitForConnections: true,
-      connectTimeout: options.connectTimeoutMs ?? 10_000,
+      connectTimeout,
+      enableKeepAlive: true,
+      keepAliveInitialDelay: KEEPALIVE_DELAY_MS,
       // Ids and counts come back as numbers when they fit a double, as decimal strings otherwise.
       supportBigNumbers: true,
       bigNumberStrings: false,
@@ -188,8 +220,14 @@ export class MysqlStore implements Store {
     const level = isolation === 'read-committed' ? 'READ COMMITTED' : 'REPEATABLE READ';
     const setup: string[] = [`SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${lockWait}`, `SET SESSION TRANSACTION ISOLATION LEVEL ${level}`];
     const errors: unknown[] = [];
+    const sockets = new Set<Socket>();
     // Runs before any command a caller sends on a new connection: mysql2 queues commands per connection.
     pool.pool.on('connection', (connection: CorePoolConnection) => {
+      const socket = socketOf(connection);
+      if (socket) {
+        sockets.add(socket);
+        socket.once('close', () => sockets.delete(socket));
+      }
       for (const sql of setup) {
         connection.query(sql, (error: unknown) => {
           if (!error) return;
@@ -202,21 +240,22 @@ export class MysqlStore implements Store {
     });
     let version: string;
     try {
-      const [rows] = await pool.query('SELECT VERSION() AS version');
+      const probeMs = connectTimeout + deadlines.queryTimeoutMs;
+      const [rows] = await raceDeadline(pool.query('SELECT VERSION() AS version'), probeMs, () => deadlineError(probeMs));
       version = String((rows as Row[])[0]?.version ?? '');
     } catch (error) {
-      await pool.end().catch(() => undefined);
+      await endPool(pool, sockets);
       throw toStoreError(error);
     }
     if (errors.length > 0) {
-      await pool.end().catch(() => undefined);
+      await endPool(pool, sockets);
       throw toStoreError(errors[0]);
     }
-    return new MysqlStore(pool, parseServerVersion(version), strategy, deadlockRetries);
+    return new MysqlStore(pool, sockets, deadlines, parseServerVersion(version), strategy, deadlockRetries);
   }
 
   async execute(statement: Statement): Promise<ExecResult> {
-    return this.rerunDeadlocks(() => this.withConnection((conn) => this.run(conn, statement)));
+    return this.rerunDeadlocks(() => this.withConnection((conn) => this.run(conn, statement), deadlineOf([statement], this.deadlines)));
   }
 
   async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
@@ -235,7 +274,7 @@ export class MysqlStore implements Store {
             failing = undefined;
             return results;
           });
-        }),
+        }, deadlineOf(statements, this.deadlines)),
       );
     } catch (error) {
       throw atStatement(error, failing);
@@ -336,7 +375,7 @@ export class MysqlStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.pool.end().catch(() => undefined);
+    await endPool(this.pool, this.sockets);
   }
 
   /** Runs `operation` again after a deadlock, up to `deadlockRetries` times; see MysqlStoreOptions. */
@@ -352,7 +391,8 @@ export class MysqlStore implements Store {
     }
   }
 
-  private async withConnection<T>(body: (conn: PoolConnection) => Promise<T>): Promise<T> {
+  /** Runs `body` on a pooled connection, within `deadlineMs` of getting it (see MysqlStoreOptions.queryTimeoutMs). */
+  private async withConnection<T>(body: (conn: PoolConnection) => Promise<T>, deadlineMs = this.deadlines.queryTimeoutMs): Promise<T> {
     if (this.closed) throw new StoreError('ConnectionLost', 'the MySQL store is closed', 'CLOSED');
     let conn: PoolConnection;
     try {
@@ -360,17 +400,32 @@ export class MysqlStore implements Store {
     } catch (error) {
       throw this.fail(error);
     }
-    try {
-      const result = await body(conn);
-      conn.release();
-      return result;
-    } catch (error) {
-      if (isConnectionLost(error)) {
+    let handedBack = false;
+    const handBack = (lost: boolean) => {
+      if (handedBack) return;
+      handedBack = true;
+      if (lost) {
         this.stats.connectionsLost++;
         conn.destroy();
       } else conn.release();
-      throw this.fail(error);
-    }
+    };
+    const call = (async () => {
+      try {
+        const result = await body(conn);
+        handBack(false);
+        return result;
+      } catch (error) {
+        handBack(isConnectionLost(error));
+        throw this.fail(error);
+      }
+    })();
+    return raceDeadline(call, deadlineMs, () => {
+      // What was sent may still be answered; that answer must never reach another call. destroy() alone only
+      // half-closes the socket, which a frozen network keeps open.
+      handBack(true);
+      socketOf(conn.connection)?.destroy();
+      return deadlineError(deadlineMs);
+    });
   }
 
   /** BEGIN .. COMMIT around `body`; any failure rolls back (unless the connection is gone) and rethrows. */
@@ -425,6 +480,21 @@ export function mysqlTextLimit(dataType: string, maxChars: unknown, maxBytes: un
   const statementBytes = Math.max(0, Math.floor((Number(packet) - STATEMENT_OVERHEAD_BYTES) / 2));
   if (dataType === 'char' || dataType === 'varchar') return { chars: Number(maxChars), bytes: statementBytes };
   return { bytes: isText ? Math.min(Number(maxBytes), statementBytes) : statementBytes };
+}
+
+function deadlineError(ms: number): StoreError {
+  return new StoreError('ConnectionLost', `MySQL did not answer within ${ms} ms (queryTimeout); the connection was dropped`, 'QUERY_TIMEOUT');
+}
+
+/** mysql2 keeps a connection's socket on `stream`, which its typings do not declare. */
+function socketOf(connection: unknown): Socket | undefined {
+  const stream = (connection as { stream?: unknown }).stream;
+  return stream instanceof Socket ? stream : undefined;
+}
+
+/** Ends the pool politely (COM_QUIT on each connection; the sockets close when the server answers), bounded. */
+function endPool(pool: Pool, sockets: Set<Socket>): Promise<void> {
+  return endWithin(pool.end(), sockets, CLOSE_GRACE_MS);
 }
 
 /** A locked candidate as the claim's UPDATE left it (the UPDATE changed every candidate). */

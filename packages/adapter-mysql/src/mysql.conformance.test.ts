@@ -7,7 +7,7 @@
  * (dist/index.js), so build first: `npx tsc -p .`.
  */
 import { fileURLToPath } from 'node:url';
-import { runConformance } from '@statusq/conformance';
+import { routeThrough, runConformance } from '@statusq/conformance';
 import { connect } from './index.js';
 import { createDatabase, dropDatabase, mysqlSuite } from './test/mysql-test-db.js';
 import { startPrivateMariadb } from './test/private-mariadb.js';
@@ -23,6 +23,8 @@ mysqlSuite('mysql', () => {
       createStore: (url) => connect(url),
       dropDatabase,
       disposableServer: () => startPrivateMariadb(`claimStrategy=${strategy}`),
+      throughProxy: (url, { connectTimeoutMs, queryTimeoutMs }) =>
+        routeThrough(url, 3306, { connectTimeout: String(connectTimeoutMs), queryTimeout: String(queryTimeoutMs) }),
       // The fallback runs the same cases at half the job counts (still thousands of racing claims), which
       // keeps the whole MySQL suite within a few minutes on a 2-core machine.
       scale: strategy === 'skip-locked' ? 1 : 0.5,

@@ -164,6 +164,27 @@ mysqlSuite('mysql adapter on a real server', () => {
     await e.closeStores();
   });
 
+  it('deadlines from the URL: a statement slower than queryTimeout rejects with ConnectionLost in time and its connection is dropped; a schema change gets schemaTimeout', async () => {
+    const e = await fresh();
+    const store = (await e.store('store with short deadlines', `${e.url}?queryTimeout=500&connectionLimit=1`)) as MysqlStore;
+    const connectionId = async () => Number((await store.execute({ sql: 'SELECT CONNECTION_ID() AS cid', params: [] })).rows[0]!.cid);
+    const before = await connectionId();
+    const started = Date.now();
+    const error = await rejection(store.execute({ sql: 'SELECT SLEEP(5)', params: [] }));
+    const elapsed = Date.now() - started;
+    expect(error).toBeInstanceOf(StoreError);
+    expect((error as StoreError).kind).toBe('ConnectionLost');
+    expect((error as StoreError).nativeCode).toBe('QUERY_TIMEOUT');
+    expect(elapsed).toBeLessThan(4000);
+    // The late answer could only arrive on the old connection, which is gone: the next call runs on a new one.
+    expect(await connectionId()).not.toBe(before);
+    expect(store.stats.connectionsLost).toBe(1);
+    // Twice the query deadline, yet a schema change (default schemaTimeout 10 min) is not cut short.
+    await store.execute({ sql: 'CREATE TABLE slow_ddl AS SELECT SLEEP(1) AS slept', params: [] });
+    expect((await store.execute({ sql: 'SELECT COUNT(*) AS n FROM slow_ddl', params: [] })).rows).toEqual([{ n: 1 }]);
+    await e.closeStores();
+  });
+
   it('the claim returns each row exactly as the database holds it afterwards: on a managed table from the locked candidates, and on a table whose server-side writes it cannot know (ON UPDATE column, UPDATE trigger, second-precision claimed_at) by reading back', async () => {
     const e = await fresh();
     const store = (await e.store()) as MysqlStore;

@@ -70,6 +70,14 @@ describe('mysql adapter, without a server', () => {
     expect(() => optionsFromUrl('mysql://root@127.0.0.1:3306/')).toThrow(/one database/);
     expect(() => optionsFromUrl('postgres://x/y')).toThrow(/not a MySQL URL/);
     expect(() => optionsFromUrl('mysql://root@h/db?connectionLimit=0')).toThrow(/connectionLimit/);
+    expect(optionsFromUrl('mysql://root@h/db?connectTimeout=2000&queryTimeout=1500&schemaTimeout=60000')).toMatchObject({
+      connectTimeoutMs: 2000,
+      queryTimeoutMs: 1500,
+      schemaTimeoutMs: 60_000,
+    });
+    for (const bad of ['queryTimeout=0', 'queryTimeout=1.5', 'connectTimeout=soon', 'schemaTimeout=-1']) {
+      expect(() => optionsFromUrl(`mysql://root@h/db?${bad}`), bad).toThrow(/in the MySQL URL must be a positive whole number of milliseconds/);
+    }
   });
 
   it('binds a toISOString() value as a DATETIME literal and leaves everything else alone; sorts ids by value', () => {

@@ -1,4 +1,4 @@
-import { ConfigError, parseServerUrl, redactUrl, type ConnectOptions } from '@statusq/core';
+import { ConfigError, DEADLINE_URL_PARAMETERS, deadlinesFromUrl, parseServerUrl, redactUrl, type ConnectOptions } from '@statusq/core';
 import { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
 
 export { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
@@ -11,7 +11,9 @@ export const schemes: readonly string[] = ['postgres', 'postgresql'];
 
 /**
  * Opens a store from a `postgres://user:password@host:port/database` URL (`postgresql://` too). No
- * connection is made until the first call; `create` is ignored (the database must exist).
+ * connection is made until the first call; `create` is ignored (the database must exist). The query
+ * parameters `connectTimeout`, `queryTimeout` and `schemaTimeout` (ms) set the deadlines of
+ * PostgresStoreOptions; every other parameter goes to pg as it is. `options` override what the URL says.
  */
 export async function connect(url: string, options: ConnectOptions & Omit<PostgresStoreOptions, 'connectionString'> = {}): Promise<PostgresStore> {
   const usage = 'use postgres://user:password@host:port/database';
@@ -25,5 +27,18 @@ export async function connect(url: string, options: ConnectOptions & Omit<Postgr
     throw new ConfigError(`PostgreSQL URL ${JSON.stringify(redactUrl(url))} names no host: ${usage}`);
   }
   const { create: _create, ...rest } = options;
-  return new PostgresStore({ ...rest, connectionString: url });
+  const { connectionString, deadlines } = splitDeadlines(url);
+  return new PostgresStore({ ...deadlines, ...rest, connectionString });
+}
+
+/** The URL without statusq's deadline parameters (pg would take them for its own), and those deadlines. */
+function splitDeadlines(url: string): { connectionString: string; deadlines: ReturnType<typeof deadlinesFromUrl> } {
+  const query = url.indexOf('?');
+  if (query < 0) return { connectionString: url, deadlines: {} };
+  const params = new URLSearchParams(url.slice(query + 1));
+  const deadlines = deadlinesFromUrl(params, 'the PostgreSQL URL');
+  if (Object.keys(deadlines).length === 0) return { connectionString: url, deadlines };
+  for (const name of Object.keys(DEADLINE_URL_PARAMETERS)) params.delete(name);
+  const rest = params.toString();
+  return { connectionString: url.slice(0, query) + (rest ? `?${rest}` : ''), deadlines };
 }

@@ -3,8 +3,12 @@ import { StoreError } from '@statusq/core';
 /** Node socket errors that mean the connection (or the server) is gone. */
 const SOCKET_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED']);
 
-/** pg's own messages for a client whose connection died or was closed under it. */
-const LOST_MESSAGE = /Connection terminated|connection error and is not queryable|Client was closed and is not queryable|timeout exceeded when trying to connect|Connection ended|read ECONNRESET/i;
+/**
+ * pg's own messages for a client whose connection died or was closed under it, or that gave up waiting for one
+ * (its connect timeout, or a `query_timeout` given in the URL).
+ */
+const LOST_MESSAGE =
+  /Connection terminated|connection error and is not queryable|Client was closed and is not queryable|timeout exceeded when trying to connect|timeout expired|Query read timeout|Connection ended|read ECONNRESET/i;
 
 /**
  * The one place PostgreSQL's native errors become StoreError kinds; the SQLSTATE (or Node error code) is kept
@@ -12,8 +16,8 @@ const LOST_MESSAGE = /Connection terminated|connection error and is not queryabl
  * - 40001 serialization_failure, 40P01 deadlock_detected, 55P03 lock_not_available: WriteConflict (the
  *   transaction was rolled back; try again).
  * - 08xxx connection exceptions, 57P01/57P02/57P03 (admin shutdown, crash shutdown, cannot connect now),
- *   53300 too_many_connections, socket errors and pg's "Connection terminated": ConnectionLost (the pool
- *   replaces the client; the next call works again).
+ *   53300 too_many_connections, socket errors, pg's "Connection terminated" and its timeouts: ConnectionLost
+ *   (the pool replaces the client; the next call works again).
  * - 23505 unique_violation: UniqueViolation.
  * - Any other SQLSTATE: Unknown.
  */

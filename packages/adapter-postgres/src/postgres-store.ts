@@ -6,12 +6,17 @@ import {
   TransitionSql,
   atStatement,
   candidateStatements,
+  deadlineOf,
+  deadlineOption,
+  endWithin,
+  raceDeadline,
   mergeCandidates,
   orderLike,
   sortByQueueOrder,
   validateTableName,
   type ClaimRequest,
   type ClaimResult,
+  type ClosableSocket,
   type ColumnInfo,
   type ExecResult,
   type JobId,
@@ -20,6 +25,7 @@ import {
   type Row,
   type Statement,
   type Store,
+  type StoreCallDeadlines,
   type StoreCapabilities,
 } from '@statusq/core';
 import { lockingCandidates, postgresClaimStatement } from './postgres-claim-sql.js';
@@ -31,8 +37,16 @@ export interface PostgresStoreOptions {
   connectionString: string;
   /** Most pooled connections this store opens (the listening connection is extra). Default 4. */
   maxConnections?: number;
-  /** How long to wait for a new connection before failing with ConnectionLost. Default 10000 ms. */
+  /** How long to wait for a connection (a new one, or a free one of the pool) before failing with ConnectionLost. Default 10000 ms. */
   connectTimeoutMs?: number;
+  /**
+   * Longest one call may wait for the database once it holds a connection: every statement of it, COMMIT
+   * included. Past it the call rejects with ConnectionLost and the connection is destroyed, never reused (an
+   * answer arriving late would be taken for the next call's). Default 30000 ms.
+   */
+  queryTimeoutMs?: number;
+  /** The same for a call that changes the schema (CREATE, ALTER, DROP: init, migrate), which may build an index on a big table. Default 600000 ms. */
+  schemaTimeoutMs?: number;
   /** Use LISTEN/NOTIFY to wake `waitForWork` (one extra connection, opened on first wait). Default true. */
   listen?: boolean;
   /** Extra pg pool settings (ssl, ...); they win over the defaults above. */
@@ -41,6 +55,12 @@ export interface PostgresStoreOptions {
 
 /** Shortest pause between attempts to (re)open the listening connection after one failed. */
 const LISTENER_RETRY_MS = 1000;
+const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
+const DEFAULT_SCHEMA_TIMEOUT_MS = 600_000;
+/** How long close() lets connections end politely before it cuts the sockets that have not. */
+const CLOSE_GRACE_MS = 1000;
+/** TCP keepalive probes start after this much silence, so a peer that vanished (host down, no RST) is noticed. */
+const KEEPALIVE_DELAY_MS = 10_000;
 
 /**
  * Type parsers of this store's connections only (pg's global parsers stay untouched): int8 (ids, COUNT(*))
@@ -72,7 +92,9 @@ type Waiter = () => void;
 /**
  * A Store on a pg.Pool. Every call borrows one connection; `executeBatch` and the aging claim run BEGIN ...
  * COMMIT on the one they borrowed. A connection that fails with a connection error is destroyed (not returned
- * to the pool), so the call rejects with ConnectionLost and the next call gets a fresh connection.
+ * to the pool), so the call rejects with ConnectionLost and the next call gets a fresh connection. Every call
+ * has a deadline (connectTimeoutMs to get a connection, queryTimeoutMs for the rest), so a database that stops
+ * answering without closing anything (a frozen network) fails calls instead of hanging them.
  *
  * Wake-ups: the store remembers the tables it described or claimed from and, on the first `waitForWork`,
  * opens one dedicated connection that LISTENs on their channels (see `notifyChannel`); the schema helpers
@@ -84,6 +106,9 @@ export class PostgresStore implements Store {
   readonly capabilities: StoreCapabilities;
   private readonly pool: pg.Pool;
   private readonly clientConfig: pg.ClientConfig;
+  private readonly deadlines: StoreCallDeadlines;
+  /** The sockets of every connection this store has open (pooled and listening), until they close. */
+  private readonly sockets = new Set<ClosableSocket>();
   private closed = false;
 
   private readonly channels = new Set<string>();
@@ -102,11 +127,18 @@ export class PostgresStore implements Store {
     }
     const max = options.maxConnections ?? 4;
     if (!Number.isSafeInteger(max) || max < 1) throw new ConfigError('maxConnections must be a positive integer');
+    const connectTimeoutMs = deadlineOption(options.connectTimeoutMs, 10_000, 'connectTimeout');
+    this.deadlines = {
+      queryTimeoutMs: deadlineOption(options.queryTimeoutMs, DEFAULT_QUERY_TIMEOUT_MS, 'queryTimeout'),
+      schemaTimeoutMs: deadlineOption(options.schemaTimeoutMs, DEFAULT_SCHEMA_TIMEOUT_MS, 'schemaTimeout'),
+    };
     const hasOptions = /[?&]options=/.test(options.connectionString);
     this.clientConfig = {
       connectionString: options.connectionString,
       application_name: 'statusq',
-      connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
+      connectionTimeoutMillis: connectTimeoutMs,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
       // Queries queued on one connection go out without waiting for the previous reply (executeBatch).
       pipeline: true,
       // Text dates without a zone (the seed's 'YYYY-MM-DD HH:MM:SS.SSS') are UTC.
@@ -119,13 +151,16 @@ export class PostgresStore implements Store {
     // listener its error would crash the process.
     this.pool.on('error', () => undefined);
     // A borrowed connection that dies between two queries emits `error` too; the next query reports it.
-    this.pool.on('connect', (client) => client.on('error', () => undefined));
+    this.pool.on('connect', (client) => {
+      client.on('error', () => undefined);
+      this.track(client);
+    });
     // Without LISTEN the worker polls: no waitForWork at all.
     if (!this.capabilities.listenNotify) (this as { waitForWork?: unknown }).waitForWork = undefined;
   }
 
   async execute(statement: Statement): Promise<ExecResult> {
-    return this.withClient((client) => run(client, statement));
+    return this.withClient((client) => run(client, statement), deadlineOf([statement], this.deadlines));
   }
 
   async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
@@ -162,7 +197,7 @@ export class PostgresStore implements Store {
         const commit = (settled[settled.length - 1] as PromiseFulfilledResult<pg.QueryResult>).value;
         if (commit.command !== 'COMMIT') throw new StoreError('Unknown', `PostgreSQL rolled the batch back (${commit.command})`, commit.command);
         return settled.slice(1, -1).map((r) => (r as PromiseFulfilledResult<ExecResult>).value);
-      });
+      }, deadlineOf(statements, this.deadlines));
     } catch (error) {
       throw atStatement(error, failing);
     }
@@ -271,11 +306,23 @@ export class PostgresStore implements Store {
     if (this.closed) return;
     this.closed = true;
     for (const wake of [...this.waiters]) wake();
+    // pool.end() resolves once it has asked each connection to end; the sockets close when the server answers.
+    await endWithin(Promise.all([this.endListener(), this.pool.end().catch(() => undefined)]), this.sockets, CLOSE_GRACE_MS);
+  }
+
+  /** Keeps `client`'s socket in `sockets` until it closes. */
+  private track(client: pg.Client): void {
+    const socket = client.connection.stream;
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+  }
+
+  private async endListener(): Promise<void> {
     // A listener still connecting sees `closed` and ends itself.
     await this.listenerOpening;
     const listener = this.listener;
     this.listener = null;
-    await Promise.all([listener?.end().catch(() => undefined), this.pool.end().catch(() => undefined)]);
+    await listener?.end().catch(() => undefined);
   }
 
   // -------------------------------------------------------------------------------------------------------
@@ -289,17 +336,31 @@ export class PostgresStore implements Store {
     }
   }
 
-  private async withClient<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  /** Runs `body` on a borrowed connection, within `deadlineMs` of getting it (see PostgresStoreOptions.queryTimeoutMs). */
+  private async withClient<T>(body: (client: pg.PoolClient) => Promise<T>, deadlineMs = this.deadlines.queryTimeoutMs): Promise<T> {
     const client = await this.acquire();
-    let broken = false;
-    try {
-      return await body(client);
-    } catch (error) {
-      broken = isConnectionError(error);
-      throw toStoreError(error);
-    } finally {
+    let released = false;
+    const release = (broken: boolean) => {
+      if (released) return;
+      released = true;
       client.release(broken);
-    }
+    };
+    const call = (async () => {
+      try {
+        return await body(client);
+      } catch (error) {
+        release(isConnectionError(error));
+        throw toStoreError(error);
+      } finally {
+        release(false);
+      }
+    })();
+    return raceDeadline(call, deadlineMs, () => {
+      // What was sent may still be answered; that answer must never reach another call.
+      client.connection.stream.destroy();
+      release(true);
+      return new StoreError('ConnectionLost', `PostgreSQL did not answer within ${deadlineMs} ms (queryTimeout); the connection was dropped`, 'QUERY_TIMEOUT');
+    });
   }
 
   /** BEGIN, `body`, COMMIT on one borrowed connection. */
@@ -351,7 +412,9 @@ export class PostgresStore implements Store {
   }
 
   private async openListener(): Promise<void> {
-    const client = new pg.Client(this.clientConfig);
+    // pg's own per-statement timeout bounds the LISTENs; on a pipelining connection it destroys the socket.
+    const client = new pg.Client({ ...this.clientConfig, query_timeout: this.deadlines.queryTimeoutMs });
+    this.track(client);
     const drop = () => {
       if (this.listener === client) {
         this.listener = null;

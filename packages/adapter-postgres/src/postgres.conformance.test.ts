@@ -3,12 +3,13 @@
  * statusq_<random>, dropped afterwards with any connection left on it). The server is STATUSQ_POSTGRES_URL
  * (default postgres://postgres:postgres@127.0.0.1:5432/postgres). Unreachable: the suite skips, or fails when
  * STATUSQ_REQUIRE_DATABASES=1. The outage cases (a restart, every connection killed) run on a private server
- * of their own (test/private-postgres.ts), never on that one. Child processes import the built adapter
+ * of their own (test/private-postgres.ts), never on that one; the frozen-network cases reach the test database
+ * through a TCP proxy of their own. Child processes import the built adapter
  * (dist/index.js): build first.
  */
 import { fileURLToPath } from 'node:url';
 import { it } from 'vitest';
-import { runConformance } from '@statusq/conformance';
+import { routeThrough, runConformance } from '@statusq/conformance';
 import { connect } from './index.js';
 import { createTestDatabase, databasesRequired, dropTestDatabase, postgresUnavailable } from './testing.js';
 import { startPrivatePostgres } from './test/private-postgres.js';
@@ -22,6 +23,8 @@ if (unavailable === null) {
     createStore: (url) => connect(url),
     dropDatabase: (url) => dropTestDatabase(url),
     disposableServer: startPrivatePostgres,
+    throughProxy: (url, { connectTimeoutMs, queryTimeoutMs }) =>
+      routeThrough(url, 5432, { connectTimeout: String(connectTimeoutMs), queryTimeout: String(queryTimeoutMs) }),
   });
 } else if (databasesRequired()) {
   it('PostgreSQL server is reachable (STATUSQ_REQUIRE_DATABASES=1)', () => {

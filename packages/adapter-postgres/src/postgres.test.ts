@@ -6,7 +6,7 @@
  */
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Params, Queue, StoreError, TransitionSql, Worker, type Store, type WorkerCounters } from '@statusq/core';
+import { ConfigError, Params, Queue, StoreError, TransitionSql, Worker, type Store, type WorkerCounters } from '@statusq/core';
 import { initTable, migrateTable, pendingIndexName } from '@statusq/schema';
 import { tableASchema } from '@statusq/test-fixtures';
 import { Ledger, deferred, withDeadline, waitFor } from '@statusq/conformance';
@@ -238,6 +238,28 @@ if (unavailable !== null) {
       opened.push(nowhere);
       const refused = await nowhere.execute({ sql: 'SELECT 1', params: [] }).catch((e: unknown) => e);
       expect((refused as StoreError).kind).toBe('ConnectionLost');
+    });
+
+    it('deadlines from the URL: a statement slower than queryTimeout rejects with ConnectionLost in time and its connection is dropped; a schema change gets schemaTimeout; other parameters still reach pg; a bad value is a ConfigError', async () => {
+      const s = await connect(`${url}?queryTimeout=500&application_name=statusq_deadline`, { maxConnections: 1 });
+      opened.push(s);
+      const pidOf = async () => Number((await s.execute({ sql: 'SELECT pg_backend_pid() AS pid', params: [] })).rows[0]!.pid);
+      const before = await pidOf();
+      const started = Date.now();
+      const error = await s.execute({ sql: 'SELECT pg_sleep(5)', params: [] }).catch((e: unknown) => e);
+      const elapsed = Date.now() - started;
+      expect(error).toBeInstanceOf(StoreError);
+      expect((error as StoreError).kind).toBe('ConnectionLost');
+      expect((error as StoreError).nativeCode).toBe('QUERY_TIMEOUT');
+      expect(elapsed).toBeLessThan(4000);
+      // The late answer could only arrive on the old connection, which is gone: the next call runs on a new one.
+      expect(await pidOf()).not.toBe(before);
+      expect((await s.execute({ sql: "SELECT current_setting('application_name') AS name", params: [] })).rows).toEqual([{ name: 'statusq_deadline' }]);
+      // Twice the query deadline, yet a schema change (default schemaTimeout 10 min) is not cut short.
+      await s.execute({ sql: 'CREATE TABLE slow_ddl AS SELECT pg_sleep(1)::text AS slept', params: [] });
+      expect((await s.execute({ sql: 'SELECT COUNT(*) AS n FROM slow_ddl', params: [] })).rows).toEqual([{ n: 1 }]);
+      await expect(connect(`${url}?queryTimeout=soon`)).rejects.toThrow(/queryTimeout in the PostgreSQL URL must be a positive whole number of milliseconds/);
+      await expect(connect(url, { connectTimeoutMs: 0 })).rejects.toBeInstanceOf(ConfigError);
     });
 
     it('LISTEN/NOTIFY: init installs the trigger; waitForWork wakes on INSERT and on a requeue back to pending, and again after its connection was killed', async () => {

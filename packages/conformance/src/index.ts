@@ -33,9 +33,11 @@ import { stopCases } from './cases/stop.js';
 import { schemaCases } from './cases/schema.js';
 import { capabilityCases } from './cases/capabilities.js';
 import { outageCases } from './cases/outages.js';
+import { frozenNetworkCases } from './cases/frozen-network.js';
 
-export type { ConformanceOptions, DisposableServer } from './options.js';
+export type { CallDeadlines, ConformanceOptions, DisposableServer } from './options.js';
 export { PrivateServer, type ServerSpec } from './private-server.js';
+export { TcpProxy, routeThrough, type ProxyAddress } from './tcp-proxy.js';
 export type { ChildWorkerArgs, ChildWorkerResult } from './child-worker.js';
 export type { ChildSessionArgs } from './child-session.js';
 export {
@@ -93,5 +95,6 @@ export function runConformance(options: ConformanceOptions): void {
     raceCases(env, options);
     processCases(env, options);
     outageCases(env, options);
+    frozenNetworkCases(env, options);
   });
 }

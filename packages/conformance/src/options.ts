@@ -1,4 +1,5 @@
 import type { Store } from '@statusq/core';
+import type { ProxyAddress } from './tcp-proxy.js';
 
 /** What an adapter hands the conformance suite. */
 export interface ConformanceOptions {
@@ -35,6 +36,20 @@ export interface ConformanceOptions {
    * the server cannot be started, they fail.
    */
   disposableServer?: () => Promise<DisposableServer>;
+  /**
+   * For the frozen-network cases: where the server of a test database `url` listens, and that URL pointed at
+   * another address (a TcpProxy of the test's own) with the adapter's connect and query deadlines set to
+   * `deadlines`. Without it (SQLite has no network; its busy timeout bounds every wait) those cases skip.
+   */
+  throughProxy?: (url: string, deadlines: CallDeadlines) => { upstream: ProxyAddress; via(address: ProxyAddress): string };
+}
+
+/** Deadlines, in ms, a store opened for the frozen-network cases must keep. */
+export interface CallDeadlines {
+  /** Opening a connection. */
+  connectTimeoutMs: number;
+  /** One call on an open connection. */
+  queryTimeoutMs: number;
 }
 
 /** A database server that belongs to one test; see `ConformanceOptions.disposableServer`. */

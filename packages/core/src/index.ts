@@ -11,5 +11,6 @@ export * from './queue.js';
 export * from './handler.js';
 export * from './events.js';
 export * from './retry.js';
+export * from './deadline.js';
 export * from './worker.js';
 export * from './supervisor.js';
