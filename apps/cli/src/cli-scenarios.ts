@@ -219,7 +219,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
 
         const run = await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'processing');
         expect(run, run.stderr).toMatchObject({ code: 0, stdout: expect.stringMatching(/^requeued 1 processing row of jobs with an expired lease \(lease 5m assumed.*\); 1 processing row left: lease live/) });
-        expect(await stats()).toEqual({ pending: 2, processing: 1, done: 0, abuse: 0, failed: 0 });
+        expect(await stats()).toEqual({ pending: 2, processing: 1, done: 0, abuse: 0, failed: 0, other: 0 });
         expect(await statusOf('jobs', 1)).toBe(9);
         const [reaped] = await db.query<{ attempt_count: unknown; last_error: string }>('SELECT attempt_count, last_error FROM jobs WHERE id = 2');
         expect({ attempts: Number(reaped!.attempt_count), error: reaped!.last_error }).toEqual({ attempts: 1, error: expect.stringMatching(/^lease expired after 300000 ms/) });
@@ -234,7 +234,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
           code: 0,
           stdout: 'requeued 2 processing rows of jobs (--force: live leases included)',
         });
-        expect(await stats()).toEqual({ pending: 3, processing: 0, done: 0, abuse: 0, failed: 0 });
+        expect(await stats()).toEqual({ pending: 3, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
       });
 
       it('without leases: refused (exit 2, row untouched) unless --force', async () => {
@@ -268,7 +268,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
         expect(await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'failed', '--id', '02')).toMatchObject({ code: 0, stdout: 'requeued 1 failed row of jobs' });
         const bad = await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'failed', '--id', 'abc');
         expect(bad).toMatchObject({ code: 2, stderr: expect.stringMatching(/--id "abc" is not an integer/) });
-        expect(await stats()).toEqual({ pending: 2, processing: 0, done: 1, abuse: 0, failed: 0 });
+        expect(await stats()).toEqual({ pending: 2, processing: 0, done: 1, abuse: 0, failed: 0, other: 0 });
       });
 
       it("text ids: '010' is not '10', and a number-like id never makes the database cast the column", async () => {

@@ -639,7 +639,10 @@ export class Worker extends TypedEmitter {
   private async release(claims: ReadonlyArray<{ job: Job; token: string | null }>): Promise<number> {
     if (claims.length === 0) return 0;
     try {
-      const results = await withStoreRetry(() => this.queue.apply(claims.map((c) => this.queue.sql.release(c.job.id, c.token))), { attempts: 10 });
+      const results = await withStoreRetry(() => this.queue.apply(claims.map((c) => this.queue.sql.release(c.job.id, c.token))), {
+        attempts: 10,
+        onRetry: (error) => this.emit('error', { error, during: 'release on stop (retrying)' }),
+      });
       const released = results.filter((r) => r.affected === 1).length;
       this.counters.released += released;
       return released;

@@ -91,7 +91,7 @@ export function frozenNetworkCases(env: () => TestEnv, options: ConformanceOptio
 
         proxy.thaw();
         const counters = await withDeadline(w.done, 60_000, 'the worker to finish the queue after the thaw');
-        expect(await countsOf(setup, 'jobs')).toEqual({ pending: 0, processing: 0, done: 30, abuse: 0, failed: 0 });
+        expect(await countsOf(setup, 'jobs')).toEqual({ pending: 0, processing: 0, done: 30, abuse: 0, failed: 0, other: 0 });
         expect(ids.filter((id) => ledger.count(id) === 0)).toEqual([]);
         expect(counters.completed).toBeGreaterThanOrEqual(29);
         expect(w.errors.filter((e) => !isConnectionLost(e.error)).map((e) => `${e.during}: ${String(e.error)}`)).toEqual([]);

@@ -96,7 +96,8 @@ export function stopCases(env: () => TestEnv): void {
         const w = await env().startWorker({ store, table: { table: 'jobs' }, ...FAST, handler: async () => undefined });
         await w.worker.stop(20_000);
         await w.done;
-        expect(activeTimers()).toBe(before);
+        // Fewer is fine (a store's own timer from the set-up may have ended meanwhile); one more is the leak.
+        expect(activeTimers()).toBeLessThanOrEqual(before);
       } finally {
         await env().closeStores();
       }
