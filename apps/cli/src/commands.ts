@@ -6,10 +6,13 @@ import {
   Queue,
   STOP_MARGIN_MS,
   Supervisor,
+  REQUEUE_SOURCES,
   Worker,
   formatDuration,
   isIntegerType,
+  isStatusName,
   loadHandler,
+  requeueCause,
   validateTableConfig,
   validateTableName,
   type ClaimStrategy,
@@ -261,9 +264,11 @@ export async function requeue(flags: Flags, io: Io): Promise<number> {
   const config = tableConfig(flags, 'requeue');
   validateTableConfig(config);
   const from = required(flags, 'status', 'requeue');
-  if (from !== 'failed' && from !== 'abuse' && from !== 'processing') {
-    throw new ConfigError(`requeue: --status must be failed or abuse (or processing, to recover a status-only table after a crash), got ${JSON.stringify(from)}`);
+  if (!isStatusName(from)) {
+    throw new ConfigError(`requeue: --status must be ${REQUEUE_SOURCES.slice(0, -1).join(', ')} or ${REQUEUE_SOURCES.at(-1)} (processing recovers the rows of a crashed worker), got ${JSON.stringify(from)}`);
   }
+  // A state no requeue may leave (done, pending) is refused by the state machine before the database is opened.
+  requeueCause(from);
   const texts = flags.id as string[] | undefined;
   const leaseMs = optionalDuration(flags, 'lease');
   const force = flags.force === true;

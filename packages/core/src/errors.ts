@@ -30,8 +30,8 @@ export class SchemaError extends StatusqError {
 export class IllegalTransitionError extends StatusqError {
   readonly from: string;
   readonly to: string;
-  constructor(from: string, to: string, cause: string) {
-    super('ILLEGAL_TRANSITION', `illegal status transition ${from} -> ${to} (${cause})`);
+  constructor(from: string, to: string, cause: string, hint?: string) {
+    super('ILLEGAL_TRANSITION', `illegal status transition ${from} -> ${to} (${cause})${hint ? `: ${hint}` : ''}`);
     this.from = from;
     this.to = to;
   }

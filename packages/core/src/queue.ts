@@ -1,7 +1,7 @@
 import { claimConditionalUpdate } from './claim.js';
 import { ConfigError, EnqueueError, SchemaError, StoreError } from './errors.js';
 import { validateIdentifier } from './identifiers.js';
-import { statusName, type StatusName } from './status.js';
+import { requeueCause, statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
 import { columnOverflow, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { TransitionSql } from './transition-sql.js';
@@ -132,8 +132,11 @@ export class Queue {
     return { released: released.filter((r) => r.affected === 1).length, charged: charged.reduce((n, r) => n + r.affected, 0) };
   }
 
-  /** Operator requeue: failed or abuse rows (or rows stuck in processing) back to pending; how many. */
-  async requeue(from: 'failed' | 'abuse' | 'processing', ids?: readonly JobId[], options: Omit<RequeueOptions, 'ids'> = {}): Promise<number> {
+  /**
+   * Operator requeue: failed or abuse rows (or rows stuck in processing) back to pending; how many. Any
+   * other `from` is an IllegalTransitionError (see requeueCause).
+   */
+  async requeue(from: StatusName, ids?: readonly JobId[], options: Omit<RequeueOptions, 'ids'> = {}): Promise<number> {
     return (await this.requeueReport(from, { ...options, ids })).requeued;
   }
 
@@ -141,27 +144,29 @@ export class Queue {
    * Operator requeue, with what it left. failed and abuse rows start their attempts over. Processing rows:
    * on a table with leases only those whose lease ran out unless `force`; on a table without, a ConfigError
    * unless `force`. Their interrupted attempt counts, as the reaper counts it (see requeueProcessing). The
-   * report and the requeue run in one transaction.
+   * report and the requeue run in one transaction. Rows of any other state cannot be requeued: an
+   * IllegalTransitionError, before any statement runs.
    */
-  async requeueReport(from: 'failed' | 'abuse' | 'processing', options: RequeueOptions = {}): Promise<RequeueReport> {
+  async requeueReport(from: StatusName, options: RequeueOptions = {}): Promise<RequeueReport> {
+    const cause = requeueCause(from);
     const force = options.force === true;
     const leases = this.table.features.leases;
     const name = this.table.table;
-    if (from !== 'processing' && (force || options.leaseMs !== undefined)) throw new ConfigError('requeue: --force and --lease apply only to --status processing');
-    if (from === 'processing' && !leases) {
+    if (cause !== 'requeueProcessing' && (force || options.leaseMs !== undefined)) throw new ConfigError('requeue: --force and --lease apply only to --status processing');
+    if (cause === 'requeueProcessing' && !leases) {
       if (options.leaseMs !== undefined) throw new ConfigError(`requeue: table ${name} has no lease column (claimed_at), so there is no lease to judge its rows by`);
       if (!force) {
         throw new ConfigError(`requeue: table ${name} has no lease column, so statusq cannot tell a crashed worker's rows from running ones; stop every worker, then run again with --force`);
       }
     }
-    const leaseMs = from === 'processing' && leases && !force ? (options.leaseMs ?? DEFAULT_LEASE_MS) : null;
+    const leaseMs = cause === 'requeueProcessing' && leases && !force ? (options.leaseMs ?? DEFAULT_LEASE_MS) : null;
     if (leaseMs !== null && !(Number.isFinite(leaseMs) && leaseMs >= 0)) throw new ConfigError(`requeue: lease must be a non-negative number of milliseconds, got ${leaseMs}`);
     const ids = options.ids ? [...new Map(options.ids.map((id) => [String(id), id])).values()] : undefined;
     if (ids?.length === 0) return { requeued: 0, leaseMs, live: 0, notRequeued: [] };
 
     const statements = [];
     if (ids) statements.push(this.sql.statusOfIds(ids, leaseMs));
-    statements.push(from === 'processing' ? this.sql.requeueProcessing(ids, leaseMs) : this.sql.requeue(from, ids));
+    statements.push(cause === 'requeueProcessing' ? this.sql.requeueProcessing(ids, leaseMs) : this.sql.requeue(from, ids));
     if (leaseMs !== null && !ids) statements.push(this.sql.countWithStatus(this.table.codes.processing));
     const results = await this.apply(statements);
     const requeued = results[ids ? 1 : 0]!.affected;

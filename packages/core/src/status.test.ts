@@ -2,9 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, IllegalTransitionError } from './errors.js';
 import {
   DEFAULT_STATUS_CODES,
+  REQUEUE_SOURCES,
+  STATUS_NAMES,
   TRANSITIONS,
   assertTransition,
   isLegalTransition,
+  isStatusName,
+  requeueCause,
   resolveStatusCodes,
   sourcesOf,
   statusCode,
@@ -18,6 +22,7 @@ const STATES: StatusName[] = ['pending', 'processing', 'done', 'abuse', 'failed'
 /** The design's legal moves, written out independently of TRANSITIONS. */
 const LEGAL = new Set([
   'claim:pending>processing',
+  'heartbeat:processing>processing',
   'complete:processing>done',
   'giveUp:processing>failed',
   'abuse:pending>abuse',
@@ -30,6 +35,7 @@ const LEGAL = new Set([
   'ownerDied:processing>failed',
   'requeue:failed>pending',
   'requeue:abuse>pending',
+  'requeueProcessing:processing>pending',
 ]);
 
 describe('status transition table', () => {
@@ -38,7 +44,8 @@ describe('status transition table', () => {
   it('has exactly the legal moves of the design, and no others', () => {
     const actual = new Set(causes.flatMap((cause) => TRANSITIONS[cause].map(([from, to]) => `${cause}:${from}>${to}`)));
     expect(actual).toEqual(LEGAL);
-    expect(causes.sort()).toEqual(['abuse', 'claim', 'complete', 'giveUp', 'leaseExpired', 'ownerDied', 'release', 'requeue', 'retry']);
+    expect([...causes].sort()).toEqual(['abuse', 'claim', 'complete', 'giveUp', 'heartbeat', 'leaseExpired', 'ownerDied', 'release', 'requeue', 'requeueProcessing', 'retry']);
+    expect(STATUS_NAMES).toEqual(STATES);
   });
 
   it('isLegalTransition and assertTransition agree with it for every (cause, from, to)', () => {
@@ -63,19 +70,57 @@ describe('status transition table', () => {
         }
       }
     }
+    // claim, heartbeat, complete, giveUp, 2x abuse, retry, release, 2x ownerDied, 2x leaseExpired, 2x requeue, requeueProcessing
+    expect(causes.reduce((n, cause) => n + TRANSITIONS[cause].length, 0)).toBe(15);
+    for (const [from, to, cause] of [
+      ['done', 'pending', 'requeue'],
+      ['done', 'pending', 'requeueProcessing'],
+      ['pending', 'done', 'complete'],
+      ['pending', 'pending', 'retry'],
+      ['processing', 'processing', 'claim'],
+      ['pending', 'processing', 'heartbeat'],
+      ['failed', 'processing', 'claim'],
+    ] as const) {
+      expect(() => assertTransition(from, to, cause)).toThrow(IllegalTransitionError);
+    }
   });
 
-  it('never lets a row leave done, and never moves a row to processing except by a claim of a pending row', () => {
+  it('never lets a row leave done, and never moves a row into processing except by a claim of a pending row (a heartbeat keeps it there)', () => {
     for (const cause of causes) {
       for (const to of STATES) expect(isLegalTransition('done', to, cause)).toBe(false);
-      for (const from of STATES) expect(isLegalTransition(from, 'processing', cause)).toBe(cause === 'claim' && from === 'pending');
+      for (const from of STATES) {
+        const legal = (cause === 'claim' && from === 'pending') || (cause === 'heartbeat' && from === 'processing');
+        expect(isLegalTransition(from, 'processing', cause), `${cause}:${from}>processing`).toBe(legal);
+      }
     }
+  });
+
+  it('requeueCause names the requeue of failed, abuse and processing rows and refuses every other state', () => {
+    expect(REQUEUE_SOURCES).toEqual(['failed', 'abuse', 'processing']);
+    expect(requeueCause('failed')).toBe('requeue');
+    expect(requeueCause('abuse')).toBe('requeue');
+    expect(requeueCause('processing')).toBe('requeueProcessing');
+    for (const from of ['done', 'pending'] as const) {
+      let thrown: unknown;
+      try {
+        requeueCause(from);
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(IllegalTransitionError);
+      expect(thrown).toMatchObject({ from, to: 'pending', code: 'ILLEGAL_TRANSITION' });
+      expect((thrown as Error).message).toBe(`illegal status transition ${from} -> pending (requeue): only failed, abuse or processing rows can be requeued`);
+    }
+    expect(isStatusName('done')).toBe(true);
+    expect(isStatusName('stuck')).toBe(false);
   });
 
   it('sourcesOf gives the guard states of each cause, optionally narrowed by target', () => {
     expect(sourcesOf('claim')).toEqual(['pending']);
     expect(sourcesOf('abuse')).toEqual(['pending', 'processing']);
     expect(sourcesOf('requeue')).toEqual(['failed', 'abuse']);
+    expect(sourcesOf('requeueProcessing')).toEqual(['processing']);
+    expect(sourcesOf('heartbeat')).toEqual(['processing']);
     expect(sourcesOf('leaseExpired')).toEqual(['processing']);
     expect(sourcesOf('leaseExpired', 'failed')).toEqual(['processing']);
     expect(sourcesOf('complete', 'failed')).toEqual([]);

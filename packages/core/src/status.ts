@@ -32,11 +32,13 @@ export function resolveStatusCodes(partial: Partial<StatusCodes> | undefined): S
 }
 
 /**
- * Why a status changes. Each cause is one guarded UPDATE in `transition-sql.ts`; this table is the only
- * place that says which causes may move a row from which state to which.
+ * Why a guarded UPDATE touches a row. Each cause is one guarded UPDATE in `transition-sql.ts`, whose WHERE
+ * is built from this table's source states (`sourcesOf`): this table is the only place that says which
+ * causes may move a row from which state to which.
  */
 export type TransitionCause =
   | 'claim' // a worker takes a pending row
+  | 'heartbeat' // the holder extends its lease; the status stays, but the guard is a state like any other
   | 'complete' // the handler returned
   | 'giveUp' // the handler failed for good (or threw with no retries left)
   | 'abuse' // a business rule judged the row abusive (from pending or while processing)
@@ -44,10 +46,12 @@ export type TransitionCause =
   | 'release' // a draining worker hands an unfinished claim back without counting an attempt
   | 'leaseExpired' // the reaper found a claim whose lease ran out (to pending, or failed when attempts are used up)
   | 'ownerDied' // the launcher saw the worker process holding the claim die while its handler ran (as leaseExpired, at once)
-  | 'requeue'; // an operator sends failed or abuse rows back to pending
+  | 'requeue' // an operator sends failed or abuse rows back to pending (attempts start over)
+  | 'requeueProcessing'; // an operator sends rows stuck in processing back to pending (the attempt counts)
 
 export const TRANSITIONS: Readonly<Record<TransitionCause, ReadonlyArray<readonly [StatusName, StatusName]>>> = {
   claim: [['pending', 'processing']],
+  heartbeat: [['processing', 'processing']],
   complete: [['processing', 'done']],
   giveUp: [['processing', 'failed']],
   abuse: [
@@ -68,6 +72,7 @@ export const TRANSITIONS: Readonly<Record<TransitionCause, ReadonlyArray<readonl
     ['failed', 'pending'],
     ['abuse', 'pending'],
   ],
+  requeueProcessing: [['processing', 'pending']],
 };
 
 export function isLegalTransition(from: StatusName, to: StatusName, cause: TransitionCause): boolean {
@@ -77,6 +82,28 @@ export function isLegalTransition(from: StatusName, to: StatusName, cause: Trans
 /** Throws IllegalTransitionError unless `cause` may move a row from `from` to `to`. */
 export function assertTransition(from: StatusName, to: StatusName, cause: TransitionCause): void {
   if (!isLegalTransition(from, to, cause)) throw new IllegalTransitionError(from, to, cause);
+}
+
+/** The operator's requeue causes: each sends rows of its own source states back to pending. */
+const REQUEUE_CAUSES = ['requeue', 'requeueProcessing'] as const satisfies readonly TransitionCause[];
+
+/** The states an operator may requeue rows from, in the table's order. */
+export const REQUEUE_SOURCES: readonly StatusName[] = Object.freeze(REQUEUE_CAUSES.flatMap((cause) => sourcesOf(cause, 'pending')));
+
+/**
+ * The cause of an operator's requeue of `from` rows. Throws IllegalTransitionError when no requeue may
+ * move such a row (done is final; pending is where requeue sends rows), before any statement is built.
+ */
+export function requeueCause(from: StatusName): (typeof REQUEUE_CAUSES)[number] {
+  const cause = REQUEUE_CAUSES.find((c) => isLegalTransition(from, 'pending', c));
+  if (cause) return cause;
+  throw new IllegalTransitionError(from, 'pending', 'requeue', `only ${REQUEUE_SOURCES.slice(0, -1).join(', ')} or ${REQUEUE_SOURCES.at(-1)} rows can be requeued`);
+}
+
+export const STATUS_NAMES: readonly StatusName[] = Object.freeze(['pending', 'processing', 'done', 'abuse', 'failed']);
+
+export function isStatusName(value: string): value is StatusName {
+  return (STATUS_NAMES as readonly string[]).includes(value);
 }
 
 /** The states a cause may start from: the guard of its UPDATE. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { IllegalTransitionError } from './errors.js';
 import type { SqlDialect, Statement } from './store.js';
 import { resolveTable, type ColumnInfo, type TableConfig } from './table.js';
 import { MAX_ERROR_LENGTH, Params, TransitionSql, truncateError } from './transition-sql.js';
@@ -121,6 +122,15 @@ describe('TransitionSql guards', () => {
     expect(sql.requeue('abuse', undefined).sql).toMatch(/WHERE "status" = 2$/);
     expect(sql.retry(1, 'tok', 'x', 0).sql).toMatch(/^UPDATE "jobs" SET "status" = NULL, "attempt_count" = COALESCE\("attempt_count", 0\) \+ 1/);
     expect(sql.release(1, 'tok').sql).not.toMatch(/attempt_count/);
+    expect(sql.heartbeat(1, 'tok').sql).toMatch(/^UPDATE "jobs" SET "claimed_at" = NOW_MS WHERE "id" = \$1 AND "status" = 9 AND "worker_id" = \$2$/);
+    expect(sql.requeueProcessing(undefined).sql).toMatch(/WHERE "status" = 9$/);
+    expect(sql.requeueProcessing(undefined, 1000).sql).toMatch(/WHERE "status" = 9 AND \("claimed_at" IS NULL OR "claimed_at" < \(NOW_MS \+ \$2\)\)$/);
+  });
+
+  it('refuses to build a named move the state machine does not allow, rather than a guard that matches nothing', () => {
+    expect(() => sql.requeue('done', undefined)).toThrow(IllegalTransitionError);
+    expect(() => sql.requeue('processing', undefined)).toThrow(/illegal status transition processing -> pending \(requeue\)/);
+    expect(() => sql.abuse(1, null, 'x', 'failed' as 'pending')).toThrow(IllegalTransitionError);
   });
 
   it('uses remapped status codes', () => {

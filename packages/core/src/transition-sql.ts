@@ -2,9 +2,10 @@
  * Every statement that changes a job's status, built once for all dialects. Each UPDATE is guarded by the
  * status it expects (and by the claim token when the table has a worker-id column): the affected-row count
  * says whether the transition happened, so a second worker, a late settle or a reaped lease changes nothing.
- * The legal moves are in status.ts; each builder here names the cause it implements.
+ * The legal moves are in status.ts; each builder here names the cause it implements and takes its status
+ * guard from there (`guard`), so no builder writes a status condition of its own.
  */
-import { sourcesOf, statusCode, type StatusName, type TransitionCause } from './status.js';
+import { assertTransition, sourcesOf, statusCode, type StatusName, type TransitionCause } from './status.js';
 import type { JobId, SqlDialect, SqlValue, Statement } from './store.js';
 import { columnOverflow, type ColumnLimit, type ResolvedTable } from './table.js';
 
@@ -82,13 +83,24 @@ export class TransitionSql {
     this.q = quoteTable(table, dialect);
   }
 
-  /** `status = <code>` or `status IS NULL` for the states `cause` may start from. */
-  private guard(cause: TransitionCause, to?: StatusName, from?: StatusName): string {
-    const conditions = sourcesOf(cause, to).filter((name) => from === undefined || name === from).map((name) => {
-      const code = statusCode(name, this.table.codes);
-      return code === null ? `${this.q.status} IS NULL` : `${this.q.status} = ${code}`;
-    });
+  /**
+   * `status = <code>` or `status IS NULL` for the states `cause` may start from. A builder asked for one
+   * named move (`only`) gets IllegalTransitionError for a move the table does not allow, never a guard
+   * that matches nothing.
+   */
+  private guard(cause: TransitionCause, only?: readonly [from: StatusName, to: StatusName]): string {
+    if (only) assertTransition(only[0], only[1], cause);
+    const conditions = (only ? [only[0]] : sourcesOf(cause)).map((name) => this.statusIs(name));
     return conditions.length === 1 ? conditions[0]! : `(${conditions.join(' OR ')})`;
+  }
+
+  /** The status column holds `name` (pending is NULL). */
+  private statusIs(name: StatusName): string {
+    return this.statusHolds(statusCode(name, this.table.codes));
+  }
+
+  private statusHolds(code: number | null): string {
+    return code === null ? `${this.q.status} IS NULL` : `${this.q.status} = ${code}`;
   }
 
   private tokenGuard(p: Params, token: string | null): string {
@@ -99,9 +111,9 @@ export class TransitionSql {
     return `COALESCE(${this.q.attemptCount}, 0) + 1`;
   }
 
-  /** Pending and due: NULL status, and no retry scheduled for later. */
+  /** Claimable (pending) and due: no retry scheduled for later. */
   dueCondition(): string {
-    const pending = `${this.q.status} IS NULL`;
+    const pending = this.guard('claim');
     if (!this.q.nextAttemptAt) return pending;
     return `${pending} AND (${this.q.nextAttemptAt} IS NULL OR ${this.q.nextAttemptAt} <= ${this.dialect.now})`;
   }
@@ -179,7 +191,7 @@ export class TransitionSql {
    */
   completedUnder(ids: readonly JobId[], token: string): Statement {
     const p = new Params(this.dialect);
-    const sql = `SELECT ${this.q.id} AS id FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])}) AND ${this.q.status} = ${this.table.codes.done}${this.tokenGuard(p, token)}`;
+    const sql = `SELECT ${this.q.id} AS id FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])}) AND ${this.statusIs('done')}${this.tokenGuard(p, token)}`;
     return { sql, params: p.values };
   }
 
@@ -199,8 +211,8 @@ export class TransitionSql {
     const sets = [`${this.q.status} = ${this.table.codes.abuse}`];
     if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason, this.table.limits.lastError))}`);
     if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
-    if (from === 'processing') return this.guardedUpdate(p, sets, id, token, 'abuse', 'processing');
-    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${this.q.id} = ${p.add(id as SqlValue)} AND ${this.guard('abuse', 'abuse', 'pending')}`, params: p.values };
+    if (from === 'processing') return this.guardedUpdate(p, sets, id, token, 'abuse', [from, 'abuse']);
+    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${this.q.id} = ${p.add(id as SqlValue)} AND ${this.guard('abuse', [from, 'abuse'])}`, params: p.values };
   }
 
   /**
@@ -221,20 +233,17 @@ export class TransitionSql {
     return this.guardedUpdate(p, [`${this.q.status} = NULL`], id, token, 'release');
   }
 
-  /** Extends the lease of a claim this token still holds. */
+  /** heartbeat: extends the lease of a claim this token still holds. */
   heartbeat(id: JobId, token: string | null): Statement {
-    const p = new Params(this.dialect);
-    const idParam = p.add(id as SqlValue);
-    const sql = `UPDATE ${this.q.table} SET ${this.q.claimedAt} = ${this.dialect.now} WHERE ${this.q.id} = ${idParam} AND ${this.q.status} = ${this.table.codes.processing}${this.tokenGuard(p, token)}`;
-    return { sql, params: p.values };
+    return this.guardedUpdate(new Params(this.dialect), [`${this.q.claimedAt} = ${this.dialect.now}`], id, token, 'heartbeat');
   }
 
-  /** An UPDATE of one row guarded by the states `cause` may start from (narrowed to `from`) and the token. */
-  private guardedUpdate(p: Params, sets: string[], id: JobId, token: string | null, cause: TransitionCause, from?: StatusName): Statement {
+  /** An UPDATE of one row guarded by the states `cause` may start from (or its one move `only`) and the token. */
+  private guardedUpdate(p: Params, sets: string[], id: JobId, token: string | null, cause: TransitionCause, only?: readonly [StatusName, StatusName]): Statement {
     const setSql = sets.join(', ');
     // Placeholders may be positional (`?`), so parameters are added in the order they appear in the text.
     const idParam = p.add(id as SqlValue);
-    const sql = `UPDATE ${this.q.table} SET ${setSql} WHERE ${this.q.id} = ${idParam} AND ${this.guard(cause, undefined, from)}${this.tokenGuard(p, token)}`;
+    const sql = `UPDATE ${this.q.table} SET ${setSql} WHERE ${this.q.id} = ${idParam} AND ${this.guard(cause, only)}${this.tokenGuard(p, token)}`;
     return { sql, params: p.values };
   }
 
@@ -289,24 +298,27 @@ export class TransitionSql {
     return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${this.leaseExpired(p, leaseMs)} LIMIT 1`, params: p.values };
   }
 
-  /** A processing row whose claim is older than the lease, or has no claim time at all. */
-  private leaseExpired(p: Params, leaseMs: number): string {
-    return `${this.guard('leaseExpired')} AND (${this.q.claimedAt} IS NULL OR ${this.q.claimedAt} < ${this.dialect.nowPlusMs(p.add(-leaseMs))})`;
+  /**
+   * A row `cause` may take (processing, for the reaper and the operator's requeue alike) whose claim is
+   * older than the lease, or has no claim time at all.
+   */
+  private leaseExpired(p: Params, leaseMs: number, cause: TransitionCause = 'leaseExpired'): string {
+    return `${this.guard(cause)} AND (${this.q.claimedAt} IS NULL OR ${this.q.claimedAt} < ${this.dialect.nowPlusMs(p.add(-leaseMs))})`;
   }
 
   /** requeue (failed or abuse -> pending) by an operator; attempts start over. */
-  requeue(from: 'failed' | 'abuse', ids: readonly JobId[] | undefined): Statement {
+  requeue(from: StatusName, ids: readonly JobId[] | undefined): Statement {
     const p = new Params(this.dialect);
     const sets = [`${this.q.status} = NULL`];
     if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = 0`);
     if (this.q.nextAttemptAt) sets.push(`${this.q.nextAttemptAt} = NULL`);
-    let where = `${this.q.status} = ${this.table.codes[from]}`;
+    let where = this.guard('requeue', [from, 'pending']);
     if (ids) where += ` AND ${this.q.id} IN (${p.list(ids as SqlValue[])})`;
     return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
   }
 
   /**
-   * Operator requeue of rows in processing. With `leaseMs` (a table with leases) only claims whose lease ran
+   * requeueProcessing: operator requeue of rows in processing. With `leaseMs` (a table with leases) only claims whose lease ran
    * out, by the reaper's own leaseExpired condition; with null every processing row (an operator who stopped
    * every worker, or a status-only table). As with the reaper the interrupted attempt counts and the reason
    * is kept; unlike it the row always goes back to pending, never to failed: the operator asked for it back,
@@ -318,7 +330,7 @@ export class TransitionSql {
     const sets = [`${this.q.status} = NULL`];
     if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
     if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
-    let where = leaseMs !== null && this.q.claimedAt ? this.leaseExpired(p, leaseMs) : `${this.q.status} = ${this.table.codes.processing}`;
+    let where = leaseMs !== null && this.q.claimedAt ? this.leaseExpired(p, leaseMs, 'requeueProcessing') : this.guard('requeueProcessing');
     if (ids) where += ` AND ${this.q.id} IN (${p.list(ids as SqlValue[])})`;
     return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
   }
@@ -330,7 +342,7 @@ export class TransitionSql {
   statusOfIds(ids: readonly JobId[], leaseMs: number | null): Statement {
     const p = new Params(this.dialect);
     let what = `${this.q.id} AS id, ${this.q.status} AS status`;
-    if (leaseMs !== null && this.q.claimedAt) what += `, CASE WHEN ${this.leaseExpired(p, leaseMs)} THEN 1 ELSE 0 END AS expired`;
+    if (leaseMs !== null && this.q.claimedAt) what += `, CASE WHEN ${this.leaseExpired(p, leaseMs, 'requeueProcessing')} THEN 1 ELSE 0 END AS expired`;
     return { sql: `SELECT ${what} FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])})`, params: p.values };
   }
 
@@ -345,8 +357,7 @@ export class TransitionSql {
 
   /** Whether any row is pending (due or scheduled) or, optionally, processing; cheap on the pending index. */
   anyRowWithStatus(code: number | null): Statement {
-    const where = code === null ? `${this.q.status} IS NULL` : `${this.q.status} = ${code}`;
-    return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${where} LIMIT 1`, params: [] };
+    return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${this.statusHolds(code)} LIMIT 1`, params: [] };
   }
 
   insert(row: Record<string, SqlValue>): Statement {
