@@ -57,24 +57,43 @@ export function emptyWorkerCounters(): WorkerCounters {
   return { claimCalls: 0, emptyClaims: 0, claimed: 0, lostClaims: 0, completed: 0, failed: 0, retried: 0, abused: 0, claimLost: 0, released: 0, timedOut: 0 };
 }
 
+/**
+ * Where one claimed job stands, and so who decides its row's fate.
+ * - `claimed`: in flight, no user code has run yet (a process that dies now never ran it: see unstartedClaims).
+ * - `running`: the abuse rule or the handler has started; the heartbeat keeps the lease.
+ * - `settling`: its own settle is submitted (a heartbeat that then finds the row gone is not a lost claim).
+ *   It stays here when that settle fails: the row is left to the lease or the operator.
+ * - `done`: its own settle came back (applied, or the claim found lost at settle).
+ * The rest mean the row's fate was taken out of the job's hands, so its own settle is skipped:
+ * - `lost`: a heartbeat found the claim gone (lease taken over).
+ * - `handedBack`: a stop past its timeout aborted it and released the claim.
+ * - `settledStuck`: it outlived its timeout's grace; the run settles it as a failed attempt before ending.
+ */
+type JobState = 'claimed' | 'running' | 'settling' | 'done' | 'lost' | 'handedBack' | 'settledStuck';
+
 interface InFlight {
   job: Job;
   token: string | null;
+  state: JobState;
   /** Made only when the handler reads ctx.signal: most never do, and an AbortController per job costs. */
   controller: AbortController | null;
   abortReason: Error | null;
-  /** Set once the claim is known lost or handed back; the job's own settle is then skipped. */
-  settled: boolean;
-  /** Set when the job's settle is submitted: a heartbeat that then finds the row gone is not a lost claim. */
-  settling: boolean;
   /** The job timeout's timer (then the grace timer), while one is armed. */
   timer: NodeJS.Timeout | null;
   /** The job ran past jobTimeoutMs: whatever its handler does next, the attempt failed. */
   timedOut: boolean;
   /** Still running past the timeout's grace: it no longer holds up a drain, and the run ends to recycle the process. */
   stuck: boolean;
-  /** Set just before user code (the abuse rule, then the handler) first runs for this claim. */
-  started: boolean;
+}
+
+/** Claimed and not yet settling: the lease is ours to renew, and a timeout or a lost lease still changes the outcome. */
+function beforeSettle(flight: InFlight): boolean {
+  return flight.state === 'claimed' || flight.state === 'running';
+}
+
+/** Nobody has decided the row's fate yet, or its own settle did not get through: a stop may still hand it back. */
+function undecided(flight: InFlight): boolean {
+  return beforeSettle(flight) || flight.state === 'settling';
 }
 
 type Outcome =
@@ -127,7 +146,7 @@ export class Worker extends TypedEmitter {
     this.workerId = this.settings.workerId;
     this.settler = new Settler(queue, this.settings.settleBatch, (error) => this.emit('error', { error, during: 'settle' }));
     this.leases = new LeaseKeeper<InFlight>(queue, this.settings, {
-      held: () => [...this.inFlight].filter((f) => !f.settled && !f.settling),
+      held: () => [...this.inFlight].filter(beforeSettle),
       lost: (flight) => this.heartbeatLost(flight),
       reaped: (count) => this.emit('reaped', { count }),
       error: (error, during) => this.emit('error', { error, during }),
@@ -181,7 +200,7 @@ export class Worker extends TypedEmitter {
    * ran, and its launcher hands them back at no cost (see Queue.recoverDeadWorker).
    */
   unstartedClaims(): Array<{ id: JobId; token: string | null }> {
-    return [...this.inFlight].filter((f) => !f.started && !f.settled).map((f) => ({ id: f.job.id, token: f.token }));
+    return [...this.inFlight].filter((f) => f.state === 'claimed').map((f) => ({ id: f.job.id, token: f.token }));
   }
 
   get activeJobs(): number {
@@ -285,7 +304,7 @@ export class Worker extends TypedEmitter {
    * first synchronous step leaves the rest listed as claimed but not started (see unstartedClaims).
    */
   private start(jobs: readonly Job[], token: string | null): void {
-    const flights = jobs.map((job): InFlight => ({ job, token, controller: null, abortReason: null, settled: false, settling: false, timer: null, timedOut: false, stuck: false, started: false }));
+    const flights = jobs.map((job): InFlight => ({ job, token, state: 'claimed', controller: null, abortReason: null, timer: null, timedOut: false, stuck: false }));
     for (const flight of flights) this.inFlight.add(flight);
     for (const flight of flights) {
       if (this.settings.jobTimeoutMs !== null) flight.timer = setTimeout(() => this.timeOut(flight), this.settings.jobTimeoutMs);
@@ -299,10 +318,11 @@ export class Worker extends TypedEmitter {
   private async execute(flight: InFlight): Promise<void> {
     let outcome = await this.decide(flight);
     if (flight.timer) clearTimeout(flight.timer);
-    if (flight.settled) return;
+    // Lost, handed back or settled as stuck while the handler ran: that already decided the row.
+    if (flight.state !== 'running') return;
     if (flight.timedOut) outcome = this.failure(flight.job, flight.abortReason);
     const { job } = flight;
-    flight.settling = true;
+    flight.state = 'settling';
     let applied: boolean;
     try {
       applied = await this.submitSettle(flight, outcome);
@@ -321,7 +341,7 @@ export class Worker extends TypedEmitter {
         return this.settleFailed(job, error);
       }
     }
-    flight.settled = true;
+    if (flight.state === 'settling') flight.state = 'done';
     if (!applied) {
       this.counters.claimLost++;
       this.emit('claim-lost', { job, during: 'settle' });
@@ -402,7 +422,7 @@ export class Worker extends TypedEmitter {
       },
       workerId: this.workerId,
     };
-    flight.started = true;
+    if (flight.state === 'claimed') flight.state = 'running';
     try {
       if (this.options.isAbuse && (await this.options.isAbuse(job.row))) return { kind: 'abuse', reason: 'isAbuse rule' };
       const result = await this.options.handler(job, ctx);
@@ -443,15 +463,15 @@ export class Worker extends TypedEmitter {
   }
 
   private heartbeatLost(flight: InFlight): void {
-    if (flight.settled || flight.settling || !this.inFlight.has(flight)) return;
-    flight.settled = true;
+    if (!beforeSettle(flight) || !this.inFlight.has(flight)) return;
+    flight.state = 'lost';
     abortFlight(flight, new Error('claim lost: lease taken over'));
     this.counters.claimLost++;
     this.emit('claim-lost', { job: flight.job, during: 'heartbeat' });
   }
 
   private timeOut(flight: InFlight): void {
-    if (flight.settled || flight.settling) return;
+    if (!beforeSettle(flight)) return;
     flight.timedOut = true;
     this.counters.timedOut++;
     abortFlight(flight, new JobTimeoutError(`job ran past its timeout of ${this.settings.jobTimeoutMs} ms`));
@@ -461,7 +481,7 @@ export class Worker extends TypedEmitter {
   /** The handler ignored its abort: the process must be recycled to end it, so this run winds down. */
   private markStuck(flight: InFlight): void {
     flight.timer = null;
-    if (flight.settled || flight.settling) return;
+    if (!beforeSettle(flight)) return;
     flight.stuck = true;
     this.emit('error', {
       error: new JobTimeoutError(
@@ -480,8 +500,8 @@ export class Worker extends TypedEmitter {
    * ours until now; from the commit on, the row may run elsewhere, so the caller must end the process.
    */
   private async settleStuck(): Promise<void> {
-    for (const flight of [...this.inFlight].filter((f) => f.stuck && !f.settled)) {
-      flight.settled = true;
+    for (const flight of [...this.inFlight].filter((f) => f.stuck && undecided(f))) {
+      flight.state = 'settledStuck';
       const outcome = this.failure(flight.job, new JobTimeoutError(`job ran past its timeout of ${this.settings.jobTimeoutMs} ms and ignored the abort`));
       const statement = outcome.kind === 'retry' ? this.queue.sql.retry(flight.job.id, flight.token, outcome.reason, outcome.delayMs) : this.queue.sql.giveUp(flight.job.id, flight.token, outcome.reason);
       try {
@@ -499,9 +519,9 @@ export class Worker extends TypedEmitter {
    * whatever the database does (an unconfirmed hand-back leaves the row to its lease).
    */
   private async handBack(): Promise<{ handedBack: number; abandoned: number }> {
-    const flights = [...this.inFlight].filter((f) => !f.settled);
+    const flights = [...this.inFlight].filter(undecided);
     for (const flight of flights) {
-      flight.settled = true;
+      flight.state = 'handedBack';
       if (flight.timer) clearTimeout(flight.timer);
       abortFlight(flight, new Error('worker stopped'));
     }
