@@ -1,13 +1,20 @@
-import { ConfigError, HandlerResultError, JobTimeoutError, describeError, isRetryableStoreError } from './errors.js';
+/*
+ * The worker loop and what shares its per-process state (the jobs in flight, the stop and drain flags, the
+ * wake-ups): claiming, settling, job timeouts, stop with hand-back and the drain check. It stays over 350
+ * lines because each of those reads and changes that state, and apart they would pass all of it around. The
+ * parts with one job each live beside it: options (worker-options.ts), one job's state and outcome
+ * (job-run.ts), grouped settles (settler.ts), lease heartbeat and reaper (lease-keeper.ts).
+ */
+import { ConfigError, JobTimeoutError, describeError, isRetryableStoreError } from './errors.js';
 import { TypedEmitter } from './events.js';
-import { SettleDirective, type Job, type JobContext } from './handler.js';
+import type { Job } from './handler.js';
 import { Queue } from './queue.js';
+import { JobOutcomes, abortFlight, beforeSettle, undecided, type InFlight, type Outcome } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { Settler } from './settler.js';
 import { defaultWorkerId, nonNegative, resolveWorkerOptions, type WorkerOptions, type WorkerSettings } from './worker-options.js';
 import { backoffDelay, sleep, withStoreRetry } from './retry.js';
 import type { JobId, Row, Statement, Store } from './store.js';
-import { columnOverflow } from './table.js';
 
 // The option types and the default worker id keep their historical home in this module's exports.
 export { defaultWorkerId, type WorkerOptions };
@@ -57,56 +64,6 @@ export function emptyWorkerCounters(): WorkerCounters {
   return { claimCalls: 0, emptyClaims: 0, claimed: 0, lostClaims: 0, completed: 0, failed: 0, retried: 0, abused: 0, claimLost: 0, released: 0, timedOut: 0 };
 }
 
-/**
- * Where one claimed job stands, and so who decides its row's fate.
- * - `claimed`: in flight, no user code has run yet (a process that dies now never ran it: see unstartedClaims).
- * - `running`: the abuse rule or the handler has started; the heartbeat keeps the lease.
- * - `settling`: its own settle is submitted (a heartbeat that then finds the row gone is not a lost claim).
- *   It stays here when that settle fails: the row is left to the lease or the operator.
- * - `done`: its own settle came back (applied, or the claim found lost at settle).
- * The rest mean the row's fate was taken out of the job's hands, so its own settle is skipped:
- * - `lost`: a heartbeat found the claim gone (lease taken over).
- * - `handedBack`: a stop past its timeout aborted it and released the claim.
- * - `settledStuck`: it outlived its timeout's grace; the run settles it as a failed attempt before ending.
- */
-type JobState = 'claimed' | 'running' | 'settling' | 'done' | 'lost' | 'handedBack' | 'settledStuck';
-
-interface InFlight {
-  job: Job;
-  token: string | null;
-  state: JobState;
-  /** Made only when the handler reads ctx.signal: most never do, and an AbortController per job costs. */
-  controller: AbortController | null;
-  abortReason: Error | null;
-  /** The job timeout's timer (then the grace timer), while one is armed. */
-  timer: NodeJS.Timeout | null;
-  /** The job ran past jobTimeoutMs: whatever its handler does next, the attempt failed. */
-  timedOut: boolean;
-  /** Still running past the timeout's grace: it no longer holds up a drain, and the run ends to recycle the process. */
-  stuck: boolean;
-}
-
-/** Claimed and not yet settling: the lease is ours to renew, and a timeout or a lost lease still changes the outcome. */
-function beforeSettle(flight: InFlight): boolean {
-  return flight.state === 'claimed' || flight.state === 'running';
-}
-
-/** Nobody has decided the row's fate yet, or its own settle did not get through: a stop may still hand it back. */
-function undecided(flight: InFlight): boolean {
-  return beforeSettle(flight) || flight.state === 'settling';
-}
-
-type Outcome =
-  | { kind: 'complete'; result: unknown; stored: string | null }
-  | { kind: 'abuse'; reason: string }
-  | { kind: 'giveUp'; reason: string }
-  | { kind: 'retry'; reason: string; delayMs: number };
-
-function abortFlight(flight: InFlight, reason: Error): void {
-  flight.abortReason = reason;
-  flight.controller?.abort(reason);
-}
-
 /** Consecutive non-retryable claim failures after which run() gives up and rejects. */
 const MAX_CONSECUTIVE_CLAIM_FAILURES = 5;
 
@@ -124,6 +81,7 @@ export class Worker extends TypedEmitter {
   private readonly inFlight = new Set<InFlight>();
   private readonly settler: Settler;
   private readonly leases: LeaseKeeper<InFlight>;
+  private readonly outcomes: JobOutcomes;
   private stopping = false;
   private stopReason: 'stop' | 'empty' | 'recycle' = 'stop';
   /** Set once a stop past its timeout handed the unfinished claims back: nothing waits for them any more. */
@@ -145,6 +103,7 @@ export class Worker extends TypedEmitter {
     this.maxAttempts = this.settings.maxAttempts;
     this.workerId = this.settings.workerId;
     this.settler = new Settler(queue, this.settings.settleBatch, (error) => this.emit('error', { error, during: 'settle' }));
+    this.outcomes = new JobOutcomes(queue, this.settings, options);
     this.leases = new LeaseKeeper<InFlight>(queue, this.settings, {
       held: () => [...this.inFlight].filter(beforeSettle),
       lost: (flight) => this.heartbeatLost(flight),
@@ -316,11 +275,11 @@ export class Worker extends TypedEmitter {
   }
 
   private async execute(flight: InFlight): Promise<void> {
-    let outcome = await this.decide(flight);
+    let outcome = await this.outcomes.decide(flight);
     if (flight.timer) clearTimeout(flight.timer);
     // Lost, handed back or settled as stuck while the handler ran: that already decided the row.
     if (flight.state !== 'running') return;
-    if (flight.timedOut) outcome = this.failure(flight.job, flight.abortReason);
+    if (flight.timedOut) outcome = this.outcomes.failure(flight.job, flight.abortReason);
     const { job } = flight;
     flight.state = 'settling';
     let applied: boolean;
@@ -401,67 +360,6 @@ export class Worker extends TypedEmitter {
     this.wake();
   }
 
-  /** Runs the abuse rule and the handler and turns whatever happens into one outcome. */
-  private async decide(flight: InFlight): Promise<Outcome> {
-    const { job } = flight;
-    let directive: SettleDirective | null = null;
-    const choose = (kind: SettleDirective['kind'], reason: string | undefined, fallback: string) => {
-      const chosen = new SettleDirective(kind, typeof reason === 'string' && reason.length > 0 ? reason : fallback);
-      directive ??= chosen;
-      return chosen;
-    };
-    const ctx: JobContext = {
-      abuse: (reason) => choose('abuse', reason, 'abuse'),
-      giveUp: (reason) => choose('giveUp', reason, 'gave up'),
-      get signal() {
-        if (!flight.controller) {
-          flight.controller = new AbortController();
-          if (flight.abortReason) flight.controller.abort(flight.abortReason);
-        }
-        return flight.controller.signal;
-      },
-      workerId: this.workerId,
-    };
-    if (flight.state === 'claimed') flight.state = 'running';
-    try {
-      if (this.options.isAbuse && (await this.options.isAbuse(job.row))) return { kind: 'abuse', reason: 'isAbuse rule' };
-      const result = await this.options.handler(job, ctx);
-      if (directive ?? result instanceof SettleDirective) return this.fromDirective(directive ?? (result as SettleDirective));
-      return { kind: 'complete', result, stored: this.storedResult(result) };
-    } catch (error) {
-      if (directive ?? error instanceof SettleDirective) return this.fromDirective(directive ?? (error as SettleDirective));
-      return this.failure(job, error);
-    }
-  }
-
-  private fromDirective(directive: SettleDirective): Outcome {
-    return directive.kind === 'abuse' ? { kind: 'abuse', reason: directive.reason } : { kind: 'giveUp', reason: directive.reason };
-  }
-
-  private storedResult(result: unknown): string | null {
-    if (!this.queue.table.columns.result || result === undefined) return null;
-    let text: string | null;
-    try {
-      text = JSON.stringify(result) ?? null;
-    } catch (error) {
-      throw new HandlerResultError(`handler result is not JSON-serialisable: ${describeError(error)}`, { cause: error });
-    }
-    // Checked before the UPDATE: a result the column cannot hold would fail this settle and every retry of it.
-    const overflow = text === null ? null : columnOverflow(text, this.queue.table.limits.result);
-    if (overflow !== null) throw new HandlerResultError(`handler result is too large to store: ${overflow}`);
-    return text;
-  }
-
-  private failure(job: Job, error: unknown): Extract<Outcome, { kind: 'giveUp' | 'retry' }> {
-    const reason = describeError(error);
-    const permanent = error instanceof HandlerResultError || (typeof error === 'object' && error !== null && (error as { retryable?: unknown }).retryable === false);
-    if (permanent || !this.queue.table.features.retries || job.attempt >= this.maxAttempts) return { kind: 'giveUp', reason };
-    const delayMs = this.queue.table.features.backoff
-      ? backoffDelay(job.attempt - 1, { baseMs: this.settings.retryDelayMs, maxMs: this.settings.maxRetryDelayMs, random: this.settings.random })
-      : 0;
-    return { kind: 'retry', reason, delayMs };
-  }
-
   private heartbeatLost(flight: InFlight): void {
     if (!beforeSettle(flight) || !this.inFlight.has(flight)) return;
     flight.state = 'lost';
@@ -502,7 +400,7 @@ export class Worker extends TypedEmitter {
   private async settleStuck(): Promise<void> {
     for (const flight of [...this.inFlight].filter((f) => f.stuck && undecided(f))) {
       flight.state = 'settledStuck';
-      const outcome = this.failure(flight.job, new JobTimeoutError(`job ran past its timeout of ${this.settings.jobTimeoutMs} ms and ignored the abort`));
+      const outcome = this.outcomes.failure(flight.job, new JobTimeoutError(`job ran past its timeout of ${this.settings.jobTimeoutMs} ms and ignored the abort`));
       const statement = outcome.kind === 'retry' ? this.queue.sql.retry(flight.job.id, flight.token, outcome.reason, outcome.delayMs) : this.queue.sql.giveUp(flight.job.id, flight.token, outcome.reason);
       try {
         const [result] = await withStoreRetry(() => this.queue.apply([statement]), { attempts: 10 });
