@@ -1,60 +1,23 @@
-import { hostname } from 'node:os';
-import { randomBytes } from 'node:crypto';
-import { ConfigError, HandlerResultError, JobTimeoutError, describeError, isRetryableStoreError } from './errors.js';
+/*
+ * The worker loop and what shares its per-process state (the jobs in flight, the stop and drain flags, the
+ * wake-ups): claiming, settling, job timeouts, stop with hand-back and the drain check. It stays over 350
+ * lines because each of those reads and changes that state, and apart they would pass all of it around. The
+ * parts with one job each live beside it: options (worker-options.ts), one job's state and outcome
+ * (job-run.ts), grouped settles (settler.ts), lease heartbeat and reaper (lease-keeper.ts).
+ */
+import { ConfigError, JobTimeoutError, describeError, isRetryableStoreError } from './errors.js';
 import { TypedEmitter } from './events.js';
-import { SettleDirective, type AbuseRule, type Handler, type Job, type JobContext } from './handler.js';
-import { DEFAULT_LEASE_MS, Queue } from './queue.js';
+import type { Job } from './handler.js';
+import { Queue } from './queue.js';
+import { JobOutcomes, abortFlight, beforeSettle, undecided, type InFlight, type Outcome } from './job-run.js';
+import { LeaseKeeper } from './lease-keeper.js';
+import { Settler } from './settler.js';
+import { defaultWorkerId, nonNegative, resolveWorkerOptions, type WorkerOptions, type WorkerSettings } from './worker-options.js';
 import { backoffDelay, sleep, withStoreRetry } from './retry.js';
-import { keyOf } from './claim.js';
-import type { ClaimStrategy, ExecResult, JobId, Row, Statement, Store } from './store.js';
-import { columnOverflow, type TableConfig } from './table.js';
+import type { JobId, Row, Statement, Store } from './store.js';
 
-export interface WorkerOptions {
-  store: Store;
-  table: TableConfig;
-  handler: Handler;
-  /** Business rule run on each claimed row before the handler; true settles the row to abuse (2). */
-  isAbuse?: AbuseRule | undefined;
-  /** Jobs run at once in this process. Default 4. */
-  concurrency?: number | undefined;
-  /** Rows claimed per claim call, at most the free slots. Default: the concurrency. */
-  batch?: number | undefined;
-  /** `native` (default) or the seed's portable `conditional-update`. */
-  strategy?: ClaimStrategy | undefined;
-  /** Attempts per job. Default 3 when the table has an attempt_count column, else 1 (the seed: failure is final). */
-  maxAttempts?: number | undefined;
-  /** First retry delay; it then doubles, with jitter. Default 1 s. Needs next_attempt_at to take effect. */
-  retryDelayMs?: number | undefined;
-  /** Cap on one retry delay. Default 1 h. */
-  maxRetryDelayMs?: number | undefined;
-  /** Lease length when the table has claimed_at. Default 5 min. */
-  leaseMs?: number | undefined;
-  /** Heartbeat period for running jobs. Default a third of the lease. */
-  heartbeatMs?: number | undefined;
-  /** How often this worker looks for expired leases. Default half the lease. */
-  reapIntervalMs?: number | undefined;
-  /** Idle polling starts at this delay and doubles up to pollMaxMs. Defaults 25 ms and 1 s. */
-  pollMinMs?: number | undefined;
-  pollMaxMs?: number | undefined;
-  /** Aging: rows older than this (by the order column) are claimed first, oldest first. Off by default. */
-  agingMs?: number | undefined;
-  /** Stop once no row is pending (due or scheduled), none is in flight here and, with leases, none is processing. */
-  exitWhenEmpty?: boolean | undefined;
-  /** Identifies this worker in claim tokens. Default host:pid:random. */
-  workerId?: string | undefined;
-  /** Most settles committed in one transaction. Default 200. */
-  settleBatch?: number | undefined;
-  /**
-   * Longest a handler may run. Past it ctx.signal aborts and the attempt counts as failed (retried while
-   * attempts remain). A handler that has not returned `jobTimeoutGraceMs` (default 5 s) after the abort is
-   * stuck: the worker stops claiming, lets its other jobs finish, settles the stuck row as a failed attempt and
-   * ends run() with reason `recycle`, so the process can exit and take the stuck handler with it. Off by default.
-   */
-  jobTimeoutMs?: number | undefined;
-  jobTimeoutGraceMs?: number | undefined;
-  /** Source of randomness for jitter (tests pin it). */
-  random?: (() => number) | undefined;
-}
+// The option types and the default worker id keep their historical home in this module's exports.
+export { defaultWorkerId, type WorkerOptions };
 
 /**
  * How a stop() ended. `drained`: every running job finished within the timeout. Otherwise the unfinished
@@ -76,9 +39,6 @@ export const HAND_BACK_DEADLINE_MS = 3_000;
  * deadline, then as long again for run() to see it. A process that must be gone (the CLI) exits by then.
  */
 export const STOP_MARGIN_MS = 2 * HAND_BACK_DEADLINE_MS;
-/** Longest timer Node can arm (about 24.8 days); longer ones fire at once. */
-const MAX_TIMER_MS = 2_147_483_647;
-
 export interface WorkerCounters {
   /**
    * Claim calls that returned, including those that found nothing (each one claim round trip or
@@ -104,57 +64,8 @@ export function emptyWorkerCounters(): WorkerCounters {
   return { claimCalls: 0, emptyClaims: 0, claimed: 0, lostClaims: 0, completed: 0, failed: 0, retried: 0, abused: 0, claimLost: 0, released: 0, timedOut: 0 };
 }
 
-interface InFlight {
-  job: Job;
-  token: string | null;
-  /** Made only when the handler reads ctx.signal: most never do, and an AbortController per job costs. */
-  controller: AbortController | null;
-  abortReason: Error | null;
-  /** Set once the claim is known lost or handed back; the job's own settle is then skipped. */
-  settled: boolean;
-  /** Set when the job's settle is submitted: a heartbeat that then finds the row gone is not a lost claim. */
-  settling: boolean;
-  /** The job timeout's timer (then the grace timer), while one is armed. */
-  timer: NodeJS.Timeout | null;
-  /** The job ran past jobTimeoutMs: whatever its handler does next, the attempt failed. */
-  timedOut: boolean;
-  /** Still running past the timeout's grace: it no longer holds up a drain, and the run ends to recycle the process. */
-  stuck: boolean;
-  /** Set just before user code (the abuse rule, then the handler) first runs for this claim. */
-  started: boolean;
-}
-
-type Outcome =
-  | { kind: 'complete'; result: unknown; stored: string | null }
-  | { kind: 'abuse'; reason: string }
-  | { kind: 'giveUp'; reason: string }
-  | { kind: 'retry'; reason: string; delayMs: number };
-
-function abortFlight(flight: InFlight, reason: Error): void {
-  flight.abortReason = reason;
-  flight.controller?.abort(reason);
-}
-
 /** Consecutive non-retryable claim failures after which run() gives up and rejects. */
 const MAX_CONSECUTIVE_CLAIM_FAILURES = 5;
-
-function positiveInteger(value: number | undefined, fallback: number, what: string, max = 10_000): number {
-  const n = value ?? fallback;
-  if (!Number.isSafeInteger(n) || n < 1 || n > max) throw new ConfigError(`${what} must be an integer from 1 to ${max}, got ${String(n)}`);
-  return n;
-}
-
-function nonNegative(value: number | undefined, fallback: number, what: string): number {
-  const n = value ?? fallback;
-  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || n > MAX_TIMER_MS) {
-    throw new ConfigError(`${what} must be a number of milliseconds from 0 to ${MAX_TIMER_MS} (about 24.8 days), got ${String(value)}`);
-  }
-  return n;
-}
-
-export function defaultWorkerId(): string {
-  return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
-}
 
 /**
  * Claims rows, runs the handler on each in up to `concurrency` slots, and settles every outcome with a
@@ -164,22 +75,13 @@ export function defaultWorkerId(): string {
 export class Worker extends TypedEmitter {
   readonly counters: WorkerCounters = emptyWorkerCounters();
   readonly workerId: string;
-  private readonly concurrency: number;
-  private readonly batch: number;
   /** Attempts per job, as configured or defaulted from the table. */
   readonly maxAttempts: number;
-  private readonly retryDelayMs: number;
-  private readonly maxRetryDelayMs: number;
-  private readonly leaseMs: number;
-  private readonly heartbeatMs: number;
-  private readonly reapIntervalMs: number;
-  private readonly pollMinMs: number;
-  private readonly pollMaxMs: number;
-  private readonly random: () => number;
+  private readonly settings: WorkerSettings;
   private readonly inFlight = new Set<InFlight>();
   private readonly settler: Settler;
-  private readonly jobTimeoutMs: number | null;
-  private readonly jobTimeoutGraceMs: number;
+  private readonly leases: LeaseKeeper<InFlight>;
+  private readonly outcomes: JobOutcomes;
   private stopping = false;
   private stopReason: 'stop' | 'empty' | 'recycle' = 'stop';
   /** Set once a stop past its timeout handed the unfinished claims back: nothing waits for them any more. */
@@ -191,42 +93,23 @@ export class Worker extends TypedEmitter {
   private readonly wakeWaiters = new Set<() => void>();
   private claimSequence = 0;
   private running: Promise<WorkerCounters> | null = null;
-  private timers: NodeJS.Timeout[] = [];
 
   private constructor(
     readonly queue: Queue,
     private readonly options: WorkerOptions,
   ) {
     super();
-    const features = queue.table.features;
-    this.concurrency = positiveInteger(options.concurrency, 4, 'concurrency');
-    this.batch = positiveInteger(options.batch, this.concurrency, 'batch', 10_000);
-    this.maxAttempts = positiveInteger(options.maxAttempts, features.retries ? 3 : 1, 'maxAttempts', 1_000_000);
-    if (this.maxAttempts > 1 && !features.retries) {
-      throw new ConfigError(`maxAttempts ${this.maxAttempts} needs an attempt counter: table ${queue.table.table} has no attempt_count column (statusq migrate --with retries)`);
-    }
-    this.retryDelayMs = nonNegative(options.retryDelayMs, 1000, 'retryDelay');
-    this.maxRetryDelayMs = nonNegative(options.maxRetryDelayMs, 3_600_000, 'maxRetryDelay');
-    if (options.leaseMs !== undefined && !features.leases) {
-      throw new ConfigError(`a lease needs a claim time: table ${queue.table.table} has no claimed_at column (statusq migrate --with leases)`);
-    }
-    this.leaseMs = nonNegative(options.leaseMs, DEFAULT_LEASE_MS, 'lease');
-    if (features.leases && this.leaseMs < 10) throw new ConfigError('lease must be at least 10 ms');
-    this.heartbeatMs = nonNegative(options.heartbeatMs, Math.max(5, Math.floor(this.leaseMs / 3)), 'heartbeat');
-    this.reapIntervalMs = nonNegative(options.reapIntervalMs, Math.max(5, Math.floor(this.leaseMs / 2)), 'reapInterval');
-    this.pollMinMs = nonNegative(options.pollMinMs, 25, 'pollMin');
-    this.pollMaxMs = Math.max(this.pollMinMs, nonNegative(options.pollMaxMs, 1000, 'pollMax'));
-    if (options.agingMs !== undefined) nonNegative(options.agingMs, 0, 'aging');
-    if (options.strategy !== undefined && options.strategy !== 'native' && options.strategy !== 'conditional-update') {
-      throw new ConfigError(`strategy must be "native" or "conditional-update", got ${JSON.stringify(options.strategy)}`);
-    }
-    this.jobTimeoutMs = options.jobTimeoutMs === undefined ? null : nonNegative(options.jobTimeoutMs, 0, 'jobTimeout');
-    if (this.jobTimeoutMs !== null && this.jobTimeoutMs < 1) throw new ConfigError('jobTimeout must be at least 1 ms');
-    this.jobTimeoutGraceMs = nonNegative(options.jobTimeoutGraceMs, 5_000, 'jobTimeoutGrace');
-    if (typeof options.handler !== 'function') throw new ConfigError('handler must be a function');
-    this.random = options.random ?? Math.random;
-    this.workerId = options.workerId ?? defaultWorkerId();
-    this.settler = new Settler(queue, positiveInteger(options.settleBatch, 200, 'settleBatch'), (error) => this.emit('error', { error, during: 'settle' }));
+    this.settings = resolveWorkerOptions(options, queue.table);
+    this.maxAttempts = this.settings.maxAttempts;
+    this.workerId = this.settings.workerId;
+    this.settler = new Settler(queue, this.settings.settleBatch, (error) => this.emit('error', { error, during: 'settle' }));
+    this.outcomes = new JobOutcomes(queue, this.settings, options);
+    this.leases = new LeaseKeeper<InFlight>(queue, this.settings, {
+      held: () => [...this.inFlight].filter(beforeSettle),
+      lost: (flight) => this.heartbeatLost(flight),
+      reaped: (count) => this.emit('reaped', { count }),
+      error: (error, during) => this.emit('error', { error, during }),
+    });
   }
 
   /** Validates options and the table (missing table or column: SchemaError) before any row is touched. */
@@ -276,7 +159,7 @@ export class Worker extends TypedEmitter {
    * ran, and its launcher hands them back at no cost (see Queue.recoverDeadWorker).
    */
   unstartedClaims(): Array<{ id: JobId; token: string | null }> {
-    return [...this.inFlight].filter((f) => !f.started && !f.settled).map((f) => ({ id: f.job.id, token: f.token }));
+    return [...this.inFlight].filter((f) => f.state === 'claimed').map((f) => ({ id: f.job.id, token: f.token }));
   }
 
   get activeJobs(): number {
@@ -286,22 +169,20 @@ export class Worker extends TypedEmitter {
   private async loop(): Promise<WorkerCounters> {
     const features = this.queue.table.features;
     if (features.leases) {
-      await this.reap();
-      this.every(this.reapIntervalMs, () => this.reap());
-      this.every(this.heartbeatMs, () => this.heartbeat());
+      await this.leases.start();
     }
     let idleStep = 0;
     let failedClaims = 0;
     try {
       while (!this.stopping) {
-        const free = this.concurrency - this.inFlight.size;
+        const free = this.settings.concurrency - this.inFlight.size;
         if (free <= 0) {
-          await this.waitForWake(this.pollMaxMs);
+          await this.waitForWake(this.settings.pollMaxMs);
           continue;
         }
         let rows: Row[];
         try {
-          rows = await this.claim(Math.min(this.batch, free));
+          rows = await this.claim(Math.min(this.settings.batch, free));
           failedClaims = 0;
         } catch (error) {
           this.emit('error', { error, during: 'claim' });
@@ -311,7 +192,7 @@ export class Worker extends TypedEmitter {
             this.fatal ??= error;
             break;
           }
-          await this.waitForWake(backoffDelay(idleStep++, { baseMs: this.pollMinMs, maxMs: this.pollMaxMs, random: this.random }));
+          await this.waitForWake(backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random }));
           continue;
         }
         if (rows.length > 0) {
@@ -322,7 +203,7 @@ export class Worker extends TypedEmitter {
           this.stopReason = 'empty';
           break;
         }
-        const delay = backoffDelay(idleStep++, { baseMs: this.pollMinMs, maxMs: this.pollMaxMs, random: this.random });
+        const delay = backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random });
         if (this.queue.store.waitForWork && this.inFlight.size === 0) await this.waitForWorkOrWake(this.queue.store.waitForWork.bind(this.queue.store), delay);
         else await this.waitForWake(delay);
       }
@@ -330,8 +211,7 @@ export class Worker extends TypedEmitter {
       await this.whenIdle();
       if (!this.handedBack) await this.settleStuck();
     } finally {
-      for (const timer of this.timers) clearInterval(timer);
-      this.timers = [];
+      this.leases.stop();
     }
     if (this.fatal !== null) throw this.fatal;
     this.emit('stopped', { reason: this.stopReason });
@@ -383,10 +263,10 @@ export class Worker extends TypedEmitter {
    * first synchronous step leaves the rest listed as claimed but not started (see unstartedClaims).
    */
   private start(jobs: readonly Job[], token: string | null): void {
-    const flights = jobs.map((job): InFlight => ({ job, token, controller: null, abortReason: null, settled: false, settling: false, timer: null, timedOut: false, stuck: false, started: false }));
+    const flights = jobs.map((job): InFlight => ({ job, token, state: 'claimed', controller: null, abortReason: null, timer: null, timedOut: false, stuck: false }));
     for (const flight of flights) this.inFlight.add(flight);
     for (const flight of flights) {
-      if (this.jobTimeoutMs !== null) flight.timer = setTimeout(() => this.timeOut(flight), this.jobTimeoutMs);
+      if (this.settings.jobTimeoutMs !== null) flight.timer = setTimeout(() => this.timeOut(flight), this.settings.jobTimeoutMs);
       void this.execute(flight).finally(() => {
         this.inFlight.delete(flight);
         this.wake();
@@ -395,12 +275,13 @@ export class Worker extends TypedEmitter {
   }
 
   private async execute(flight: InFlight): Promise<void> {
-    let outcome = await this.decide(flight);
+    let outcome = await this.outcomes.decide(flight);
     if (flight.timer) clearTimeout(flight.timer);
-    if (flight.settled) return;
-    if (flight.timedOut) outcome = this.failure(flight.job, flight.abortReason);
+    // Lost, handed back or settled as stuck while the handler ran: that already decided the row.
+    if (flight.state !== 'running') return;
+    if (flight.timedOut) outcome = this.outcomes.failure(flight.job, flight.abortReason);
     const { job } = flight;
-    flight.settling = true;
+    flight.state = 'settling';
     let applied: boolean;
     try {
       applied = await this.submitSettle(flight, outcome);
@@ -419,7 +300,7 @@ export class Worker extends TypedEmitter {
         return this.settleFailed(job, error);
       }
     }
-    flight.settled = true;
+    if (flight.state === 'settling') flight.state = 'done';
     if (!applied) {
       this.counters.claimLost++;
       this.emit('claim-lost', { job, during: 'settle' });
@@ -479,111 +360,30 @@ export class Worker extends TypedEmitter {
     this.wake();
   }
 
-  /** Runs the abuse rule and the handler and turns whatever happens into one outcome. */
-  private async decide(flight: InFlight): Promise<Outcome> {
-    const { job } = flight;
-    let directive: SettleDirective | null = null;
-    const choose = (kind: SettleDirective['kind'], reason: string | undefined, fallback: string) => {
-      const chosen = new SettleDirective(kind, typeof reason === 'string' && reason.length > 0 ? reason : fallback);
-      directive ??= chosen;
-      return chosen;
-    };
-    const ctx: JobContext = {
-      abuse: (reason) => choose('abuse', reason, 'abuse'),
-      giveUp: (reason) => choose('giveUp', reason, 'gave up'),
-      get signal() {
-        if (!flight.controller) {
-          flight.controller = new AbortController();
-          if (flight.abortReason) flight.controller.abort(flight.abortReason);
-        }
-        return flight.controller.signal;
-      },
-      workerId: this.workerId,
-    };
-    flight.started = true;
-    try {
-      if (this.options.isAbuse && (await this.options.isAbuse(job.row))) return { kind: 'abuse', reason: 'isAbuse rule' };
-      const result = await this.options.handler(job, ctx);
-      if (directive ?? result instanceof SettleDirective) return this.fromDirective(directive ?? (result as SettleDirective));
-      return { kind: 'complete', result, stored: this.storedResult(result) };
-    } catch (error) {
-      if (directive ?? error instanceof SettleDirective) return this.fromDirective(directive ?? (error as SettleDirective));
-      return this.failure(job, error);
-    }
-  }
-
-  private fromDirective(directive: SettleDirective): Outcome {
-    return directive.kind === 'abuse' ? { kind: 'abuse', reason: directive.reason } : { kind: 'giveUp', reason: directive.reason };
-  }
-
-  private storedResult(result: unknown): string | null {
-    if (!this.queue.table.columns.result || result === undefined) return null;
-    let text: string | null;
-    try {
-      text = JSON.stringify(result) ?? null;
-    } catch (error) {
-      throw new HandlerResultError(`handler result is not JSON-serialisable: ${describeError(error)}`, { cause: error });
-    }
-    // Checked before the UPDATE: a result the column cannot hold would fail this settle and every retry of it.
-    const overflow = text === null ? null : columnOverflow(text, this.queue.table.limits.result);
-    if (overflow !== null) throw new HandlerResultError(`handler result is too large to store: ${overflow}`);
-    return text;
-  }
-
-  private failure(job: Job, error: unknown): Extract<Outcome, { kind: 'giveUp' | 'retry' }> {
-    const reason = describeError(error);
-    const permanent = error instanceof HandlerResultError || (typeof error === 'object' && error !== null && (error as { retryable?: unknown }).retryable === false);
-    if (permanent || !this.queue.table.features.retries || job.attempt >= this.maxAttempts) return { kind: 'giveUp', reason };
-    const delayMs = this.queue.table.features.backoff
-      ? backoffDelay(job.attempt - 1, { baseMs: this.retryDelayMs, maxMs: this.maxRetryDelayMs, random: this.random })
-      : 0;
-    return { kind: 'retry', reason, delayMs };
-  }
-
-  private async heartbeat(): Promise<void> {
-    const live = [...this.inFlight].filter((f) => !f.settled && !f.settling);
-    if (live.length === 0) return;
-    try {
-      const results = await this.queue.apply(live.map((f) => this.queue.sql.heartbeat(f.job.id, f.token)));
-      results.forEach((result, i) => {
-        const flight = live[i]!;
-        if (result.affected === 0 && !flight.settled && !flight.settling && this.inFlight.has(flight)) {
-          flight.settled = true;
-          abortFlight(flight, new Error('claim lost: lease taken over'));
-          this.counters.claimLost++;
-          this.emit('claim-lost', { job: flight.job, during: 'heartbeat' });
-        }
-      });
-    } catch (error) {
-      this.emit('error', { error, during: 'heartbeat' });
-    }
-  }
-
-  private async reap(): Promise<void> {
-    try {
-      const count = await this.queue.reapExpired(this.leaseMs, this.maxAttempts);
-      if (count > 0) this.emit('reaped', { count });
-    } catch (error) {
-      this.emit('error', { error, during: 'reap' });
-    }
+  private heartbeatLost(flight: InFlight): void {
+    if (!beforeSettle(flight) || !this.inFlight.has(flight)) return;
+    flight.state = 'lost';
+    abortFlight(flight, new Error('claim lost: lease taken over'));
+    this.counters.claimLost++;
+    this.emit('claim-lost', { job: flight.job, during: 'heartbeat' });
   }
 
   private timeOut(flight: InFlight): void {
-    if (flight.settled || flight.settling) return;
+    if (!beforeSettle(flight)) return;
     flight.timedOut = true;
     this.counters.timedOut++;
-    abortFlight(flight, new JobTimeoutError(`job ran past its timeout of ${this.jobTimeoutMs} ms`));
-    flight.timer = setTimeout(() => this.markStuck(flight), this.jobTimeoutGraceMs);
+    abortFlight(flight, new JobTimeoutError(`job ran past its timeout of ${this.settings.jobTimeoutMs} ms`));
+    flight.timer = setTimeout(() => this.markStuck(flight), this.settings.jobTimeoutGraceMs);
   }
 
   /** The handler ignored its abort: the process must be recycled to end it, so this run winds down. */
   private markStuck(flight: InFlight): void {
     flight.timer = null;
-    if (flight.settled || flight.settling) return;
+    if (!beforeSettle(flight)) return;
     flight.stuck = true;
     this.emit('error', {
       error: new JobTimeoutError(
-        `job ${String(flight.job.id)} still running ${this.jobTimeoutGraceMs} ms after its ${this.jobTimeoutMs} ms timeout aborted it; ` +
+        `job ${String(flight.job.id)} still running ${this.settings.jobTimeoutGraceMs} ms after its ${this.settings.jobTimeoutMs} ms timeout aborted it; ` +
           'this worker stops claiming and ends its run so the process can be recycled',
       ),
       during: 'job timeout',
@@ -598,9 +398,9 @@ export class Worker extends TypedEmitter {
    * ours until now; from the commit on, the row may run elsewhere, so the caller must end the process.
    */
   private async settleStuck(): Promise<void> {
-    for (const flight of [...this.inFlight].filter((f) => f.stuck && !f.settled)) {
-      flight.settled = true;
-      const outcome = this.failure(flight.job, new JobTimeoutError(`job ran past its timeout of ${this.jobTimeoutMs} ms and ignored the abort`));
+    for (const flight of [...this.inFlight].filter((f) => f.stuck && undecided(f))) {
+      flight.state = 'settledStuck';
+      const outcome = this.outcomes.failure(flight.job, new JobTimeoutError(`job ran past its timeout of ${this.settings.jobTimeoutMs} ms and ignored the abort`));
       const statement = outcome.kind === 'retry' ? this.queue.sql.retry(flight.job.id, flight.token, outcome.reason, outcome.delayMs) : this.queue.sql.giveUp(flight.job.id, flight.token, outcome.reason);
       try {
         const [result] = await withStoreRetry(() => this.queue.apply([statement]), { attempts: 10 });
@@ -617,9 +417,9 @@ export class Worker extends TypedEmitter {
    * whatever the database does (an unconfirmed hand-back leaves the row to its lease).
    */
   private async handBack(): Promise<{ handedBack: number; abandoned: number }> {
-    const flights = [...this.inFlight].filter((f) => !f.settled);
+    const flights = [...this.inFlight].filter(undecided);
     for (const flight of flights) {
-      flight.settled = true;
+      flight.state = 'handedBack';
       if (flight.timer) clearTimeout(flight.timer);
       abortFlight(flight, new Error('worker stopped'));
     }
@@ -680,17 +480,6 @@ export class Worker extends TypedEmitter {
     }
   }
 
-  private every(ms: number, task: () => Promise<void>): void {
-    let busy = false;
-    const timer = setInterval(() => {
-      if (busy) return;
-      busy = true;
-      void task().finally(() => (busy = false));
-    }, ms);
-    timer.unref?.();
-    this.timers.push(timer);
-  }
-
   // A plain list of resolvers rather than an AbortController: wake() runs once per finished job, and
   // aborting a signal (which builds a DOMException) cost about a fifth of a no-op job's CPU time.
   private wake(): void {
@@ -722,139 +511,6 @@ export class Worker extends TypedEmitter {
       this.wakeWaiters.delete(abort);
     }
   }
-}
-
-/**
- * Groups settles: whatever accumulates while one transaction commits goes into the next, so a busy worker
- * commits many settles at once instead of paying one commit per job (a single-row commit costs about as
- * much as a claim). Plain completions under the same claim token go further and share one
- * `UPDATE ... WHERE id IN (...) AND status = 9 AND worker_id = ?`. Each submit resolves with whether its
- * guarded UPDATE changed its row.
- */
-class Settler {
-  private queue: PendingSettle[] = [];
-  private flushing: Promise<void> | null = null;
-
-  constructor(
-    private readonly target: Queue,
-    private readonly maxBatch: number,
-    private readonly onRetry: (error: unknown) => void,
-  ) {}
-
-  get idle(): boolean {
-    return this.queue.length === 0 && this.flushing === null;
-  }
-
-  whenIdle(): Promise<void> {
-    return this.flushing ?? Promise.resolve();
-  }
-
-  /** `completion` marks a plain completion that may be grouped with others under the same token. */
-  submit(statement: Statement, completion: { id: JobId; token: string } | null): Promise<boolean> {
-    return new Promise((resolve, reject) => {
-      this.queue.push({ statement, completion, resolve, reject });
-      this.kick();
-    });
-  }
-
-  private kick(): void {
-    if (this.flushing) return;
-    this.flushing = this.flush().finally(() => {
-      this.flushing = null;
-      // A submit that came after the flush's last look at the queue, but before this, would wait forever.
-      if (this.queue.length > 0) this.kick();
-    });
-  }
-
-  private async flush(): Promise<void> {
-    // Let jobs finishing in the same tick join this commit.
-    await new Promise((resolve) => setImmediate(resolve));
-    while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, this.maxBatch);
-      const plan = this.plan(batch);
-      let results: ExecResult[];
-      // After a retry the commit may have happened on the attempt that seemed to fail, so the last attempt's
-      // own counts cannot tell which rows this flush changed.
-      let retried = false;
-      const onRetry = (error: unknown) => {
-        retried = true;
-        this.onRetry(error);
-      };
-      try {
-        results = await withStoreRetry(() => this.target.apply(plan.map((step) => step.statement)), { attempts: 20, maxMs: 2000, onRetry });
-      } catch {
-        // One bad statement must not hold the others back: settle each on its own.
-        for (const b of batch) {
-          try {
-            const [result] = await withStoreRetry(() => this.target.apply([b.statement]), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
-            b.resolve(result!.affected === 1);
-          } catch (error) {
-            b.reject(error);
-          }
-        }
-        continue;
-      }
-      // Committed: from here a failure may only leave a job's fate unknown, never re-run its statement.
-      await Promise.all(plan.map((step, i) => step.resolve(results[i]!, retried)));
-    }
-  }
-
-  /** The statements of one commit: grouped completions per token, then every other settle on its own. */
-  private plan(batch: PendingSettle[]): SettleStep[] {
-    const steps: SettleStep[] = [];
-    const byToken = new Map<string, PendingSettle[]>();
-    for (const b of batch) {
-      if (!b.completion) continue;
-      const group = byToken.get(b.completion.token);
-      if (group) group.push(b);
-      else byToken.set(b.completion.token, [b]);
-    }
-    const grouped = new Set<PendingSettle>();
-    for (const [token, members] of byToken) {
-      if (members.length < 2) continue;
-      for (const m of members) grouped.add(m);
-      const ids = members.map((m) => m.completion!.id);
-      const returning = this.target.store.capabilities.returning;
-      steps.push({
-        statement: this.target.sql.completeMany(ids, token, returning),
-        resolve: async (result, retried) => {
-          let changed: Set<string> | null = null;
-          if (returning && !retried) changed = new Set(result.rows.map((row) => keyOf(row.id)));
-          else if (retried || result.affected < members.length) {
-            try {
-              const { rows } = await withStoreRetry(() => this.target.store.execute(this.target.sql.completedUnder(ids, token)), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
-              changed = new Set(rows.map((row) => keyOf(row.id)));
-            } catch (error) {
-              for (const m of members) m.reject(error);
-              return;
-            }
-          }
-          for (const m of members) m.resolve(changed === null || changed.has(keyOf(m.completion!.id)));
-        },
-      });
-    }
-    for (const b of batch) {
-      if (!grouped.has(b)) steps.push({ statement: b.statement, resolve: (result) => b.resolve(result.affected === 1) });
-    }
-    return steps;
-  }
-}
-
-interface PendingSettle {
-  statement: Statement;
-  completion: { id: JobId; token: string } | null;
-  resolve: (applied: boolean) => void;
-  reject: (error: unknown) => void;
-}
-
-interface SettleStep {
-  statement: Statement;
-  /**
-   * `retried`: the commit needed more than one attempt. A grouped completion then asks the database which
-   * rows are done under its token. A single settle still goes by the last attempt's count: after a lost
-   * connection that had in fact committed it reports the claim lost (the row itself is right).
-   */
-  resolve: (result: ExecResult, retried: boolean) => void | Promise<void>;
 }
 
 /** True when `promise` settled within `ms`, false when the time ran out first; the timer never outlives the race. */

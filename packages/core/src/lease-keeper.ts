@@ -1,0 +1,78 @@
+import type { Job } from './handler.js';
+import type { Queue } from './queue.js';
+
+export interface LeaseSettings {
+  leaseMs: number;
+  heartbeatMs: number;
+  reapIntervalMs: number;
+  maxAttempts: number;
+}
+
+export interface LeaseHooks<C> {
+  /** The claims whose leases to renew now. */
+  held(): C[];
+  /** A renewal changed nothing: the row is no longer ours unless the worker settled or released it meanwhile. */
+  lost(claim: C): void;
+  reaped(count: number): void;
+  error(error: unknown, during: 'heartbeat' | 'reap'): void;
+}
+
+/**
+ * The two timers of a table with leases: the heartbeat renews the claims this worker holds, so a slow job
+ * keeps its row, and the reaper returns rows whose lease expired (their worker died) to the queue. A tick
+ * that finds the previous one still waiting on the database is skipped rather than stacked.
+ */
+export class LeaseKeeper<C extends { job: Job; token: string | null }> {
+  private timers: NodeJS.Timeout[] = [];
+
+  constructor(
+    private readonly queue: Queue,
+    private readonly settings: LeaseSettings,
+    private readonly hooks: LeaseHooks<C>,
+  ) {}
+
+  /** Reaps once before the first claim, so rows a crashed predecessor left behind are not waited for. */
+  async start(): Promise<void> {
+    await this.reap();
+    this.every(this.settings.reapIntervalMs, () => this.reap());
+    this.every(this.settings.heartbeatMs, () => this.heartbeat());
+  }
+
+  stop(): void {
+    for (const timer of this.timers) clearInterval(timer);
+    this.timers = [];
+  }
+
+  private async heartbeat(): Promise<void> {
+    const live = this.hooks.held();
+    if (live.length === 0) return;
+    try {
+      const results = await this.queue.apply(live.map((c) => this.queue.sql.heartbeat(c.job.id, c.token)));
+      results.forEach((result, i) => {
+        if (result.affected === 0) this.hooks.lost(live[i]!);
+      });
+    } catch (error) {
+      this.hooks.error(error, 'heartbeat');
+    }
+  }
+
+  private async reap(): Promise<void> {
+    try {
+      const count = await this.queue.reapExpired(this.settings.leaseMs, this.settings.maxAttempts);
+      if (count > 0) this.hooks.reaped(count);
+    } catch (error) {
+      this.hooks.error(error, 'reap');
+    }
+  }
+
+  private every(ms: number, task: () => Promise<void>): void {
+    let busy = false;
+    const timer = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      void task().finally(() => (busy = false));
+    }, ms);
+    timer.unref?.();
+    this.timers.push(timer);
+  }
+}

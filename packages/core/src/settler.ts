@@ -1,0 +1,137 @@
+import { keyOf } from './claim.js';
+import type { Queue } from './queue.js';
+import { withStoreRetry } from './retry.js';
+import type { ExecResult, JobId, Statement } from './store.js';
+
+/**
+ * Groups settles: whatever accumulates while one transaction commits goes into the next, so a busy worker
+ * commits many settles at once instead of paying one commit per job (a single-row commit costs about as
+ * much as a claim). Plain completions under the same claim token go further and share one
+ * `UPDATE ... WHERE id IN (...) AND status = 9 AND worker_id = ?`. Each submit resolves with whether its
+ * guarded UPDATE changed its row.
+ */
+export class Settler {
+  private queue: PendingSettle[] = [];
+  private flushing: Promise<void> | null = null;
+
+  constructor(
+    private readonly target: Queue,
+    private readonly maxBatch: number,
+    private readonly onRetry: (error: unknown) => void,
+  ) {}
+
+  get idle(): boolean {
+    return this.queue.length === 0 && this.flushing === null;
+  }
+
+  whenIdle(): Promise<void> {
+    return this.flushing ?? Promise.resolve();
+  }
+
+  /** `completion` marks a plain completion that may be grouped with others under the same token. */
+  submit(statement: Statement, completion: { id: JobId; token: string } | null): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ statement, completion, resolve, reject });
+      this.kick();
+    });
+  }
+
+  private kick(): void {
+    if (this.flushing) return;
+    this.flushing = this.flush().finally(() => {
+      this.flushing = null;
+      // A submit that came after the flush's last look at the queue, but before this, would wait forever.
+      if (this.queue.length > 0) this.kick();
+    });
+  }
+
+  private async flush(): Promise<void> {
+    // Let jobs finishing in the same tick join this commit.
+    await new Promise((resolve) => setImmediate(resolve));
+    while (this.queue.length > 0) {
+      const batch = this.queue.splice(0, this.maxBatch);
+      const plan = this.plan(batch);
+      let results: ExecResult[];
+      // After a retry the commit may have happened on the attempt that seemed to fail, so the last attempt's
+      // own counts cannot tell which rows this flush changed.
+      let retried = false;
+      const onRetry = (error: unknown) => {
+        retried = true;
+        this.onRetry(error);
+      };
+      try {
+        results = await withStoreRetry(() => this.target.apply(plan.map((step) => step.statement)), { attempts: 20, maxMs: 2000, onRetry });
+      } catch {
+        // One bad statement must not hold the others back: settle each on its own.
+        for (const b of batch) {
+          try {
+            const [result] = await withStoreRetry(() => this.target.apply([b.statement]), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
+            b.resolve(result!.affected === 1);
+          } catch (error) {
+            b.reject(error);
+          }
+        }
+        continue;
+      }
+      // Committed: from here a failure may only leave a job's fate unknown, never re-run its statement.
+      await Promise.all(plan.map((step, i) => step.resolve(results[i]!, retried)));
+    }
+  }
+
+  /** The statements of one commit: grouped completions per token, then every other settle on its own. */
+  private plan(batch: PendingSettle[]): SettleStep[] {
+    const steps: SettleStep[] = [];
+    const byToken = new Map<string, PendingSettle[]>();
+    for (const b of batch) {
+      if (!b.completion) continue;
+      const group = byToken.get(b.completion.token);
+      if (group) group.push(b);
+      else byToken.set(b.completion.token, [b]);
+    }
+    const grouped = new Set<PendingSettle>();
+    for (const [token, members] of byToken) {
+      if (members.length < 2) continue;
+      for (const m of members) grouped.add(m);
+      const ids = members.map((m) => m.completion!.id);
+      const returning = this.target.store.capabilities.returning;
+      steps.push({
+        statement: this.target.sql.completeMany(ids, token, returning),
+        resolve: async (result, retried) => {
+          let changed: Set<string> | null = null;
+          if (returning && !retried) changed = new Set(result.rows.map((row) => keyOf(row.id)));
+          else if (retried || result.affected < members.length) {
+            try {
+              const { rows } = await withStoreRetry(() => this.target.store.execute(this.target.sql.completedUnder(ids, token)), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
+              changed = new Set(rows.map((row) => keyOf(row.id)));
+            } catch (error) {
+              for (const m of members) m.reject(error);
+              return;
+            }
+          }
+          for (const m of members) m.resolve(changed === null || changed.has(keyOf(m.completion!.id)));
+        },
+      });
+    }
+    for (const b of batch) {
+      if (!grouped.has(b)) steps.push({ statement: b.statement, resolve: (result) => b.resolve(result.affected === 1) });
+    }
+    return steps;
+  }
+}
+
+interface PendingSettle {
+  statement: Statement;
+  completion: { id: JobId; token: string } | null;
+  resolve: (applied: boolean) => void;
+  reject: (error: unknown) => void;
+}
+
+interface SettleStep {
+  statement: Statement;
+  /**
+   * `retried`: the commit needed more than one attempt. A grouped completion then asks the database which
+   * rows are done under its token. A single settle still goes by the last attempt's count: after a lost
+   * connection that had in fact committed it reports the claim lost (the row itself is right).
+   */
+  resolve: (result: ExecResult, retried: boolean) => void | Promise<void>;
+}

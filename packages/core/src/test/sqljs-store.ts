@@ -1,0 +1,116 @@
+/**
+ * Test-only: a Store on sql.js (SQLite compiled to WebAssembly), so the worker's unit tests run in memory
+ * with no server and no native driver. Its dialect copies the SQLite adapter's shape; its claim is the
+ * portable conditional UPDATE. Hooks let a test fail a call before it runs or after it commits, which no
+ * real database does on demand. Never part of the build: sql.js is a devDependency.
+ */
+import initSqlJs, { type Database, type SqlValue as SqlJsValue } from 'sql.js';
+import { claimConditionalUpdate } from '../claim.js';
+import { StoreError } from '../errors.js';
+import { DEFAULT_CAPABILITIES, type ClaimRequest, type ClaimResult, type ExecResult, type Row, type SqlDialect, type Statement, type Store, type StoreCapabilities } from '../store.js';
+import type { ColumnInfo, OrderTimeEncoding, ResolvedTable } from '../table.js';
+
+const NOW_MS = `CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)`;
+
+const dialect: SqlDialect = {
+  name: 'sqlite',
+  quoteIdentifier: (name) =>
+    name
+      .split('.')
+      .map((part) => `"${part.replaceAll('"', '""')}"`)
+      .join('.'),
+  placeholder: () => '?',
+  now: NOW_MS,
+  nowPlusMs: (ms) => `(${NOW_MS} + ${ms})`,
+  orderCutoff: (ms, encoding) => (encoding === 'text' ? `strftime('%Y-%m-%d %H:%M:%f', 'now', (${ms} / 1000.0) || ' seconds')` : `(${NOW_MS} + ${ms})`),
+};
+
+/** Which call a hook sees: the statements of one execute (one) or one executeBatch (its transaction). */
+export type StoreHook = (statements: readonly Statement[]) => void;
+
+export class SqlJsStore implements Store {
+  readonly dialect = dialect;
+  readonly capabilities: StoreCapabilities = { ...DEFAULT_CAPABILITIES, returning: true };
+  /** Runs before a call; what it throws rejects the call with nothing run. */
+  beforeRun: StoreHook | null = null;
+  /** Runs after a call committed; what it throws rejects the call as a reply lost after the commit would. */
+  afterCommit: StoreHook | null = null;
+  private closed = false;
+
+  private constructor(readonly db: Database) {}
+
+  static async open(ddl: string): Promise<SqlJsStore> {
+    const SQL = await initSqlJs();
+    const store = new SqlJsStore(new SQL.Database());
+    store.db.run(ddl);
+    return store;
+  }
+
+  async execute(statement: Statement): Promise<ExecResult> {
+    return (await this.executeBatch([statement]))[0]!;
+  }
+
+  async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
+    if (this.closed) throw new StoreError('ConnectionLost', 'store closed');
+    this.beforeRun?.(statements);
+    this.db.run('BEGIN IMMEDIATE');
+    let results: ExecResult[];
+    try {
+      results = statements.map((s) => this.run(s));
+      this.db.run('COMMIT');
+    } catch (error) {
+      this.db.run('ROLLBACK');
+      if (error instanceof StoreError) throw error;
+      throw new StoreError('Unknown', error instanceof Error ? error.message : String(error), undefined, { cause: error });
+    }
+    this.afterCommit?.(statements);
+    return results;
+  }
+
+  /** Rows of a query run outside the hooks, for a test's own assertions. */
+  rows(sql: string, params: SqlJsValue[] = []): Row[] {
+    const statement = this.db.prepare(sql, params);
+    const rows: Row[] = [];
+    while (statement.step()) rows.push(statement.getAsObject());
+    statement.free();
+    return rows;
+  }
+
+  private run(statement: Statement): ExecResult {
+    const before = this.totalChanges();
+    const rows = this.rows(
+      statement.sql,
+      statement.params.map((v) => (typeof v === 'bigint' ? Number(v) : v)),
+    );
+    return { rows, affected: this.totalChanges() - before };
+  }
+
+  private totalChanges(): number {
+    return Number(this.db.exec('SELECT total_changes()')[0]!.values[0]![0]);
+  }
+
+  async describeTable(table: string): Promise<ColumnInfo[] | null> {
+    const rows = this.rows('SELECT name, type, pk FROM pragma_table_info(?)', [table]);
+    if (rows.length === 0) return null;
+    return rows.map((r) => ({ name: String(r.name), type: String(r.type).toLowerCase(), unique: Number(r.pk) > 0, integer: /INT/i.test(String(r.type)), maxLength: null }));
+  }
+
+  orderTimeEncoding(column: ColumnInfo): OrderTimeEncoding {
+    return /INT/i.test(column.type) ? 'epochMs' : 'text';
+  }
+
+  claim(table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
+    return claimConditionalUpdate(this, table, request);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    this.db.close();
+  }
+}
+
+/** A statusq-managed table with every optional column, as `statusq init` makes it on SQLite. */
+export const JOBS_DDL = `CREATE TABLE jobs (
+  id INTEGER PRIMARY KEY, status INTEGER, date INTEGER NOT NULL, claimed_at INTEGER, worker_id TEXT,
+  attempt_count INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER, last_error TEXT, payload TEXT, result TEXT, finished_at INTEGER
+)`;

@@ -1,0 +1,130 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { ConfigError } from './errors.js';
+import type { AbuseRule, Handler } from './handler.js';
+import { DEFAULT_LEASE_MS } from './queue.js';
+import type { ClaimStrategy, Store } from './store.js';
+import type { ResolvedTable, TableConfig } from './table.js';
+
+export interface WorkerOptions {
+  store: Store;
+  table: TableConfig;
+  handler: Handler;
+  /** Business rule run on each claimed row before the handler; true settles the row to abuse (2). */
+  isAbuse?: AbuseRule | undefined;
+  /** Jobs run at once in this process. Default 4. */
+  concurrency?: number | undefined;
+  /** Rows claimed per claim call, at most the free slots. Default: the concurrency. */
+  batch?: number | undefined;
+  /** `native` (default) or the seed's portable `conditional-update`. */
+  strategy?: ClaimStrategy | undefined;
+  /** Attempts per job. Default 3 when the table has an attempt_count column, else 1 (the seed: failure is final). */
+  maxAttempts?: number | undefined;
+  /** First retry delay; it then doubles, with jitter. Default 1 s. Needs next_attempt_at to take effect. */
+  retryDelayMs?: number | undefined;
+  /** Cap on one retry delay. Default 1 h. */
+  maxRetryDelayMs?: number | undefined;
+  /** Lease length when the table has claimed_at. Default 5 min. */
+  leaseMs?: number | undefined;
+  /** Heartbeat period for running jobs. Default a third of the lease. */
+  heartbeatMs?: number | undefined;
+  /** How often this worker looks for expired leases. Default half the lease. */
+  reapIntervalMs?: number | undefined;
+  /** Idle polling starts at this delay and doubles up to pollMaxMs. Defaults 25 ms and 1 s. */
+  pollMinMs?: number | undefined;
+  pollMaxMs?: number | undefined;
+  /** Aging: rows older than this (by the order column) are claimed first, oldest first. Off by default. */
+  agingMs?: number | undefined;
+  /** Stop once no row is pending (due or scheduled), none is in flight here and, with leases, none is processing. */
+  exitWhenEmpty?: boolean | undefined;
+  /** Identifies this worker in claim tokens. Default host:pid:random. */
+  workerId?: string | undefined;
+  /** Most settles committed in one transaction. Default 200. */
+  settleBatch?: number | undefined;
+  /**
+   * Longest a handler may run. Past it ctx.signal aborts and the attempt counts as failed (retried while
+   * attempts remain). A handler that has not returned `jobTimeoutGraceMs` (default 5 s) after the abort is
+   * stuck: the worker stops claiming, lets its other jobs finish, settles the stuck row as a failed attempt and
+   * ends run() with reason `recycle`, so the process can exit and take the stuck handler with it. Off by default.
+   */
+  jobTimeoutMs?: number | undefined;
+  jobTimeoutGraceMs?: number | undefined;
+  /** Source of randomness for jitter (tests pin it). */
+  random?: (() => number) | undefined;
+}
+
+/** Longest timer Node can arm (about 24.8 days); longer ones fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** The options a Worker runs with: validated, and every default filled in from the table's features. */
+export interface WorkerSettings {
+  concurrency: number;
+  batch: number;
+  maxAttempts: number;
+  retryDelayMs: number;
+  maxRetryDelayMs: number;
+  leaseMs: number;
+  heartbeatMs: number;
+  reapIntervalMs: number;
+  pollMinMs: number;
+  pollMaxMs: number;
+  /** null: no job timeout. */
+  jobTimeoutMs: number | null;
+  jobTimeoutGraceMs: number;
+  random: () => number;
+  workerId: string;
+  settleBatch: number;
+}
+
+/** Checks every option (ConfigError naming the first bad one) before the worker touches a row. */
+export function resolveWorkerOptions(options: WorkerOptions, table: Pick<ResolvedTable, 'table' | 'features'>): WorkerSettings {
+  const features = table.features;
+  const concurrency = positiveInteger(options.concurrency, 4, 'concurrency');
+  const batch = positiveInteger(options.batch, concurrency, 'batch', 10_000);
+  const maxAttempts = positiveInteger(options.maxAttempts, features.retries ? 3 : 1, 'maxAttempts', 1_000_000);
+  if (maxAttempts > 1 && !features.retries) {
+    throw new ConfigError(`maxAttempts ${maxAttempts} needs an attempt counter: table ${table.table} has no attempt_count column (statusq migrate --with retries)`);
+  }
+  const retryDelayMs = nonNegative(options.retryDelayMs, 1000, 'retryDelay');
+  const maxRetryDelayMs = nonNegative(options.maxRetryDelayMs, 3_600_000, 'maxRetryDelay');
+  if (options.leaseMs !== undefined && !features.leases) {
+    throw new ConfigError(`a lease needs a claim time: table ${table.table} has no claimed_at column (statusq migrate --with leases)`);
+  }
+  const leaseMs = nonNegative(options.leaseMs, DEFAULT_LEASE_MS, 'lease');
+  if (features.leases && leaseMs < 10) throw new ConfigError('lease must be at least 10 ms');
+  const heartbeatMs = nonNegative(options.heartbeatMs, Math.max(5, Math.floor(leaseMs / 3)), 'heartbeat');
+  const reapIntervalMs = nonNegative(options.reapIntervalMs, Math.max(5, Math.floor(leaseMs / 2)), 'reapInterval');
+  const pollMinMs = nonNegative(options.pollMinMs, 25, 'pollMin');
+  const pollMaxMs = Math.max(pollMinMs, nonNegative(options.pollMaxMs, 1000, 'pollMax'));
+  if (options.agingMs !== undefined) nonNegative(options.agingMs, 0, 'aging');
+  if (options.strategy !== undefined && options.strategy !== 'native' && options.strategy !== 'conditional-update') {
+    throw new ConfigError(`strategy must be "native" or "conditional-update", got ${JSON.stringify(options.strategy)}`);
+  }
+  const jobTimeoutMs = options.jobTimeoutMs === undefined ? null : nonNegative(options.jobTimeoutMs, 0, 'jobTimeout');
+  if (jobTimeoutMs !== null && jobTimeoutMs < 1) throw new ConfigError('jobTimeout must be at least 1 ms');
+  const jobTimeoutGraceMs = nonNegative(options.jobTimeoutGraceMs, 5_000, 'jobTimeoutGrace');
+  if (typeof options.handler !== 'function') throw new ConfigError('handler must be a function');
+  const random = options.random ?? Math.random;
+  const workerId = options.workerId ?? defaultWorkerId();
+  const settleBatch = positiveInteger(options.settleBatch, 200, 'settleBatch');
+  return { concurrency, batch, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch };
+}
+
+function positiveInteger(value: number | undefined, fallback: number, what: string, max = 10_000): number {
+  const n = value ?? fallback;
+  if (!Number.isSafeInteger(n) || n < 1 || n > max) throw new ConfigError(`${what} must be an integer from 1 to ${max}, got ${String(n)}`);
+  return n;
+}
+
+export function nonNegative(value: number | undefined, fallback: number, what: string): number {
+  const n = value ?? fallback;
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || n > MAX_TIMER_MS) {
+    throw new ConfigError(`${what} must be a number of milliseconds from 0 to ${MAX_TIMER_MS} (about 24.8 days), got ${String(value)}`);
+  }
+  return n;
+}
+
+export function defaultWorkerId(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+

@@ -1,0 +1,139 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { StoreError } from './errors.js';
+import type { Statement } from './store.js';
+import { JOBS_DDL, SqlJsStore } from './test/sqljs-store.js';
+import { Worker, type WorkerOptions } from './worker.js';
+
+// The worker against an in-memory SQLite (sql.js): paths that otherwise only a real server's failures reach.
+
+let store: SqlJsStore | null = null;
+
+afterEach(async () => {
+  await store?.close();
+  store = null;
+});
+
+async function withJobs(count: number): Promise<SqlJsStore> {
+  store = await SqlJsStore.open(JOBS_DDL);
+  for (let i = 1; i <= count; i++) store.db.run('INSERT INTO jobs (id, date) VALUES (?, ?)', [i, i]);
+  return store;
+}
+
+function statuses(s: SqlJsStore): Array<number | null> {
+  return s.rows('SELECT status FROM jobs ORDER BY id').map((r) => r.status as number | null);
+}
+
+const isCompletion = (statements: readonly Statement[]) => statements.some((s) => s.sql.startsWith('UPDATE') && s.sql.includes('SET "status" = 1'));
+
+function worker(s: SqlJsStore, options: Partial<WorkerOptions>): Promise<Worker> {
+  return Worker.create({ store: s, table: { table: 'jobs' }, handler: () => undefined, strategy: 'conditional-update', pollMinMs: 1, pollMaxMs: 5, ...options });
+}
+
+/** A promise and its resolver, for a handler the test releases. */
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+describe('Worker on an in-memory store', () => {
+  it('counts a grouped completion as done when its commit was retried after the reply was lost', async () => {
+    const s = await withJobs(3);
+    let lostReplies = 0;
+    s.afterCommit = (statements) => {
+      if (lostReplies === 0 && statements.length === 1 && statements[0]!.sql.includes(' IN (?, ?, ?)') && isCompletion(statements)) {
+        lostReplies++;
+        throw new StoreError('ConnectionLost', 'connection lost after commit');
+      }
+    };
+    const w = await worker(s, { concurrency: 3, exitWhenEmpty: true });
+    const counters = await w.run();
+    expect(lostReplies).toBe(1);
+    expect(counters).toMatchObject({ claimed: 3, completed: 3, claimLost: 0 });
+    expect(statuses(s)).toEqual([1, 1, 1]);
+  });
+
+  it('ends run() with the error of a settle the database refuses for good, leaving the row in processing', async () => {
+    const s = await withJobs(1);
+    const refusal = new StoreError('Unknown', 'permission denied for table jobs');
+    s.beforeRun = (statements) => {
+      if (isCompletion(statements)) throw refusal;
+    };
+    const w = await worker(s, { concurrency: 1 });
+    await expect(w.run()).rejects.toBe(refusal);
+    expect(w.counters).toMatchObject({ claimed: 1, completed: 0, claimLost: 0 });
+    expect(statuses(s)).toEqual([9]);
+  });
+
+  it('stop past its timeout aborts the running jobs, hands their claims back and reports them abandoned', async () => {
+    const s = await withJobs(2);
+    const handlers = gate();
+    const started = gate();
+    let running = 0;
+    const w = await worker(s, {
+      concurrency: 2,
+      handler: async () => {
+        if (++running === 2) started.open();
+        await handlers.promise; // ignores ctx.signal
+      },
+    });
+    const run = w.run();
+    await started.promise;
+    const report = await w.stop(20);
+    expect(report).toEqual({ drained: false, handedBack: 2, abandoned: 2 });
+    expect(statuses(s)).toEqual([null, null]);
+    handlers.open();
+    expect(await run).toMatchObject({ claimed: 2, released: 2, completed: 0, claimLost: 0 });
+    expect(s.rows('SELECT attempt_count AS n FROM jobs').map((r) => r.n)).toEqual([0, 0]);
+  });
+
+  it('retries a job that ran past its timeout, as a failed attempt', async () => {
+    const s = await withJobs(1);
+    const w = await worker(s, {
+      jobTimeoutMs: 20,
+      retryDelayMs: 60_000,
+      handler: (_job, ctx) =>
+        new Promise((_resolve, reject) => {
+          ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason));
+        }),
+    });
+    const retried = new Promise<{ error: string; delayMs: number }>((resolve) => w.on('retried', resolve));
+    const run = w.run();
+    const event = await retried;
+    expect(event.error).toMatch(/timeout of 20 ms/);
+    expect(event.delayMs).toBeGreaterThan(0);
+    await w.stop();
+    expect(await run).toMatchObject({ claimed: 1, timedOut: 1, retried: 1, failed: 0, completed: 0 });
+    const [row] = s.rows('SELECT status, attempt_count, last_error, next_attempt_at > date AS later FROM jobs');
+    expect(row).toMatchObject({ status: null, attempt_count: 1, later: 1 });
+    expect(String(row!.last_error)).toMatch(/timeout of 20 ms/);
+  });
+
+  it('lists the rest of a claimed batch as unstarted while the first handler runs synchronously', async () => {
+    const s = await withJobs(3);
+    let seen: Array<{ id: unknown }> | null = null;
+    const w: Worker = await worker(s, {
+      concurrency: 3,
+      exitWhenEmpty: true,
+      handler: (job) => {
+        seen ??= w.unstartedClaims().filter((c) => c.id !== job.id);
+      },
+    });
+    await w.run();
+    // Newest first: job 3 starts first, and 2 and 1 have not run yet.
+    expect(seen!.map((c) => c.id).sort()).toEqual([1, 2]);
+    expect(w.unstartedClaims()).toEqual([]);
+  });
+
+  it('ends the run with reason recycle and settles the row as a failed attempt when a handler ignores its timeout', async () => {
+    const s = await withJobs(1);
+    const never = gate();
+    const w = await worker(s, { jobTimeoutMs: 10, jobTimeoutGraceMs: 10, retryDelayMs: 60_000, handler: () => never.promise });
+    const stopped = new Promise<{ reason: string }>((resolve) => w.on('stopped', resolve));
+    const counters = await w.run();
+    expect(await stopped).toEqual({ reason: 'recycle' });
+    expect(counters).toMatchObject({ claimed: 1, timedOut: 1, retried: 1 });
+    expect(s.rows('SELECT status, attempt_count FROM jobs')).toEqual([{ status: null, attempt_count: 1 }]);
+    never.open();
+  });
+});
