@@ -224,11 +224,11 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
         const [reaped] = await db.query<{ attempt_count: unknown; last_error: string }>('SELECT attempt_count, last_error FROM jobs WHERE id = 2');
         expect({ attempts: Number(reaped!.attempt_count), error: reaped!.last_error }).toEqual({ attempts: 1, error: expect.stringMatching(/^lease expired after 300000 ms/) });
 
-        // A longer lease than the claim's age keeps even a long-dead claim; naming an id reports why it stayed.
-        await db.query(`UPDATE jobs SET status = 9, claimed_at = ${target.dateLiteral('2020-01-01T00:00:00.000Z')} WHERE id = 2`);
-        expect(await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'processing', '--lease', '36500d', '--id', '2')).toMatchObject({
+        // A lease longer than the claim's age keeps the claim; naming an id reports why it stayed.
+        await db.query(`UPDATE jobs SET status = 9, claimed_at = ${target.now} WHERE id = 2`);
+        expect(await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'processing', '--lease', '1h', '--id', '2')).toMatchObject({
           code: 5,
-          stdout: expect.stringMatching(/^requeued 0 processing rows of jobs with an expired lease \(lease 36500d\); 1 processing row left: lease live.*; not requeued: 2 \(lease live\)$/),
+          stdout: expect.stringMatching(/^requeued 0 processing rows of jobs with an expired lease \(lease 1h\); 1 processing row left: lease live.*; not requeued: 2 \(lease live\)$/),
         });
         expect(await statusq('requeue', '--db', db.url, '--table', 'jobs', '--status', 'processing', '--force')).toMatchObject({
           code: 0,
