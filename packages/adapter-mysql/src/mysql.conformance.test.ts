@@ -7,8 +7,9 @@
  * (dist/index.js), so build first: `npx tsc -p .`.
  */
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
 import { routeThrough, runConformance } from '@statusq/conformance';
-import { connect } from './index.js';
+import { connect, type MysqlStore } from './index.js';
 import { createDatabase, dropDatabase, mysqlSuite } from './test/mysql-test-db.js';
 import { startPrivateMariadb } from './test/private-mariadb.js';
 
@@ -28,6 +29,23 @@ mysqlSuite('mysql', () => {
       // The fallback runs the same cases at half the job counts (still thousands of racing claims), which
       // keeps the whole MySQL suite within a few minutes on a 2-core machine.
       scale: strategy === 'skip-locked' ? 1 : 0.5,
+      // The 32-worker race runs where SKIP LOCKED keeps it fast; the fallback races at the default size.
+      ...(strategy === 'skip-locked' && {
+        raceScale: {
+          workers: 32,
+          jobs: 10_000,
+          check: ({ strategy: workerStrategy, jobs, stores }) => {
+            if (workerStrategy !== 'native') return;
+            // The store re-runs a deadlock or lock wait timeout itself, so none reached a worker; it must not
+            // have had to absorb a storm of them either.
+            const deadlocks = stores.reduce((n, s) => n + (s as MysqlStore).stats.deadlocks, 0);
+            const timeouts = stores.reduce((n, s) => n + (s as MysqlStore).stats.lockWaitTimeouts, 0);
+            console.info(`[mysql] ${jobs} jobs: ${deadlocks} deadlocks (re-run by the store), ${timeouts} lock wait timeouts`);
+            expect((deadlocks / jobs) * 1000).toBeLessThan(1);
+            expect(timeouts).toBe(0);
+          },
+        },
+      }),
     });
   }
 });

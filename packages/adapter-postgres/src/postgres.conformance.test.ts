@@ -8,7 +8,7 @@
  * (dist/index.js): build first.
  */
 import { fileURLToPath } from 'node:url';
-import { it } from 'vitest';
+import { expect, it } from 'vitest';
 import { routeThrough, runConformance } from '@statusq/conformance';
 import { connect } from './index.js';
 import { createTestDatabase, databasesRequired, dropTestDatabase, postgresUnavailable } from './testing.js';
@@ -23,6 +23,17 @@ if (unavailable === null) {
     createStore: (url) => connect(url),
     dropDatabase: (url) => dropTestDatabase(url),
     disposableServer: startPrivatePostgres,
+    raceScale: {
+      workers: 32,
+      jobs: 10_000,
+      concurrency: 8,
+      // One pooled connection per worker (plus its listening one): 32 default pools would pass max_connections.
+      createStore: (url) => connect(url, { maxConnections: 1 }),
+      check: ({ strategy, workers, results }) => {
+        // With SKIP LOCKED no worker waits out another's lock, so most of the 32 get work.
+        if (strategy === 'native') expect(results.filter((c) => c.completed > 0).length).toBeGreaterThan(workers / 2);
+      },
+    },
     throughProxy: (url, { connectTimeoutMs, queryTimeoutMs }) =>
       routeThrough(url, 5432, { connectTimeout: String(connectTimeoutMs), queryTimeout: String(queryTimeoutMs) }),
   });

@@ -72,8 +72,8 @@ export class TestEnv {
   }
 
   /** A new connection to this test's database (or to `url`), closed by the test (afterEach checks). */
-  async store(label = `store ${this.stores.length + 1}`, url = this.url): Promise<Store> {
-    return this.track(await this.connect(url), label);
+  async store(label = `store ${this.stores.length + 1}`, url = this.url, open?: (url: string) => Promise<Store>): Promise<Store> {
+    return this.track(await (open ? open(url) : this.connect(url)), label);
   }
 
   /** A store that gives up on another connection's lock almost at once, or null if the adapter has none. */

@@ -35,7 +35,7 @@ import { capabilityCases } from './cases/capabilities.js';
 import { outageCases } from './cases/outages.js';
 import { frozenNetworkCases } from './cases/frozen-network.js';
 
-export type { CallDeadlines, ConformanceOptions, DisposableServer } from './options.js';
+export type { CallDeadlines, ConformanceOptions, DisposableServer, RaceRun, RaceScale } from './options.js';
 export { PrivateServer, type ServerSpec } from './private-server.js';
 export { TcpProxy, routeThrough, type ProxyAddress } from './tcp-proxy.js';
 export type { ChildWorkerArgs, ChildWorkerResult } from './child-worker.js';

@@ -1,4 +1,4 @@
-import type { Store } from '@statusq/core';
+import type { ClaimStrategy, Store, WorkerCounters } from '@statusq/core';
 import type { ProxyAddress } from './tcp-proxy.js';
 
 /** What an adapter hands the conformance suite. */
@@ -30,6 +30,12 @@ export interface ConformanceOptions {
    */
   scale?: number;
   /**
+   * The size of the in-process race with the native claim (many workers, each on its own connection, draining
+   * one table), so one case proves exactly-once both at SQLite's size and at a server's. Default: 8 workers of
+   * concurrency 4 over 3,000 jobs (times `scale`). The conditional-update race always runs at the default.
+   */
+  raceScale?: RaceScale;
+  /**
    * Starts a private server of the adapter's database, for the outage cases (a server restart and every
    * connection dropped in the middle of a supervised run). Those must never touch the shared server other
    * suites run against. Without it (SQLite: there is no server) the outage cases skip; when it is given and
@@ -42,6 +48,37 @@ export interface ConformanceOptions {
    * `deadlines`. Without it (SQLite has no network; its busy timeout bounds every wait) those cases skip.
    */
   throughProxy?: (url: string, deadlines: CallDeadlines) => { upstream: ProxyAddress; via(address: ProxyAddress): string };
+}
+
+/** See `ConformanceOptions.raceScale`. */
+export interface RaceScale {
+  /** Workers, each on a store of its own. Default 8. */
+  workers?: number;
+  /** Jobs to drain, before `scale` is applied. Default 3,000. */
+  jobs?: number;
+  /** Each worker's concurrency (and so its claim batch). Default 4. */
+  concurrency?: number;
+  /**
+   * Opens one racing worker's store. Default: `createStore`. A server adapter bounds each pool here when
+   * that many workers' default pools would pass the server's connection limit.
+   */
+  createStore?: (url: string) => Promise<Store>;
+  /**
+   * What only this adapter can check once a race (either strategy) has drained the queue (its stores' own conflict counters, ...),
+   * given the workers' stores as opened (not the test's wrappers).
+   */
+  check?: (run: RaceRun) => void | Promise<void>;
+}
+
+/** One finished race, handed to `RaceScale.check`. */
+export interface RaceRun {
+  strategy: ClaimStrategy;
+  jobs: number;
+  workers: number;
+  /** The racing workers' stores, one per worker, as `RaceScale.createStore` opened them. */
+  stores: Store[];
+  /** Each worker's counters as `run()` resolved them. */
+  results: WorkerCounters[];
 }
 
 /** Deadlines, in ms, a store opened for the frozen-network cases must keep. */
