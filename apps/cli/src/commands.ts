@@ -9,7 +9,6 @@ import {
   REQUEUE_SOURCES,
   Worker,
   formatDuration,
-  isIntegerType,
   isStatusName,
   loadHandler,
   requeueCause,
@@ -296,7 +295,7 @@ export async function requeue(flags: Flags, io: Io): Promise<number> {
  */
 function parseId(text: string, column: ColumnInfo): JobId {
   if (text.length === 0) throw new ConfigError('requeue: --id needs a value');
-  if (!isIntegerType(column.type)) return text;
+  if (!column.integer) return text;
   if (!/^[-+]?\d+$/.test(text)) throw new ConfigError(`requeue: --id ${JSON.stringify(text)} is not an integer, and id column ${column.name} is ${column.type}`);
   const value = BigInt(text);
   return Number.isSafeInteger(Number(value)) ? Number(value) : value;

@@ -23,7 +23,7 @@ export interface DeadWorkerReport {
 export const DEFAULT_LEASE_MS = 300_000;
 
 export interface RequeueOptions {
-  /** Only these rows. Each is compared as the id column's type holds it (see isIntegerType). */
+  /** Only these rows. Each is compared as the id column holds it (ColumnInfo.integer). */
   ids?: readonly JobId[] | undefined;
   /**
    * Processing rows on a table with leases: the lease their claims are judged by (default DEFAULT_LEASE_MS);
@@ -60,7 +60,7 @@ export interface EnqueueOptions {
  */
 export class Queue {
   readonly sql: TransitionSql;
-  /** The id column as the database declares it; its `type` says how ids compare (isIntegerType). */
+  /** The id column as the database declares it; `integer` says how ids compare. */
   readonly idColumn: ColumnInfo;
   private readonly columnNames: ReadonlySet<string>;
   private constructor(

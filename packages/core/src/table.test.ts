@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, SchemaError } from './errors.js';
-import { columnOverflow, isIntegerType, resolveTable, type ColumnInfo } from './table.js';
+import { columnOverflow, resolveTable, type ColumnInfo } from './table.js';
 
 const cols = (...names: string[]): ColumnInfo[] =>
   names.map((name) => ({ name, type: 'integer', unique: name.toLowerCase() === 'id', integer: true, maxLength: null }));
@@ -82,17 +82,5 @@ describe('columnOverflow', () => {
     expect(columnOverflow('ü'.repeat(5), { bytes: 10 })).toBeNull();
     expect(columnOverflow('ü'.repeat(6), { bytes: 10 })).toBe('12 bytes; the column holds at most 10 bytes');
     expect(columnOverflow('x'.repeat(100_000), undefined)).toBeNull();
-  });
-});
-
-describe('isIntegerType', () => {
-  it('knows the integer types each dialect reports, and nothing else', () => {
-    // PostgreSQL data_type, MySQL COLUMN_TYPE, SQLite declared types (lower-cased by the adapters).
-    for (const type of ['integer', 'bigint', 'smallint', 'int(11)', 'bigint(20) unsigned', 'int unsigned', 'tinyint(1)', 'mediumint', 'int', 'int8', 'unsigned big int']) {
-      expect(isIntegerType(type), type).toBe(true);
-    }
-    for (const type of ['text', 'character varying', 'varchar(20)', 'uuid', 'numeric', 'decimal(10,0)', 'interval', 'point', 'char(10)', '']) {
-      expect(isIntegerType(type), type).toBe(false);
-    }
   });
 });

@@ -153,15 +153,6 @@ export function columnOverflow(text: string, limit: ColumnLimit | undefined): st
   return null;
 }
 
-/**
- * Whether a declared column type (as `ColumnInfo.type` holds it) stores integers: `integer`, `bigint`,
- * `int(11) unsigned`, SQLite's `unsigned big int`, PostgreSQL's `int8`. An id typed so is compared as a
- * number; any other id is compared as the exact text given (`010` is not `10`).
- */
-export function isIntegerType(type: string): boolean {
-  return /^(unsigned\s+)?(tiny|small|medium|big)?\s*int(eger|[248])?\b/.test(type.trim().toLowerCase());
-}
-
 /** Validates names without touching the database; fails fast on bad config. */
 export function validateTableConfig(config: TableConfig): void {
   if (config === null || typeof config !== 'object') throw new ConfigError('table config must be an object');
