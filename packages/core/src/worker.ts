@@ -5,6 +5,7 @@
  * parts with one job each live beside it: options (worker-options.ts), one job's state and outcome
  * (job-run.ts), grouped settles (settler.ts), lease heartbeat and reaper (lease-keeper.ts).
  */
+import { settlesWithin } from './deadline.js';
 import { ConfigError, JobTimeoutError, describeError, isRetryableStoreError } from './errors.js';
 import { TypedEmitter } from './events.js';
 import type { Job } from './handler.js';
@@ -13,7 +14,7 @@ import { JobOutcomes, abortFlight, beforeSettle, undecided, type InFlight, type 
 import { LeaseKeeper } from './lease-keeper.js';
 import { Settler } from './settler.js';
 import { defaultWorkerId, nonNegative, resolveWorkerOptions, type WorkerOptions, type WorkerSettings } from './worker-options.js';
-import { backoffDelay, sleep, withStoreRetry } from './retry.js';
+import { backoffDelay, withStoreRetry } from './retry.js';
 import type { JobId, Row, Statement, Store } from './store.js';
 
 // The option types and the default worker id keep their historical home in this module's exports.
@@ -145,11 +146,11 @@ export class Worker extends TypedEmitter {
   private async stopWithin(timeoutMs: number): Promise<StopReport> {
     this.stopping = true;
     this.wake();
-    const drained = await raceTimeout(this.whenIdle(), timeoutMs);
+    const drained = await settlesWithin(this.whenIdle(), timeoutMs);
     const report: StopReport = { drained, handedBack: 0, abandoned: 0 };
     if (!drained) Object.assign(report, await this.handBack());
     // run() may still wait on the database (a claim or a settle in flight): it gets a bounded margin, no more.
-    await raceTimeout(this.running?.catch(() => undefined) ?? Promise.resolve(), HAND_BACK_DEADLINE_MS);
+    await settlesWithin(this.running ?? Promise.resolve(), HAND_BACK_DEADLINE_MS);
     return report;
   }
 
@@ -330,17 +331,22 @@ export class Worker extends TypedEmitter {
     }
   }
 
-  private submitSettle(flight: InFlight, outcome: Outcome): Promise<boolean> {
+  /** The guarded UPDATE that settles a job with `outcome`. */
+  private settleStatement(flight: InFlight, outcome: Outcome): Statement {
     const { job, token } = flight;
     const sql = this.queue.sql;
-    const statement: Statement =
-      outcome.kind === 'complete'
-        ? sql.complete(job.id, token, outcome.stored)
-        : outcome.kind === 'abuse'
-          ? sql.abuse(job.id, token, outcome.reason)
-          : outcome.kind === 'giveUp'
-            ? sql.giveUp(job.id, token, outcome.reason)
-            : sql.retry(job.id, token, outcome.reason, outcome.delayMs);
+    return outcome.kind === 'complete'
+      ? sql.complete(job.id, token, outcome.stored)
+      : outcome.kind === 'abuse'
+        ? sql.abuse(job.id, token, outcome.reason)
+        : outcome.kind === 'giveUp'
+          ? sql.giveUp(job.id, token, outcome.reason)
+          : sql.retry(job.id, token, outcome.reason, outcome.delayMs);
+  }
+
+  private submitSettle(flight: InFlight, outcome: Outcome): Promise<boolean> {
+    const { job, token } = flight;
+    const statement = this.settleStatement(flight, outcome);
     // A plain completion under a claim token can share one UPDATE with the others of its batch.
     const groupable = outcome.kind === 'complete' && outcome.stored === null && token !== null;
     return this.settler.submit(statement, groupable ? { id: job.id, token: token! } : null);
@@ -401,7 +407,7 @@ export class Worker extends TypedEmitter {
     for (const flight of [...this.inFlight].filter((f) => f.stuck && undecided(f))) {
       flight.state = 'settledStuck';
       const outcome = this.outcomes.failure(flight.job, new JobTimeoutError(`job ran past its timeout of ${this.settings.jobTimeoutMs} ms and ignored the abort`));
-      const statement = outcome.kind === 'retry' ? this.queue.sql.retry(flight.job.id, flight.token, outcome.reason, outcome.delayMs) : this.queue.sql.giveUp(flight.job.id, flight.token, outcome.reason);
+      const statement = this.settleStatement(flight, outcome);
       try {
         const [result] = await withStoreRetry(() => this.queue.apply([statement]), { attempts: 10 });
         if (result!.affected === 1) this.countOutcome(flight.job, outcome);
@@ -425,7 +431,8 @@ export class Worker extends TypedEmitter {
     }
     // The flights stay in flight until the hand-back is done: run() must not end (and its caller close the
     // store) while the release is still on its way to the database.
-    const handedBack = await Promise.race([this.release(flights), sleep(HAND_BACK_DEADLINE_MS).then(() => null)]);
+    const releasing = this.release(flights);
+    const handedBack = (await settlesWithin(releasing, HAND_BACK_DEADLINE_MS)) ? await releasing : null;
     for (const flight of flights) this.inFlight.delete(flight);
     this.handedBack = true;
     this.wake();
@@ -511,12 +518,4 @@ export class Worker extends TypedEmitter {
       this.wakeWaiters.delete(abort);
     }
   }
-}
-
-/** True when `promise` settled within `ms`, false when the time ran out first; the timer never outlives the race. */
-async function raceTimeout(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  const timer = new AbortController();
-  const settled = await Promise.race([promise.then(() => true), sleep(ms, timer.signal).then(() => false)]);
-  timer.abort();
-  return settled;
 }
