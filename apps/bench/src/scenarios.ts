@@ -2,7 +2,8 @@
  * The six scenarios of the benchmark (issue 6), each bounded in rows and time. A `Plan` holds their sizes;
  * `--quick` shrinks every one so the whole set runs in well under a minute.
  */
-import type { ClaimRequest, ClaimResult, ClaimStrategy, Store, WorkerCounters } from '@statusq/core';
+import type { ClaimStrategy, Store, WorkerCounters } from '@statusq/core';
+import { type ClaimRequest, type ClaimResult } from '@statusq/core/adapter';
 import { openBenchDatabase, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
 import type { Peer } from './peer-contract.js';
 import { quantile, round, type BenchRecord, type BurnDownRecord, type CostRecord, type PickupRecord } from './records.js';

@@ -4,7 +4,8 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Worker, emptyWorkerCounters, sleep, type ClaimStrategy, type Handler, type Store, type WorkerCounters } from '@statusq/core';
+import { Worker, emptyWorkerCounters, type ClaimStrategy, type Handler, type Store, type WorkerCounters } from '@statusq/core';
+import { sleep } from '@statusq/core/adapter';
 import { measureCpu, type CpuShare } from './cpu.js';
 import type { BenchDatabase, ConnectionOptions, Dialect } from './databases.js';
 import { poolSize } from './limits.js';

@@ -1,4 +1,5 @@
-import { StatusqError, StoreError, urlSecrets } from '@statusq/core';
+import { StatusqError, StoreError } from '@statusq/core';
+import { urlSecrets } from '@statusq/core/adapter';
 import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, parseCommandLine, type Command } from './args.js';
 import * as commands from './commands.js';
 import type { Io } from './commands.js';

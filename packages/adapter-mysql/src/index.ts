@@ -1,4 +1,4 @@
-import { ConfigError, deadlinesFromUrl, parseServerUrl, type ConnectOptions } from '@statusq/core';
+import { ConfigError, deadlinesFromUrl, parseServerUrl, type ConnectOptions } from '@statusq/core/adapter';
 import { MysqlStore, type MysqlClaimStrategy, type MysqlIsolation, type MysqlStoreOptions } from './mysql-store.js';
 
 export {

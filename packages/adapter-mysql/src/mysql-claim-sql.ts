@@ -1,4 +1,4 @@
-import { candidateStatements, type ClaimRequest, type JobId, type Statement, type TransitionSql } from '@statusq/core';
+import { candidateStatements, type ClaimRequest, type JobId, type Statement, type TransitionSql } from '@statusq/core/adapter';
 
 /**
  * MySQL 8.0.1+ and MariaDB 10.6+ claim: one short transaction on one connection,

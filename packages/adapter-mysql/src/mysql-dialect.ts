@@ -1,4 +1,4 @@
-import type { OrderTimeEncoding, SqlDialect } from '@statusq/core';
+import type { OrderTimeEncoding, SqlDialect } from '@statusq/core/adapter';
 
 /**
  * statusq's own time columns on MySQL/MariaDB are DATETIME(3), written and compared only with the

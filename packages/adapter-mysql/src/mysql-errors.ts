@@ -1,4 +1,4 @@
-import { StoreError } from '@statusq/core';
+import { StoreError } from '@statusq/core/adapter';
 
 /**
  * The one place mysql2's native errors become StoreError kinds. The native code is kept: the server's

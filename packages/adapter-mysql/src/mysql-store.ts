@@ -29,7 +29,7 @@ import {
   type Store,
   type StoreCallDeadlines,
   type StoreCapabilities,
-} from '@statusq/core';
+} from '@statusq/core/adapter';
 import { CLAIM_CLOCK, lockingCandidateStatements, sortIds } from './mysql-claim-sql.js';
 import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 import { isConnectionLost, isDeadlock, isLockWaitTimeout, toStoreError } from './mysql-errors.js';

@@ -5,7 +5,8 @@
  */
 import { afterEach, expect, it } from 'vitest';
 import mysql from 'mysql2/promise';
-import { Params, Queue, StoreError, TransitionSql } from '@statusq/core';
+import { Queue, StoreError } from '@statusq/core';
+import { Params, TransitionSql } from '@statusq/core/adapter';
 import { Ledger, TestEnv, withDeadline } from '@statusq/conformance';
 import { initTable, pendingIndexName } from '@statusq/schema';
 import { connect, optionsFromUrl, type MysqlStore } from './index.js';

@@ -1,4 +1,4 @@
-import { ConfigError, DEADLINE_URL_PARAMETERS, deadlinesFromUrl, parseServerUrl, redactUrl, type ConnectOptions } from '@statusq/core';
+import { ConfigError, DEADLINE_URL_PARAMETERS, deadlinesFromUrl, parseServerUrl, redactUrl, type ConnectOptions } from '@statusq/core/adapter';
 import { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
 
 export { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';

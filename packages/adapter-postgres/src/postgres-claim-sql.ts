@@ -1,4 +1,4 @@
-import { Params, type ClaimRequest, type Statement, type TransitionSql } from '@statusq/core';
+import { Params, type ClaimRequest, type Statement, type TransitionSql } from '@statusq/core/adapter';
 
 /** Appended to a candidate SELECT: lock what it finds, pass over rows another claimer holds. */
 export const SKIP_LOCKED = ' FOR UPDATE SKIP LOCKED';

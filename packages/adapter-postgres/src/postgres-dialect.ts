@@ -1,4 +1,4 @@
-import { ConfigError, validateTableName, type OrderTimeEncoding, type SqlDialect } from '@statusq/core';
+import { ConfigError, validateTableName, type OrderTimeEncoding, type SqlDialect } from '@statusq/core/adapter';
 
 /** A parameter holding milliseconds, as an interval. The cast fixes the parameter's type for the planner. */
 const msInterval = (ms: string) => `(CAST(${ms} AS double precision) * INTERVAL '1 millisecond')`;

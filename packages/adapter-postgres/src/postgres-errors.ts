@@ -1,4 +1,4 @@
-import { StoreError } from '@statusq/core';
+import { StoreError } from '@statusq/core/adapter';
 
 /** Node socket errors that mean the connection (or the server) is gone. */
 const SOCKET_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ECONNABORTED']);

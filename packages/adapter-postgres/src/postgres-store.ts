@@ -27,7 +27,7 @@ import {
   type Store,
   type StoreCallDeadlines,
   type StoreCapabilities,
-} from '@statusq/core';
+} from '@statusq/core/adapter';
 import { lockingCandidates, postgresClaimStatement } from './postgres-claim-sql.js';
 import { notifyChannel, postgresDialect, postgresOrderTimeEncoding } from './postgres-dialect.js';
 import { isConnectionError, toStoreError } from './postgres-errors.js';

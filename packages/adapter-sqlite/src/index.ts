@@ -1,4 +1,4 @@
-import { ConfigError, redactUrl, type ConnectOptions } from '@statusq/core';
+import { ConfigError, redactUrl, type ConnectOptions } from '@statusq/core/adapter';
 import { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
 
 export { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';

@@ -1,4 +1,4 @@
-import { Params, type ClaimRequest, type Statement, type TransitionSql } from '@statusq/core';
+import { Params, type ClaimRequest, type Statement, type TransitionSql } from '@statusq/core/adapter';
 
 /**
  * SQLite's native claim: one statement, `UPDATE ... WHERE id IN (SELECT id ... ORDER BY ... LIMIT n)

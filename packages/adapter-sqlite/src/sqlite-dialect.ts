@@ -1,4 +1,4 @@
-import type { OrderTimeEncoding, SqlDialect } from '@statusq/core';
+import type { OrderTimeEncoding, SqlDialect } from '@statusq/core/adapter';
 
 /**
  * statusq's own time columns on SQLite hold integer epoch milliseconds: they sort and compare as numbers,

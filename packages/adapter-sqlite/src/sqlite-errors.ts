@@ -1,4 +1,4 @@
-import { StoreError } from '@statusq/core';
+import { StoreError } from '@statusq/core/adapter';
 
 /**
  * The one place SQLite's native errors become StoreError kinds. The native code (SQLITE_BUSY, ...) is kept.

@@ -20,7 +20,7 @@ import {
   type Statement,
   type Store,
   type StoreCapabilities,
-} from '@statusq/core';
+} from '@statusq/core/adapter';
 import { sqliteClaimStatement } from './sqlite-claim-sql.js';
 import { sqliteDialect, sqliteHoldsIntegers, sqliteOrderTimeEncoding } from './sqlite-dialect.js';
 import { toStoreError } from './sqlite-errors.js';

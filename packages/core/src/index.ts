@@ -1,16 +1,55 @@
-export * from './errors.js';
-export * from './status.js';
-export * from './identifiers.js';
-export * from './urls.js';
-export * from './duration.js';
-export * from './table.js';
-export * from './store.js';
-export * from './transition-sql.js';
-export * from './claim.js';
+/**
+ * `@statusq/core`: what an application uses — the worker, the queue, the supervisor, errors, status codes
+ * and the types of the Store contract it passes around. Adapter authors import `@statusq/core/adapter`,
+ * which adds the SQL builders, the claim pipeline and the helpers an adapter needs.
+ */
+export {
+  StatusqError,
+  ConfigError,
+  SchemaError,
+  IllegalTransitionError,
+  HandlerError,
+  HandlerResultError,
+  JobTimeoutError,
+  StoreError,
+  EnqueueError,
+  isRetryableStoreError,
+  describeError,
+  type StoreErrorKind,
+} from './errors.js';
+export {
+  DEFAULT_STATUS_CODES,
+  STATUS_NAMES,
+  TRANSITIONS,
+  REQUEUE_SOURCES,
+  isLegalTransition,
+  assertTransition,
+  requeueCause,
+  isStatusName,
+  statusName,
+  statusCode,
+  sourcesOf,
+  resolveStatusCodes,
+  type StatusName,
+  type StatusCodes,
+  type TransitionCause,
+} from './status.js';
+export { parseDuration, formatDuration, MAX_DURATION_MS } from './duration.js';
+export { redactUrl } from './urls.js';
+export {
+  OPTIONAL_COLUMNS,
+  DEFAULT_OPTIONAL_COLUMN_NAMES,
+  validateTableConfig,
+  type OptionalColumn,
+  type Order,
+  type TableConfig,
+  type ResolvedTable,
+  type QueueFeatures,
+} from './table.js';
+export type { Store, StoreCapabilities, ClaimStrategy, AdapterModule, ConnectOptions, JobId, Row, SqlValue } from './store.js';
 export * from './queue.js';
 export * from './handler.js';
 export * from './events.js';
-export * from './retry.js';
-export * from './deadline.js';
+export { backoffDelay, type BackoffOptions } from './retry.js';
 export * from './worker.js';
 export * from './supervisor.js';

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { ConfigError, type Store } from '@statusq/core';
+import { ConfigError, type Store } from '@statusq/core/adapter';
 import { mysqlDdl } from './mysql-ddl.js';
 import { postgresDdl } from './postgres-ddl.js';
 import { sqliteDdl } from './sqlite-ddl.js';

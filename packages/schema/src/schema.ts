@@ -7,7 +7,7 @@ import {
   validateTableName,
   type OptionalColumn,
   type Store,
-} from '@statusq/core';
+} from '@statusq/core/adapter';
 import { ddlFor, type DialectDdl } from './dialect-ddl.js';
 
 /** Column groups `migrate --with` adds to an existing table. */

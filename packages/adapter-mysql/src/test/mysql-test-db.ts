@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { describe, it } from 'vitest';
 import { optionsFromUrl } from '../index.js';
-import { redactUrl } from '@statusq/core';
+import { redactUrl } from '@statusq/core/adapter';
 
 export const BASE_URL = process.env.STATUSQ_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 const REQUIRED = process.env.STATUSQ_REQUIRE_DATABASES === '1';

@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  IllegalTransitionError,
-  isLegalTransition,
-  statusCode,
-  type Queue,
-  type Row,
-  type Statement,
-  type StatusName,
-  type TransitionCause,
-} from '@statusq/core';
+import { IllegalTransitionError, isLegalTransition, statusCode, type Queue, type Row, type StatusName, type TransitionCause } from '@statusq/core';
+import { type Statement } from '@statusq/core/adapter';
 import { readRow, statusOf, toMs, waitFor, type TestEnv } from '../harness.js';
 import { createJobs, enqueueJobs, forceRowState } from '../tables.js';
 
