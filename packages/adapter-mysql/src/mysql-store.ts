@@ -15,6 +15,7 @@ import {
   mergeCandidates,
   endWithin,
   raceDeadline,
+  splitTableName,
   validateTableName,
   type ClaimRequest,
   type ClaimResult,
@@ -24,6 +25,7 @@ import {
   type JobId,
   type ResolvedTable,
   type Row,
+  type SchemaSupport,
   type SqlValue,
   type Statement,
   type Store,
@@ -33,6 +35,7 @@ import {
 import { CLAIM_CLOCK, lockingCandidateStatements, sortIds } from './mysql-claim-sql.js';
 import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 import { isConnectionLost, isDeadlock, isLockWaitTimeout, toStoreError } from './mysql-errors.js';
+import { mysqlSchema } from './mysql-schema.js';
 
 /**
  * `skip-locked`: SELECT ... FOR UPDATE SKIP LOCKED then UPDATE by id in one transaction (MySQL >= 8.0.1,
@@ -148,6 +151,7 @@ export function parseServerVersion(version: string): MysqlServerInfo {
  */
 export class MysqlStore implements Store {
   readonly dialect = mysqlDialect;
+  readonly schema: SchemaSupport = mysqlSchema(this);
   readonly capabilities: StoreCapabilities;
   readonly stats: MysqlStoreStats = { deadlocks: 0, lockWaitTimeouts: 0, connectionsLost: 0, claims: 0 };
   /** The claim this store runs: `skip-locked` or `conditional-update` (auto resolved at connect). */
@@ -282,8 +286,7 @@ export class MysqlStore implements Store {
   }
 
   async describeTable(table: string): Promise<ColumnInfo[] | null> {
-    const parts = validateTableName(table).split('.');
-    const [schema, name] = parts.length === 2 ? parts : [null, parts[0]!];
+    const [schema, name] = splitTableName(validateTableName(table));
     const { rows } = await this.execute({
       sql:
         'SELECT c.COLUMN_NAME AS name, c.COLUMN_TYPE AS type, c.DATA_TYPE AS data_type, ' +
@@ -294,7 +297,7 @@ export class MysqlStore implements Store {
         'AND s.COLUMN_NAME = c.COLUMN_NAME AND s.NON_UNIQUE = 0 AND s.SEQ_IN_INDEX = 1 AND NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS o ' +
         'WHERE o.TABLE_SCHEMA = s.TABLE_SCHEMA AND o.TABLE_NAME = s.TABLE_NAME AND o.INDEX_NAME = s.INDEX_NAME AND o.SEQ_IN_INDEX = 2)) AS is_unique ' +
         'FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = COALESCE(?, DATABASE()) AND c.TABLE_NAME = ? ORDER BY c.ORDINAL_POSITION',
-      params: [schema ?? null, name!],
+      params: [schema, name],
     });
     return rows.length === 0
       ? null
@@ -325,8 +328,7 @@ export class MysqlStore implements Store {
     const key = `${table.table}\u0000${table.status}\u0000${table.columns.claimedAt ?? ''}`;
     let known = this.knownClaimWrites.get(key);
     if (!known) {
-      const parts = table.table.split('.');
-      const [schema, name] = parts.length === 2 ? parts : [null, parts[0]!];
+      const [schema, name] = splitTableName(table.table);
       known = this.execute({
         sql:
           'SELECT (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? AND (' +
@@ -334,7 +336,7 @@ export class MysqlStore implements Store {
           "OR (COLUMN_NAME = ? AND DATA_TYPE NOT IN ('tinyint', 'smallint', 'mediumint', 'int', 'bigint')) " +
           "OR (COLUMN_NAME = ? AND (DATA_TYPE NOT IN ('datetime', 'timestamp') OR DATETIME_PRECISION < 3)))) + " +
           "(SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = COALESCE(?, DATABASE()) AND EVENT_OBJECT_TABLE = ? AND EVENT_MANIPULATION = 'UPDATE') AS surprises",
-        params: [schema, name!, CLAIM_CLOCK, table.status, table.columns.claimedAt ?? null, schema, name!],
+        params: [schema, name, CLAIM_CLOCK, table.status, table.columns.claimedAt ?? null, schema, name],
       }).then(({ rows }) => Number(rows[0]?.surprises) === 0);
       // A failed look is asked again next time rather than remembered.
       known.catch(() => this.knownClaimWrites.delete(key));

@@ -9,6 +9,7 @@ import {
   mergeCandidates,
   orderLike,
   sortByQueueOrder,
+  splitTableName,
   validateTableName,
   type ClaimRequest,
   type ClaimResult,
@@ -17,12 +18,14 @@ import {
   type JobId,
   type ResolvedTable,
   type Row,
+  type SchemaSupport,
   type Statement,
   type Store,
   type StoreCapabilities,
 } from '@statusq/core/adapter';
 import { sqliteClaimStatement } from './sqlite-claim-sql.js';
 import { sqliteDialect, sqliteHoldsIntegers, sqliteOrderTimeEncoding } from './sqlite-dialect.js';
+import { sqliteSchema } from './sqlite-schema.js';
 import { toStoreError } from './sqlite-errors.js';
 
 export interface SqliteStoreOptions {
@@ -48,6 +51,7 @@ const STATEMENT_CACHE_SIZE = 256;
  */
 export class SqliteStore implements Store {
   readonly dialect = sqliteDialect;
+  readonly schema: SchemaSupport = sqliteSchema(this);
   readonly capabilities: StoreCapabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true };
   private readonly db: Database.Database;
   private readonly cache = new Map<string, Database.Statement>();
@@ -98,8 +102,7 @@ export class SqliteStore implements Store {
   }
 
   async describeTable(table: string): Promise<ColumnInfo[] | null> {
-    const parts = validateTableName(table).split('.');
-    const [schema, name] = parts.length === 2 ? parts : [null, parts[0]!];
+    const [schema, name] = splitTableName(validateTableName(table));
     // The table-valued pragmas take names as parameters, so index names reach no SQL text.
     const rows = await this.guard(
       () =>
