@@ -1,4 +1,4 @@
-import { splitTableName, type SchemaSupport, type Store } from '@statusq/core/adapter';
+import { splitTableName, type SchemaSupport } from '@statusq/core/adapter';
 import { knexStatements } from '@statusq/schema';
 
 const statements = knexStatements({
@@ -27,16 +27,13 @@ const statements = knexStatements({
 });
 
 /** `initTable` / `migrateTable` on MySQL and MariaDB. */
-export function mysqlSchema(store: Pick<Store, 'execute'>): SchemaSupport {
-  return {
-    ...statements,
-    async listIndexes(table) {
-      const [schema, name] = splitTableName(table);
-      const { rows } = await store.execute({
-        sql: 'SELECT DISTINCT INDEX_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?',
-        params: [schema, name],
-      });
-      return rows.map((r) => String(r.name ?? r.NAME ?? r.INDEX_NAME));
-    },
-  };
-}
+export const mysqlSchema: SchemaSupport = {
+  ...statements,
+  indexNames(table) {
+    const [schema, name] = splitTableName(table);
+    return {
+      sql: 'SELECT DISTINCT INDEX_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?',
+      params: [schema, name],
+    };
+  },
+};

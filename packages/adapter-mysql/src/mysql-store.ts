@@ -151,7 +151,7 @@ export function parseServerVersion(version: string): MysqlServerInfo {
  */
 export class MysqlStore implements Store {
   readonly dialect = mysqlDialect;
-  readonly schema: SchemaSupport = mysqlSchema(this);
+  readonly schema: SchemaSupport = mysqlSchema;
   readonly capabilities: StoreCapabilities;
   readonly stats: MysqlStoreStats = { deadlocks: 0, lockWaitTimeouts: 0, connectionsLost: 0, claims: 0 };
   /** The claim this store runs: `skip-locked` or `conditional-update` (auto resolved at connect). */

@@ -1,4 +1,4 @@
-import { splitTableName, type SchemaSupport, type Store } from '@statusq/core/adapter';
+import { splitTableName, type SchemaSupport } from '@statusq/core/adapter';
 import { knexStatements } from '@statusq/schema';
 import { notifyChannel } from './postgres-dialect.js';
 
@@ -17,48 +17,45 @@ const INSERT_TRIGGER = 'statusq_notify_insert';
 const UPDATE_TRIGGER = 'statusq_notify_update';
 
 /** `initTable` / `migrateTable` on PostgreSQL, with the triggers that wake `waitForWork`. */
-export function postgresSchema(store: Pick<Store, 'dialect' | 'execute' | 'executeBatch'>): SchemaSupport {
-  const q = (name: string) => store.dialect.quoteIdentifier(name);
-  return {
-    ...statements,
-    async listIndexes(table) {
-      const [schema, name] = splitTableName(table);
-      const { rows } = await store.execute({
-        sql: 'SELECT indexname AS name FROM pg_indexes WHERE schemaname = COALESCE($1, current_schema()) AND tablename = $2',
-        params: [schema, name],
-      });
-      return rows.map((r) => String(r.name));
-    },
-    /**
-     * Wake-ups for waiting workers: a statement-level trigger NOTIFYs the table's channel after every INSERT,
-     * and a row-level one after an UPDATE that puts a row back to pending (retry, release, reaper, requeue).
-     * NOTIFY is delivered at commit and deduplicated per transaction, so a batch of inserts sends one message.
-     * Installed once: when both triggers exist nothing is changed.
-     */
-    async installWakeUps(table, statusColumn) {
-      const { rows } = await store.execute({
-        sql: 'SELECT tgname AS name FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname IN ($2, $3) AND NOT tgisinternal',
-        params: [q(table), INSERT_TRIGGER, UPDATE_TRIGGER],
-      });
-      if (rows.length === 2) return;
-      // The channel the store LISTENs on; notifyChannel validates it before it is written into a trigger.
-      const channel = notifyChannel(table);
-      const status = q(statusColumn);
-      await store.executeBatch([
-        // Two migrations at once must not replace the shared function concurrently.
-        { sql: `SELECT pg_advisory_xact_lock(hashtext('statusq_notify'))`, params: [] },
-        {
-          sql: `CREATE OR REPLACE FUNCTION statusq_notify() RETURNS trigger LANGUAGE plpgsql AS $fn$ BEGIN PERFORM pg_notify(TG_ARGV[0], ''); RETURN NULL; END $fn$`,
-          params: [],
-        },
-        { sql: `DROP TRIGGER IF EXISTS ${INSERT_TRIGGER} ON ${q(table)}`, params: [] },
-        { sql: `CREATE TRIGGER ${INSERT_TRIGGER} AFTER INSERT ON ${q(table)} FOR EACH STATEMENT EXECUTE PROCEDURE statusq_notify('${channel}')`, params: [] },
-        { sql: `DROP TRIGGER IF EXISTS ${UPDATE_TRIGGER} ON ${q(table)}`, params: [] },
-        {
-          sql: `CREATE TRIGGER ${UPDATE_TRIGGER} AFTER UPDATE OF ${status} ON ${q(table)} FOR EACH ROW WHEN (NEW.${status} IS NULL AND OLD.${status} IS NOT NULL) EXECUTE PROCEDURE statusq_notify('${channel}')`,
-          params: [],
-        },
-      ]);
-    },
-  };
-}
+export const postgresSchema: SchemaSupport = {
+  ...statements,
+  indexNames(table) {
+    const [schema, name] = splitTableName(table);
+    return {
+      sql: 'SELECT indexname AS name FROM pg_indexes WHERE schemaname = COALESCE($1, current_schema()) AND tablename = $2',
+      params: [schema, name],
+    };
+  },
+  /**
+   * Wake-ups for waiting workers: a statement-level trigger NOTIFYs the table's channel after every INSERT,
+   * and a row-level one after an UPDATE that puts a row back to pending (retry, release, reaper, requeue).
+   * NOTIFY is delivered at commit and deduplicated per transaction, so a batch of inserts sends one message.
+   * Installed once: when both triggers exist nothing is changed.
+   */
+  async installWakeUps(store, table, statusColumn) {
+    const q = (name: string) => store.dialect.quoteIdentifier(name);
+    const { rows } = await store.execute({
+      sql: 'SELECT tgname AS name FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname IN ($2, $3) AND NOT tgisinternal',
+      params: [q(table), INSERT_TRIGGER, UPDATE_TRIGGER],
+    });
+    if (rows.length === 2) return;
+    // The channel the store LISTENs on; notifyChannel validates it before it is written into a trigger.
+    const channel = notifyChannel(table);
+    const status = q(statusColumn);
+    await store.executeBatch([
+      // Two migrations at once must not replace the shared function concurrently.
+      { sql: `SELECT pg_advisory_xact_lock(hashtext('statusq_notify'))`, params: [] },
+      {
+        sql: `CREATE OR REPLACE FUNCTION statusq_notify() RETURNS trigger LANGUAGE plpgsql AS $fn$ BEGIN PERFORM pg_notify(TG_ARGV[0], ''); RETURN NULL; END $fn$`,
+        params: [],
+      },
+      { sql: `DROP TRIGGER IF EXISTS ${INSERT_TRIGGER} ON ${q(table)}`, params: [] },
+      { sql: `CREATE TRIGGER ${INSERT_TRIGGER} AFTER INSERT ON ${q(table)} FOR EACH STATEMENT EXECUTE PROCEDURE statusq_notify('${channel}')`, params: [] },
+      { sql: `DROP TRIGGER IF EXISTS ${UPDATE_TRIGGER} ON ${q(table)}`, params: [] },
+      {
+        sql: `CREATE TRIGGER ${UPDATE_TRIGGER} AFTER UPDATE OF ${status} ON ${q(table)} FOR EACH ROW WHEN (NEW.${status} IS NULL AND OLD.${status} IS NOT NULL) EXECUTE PROCEDURE statusq_notify('${channel}')`,
+        params: [],
+      },
+    ]);
+  },
+};

@@ -106,7 +106,7 @@ type Waiter = () => void;
  */
 export class PostgresStore implements Store {
   readonly dialect = postgresDialect;
-  readonly schema: SchemaSupport = postgresSchema(this);
+  readonly schema: SchemaSupport = postgresSchema;
   readonly capabilities: StoreCapabilities;
   private readonly pool: pg.Pool;
   private readonly clientConfig: pg.ClientConfig;

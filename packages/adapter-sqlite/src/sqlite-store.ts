@@ -51,7 +51,7 @@ const STATEMENT_CACHE_SIZE = 256;
  */
 export class SqliteStore implements Store {
   readonly dialect = sqliteDialect;
-  readonly schema: SchemaSupport = sqliteSchema(this);
+  readonly schema: SchemaSupport = sqliteSchema;
   readonly capabilities: StoreCapabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true };
   private readonly db: Database.Database;
   private readonly cache = new Map<string, Database.Statement>();

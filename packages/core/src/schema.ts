@@ -105,7 +105,7 @@ export async function initTable(store: Store, table = 'jobs'): Promise<InitRepor
   }
   await runAll(store, schema.createTable(table, MANAGED_COLUMNS));
   await ensurePendingIndex(store, schema, table, 'status', 'date');
-  await schema.installWakeUps?.(table, 'status');
+  await schema.installWakeUps?.(store, table, 'status');
   return { table, created: true, migrated: null };
 }
 
@@ -131,14 +131,14 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   const added = addedStatus ? [statusColumnSpec(statusColumn), ...wanted] : wanted;
   if (added.length > 0) await runAll(store, schema.addColumns(table, added));
   const createdIndex = await ensurePendingIndex(store, schema, table, statusColumn, orderColumn);
-  await schema.installWakeUps?.(table, statusColumn);
+  await schema.installWakeUps?.(store, table, statusColumn);
   return { table, addedColumns: added.map((c) => c.name), createdIndex, addedStatus };
 }
 
 async function ensurePendingIndex(store: Store, schema: SchemaSupport, table: string, statusColumn: string, orderColumn: string): Promise<string | null> {
   const name = pendingIndexName(table);
-  const existing = await schema.listIndexes(table);
-  if (existing.some((n) => n.toLowerCase() === name.toLowerCase())) return null;
+  const { rows } = await store.execute(schema.indexNames(table));
+  if (rows.some((r) => String(r.name).toLowerCase() === name.toLowerCase())) return null;
   await runAll(store, schema.createPendingIndex(table, { name, statusColumn, orderColumn }));
   return name;
 }

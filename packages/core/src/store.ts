@@ -200,11 +200,11 @@ export interface SchemaSupport {
    * shape is the adapter's choice (a partial index, or a composite one the planner uses the same way).
    */
   createPendingIndex(table: string, index: PendingIndexSpec): Promise<Statement[]>;
-  /** Names of the indexes on `table` (which may be `schema.table`). */
-  listIndexes(table: string): Promise<string[]>;
+  /** A query for the indexes on `table` (which may be `schema.table`): one row each, its name in `name`. */
+  indexNames(table: string): Statement;
   /**
-   * Makes writes to the table wake waiting workers (for `waitForWork`), e.g. with triggers. Idempotent;
-   * called after every create and migrate. Stores without `listenNotify` leave it out.
+   * Makes writes to the table wake waiting workers (for `waitForWork`), e.g. with triggers, through
+   * `store`. Idempotent; called after every create and migrate. Stores without `listenNotify` leave it out.
    */
-  installWakeUps?(table: string, statusColumn: string): Promise<void>;
+  installWakeUps?(store: Store, table: string, statusColumn: string): Promise<void>;
 }
