@@ -1,4 +1,4 @@
-import { splitTableName, type SchemaSupport } from '@statusq/core/adapter';
+import type { SchemaSupport } from '@statusq/core/adapter';
 import { knexStatements } from '@statusq/schema';
 
 const statements = knexStatements({
@@ -29,11 +29,8 @@ const statements = knexStatements({
 /** `initTable` / `migrateTable` on MySQL and MariaDB. */
 export const mysqlSchema: SchemaSupport = {
   ...statements,
-  indexNames(table) {
-    const [schema, name] = splitTableName(table);
-    return {
-      sql: 'SELECT DISTINCT INDEX_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?',
-      params: [schema, name],
-    };
-  },
+  indexNames: (schema, name) => ({
+    sql: 'SELECT DISTINCT INDEX_NAME AS name FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ?',
+    params: [schema, name],
+  }),
 };

@@ -1,4 +1,4 @@
-import { splitTableName, type SchemaSupport } from '@statusq/core/adapter';
+import type { SchemaSupport } from '@statusq/core/adapter';
 import { knexStatements } from '@statusq/schema';
 import { notifyChannel } from './postgres-dialect.js';
 
@@ -19,13 +19,10 @@ const UPDATE_TRIGGER = 'statusq_notify_update';
 /** `initTable` / `migrateTable` on PostgreSQL, with the triggers that wake `waitForWork`. */
 export const postgresSchema: SchemaSupport = {
   ...statements,
-  indexNames(table) {
-    const [schema, name] = splitTableName(table);
-    return {
-      sql: 'SELECT indexname AS name FROM pg_indexes WHERE schemaname = COALESCE($1, current_schema()) AND tablename = $2',
-      params: [schema, name],
-    };
-  },
+  indexNames: (schema, name) => ({
+    sql: 'SELECT indexname AS name FROM pg_indexes WHERE schemaname = COALESCE($1, current_schema()) AND tablename = $2',
+    params: [schema, name],
+  }),
   /**
    * Wake-ups for waiting workers: a statement-level trigger NOTIFYs the table's channel after every INSERT,
    * and a row-level one after an UPDATE that puts a row back to pending (retry, release, reaper, requeue).

@@ -1,4 +1,4 @@
-import { splitTableName, type SchemaSupport } from '@statusq/core/adapter';
+import type { SchemaSupport } from '@statusq/core/adapter';
 import { knexStatements } from '@statusq/schema';
 import { sqliteDialect } from './sqlite-dialect.js';
 
@@ -14,8 +14,7 @@ export const sqliteSchema: SchemaSupport = {
     // and the same index answers "is anything processing?" for --exit-when-empty.
     pendingIndex: 'composite',
   }),
-  indexNames(table) {
-    const [schema, name] = splitTableName(table);
+  indexNames(schema, name) {
     const master = schema ? `${sqliteDialect.quoteIdentifier(schema)}.sqlite_master` : 'sqlite_master';
     return { sql: `SELECT name FROM ${master} WHERE type = 'index' AND tbl_name = ?`, params: [name] };
   },

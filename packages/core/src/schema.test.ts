@@ -35,7 +35,7 @@ function plainSqlSchema(store: SqlJsStore, calls: string[]): SchemaSupport {
       calls.push(`createPendingIndex ${table}: ${index.name} (${index.statusColumn}, ${index.orderColumn})`);
       return [{ sql: `CREATE INDEX ${q(index.name)} ON ${q(table)} (${q(index.statusColumn)}, ${q(index.orderColumn)})`, params: [] }];
     },
-    indexNames: (table) => ({ sql: `SELECT upper(name) AS name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?`, params: [table] }),
+    indexNames: (_schema, table) => ({ sql: `SELECT upper(name) AS name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?`, params: [table] }),
     async installWakeUps(wakeStore, table, statusColumn) {
       calls.push(`installWakeUps ${table}.${statusColumn} on ${wakeStore === store ? 'the store' : 'another store'}`);
     },

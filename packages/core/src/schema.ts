@@ -1,5 +1,5 @@
 import { ConfigError, SchemaError } from './errors.js';
-import { derivedName, validateIdentifier, validateTableName } from './identifiers.js';
+import { derivedName, splitTableName, validateIdentifier, validateTableName } from './identifiers.js';
 import type { ColumnSpec, SchemaSupport, Statement, Store } from './store.js';
 import { DEFAULT_OPTIONAL_COLUMN_NAMES, type OptionalColumn } from './table.js';
 
@@ -137,7 +137,7 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
 
 async function ensurePendingIndex(store: Store, schema: SchemaSupport, table: string, statusColumn: string, orderColumn: string): Promise<string | null> {
   const name = pendingIndexName(table);
-  const { rows } = await store.execute(schema.indexNames(table));
+  const { rows } = await store.execute(schema.indexNames(...splitTableName(table)));
   if (rows.some((r) => String(r.name).toLowerCase() === name.toLowerCase())) return null;
   await runAll(store, schema.createPendingIndex(table, { name, statusColumn, orderColumn }));
   return name;

@@ -200,8 +200,11 @@ export interface SchemaSupport {
    * shape is the adapter's choice (a partial index, or a composite one the planner uses the same way).
    */
   createPendingIndex(table: string, index: PendingIndexSpec): Promise<Statement[]>;
-  /** A query for the indexes on `table` (which may be `schema.table`): one row each, its name in `name`. */
-  indexNames(table: string): Statement;
+  /**
+   * A query for the names of the indexes on table `name` in `schema` (null: the connection's default),
+   * one row per index with the name in column `name`.
+   */
+  indexNames(schema: string | null, name: string): Statement;
   /**
    * Makes writes to the table wake waiting workers (for `waitForWork`), e.g. with triggers, through
    * `store`. Idempotent; called after every create and migrate. Stores without `listenNotify` leave it out.
