@@ -25,8 +25,8 @@ import {
 } from '@statusq/core/adapter';
 import { sqliteClaimStatement } from './sqlite-claim-sql.js';
 import { sqliteDialect, sqliteHoldsIntegers, sqliteOrderTimeEncoding } from './sqlite-dialect.js';
-import { sqliteSchema } from './sqlite-schema.js';
 import { toStoreError } from './sqlite-errors.js';
+import { sqliteSchema } from './sqlite-schema.js';
 
 export interface SqliteStoreOptions {
   /** Path of the database file, or `:memory:`. */

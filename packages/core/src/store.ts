@@ -174,7 +174,7 @@ export interface ColumnSpec {
   readonly kind: ColumnKind;
   /** Ignored for `serialKey`, which is never null. */
   readonly nullable: boolean;
-  /** `now`: the database's current time in the `time` representation. */
+  /** `now`: the database's current time in the `time` representation; 0 for a count that starts there. */
   readonly default?: 'now' | 0;
 }
 
@@ -207,7 +207,7 @@ export interface SchemaSupport {
   indexNames(schema: string | null, name: string): Statement;
   /**
    * Makes writes to the table wake waiting workers (for `waitForWork`), e.g. with triggers, through
-   * `store`. Idempotent; called after every create and migrate. Stores without `listenNotify` leave it out.
+   * `store`. Idempotent; called after every create and migrate. Adapters that are only polled leave it out.
    */
   installWakeUps?(store: Store, table: string, statusColumn: string): Promise<void>;
 }
