@@ -1,4 +1,5 @@
 import type { ClaimStrategy, Store, WorkerCounters } from '@statusq/core';
+import type { FixtureTables, QueryPlans } from './fixtures.js';
 import type { ProxyAddress } from './tcp-proxy.js';
 
 /** What an adapter hands the conformance suite. */
@@ -17,11 +18,20 @@ export interface ConformanceOptions {
    * give every worker its own store. Default: the adapter module's `connect(url)`.
    */
   createStore?: (url: string) => Promise<Store>;
+  /** The tables the suite creates, in this database's DDL (the adapter's `./testing` entry exports them). */
+  fixtures: FixtureTables;
   /**
-   * Opens a store that gives up on a lock held by another connection almost at once (SQLite: a busy
-   * timeout of a few ms). Enables the Busy test; without it that test is skipped.
+   * A VARCHAR(n) column refuses longer text and the adapter's describeTable reports n. Default true; false
+   * for a database that stores text of any length whatever the declared size (SQLite).
    */
-  createImpatientStore?: (url: string) => Promise<Store>;
+  enforcesTextLength?: boolean;
+  /**
+   * Another process can hold the whole database's write lock, and a claim then fails at once as StoreError
+   * Busy (SQLite). Enables the `[needs writeLock]` case; without it that case skips.
+   */
+  writeLock?: WriteLock;
+  /** Reading query plans; enables the `[needs queryPlans]` case (the pending index serves every candidate SELECT). */
+  queryPlans?: QueryPlans;
   /** Removes what `url()` created (SQLite: the temp directory). Called after each test. */
   dropDatabase?: (url: string) => void | Promise<void>;
   /**
@@ -48,6 +58,18 @@ export interface ConformanceOptions {
    * `deadlines`. Without it (SQLite has no network; its busy timeout bounds every wait) those cases skip.
    */
   throughProxy?: (url: string, deadlines: CallDeadlines) => { upstream: ProxyAddress; via(address: ProxyAddress): string };
+}
+
+/** See `ConformanceOptions.writeLock`. */
+export interface WriteLock {
+  /** Opens a store that gives up on a lock held by another connection almost at once (SQLite: a busy timeout of a few ms). */
+  createImpatientStore: (url: string) => Promise<Store>;
+  /** What a session in another process runs to take the write lock (SQLite: `BEGIN IMMEDIATE`). */
+  take: string[];
+  /** What that session runs to give it back (`COMMIT`). */
+  release: string[];
+  /** The driver's native code on the Busy error a claim meets. */
+  nativeCode: RegExp;
 }
 
 /** See `ConformanceOptions.raceScale`. */
