@@ -2,7 +2,7 @@ import type { Store } from '@statusq/core';
 
 /**
  * The same store, with a macrotask of "network latency" before every call. In-process drivers that run
- * synchronously (better-sqlite3) otherwise never let two workers' SELECT and UPDATE interleave, so the
+ * synchronously otherwise never let two workers' SELECT and UPDATE interleave, so the
  * race between candidate selection and the conditional UPDATE would never happen in a test.
  */
 export function withLatency(inner: Store): Store {

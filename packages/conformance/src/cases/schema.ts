@@ -110,7 +110,7 @@ export function schemaCases(env: () => TestEnv): void {
       await env().closeStores();
     });
 
-    it('a managed table holds a 100 KB payload and a 100 KB result (MySQL: LONGTEXT, not 64 KB TEXT)', async () => {
+    it('a managed table holds a 100 KB payload and a 100 KB result (a long text type, not one of 64 KB)', async () => {
       const store = await env().store();
       const jobs = await createJobs(store);
       // Two UTF-8 bytes a character: 120,000 bytes of text each way.
