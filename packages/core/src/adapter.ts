@@ -12,4 +12,5 @@ export * from './store.js';
 export * from './transition-sql.js';
 export * from './claim.js';
 export * from './deadline.js';
+export { ConnectionGate } from './connection-gate.js';
 export { sleep } from './retry.js';
