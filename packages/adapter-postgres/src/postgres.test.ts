@@ -7,11 +7,11 @@
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, Queue, StoreError, Worker, type Store } from '@statusq/core';
-import { Params, TransitionSql } from '@statusq/core/adapter';
+import { Params, TransitionSql, oneStatementClaim } from '@statusq/core/adapter';
 import { initTable, migrateTable, pendingIndexName } from '@statusq/schema';
 import { tableASchema } from '@statusq/test-fixtures';
 import { Ledger, deferred, withDeadline, waitFor } from '@statusq/conformance';
-import { connect, notifyChannel, postgresClaimStatement, toStoreError, type PostgresStore, type PostgresStoreOptions } from './index.js';
+import { connect, notifyChannel, postgresNativeClaim, toStoreError, type PostgresStore, type PostgresStoreOptions } from './index.js';
 import { createTestDatabase, databasesRequired, dropTestDatabase, postgresUnavailable } from './testing.js';
 
 const unavailable = await postgresUnavailable();
@@ -83,7 +83,7 @@ if (unavailable !== null) {
       await s.execute({ sql: `ANALYZE ${q('jobs')}`, params: [] });
       for (const { label, sql, params } of candidateSelects(jobs, s)) expectPendingIndexPlan(await explain(s, sql, params), pendingIndexName('jobs'), `jobs, ${label}`);
       // The claim itself: the locking subquery on the pending index, the UPDATE by primary key.
-      const claim = postgresClaimStatement(jobs.sql, { limit: 50, token: 't' });
+      const claim = oneStatementClaim(jobs.sql, postgresNativeClaim, { limit: 50, token: 't' });
       const claimPlan = await explain(s, claim.sql, claim.params);
       expect(claimPlan).toMatch(/LockRows/);
       expect(claimPlan).toMatch(new RegExp(`using ${pendingIndexName('jobs')}\\b`));

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { sortIds } from './claim.js';
 import { StoreError } from './errors.js';
 import { Queue } from './queue.js';
 import { STORE_RETRY } from './retry.js';
@@ -74,6 +75,11 @@ describe('the claim pipeline', () => {
     expect(shapes['read-back']).toEqual(['SELECT', 'UPDATE', 'SELECT', 'SELECT', 'UPDATE', 'SELECT']);
     // The portable claim: candidates, one guarded UPDATE per candidate, then a read-back of the lease start.
     expect(shapes['none']).toEqual(['SELECT', 'UPDATE', 'UPDATE', 'SELECT', 'SELECT', 'UPDATE', 'UPDATE', 'SELECT']);
+  });
+
+  it('sorts ids by value, numbers and numeric strings alike', () => {
+    expect(sortIds([10, 9, 100, 1])).toEqual([1, 9, 10, 100]);
+    expect(sortIds(['18446744073709551615', 3, '9007199254740993'])).toEqual([3, '9007199254740993', '18446744073709551615']);
   });
 
   it('claims by ids in ascending order', async () => {
