@@ -1,7 +1,7 @@
 // Pure functions of the adapter: no server needed.
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '@statusq/core';
-import { bindValue, mysqlDialect, mysqlOrderTimeEncoding, optionsFromUrl, parseServerVersion, toStoreError } from './index.js';
+import { MysqlStore, bindValue, connect, mysqlDialect, mysqlOrderTimeEncoding, optionsFromUrl, parseServerVersion, toStoreError, type MysqlStoreOptions } from './index.js';
 
 const native = (errno: number | undefined, code: string, extra: Record<string, unknown> = {}) => Object.assign(new Error(code), { errno, code, ...extra });
 
@@ -80,6 +80,17 @@ describe('mysql adapter, without a server', () => {
     for (const bad of ['queryTimeout=0', 'queryTimeout=1.5', 'connectTimeout=soon', 'schemaTimeout=-1']) {
       expect(() => optionsFromUrl(`mysql://root@h/db?${bad}`), bad).toThrow(/in the MySQL URL must be a positive whole number of milliseconds/);
     }
+  });
+
+  it('refuses the old option names and claim strategies before connecting, naming the new ones', async () => {
+    // Port 9 (discard) is never reached: each check fails before the pool opens a connection.
+    const open = (options: Record<string, unknown>) => MysqlStore.open({ host: '127.0.0.1', port: 9, ...options } as MysqlStoreOptions);
+    await expect(open({ claimStrategy: 'skip-locked' })).rejects.toThrow(/claimStrategy skip-locked was renamed native/);
+    await expect(open({ claimStrategy: 'auto' })).rejects.toThrow(/claimStrategy auto was renamed native/);
+    await expect(open({ claimStrategy: 'fastest' })).rejects.toThrow(/claimStrategy must be native or conditional-update, got "fastest"/);
+    await expect(open({ connectionLimit: 8 })).rejects.toThrow(/connectionLimit was renamed maxConnections/);
+    await expect(open({ deadlockRetries: 3 })).rejects.toThrow(/deadlockRetries was removed/);
+    await expect(connect('mysql://root@127.0.0.1:9/db?claimStrategy=skip-locked')).rejects.toThrow(/renamed native/);
   });
 
   it('binds a toISOString() value as a DATETIME literal and leaves everything else alone', () => {
