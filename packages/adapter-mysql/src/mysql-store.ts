@@ -1,3 +1,8 @@
+/*
+ * Over 350 lines because the store and its pool's set-up share one state (the pool, its sockets, the
+ * deadlines, the conflict counters) and the value conversions the driver needs (bindValue, text limits)
+ * sit next to the calls that use them. The claim's SQL and reasoning live in mysql-claim-sql.ts.
+ */
 import { Socket } from 'node:net';
 import mysql from 'mysql2/promise';
 import type { Pool, PoolConnection, PoolOptions } from 'mysql2/promise';

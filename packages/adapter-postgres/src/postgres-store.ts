@@ -1,3 +1,8 @@
+/*
+ * Over 350 lines because the store is one pool's worth of shared state: the borrowed-connection deadline,
+ * the transactions and the LISTEN connection all read the same closed flag, socket set and deadlines. The
+ * dialect's SQL (claim hooks, errors, types of time) lives in the files beside it.
+ */
 import pg from 'pg';
 import {
   ConfigError,
