@@ -1,8 +1,7 @@
 import { readFileSync, writeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, Worker, formatDuration, isStatusName, loadHandler, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type JobId, type Store, type StatusCounts, type TableConfig } from '@statusq/core';
+import { ConfigError, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type JobId, type Store, type StatusCounts, type TableConfig } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
-import { initTable, migrateTable, parseColumnGroups } from '@statusq/schema';
 import { databaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { openStore } from './adapters.js';
 

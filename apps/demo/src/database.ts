@@ -1,9 +1,8 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { connect, type SqliteStore } from '@statusq/adapter-sqlite';
-import type { Store } from '@statusq/core';
+import { migrateTable, type MigrateReport, type Store } from '@statusq/core';
 import { type Statement } from '@statusq/core/adapter';
-import { migrateTable, type MigrateReport } from '@statusq/schema';
 import { tableASchema, type RowKind, type TableARow } from '@statusq/test-fixtures';
 
 /** The seed's application table. */

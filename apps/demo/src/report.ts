@@ -1,5 +1,4 @@
-import type { StatusCounts, WorkerCounters } from '@statusq/core';
-import type { MigrateReport } from '@statusq/schema';
+import type { MigrateReport, StatusCounts, WorkerCounters } from '@statusq/core';
 import type { RowKind, TableARow } from '@statusq/test-fixtures';
 import type { Verdict } from './checks.js';
 import { finished, formatCounts } from './progress.js';

@@ -1,4 +1,4 @@
-import { CLAIM_CLOCK, type NativeClaim, type ResolvedTable, type Statement } from '@statusq/core/adapter';
+import { CLAIM_CLOCK, splitTableName, type NativeClaim, type ResolvedTable, type Statement } from '@statusq/core/adapter';
 
 /**
  * MySQL 8.0.1+ and MariaDB 10.6+ native claim hooks for core's claim pipeline: one short transaction on one
@@ -50,8 +50,7 @@ export const mysqlNativeClaim: NativeClaim = {
  * server rounds the clock), or a column named like the claim's clock.
  */
 export function mysqlClaimWritesQuery(table: ResolvedTable): Statement {
-  const parts = table.table.split('.');
-  const [schema, name] = parts.length === 2 ? parts : [null, parts[0]!];
+  const [schema, name] = splitTableName(table.table);
   return {
     sql:
       'SELECT (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? AND (' +
@@ -59,6 +58,6 @@ export function mysqlClaimWritesQuery(table: ResolvedTable): Statement {
       "OR (COLUMN_NAME = ? AND DATA_TYPE NOT IN ('tinyint', 'smallint', 'mediumint', 'int', 'bigint')) " +
       "OR (COLUMN_NAME = ? AND (DATA_TYPE NOT IN ('datetime', 'timestamp') OR DATETIME_PRECISION < 3)))) + " +
       "(SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = COALESCE(?, DATABASE()) AND EVENT_OBJECT_TABLE = ? AND EVENT_MANIPULATION = 'UPDATE') AS surprises",
-    params: [schema, name!, CLAIM_CLOCK, table.status, table.columns.claimedAt ?? null, schema, name!],
+    params: [schema, name, CLAIM_CLOCK, table.status, table.columns.claimedAt ?? null, schema, name],
   };
 }

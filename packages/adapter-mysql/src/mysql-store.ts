@@ -16,6 +16,7 @@ import {
   deadlineOption,
   endWithin,
   raceDeadline,
+  splitTableName,
   validateTableName,
   type ClaimStrategy,
   type ColumnInfo,
@@ -24,6 +25,7 @@ import {
   type NativeClaim,
   type ResolvedTable,
   type Row,
+  type SchemaSupport,
   type SqlValue,
   type Statement,
   type StatementRunner,
@@ -34,6 +36,7 @@ import {
 import { mysqlNativeClaim, mysqlClaimWritesQuery } from './mysql-claim-sql.js';
 import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 import { isConnectionLost, isDeadlock, isLockWaitTimeout, toStoreError } from './mysql-errors.js';
+import { mysqlSchema } from './mysql-schema.js';
 
 /** Isolation of every transaction statusq runs on its connections. */
 export type MysqlIsolation = 'read-committed' | 'repeatable-read';
@@ -140,6 +143,7 @@ export function parseServerVersion(version: string): MysqlServerInfo {
  */
 export class MysqlStore implements Store {
   readonly dialect = mysqlDialect;
+  readonly schema: SchemaSupport = mysqlSchema;
   readonly capabilities: StoreCapabilities;
   readonly stats: MysqlStoreStats = { deadlocks: 0, lockWaitTimeouts: 0, connectionsLost: 0, claims: 0 };
   /** The claim this store runs: `native` (SKIP LOCKED) or `conditional-update` (forced, or the server has no SKIP LOCKED). */
@@ -266,8 +270,7 @@ export class MysqlStore implements Store {
   }
 
   async describeTable(table: string): Promise<ColumnInfo[] | null> {
-    const parts = validateTableName(table).split('.');
-    const [schema, name] = parts.length === 2 ? parts : [null, parts[0]!];
+    const [schema, name] = splitTableName(validateTableName(table));
     const { rows } = await this.execute({
       sql:
         'SELECT c.COLUMN_NAME AS name, c.COLUMN_TYPE AS type, c.DATA_TYPE AS data_type, ' +
@@ -278,7 +281,7 @@ export class MysqlStore implements Store {
         'AND s.COLUMN_NAME = c.COLUMN_NAME AND s.NON_UNIQUE = 0 AND s.SEQ_IN_INDEX = 1 AND NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS o ' +
         'WHERE o.TABLE_SCHEMA = s.TABLE_SCHEMA AND o.TABLE_NAME = s.TABLE_NAME AND o.INDEX_NAME = s.INDEX_NAME AND o.SEQ_IN_INDEX = 2)) AS is_unique ' +
         'FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = COALESCE(?, DATABASE()) AND c.TABLE_NAME = ? ORDER BY c.ORDINAL_POSITION',
-      params: [schema ?? null, name!],
+      params: [schema, name],
     });
     return rows.length === 0
       ? null

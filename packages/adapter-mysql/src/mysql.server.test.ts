@@ -5,10 +5,9 @@
  */
 import { afterEach, expect, it } from 'vitest';
 import mysql from 'mysql2/promise';
-import { Queue, StoreError } from '@statusq/core';
+import { Queue, StoreError, initTable, pendingIndexName } from '@statusq/core';
 import { CLAIM_CLOCK, Params, TransitionSql, candidateStatements } from '@statusq/core/adapter';
 import { Ledger, TestEnv, withDeadline } from '@statusq/conformance';
-import { initTable, pendingIndexName } from '@statusq/schema';
 import { connect, optionsFromUrl, type MysqlStore } from './index.js';
 import { mysqlNativeClaim } from './mysql-claim-sql.js';
 import { adminQuery, createDatabase, dropDatabase, mysqlSuite } from './test/mysql-test-db.js';

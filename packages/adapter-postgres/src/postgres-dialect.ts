@@ -1,4 +1,4 @@
-import { ConfigError, validateTableName, type OrderTimeEncoding, type SqlDialect } from '@statusq/core/adapter';
+import { ConfigError, derivedName, validateTableName, type OrderTimeEncoding, type SqlDialect } from '@statusq/core/adapter';
 
 /** A parameter holding milliseconds, as an interval. The cast fixes the parameter's type for the planner. */
 const msInterval = (ms: string) => `(CAST(${ms} AS double precision) * INTERVAL '1 millisecond')`;
@@ -42,23 +42,15 @@ export function postgresOrderTimeEncoding(declaredType: string): OrderTimeEncodi
   return 'text';
 }
 
-/** PostgreSQL truncates identifiers (and channel names) longer than this many bytes. */
-const MAX_CHANNEL_LENGTH = 63;
 const CHANNEL = /^[A-Za-z0-9_.]{1,63}$/;
 
 /**
  * The LISTEN/NOTIFY channel of a table: `statusq_<table>` (a schema-qualified table keeps its dot), with a
- * stable hash when that is too long. The schema package's postgres DDL computes the same name for the
- * trigger that NOTIFYs it (a test checks the two agree).
+ * stable hash when that is longer than PostgreSQL's 63-byte limit. The store LISTENs on it and the schema's
+ * wake-up triggers NOTIFY it; the name is validated before it is written into a trigger.
  */
 export function notifyChannel(table: string): string {
-  validateTableName(table);
-  let channel = `statusq_${table}`;
-  if (channel.length > MAX_CHANNEL_LENGTH) {
-    let hash = 0;
-    for (const ch of table) hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
-    channel = `${channel.slice(0, 50)}_${hash.toString(36)}`;
-  }
+  const channel = derivedName(`statusq_${validateTableName(table)}`, table);
   if (!CHANNEL.test(channel)) throw new ConfigError(`invalid notification channel ${JSON.stringify(channel)}`);
   return channel;
 }

@@ -13,6 +13,7 @@ import {
   deadlineOption,
   endWithin,
   raceDeadline,
+  splitTableName,
   validateTableName,
   type ClosableSocket,
   type ColumnInfo,
@@ -20,6 +21,7 @@ import {
   type NativeClaim,
   type OrderTimeEncoding,
   type Row,
+  type SchemaSupport,
   type Statement,
   type StatementRunner,
   type Store,
@@ -29,6 +31,7 @@ import {
 import { postgresNativeClaim } from './postgres-claim-sql.js';
 import { notifyChannel, postgresDialect, postgresOrderTimeEncoding } from './postgres-dialect.js';
 import { isConnectionError, toStoreError } from './postgres-errors.js';
+import { postgresSchema } from './postgres-schema.js';
 
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database[?options]`. */
@@ -95,12 +98,13 @@ type Waiter = () => void;
  * answering without closing anything (a frozen network) fails calls instead of hanging them.
  *
  * Wake-ups: the store remembers the tables it described or claimed from and, on the first `waitForWork`,
- * opens one dedicated connection that LISTENs on their channels (see `notifyChannel`); the schema helpers
- * install a trigger that NOTIFYs on INSERT and on an UPDATE back to pending. A dropped listening connection
+ * opens one dedicated connection that LISTENs on their channels (see `notifyChannel`); initTable and
+ * migrateTable install triggers (postgres-schema.ts) that NOTIFY on INSERT and on an UPDATE back to pending. A dropped listening connection
  * is reopened on the next wait; polling stays the fallback throughout.
  */
 export class PostgresStore implements Store {
   readonly dialect = postgresDialect;
+  readonly schema: SchemaSupport = postgresSchema;
   readonly capabilities: StoreCapabilities;
   readonly nativeClaim: NativeClaim = {
     ...postgresNativeClaim,
@@ -210,8 +214,7 @@ export class PostgresStore implements Store {
   }
 
   async describeTable(table: string): Promise<ColumnInfo[] | null> {
-    const parts = validateTableName(table).split('.');
-    const [schema, name] = parts.length === 2 ? parts : [null, parts[0]!];
+    const [schema, name] = splitTableName(validateTableName(table));
     const { rows } = await this.execute({
       sql:
         'SELECT c.column_name AS name, c.data_type AS type, c.character_maximum_length AS max_chars, ' +
@@ -224,7 +227,7 @@ export class PostgresStore implements Store {
         'JOIN pg_catalog.pg_namespace ns ON ns.nspname = c.table_schema ' +
         'JOIN pg_catalog.pg_class cls ON cls.relnamespace = ns.oid AND cls.relname = c.table_name ' +
         'WHERE c.table_schema = COALESCE($1, current_schema()) AND c.table_name = $2 ORDER BY c.ordinal_position',
-      params: [schema ?? null, name!],
+      params: [schema, name],
     });
     if (rows.length === 0) return null;
     this.watch(table);

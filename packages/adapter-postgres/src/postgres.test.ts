@@ -6,9 +6,8 @@
  */
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, Queue, StoreError, Worker, type Store } from '@statusq/core';
+import { ConfigError, Queue, StoreError, Worker, initTable, migrateTable, pendingIndexName, type Store } from '@statusq/core';
 import { Params, TransitionSql, oneStatementClaim } from '@statusq/core/adapter';
-import { initTable, migrateTable, pendingIndexName } from '@statusq/schema';
 import { tableASchema } from '@statusq/test-fixtures';
 import { Ledger, deferred, withDeadline, waitFor } from '@statusq/conformance';
 import { connect, notifyChannel, postgresNativeClaim, toStoreError, type PostgresStore, type PostgresStoreOptions } from './index.js';

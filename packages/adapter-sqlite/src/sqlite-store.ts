@@ -5,10 +5,12 @@ import {
   DEFAULT_CAPABILITIES,
   StoreError,
   atStatement,
+  splitTableName,
   validateTableName,
   type ColumnInfo,
   type ExecResult,
   type Row,
+  type SchemaSupport,
   type Statement,
   type StatementRunner,
   type Store,
@@ -17,6 +19,7 @@ import {
 import { sqliteNativeClaim } from './sqlite-claim-sql.js';
 import { sqliteDialect, sqliteHoldsIntegers, sqliteOrderTimeEncoding } from './sqlite-dialect.js';
 import { toStoreError } from './sqlite-errors.js';
+import { sqliteSchema } from './sqlite-schema.js';
 
 export interface SqliteStoreOptions {
   /** Path of the database file, or `:memory:`. */
@@ -44,6 +47,7 @@ const STATEMENT_CACHE_SIZE = 256;
  */
 export class SqliteStore implements Store {
   readonly dialect = sqliteDialect;
+  readonly schema: SchemaSupport = sqliteSchema;
   readonly capabilities: StoreCapabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true };
   readonly nativeClaim = sqliteNativeClaim;
   private readonly db: Database.Database;
@@ -118,8 +122,7 @@ export class SqliteStore implements Store {
   }
 
   async describeTable(table: string): Promise<ColumnInfo[] | null> {
-    const parts = validateTableName(table).split('.');
-    const [schema, name] = parts.length === 2 ? parts : [null, parts[0]!];
+    const [schema, name] = splitTableName(validateTableName(table));
     // The table-valued pragmas take names as parameters, so index names reach no SQL text.
     const rows = await this.guard(
       () =>

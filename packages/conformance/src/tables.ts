@@ -2,8 +2,7 @@
  * Building the two kinds of queue table the suite runs on: the seed's application table `table_a` (from
  * the fixture DDL of the store's dialect, optionally migrated) and a statusq-managed table (initTable).
  */
-import { Queue, type SqlValue, type Store } from '@statusq/core';
-import { initTable, migrateTable, type ColumnGroup } from '@statusq/schema';
+import { Queue, initTable, migrateTable, type ColumnGroup, type SqlValue, type Store } from '@statusq/core';
 import { checkedTableSchema, formatSqliteTime, tableASchema, type CheckedTable, type FixtureDialect, type TableARow } from '@statusq/test-fixtures';
 import { placeholders } from './harness.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from './errors.js';
-import { validateIdentifier, validateTableName } from './identifiers.js';
+import { derivedName, splitTableName, validateIdentifier, validateTableName } from './identifiers.js';
 
 describe('identifier validation', () => {
   it('accepts letters, digits and underscores not starting with a digit, up to 63 characters', () => {
@@ -23,5 +23,19 @@ describe('identifier validation', () => {
     }
     expect(() => validateTableName(undefined)).toThrow(ConfigError);
     expect(() => validateIdentifier('app.jobs', 'column')).toThrow(ConfigError);
+  });
+});
+
+describe('names derived from a table', () => {
+  it('splitTableName: the schema and the name, the schema null for a bare name', () => {
+    expect(splitTableName('app.jobs')).toEqual(['app', 'jobs']);
+    expect(splitTableName('jobs')).toEqual([null, 'jobs']);
+  });
+
+  it('derivedName: unchanged up to 63 characters; longer ones cut with a hash of the table', () => {
+    expect(derivedName('x'.repeat(63), 't')).toBe('x'.repeat(63));
+    const long = derivedName('x'.repeat(64), 'table_one');
+    expect(long).toMatch(/^x{50}_[0-9a-z]+$/);
+    expect(derivedName('x'.repeat(64), 'table_two')).not.toBe(long);
   });
 });

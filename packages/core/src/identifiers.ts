@@ -25,3 +25,24 @@ export function validateTableName(name: unknown): string {
   for (const part of parts) validateIdentifier(part, 'table name');
   return name;
 }
+
+/** Splits a validated `schema.table` into its parts; the schema is null for a bare name. */
+export function splitTableName(table: string): [schema: string | null, name: string] {
+  const dot = table.indexOf('.');
+  return dot < 0 ? [null, table] : [table.slice(0, dot), table.slice(dot + 1)];
+}
+
+/** The identifier limit validateIdentifier enforces; a database with that limit truncates longer names silently. */
+const MAX_DERIVED_NAME_LENGTH = 63;
+
+/**
+ * A name statusq derives from a table (an index, a notification channel), kept within 63 characters: when
+ * `name` is longer it is cut and a stable hash of `table` appended, so two long tables sharing a prefix still
+ * get different names, and the same table always gets the same one.
+ */
+export function derivedName(name: string, table: string): string {
+  if (name.length <= MAX_DERIVED_NAME_LENGTH) return name;
+  let hash = 0;
+  for (const ch of table) hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
+  return `${name.slice(0, 50)}_${hash.toString(36)}`;
+}

@@ -1,7 +1,8 @@
 /**
- * `@statusq/core`: what an application uses — the worker, the queue, the supervisor, errors, status codes
- * and the types of the Store contract it passes around. Adapter authors import `@statusq/core/adapter`,
- * which adds the SQL builders, the claim pipeline and the helpers an adapter needs.
+ * `@statusq/core`: what an application uses — the worker, the queue, the supervisor, errors, status codes,
+ * the table helpers (initTable, migrateTable) and the types of the Store contract it passes around.
+ * Adapter authors import `@statusq/core/adapter`, which adds the SQL builders, the claim pipeline and the
+ * helpers an adapter needs.
  */
 export {
   StatusqError,
@@ -51,5 +52,6 @@ export * from './queue.js';
 export * from './handler.js';
 export * from './events.js';
 export { backoffDelay, type BackoffOptions } from './retry.js';
+export * from './schema.js';
 export * from './worker.js';
 export * from './supervisor.js';

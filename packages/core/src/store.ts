@@ -22,7 +22,7 @@ export interface ExecResult {
  * transition from these, so the status machine's SQL is written once.
  */
 export interface SqlDialect {
-  /** `sqlite`, `postgres` or `mysql`; used in messages and to pick the knex client for schema helpers. */
+  /** The dialect's name, for messages only: nothing outside the adapter picks behaviour by it. */
   readonly name: string;
   /** Quotes a name that `validateIdentifier` already accepted (a table may be `schema.table`). */
   quoteIdentifier(name: string): string;
@@ -163,6 +163,12 @@ export interface Store {
   orderTimeEncoding(column: ColumnInfo): OrderTimeEncoding;
 
   /**
+   * How `initTable` and `migrateTable` create and change tables on this database. A store without it
+   * serves existing tables only; the schema helpers then fail with a ConfigError.
+   */
+  readonly schema?: SchemaSupport;
+
+  /**
    * Resolves when new work may have arrived or after `timeoutMs`, whichever is first, or at once when the
    * signal aborts. Only stores with `listenNotify` implement it; others are polled.
    */
@@ -186,4 +192,65 @@ export interface AdapterModule {
   /** URL schemes served, without the colon. */
   readonly schemes: readonly string[];
   connect(url: string, options?: ConnectOptions): Promise<Store>;
+}
+
+/**
+ * What a column statusq creates holds. Core decides which columns a table gets and the kind of each
+ * (schema.ts); the adapter decides which column type a kind has on its database.
+ */
+export type ColumnKind =
+  /** The auto-incrementing 64-bit primary key of a table statusq creates. */
+  | 'serialKey'
+  /** A point in time statusq writes and compares, in the representation of the dialect's `now`. */
+  | 'time'
+  /** A whole number: a status code, an attempt count. */
+  | 'integer'
+  /** A worker's claim token: a string of at most 255 characters. */
+  | 'token'
+  /** An error message: at most MAX_ERROR_LENGTH characters. */
+  | 'text'
+  /** JSON text of any size, kept as written: never a JSON type, which may re-serialise it. */
+  | 'longText';
+
+export interface ColumnSpec {
+  readonly name: string;
+  readonly kind: ColumnKind;
+  /** Ignored for `serialKey`, which is never null. */
+  readonly nullable: boolean;
+  /** `now`: the database's current time in the `time` representation; 0 for a count that starts there. */
+  readonly default?: 'now' | 0;
+}
+
+export interface PendingIndexSpec {
+  readonly name: string;
+  readonly statusColumn: string;
+  readonly orderColumn: string;
+}
+
+/**
+ * The DDL an adapter supplies for `initTable` / `migrateTable`. Core decides what to create (columns,
+ * index name, when) and runs the statements with `execute`, one at a time; the adapter decides how its
+ * database spells it. The builders are asynchronous so an adapter can load its DDL generator only when a
+ * schema call is made (a worker never needs one). Names reach here validated.
+ */
+export interface SchemaSupport {
+  /** CREATE TABLE with these columns, in this order. */
+  createTable(table: string, columns: readonly ColumnSpec[]): Promise<Statement[]>;
+  /** Adds these columns to an existing table. */
+  addColumns(table: string, columns: readonly ColumnSpec[]): Promise<Statement[]>;
+  /**
+   * The index that serves the claim: pending rows (`status IS NULL`) in the order column's order. Its
+   * shape is the adapter's choice (a partial index, or a composite one the planner uses the same way).
+   */
+  createPendingIndex(table: string, index: PendingIndexSpec): Promise<Statement[]>;
+  /**
+   * A query for the names of the indexes on table `name` in `schema` (null: the connection's default),
+   * one row per index with the name in column `name`.
+   */
+  indexNames(schema: string | null, name: string): Statement;
+  /**
+   * Makes writes to the table wake waiting workers (for `waitForWork`), e.g. with triggers, through
+   * `store`. Idempotent; called after every create and migrate. Adapters that are only polled leave it out.
+   */
+  installWakeUps?(store: Store, table: string, statusColumn: string): Promise<void>;
 }

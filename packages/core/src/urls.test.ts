@@ -15,6 +15,8 @@ describe('redactUrl', () => {
     ['host=db password=S3cret dbname=app', 'host=db password=*** dbname=app'],
     ['sqlite:./data/app@2024.db', 'sqlite:./data/app@2024.db'],
     ['sqlite::memory:', 'sqlite::memory:'],
+    ['file:/var/lib/app:v2@host.db', 'file:/var/lib/app:v2@host.db'],
+    ['sqlite:data/app:v2@host.db', 'sqlite:***@host.db'],
   ])('%s -> %s', (url, shown) => {
     expect(redactUrl(url)).toBe(shown);
     expect(redactUrl(url)).not.toContain('S3cret');

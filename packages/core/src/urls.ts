@@ -14,9 +14,10 @@ function passwordSpan(url: string): [number, number] | null {
   const at = url.lastIndexOf('@');
   const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url);
   if (at === -1 || !scheme) return null;
-  // A SQLite URL is a file path, which may hold `:` and `@` but never a password.
-  if (scheme[1]!.toLowerCase() === 'sqlite') return null;
   const afterScheme = scheme[0].length;
+  // A file URL (`scheme:/abs/path`, `scheme:./rel`, `scheme::memory:`) may hold `:` and `@` but never a
+  // password; user info would follow `//`. A bare relative path with an `@` is hidden: over-hiding is the safe side.
+  if (!url.startsWith('//', afterScheme) && /^[/.:]/.test(url.slice(afterScheme))) return null;
   if (!url.startsWith('//', afterScheme)) return [afterScheme, at];
   const colon = url.indexOf(':', afterScheme + 2);
   return colon !== -1 && colon < at ? [colon + 1, at] : null;

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, Queue, SchemaError, StatusqError, Worker, type Store, type TableConfig, type WorkerOptions } from '@statusq/core';
-import { initTable, migrateTable } from '@statusq/schema';
+import { ConfigError, Queue, SchemaError, StatusqError, Worker, initTable, migrateTable, type Store, type TableConfig, type WorkerOptions } from '@statusq/core';
 import { generateTableARows } from '@statusq/test-fixtures';
 import { FAST, Ledger, countsOf, readRow, readRows, statusOf, withDeadline, type TestEnv } from '../harness.js';
 import { createCheckedTable, createJobs, createTableA, enqueueJobs } from '../tables.js';

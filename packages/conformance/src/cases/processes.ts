@@ -1,8 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { Queue, StoreError, type Row, type TableConfig } from '@statusq/core';
-import type { ColumnGroup } from '@statusq/schema';
+import { Queue, StoreError, type ColumnGroup, type Row, type TableConfig } from '@statusq/core';
 import { expectedStatus, generateTableARows, handlerPath, type TableARow } from '@statusq/test-fixtures';
 import type { ChildWorkerArgs, ChildWorkerResult } from '../child-worker.js';
 import type { ChildSessionArgs } from '../child-session.js';

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Queue, type Store } from '@statusq/core';
+import { Queue, initTable, migrateTable, pendingIndexName, type Store } from '@statusq/core';
 import { Params, TransitionSql } from '@statusq/core/adapter';
-import { initTable, migrateTable, pendingIndexName } from '@statusq/schema';
 import { generateTableARows } from '@statusq/test-fixtures';
 import { FAST, readRow, readRows, statusOf, withDeadline, type TestEnv } from '../harness.js';
 import { createTableA, createJobs, enqueueJobs } from '../tables.js';

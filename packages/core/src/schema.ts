@@ -1,14 +1,12 @@
-import knexFactory, { type Knex } from 'knex';
-import {
-  ConfigError,
-  DEFAULT_OPTIONAL_COLUMN_NAMES,
-  SchemaError,
-  validateIdentifier,
-  validateTableName,
-  type OptionalColumn,
-  type Store,
-} from '@statusq/core/adapter';
-import { ddlFor, type DialectDdl } from './dialect-ddl.js';
+import { ConfigError, SchemaError } from './errors.js';
+import { derivedName, splitTableName, validateIdentifier, validateTableName } from './identifiers.js';
+import type { ColumnSpec, SchemaSupport, Statement, Store } from './store.js';
+import { DEFAULT_OPTIONAL_COLUMN_NAMES, type OptionalColumn } from './table.js';
+
+/**
+ * `initTable` and `migrateTable`: what a statusq table holds and when it changes, decided here once for every
+ * database. How each database spells it is the adapter's `Store.schema` (see SchemaSupport).
+ */
 
 /** Column groups `migrate --with` adds to an existing table. */
 export const COLUMN_GROUPS = {
@@ -56,48 +54,42 @@ export interface InitReport {
   migrated: MigrateReport | null;
 }
 
-function ddlKnex(ddl: DialectDdl): Knex {
-  return knexFactory({ client: ddl.knexClient, useNullAsDefault: true });
-}
-
 /** Index names must be valid identifiers too; long table names are shortened with a stable hash. */
 export function pendingIndexName(table: string): string {
-  const base = `${table.replace('.', '_')}_statusq_pending`;
-  if (base.length <= 63) return base;
-  let hash = 0;
-  for (const ch of table) hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
-  return `${base.slice(0, 50)}_${hash.toString(36)}`;
+  return derivedName(`${table.replace('.', '_')}_statusq_pending`, table);
 }
 
-async function runAll(store: Store, statements: Array<{ sql: string; bindings: readonly unknown[] }>): Promise<void> {
-  for (const s of statements) await store.execute({ sql: s.sql, params: s.bindings as never[] });
+const OPTIONAL_COLUMN_SPECS: Readonly<Record<OptionalColumn, Omit<ColumnSpec, 'name'>>> = {
+  claimedAt: { kind: 'time', nullable: true },
+  workerId: { kind: 'token', nullable: true },
+  attemptCount: { kind: 'integer', nullable: false, default: 0 },
+  nextAttemptAt: { kind: 'time', nullable: true },
+  lastError: { kind: 'text', nullable: true },
+  payload: { kind: 'longText', nullable: true },
+  result: { kind: 'longText', nullable: true },
+  finishedAt: { kind: 'time', nullable: true },
+};
+
+const optionalColumn = (column: OptionalColumn): ColumnSpec => ({ name: DEFAULT_OPTIONAL_COLUMN_NAMES[column], ...OPTIONAL_COLUMN_SPECS[column] });
+/** Null is pending: a status column added to a table with rows makes every row pending. */
+const statusColumnSpec = (name: string): ColumnSpec => ({ name, kind: 'integer', nullable: true });
+
+/** A managed table: the seed's id, date and status, a payload, and every optional column group. */
+const MANAGED_COLUMNS: readonly ColumnSpec[] = [
+  { name: 'id', kind: 'serialKey', nullable: false },
+  { name: 'date', kind: 'time', nullable: false, default: 'now' },
+  statusColumnSpec('status'),
+  optionalColumn('payload'),
+  ...Object.values(COLUMN_GROUPS).flatMap((group) => group.map(optionalColumn)),
+];
+
+function schemaSupportOf(store: Store): SchemaSupport {
+  if (!store.schema) throw new ConfigError(`the ${store.dialect.name} store cannot create or change tables (it has no schema support); create the table yourself`);
+  return store.schema;
 }
 
-function addOptionalColumn(t: Knex.CreateTableBuilder | Knex.AlterTableBuilder, column: OptionalColumn, ddl: DialectDdl, knex: Knex): void {
-  const name = DEFAULT_OPTIONAL_COLUMN_NAMES[column];
-  switch (column) {
-    case 'claimedAt':
-    case 'nextAttemptAt':
-    case 'finishedAt':
-      ddl.timeColumn(t, name, knex).nullable();
-      break;
-    case 'workerId':
-      t.string(name, 255).nullable();
-      break;
-    case 'attemptCount':
-      t.integer(name).notNullable().defaultTo(0);
-      break;
-    case 'lastError':
-      // MAX_ERROR_LENGTH characters take at most 6000 bytes in utf8mb4: MySQL's TEXT (65535 bytes) holds them.
-      t.text(name).nullable();
-      break;
-    case 'payload':
-    case 'result':
-      // Any JSON text: LONGTEXT on MySQL (TEXT stops at 64 KB there), not JSON, which would re-serialise it
-      // (MySQL reorders keys); the other dialects' text ignores the size.
-      t.text(name, 'longtext').nullable();
-      break;
-  }
+async function runAll(store: Store, statements: Promise<Statement[]>): Promise<void> {
+  for (const statement of await statements) await store.execute(statement);
 }
 
 /**
@@ -106,22 +98,14 @@ function addOptionalColumn(t: Knex.CreateTableBuilder | Knex.AlterTableBuilder, 
  */
 export async function initTable(store: Store, table = 'jobs'): Promise<InitReport> {
   validateTableName(table);
-  const ddl = ddlFor(store);
+  const schema = schemaSupportOf(store);
   if (await store.describeTable(table)) {
     const migrated = await migrateTable(store, { table, with: Object.keys(COLUMN_GROUPS) as ColumnGroup[] });
     return { table, created: false, migrated };
   }
-  const knex = ddlKnex(ddl);
-  const builder = knex.schema.createTable(table, (t) => {
-    t.bigIncrements('id');
-    ddl.timeColumn(t, 'date', knex).notNullable().defaultTo(ddl.nowDefault(knex));
-    t.integer('status').nullable();
-    addOptionalColumn(t, 'payload', ddl, knex);
-    for (const group of Object.values(COLUMN_GROUPS)) for (const column of group) addOptionalColumn(t, column, ddl, knex);
-  });
-  await runAll(store, builder.toSQL());
-  await ensurePendingIndex(store, ddl, knex, table, 'status', 'date');
-  await ddl.notifyTrigger?.(store, table, 'status');
+  await runAll(store, schema.createTable(table, MANAGED_COLUMNS));
+  await ensurePendingIndex(store, schema, table, 'status', 'date');
+  await schema.installWakeUps?.(store, table, 'status');
   return { table, created: true, migrated: null };
 }
 
@@ -135,39 +119,26 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   const statusColumn = validateIdentifier(options.statusColumn ?? 'status', 'status column');
   const orderColumn = validateIdentifier(options.orderColumn ?? 'date', 'order column');
   const groups = parseColumnGroups(options.with ?? []);
-  const ddl = ddlFor(store);
+  const schema = schemaSupportOf(store);
   const columns = await store.describeTable(table);
   if (!columns) throw new SchemaError(`table ${JSON.stringify(table)} does not exist; migrate prepares an existing table (statusq init creates a new one)`);
   const present = new Set(columns.map((c) => c.name.toLowerCase()));
   if (!present.has(orderColumn.toLowerCase())) {
     throw new SchemaError(`table ${JSON.stringify(table)} has no order column ${JSON.stringify(orderColumn)} (columns: ${columns.map((c) => c.name).join(', ')})`);
   }
-  const knex = ddlKnex(ddl);
-  const wanted = groups.flatMap((g) => COLUMN_GROUPS[g]).filter((c) => !present.has(DEFAULT_OPTIONAL_COLUMN_NAMES[c]));
   const addedStatus = !present.has(statusColumn.toLowerCase());
-  const addedColumns: string[] = [];
-  if (addedStatus || wanted.length > 0) {
-    const builder = knex.schema.alterTable(table, (t) => {
-      if (addedStatus) t.integer(statusColumn).nullable();
-      for (const column of wanted) addOptionalColumn(t, column, ddl, knex);
-    });
-    await runAll(store, builder.toSQL());
-    if (addedStatus) addedColumns.push(statusColumn);
-    addedColumns.push(...wanted.map((c) => DEFAULT_OPTIONAL_COLUMN_NAMES[c]));
-  }
-  const createdIndex = await ensurePendingIndex(store, ddl, knex, table, statusColumn, orderColumn);
-  await ddl.notifyTrigger?.(store, table, statusColumn);
-  return { table, addedColumns, createdIndex, addedStatus };
+  const wanted = groups.flatMap((g) => COLUMN_GROUPS[g].map(optionalColumn)).filter((c) => !present.has(c.name));
+  const added = addedStatus ? [statusColumnSpec(statusColumn), ...wanted] : wanted;
+  if (added.length > 0) await runAll(store, schema.addColumns(table, added));
+  const createdIndex = await ensurePendingIndex(store, schema, table, statusColumn, orderColumn);
+  await schema.installWakeUps?.(store, table, statusColumn);
+  return { table, addedColumns: added.map((c) => c.name), createdIndex, addedStatus };
 }
 
-async function ensurePendingIndex(store: Store, ddl: DialectDdl, knex: Knex, table: string, statusColumn: string, orderColumn: string): Promise<string | null> {
+async function ensurePendingIndex(store: Store, schema: SchemaSupport, table: string, statusColumn: string, orderColumn: string): Promise<string | null> {
   const name = pendingIndexName(table);
-  const existing = await ddl.listIndexes(store, table);
-  if (existing.some((n) => n.toLowerCase() === name.toLowerCase())) return null;
-  const builder = knex.schema.alterTable(table, (t) => {
-    if (ddl.pendingIndex === 'partial') t.index([orderColumn], name, { predicate: knex.whereNull(statusColumn) });
-    else t.index([statusColumn, orderColumn], name);
-  });
-  await runAll(store, builder.toSQL());
+  const { rows } = await store.execute(schema.indexNames(...splitTableName(table)));
+  if (rows.some((r) => String(r.name).toLowerCase() === name.toLowerCase())) return null;
+  await runAll(store, schema.createPendingIndex(table, { name, statusColumn, orderColumn }));
   return name;
 }
