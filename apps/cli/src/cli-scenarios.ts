@@ -4,8 +4,8 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TcpProxy, waitFor, type CallDeadlines, type ConformanceOptions } from '@statusq/conformance';
-import { checkedTableSchema, generateTableARows, handlerPath, tableASchema, type TableARow } from '@statusq/test-fixtures';
+import { TcpProxy, waitFor, type CallDeadlines, type ConformanceOptions, type FixtureTables } from '@statusq/conformance';
+import { generateTableARows, handlerPath, type TableARow } from '@statusq/test-fixtures';
 import { lifecycleScenarios } from './cli-lifecycle-scenarios.js';
 import { launchCli, parseStats, runCliAsync, writeFixture, type CliRun, type StatusCounts } from './cli-harness.js';
 
@@ -17,7 +17,7 @@ export interface CliTestDatabase {
   url: string;
   /** Runs SQL outside the CLI (to set a table up or look at it); no parameters, so no placeholder style. */
   query<T = Record<string, unknown>>(sql: string): Promise<T[]>;
-  /** Inserts rows into the seed's table_a, created by tableASchema. */
+  /** Inserts rows into the seed's table_a, created by the adapter's fixture tableA. */
   insertTableA(rows: readonly TableARow[]): Promise<void>;
   dispose(): Promise<void>;
 }
@@ -28,6 +28,8 @@ export interface CliTarget {
   unavailable: string | null;
   /** `[needs <capability>]` for the skip title. */
   capability: string;
+  /** The seed's table_a and the checked tables in this database's DDL: its adapter's `./testing` fixtures. */
+  fixtures: FixtureTables;
   /** A fresh, empty database; `dir` is the test's scratch directory. */
   create(dir: string): Promise<CliTestDatabase>;
   /** A SQL literal for an ISO time in the managed table's `date` column. */
@@ -134,7 +136,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
 
     it("migrates the seed's table_a (twice: the second is a no-op), works it with the plain .mjs fixture handler, and requeues", async () => {
       const { statusq, stats, db } = ctx();
-      for (const ddl of tableASchema(target.dialect)) await db.query(ddl);
+      for (const ddl of target.fixtures.tableA('table_a')) await db.query(ddl);
       await db.insertTableA(generateTableARows(300, { poisonEvery: 50, abuseEvery: 40 }));
       expect(await statusq('migrate', '--db', db.url, '--table', 'table_a', '--with', 'leases,retries')).toMatchObject({
         code: 0,
@@ -175,7 +177,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
     it('work refuses, exit 2 and one line, a table whose id is not unique on its own or whose status is not an integer, and changes no row; a unique index on id is enough', async () => {
       const { statusq, db, file } = ctx();
       for (const [kind, table] of [['sharedId', 'pairs'], ['textStatus', 'texty'], ['uniqueId', 'keyed']] as const) {
-        for (const sql of checkedTableSchema(target.dialect, kind, table)!) await db.query(sql);
+        for (const sql of target.fixtures.checked[kind]!(table)) await db.query(sql);
       }
       const date = "'2024-01-01 00:00:00.000'";
       await db.query(`INSERT INTO pairs (id, k, date) VALUES (1, 1, ${date}), (1, 2, ${date}), (2, 1, ${date})`);

@@ -3,6 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import { expect, it } from 'vitest';
+import { mysqlFixtures } from '@statusq/adapter-mysql/testing';
 import { routeThrough } from '@statusq/conformance';
 import { cliScenarios } from './cli-scenarios.js';
 
@@ -33,6 +34,7 @@ cliScenarios(
       (error: unknown) => `MySQL/MariaDB server at ${base.host} unreachable: ${error instanceof Error ? error.message : String(error)}`,
     ),
     capability: 'mysqlServer',
+    fixtures: mysqlFixtures,
     async create() {
       const database = `statusq_${randomBytes(6).toString('hex')}`;
       await admin((conn) => conn.query(`CREATE DATABASE \`${database}\` CHARACTER SET utf8mb4`));

@@ -4,7 +4,7 @@
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { postgresDialect } from '@statusq/adapter-postgres';
-import { createTestDatabase, dropTestDatabase, postgresUnavailable } from '@statusq/adapter-postgres/testing';
+import { createTestDatabase, dropTestDatabase, postgresFixtures, postgresUnavailable } from '@statusq/adapter-postgres/testing';
 import { routeThrough } from '@statusq/conformance';
 import { cliScenarios } from './cli-scenarios.js';
 
@@ -24,6 +24,7 @@ cliScenarios(
     dialect: 'postgres',
     unavailable: await postgresUnavailable(),
     capability: 'postgres',
+    fixtures: postgresFixtures,
     async create() {
       const url = await createTestDatabase('statusq_cli');
       return {

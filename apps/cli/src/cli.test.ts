@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { expect, it } from 'vitest';
 import { sqliteDialect } from '@statusq/adapter-sqlite';
+import { sqliteFixtures } from '@statusq/adapter-sqlite/testing';
 import { cliScenarios } from './cli-scenarios.js';
 
 cliScenarios(
@@ -12,6 +13,7 @@ cliScenarios(
     dialect: 'sqlite',
     unavailable: null,
     capability: 'sqlite',
+    fixtures: sqliteFixtures,
     async create(dir) {
       const path = join(dir, 'q.db');
       const run = <T>(body: (conn: Database.Database) => T): T => {

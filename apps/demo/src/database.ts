@@ -1,9 +1,10 @@
 import { mkdirSync, rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { connect, type SqliteStore } from '@statusq/adapter-sqlite';
+import { sqliteFixtures } from '@statusq/adapter-sqlite/testing';
 import { migrateTable, type MigrateReport, type Store } from '@statusq/core';
 import { type Statement } from '@statusq/core/adapter';
-import { tableASchema, type RowKind, type TableARow } from '@statusq/test-fixtures';
+import type { RowKind, TableARow } from '@statusq/test-fixtures';
 
 /** The seed's application table. */
 export const TABLE = 'table_a';
@@ -25,7 +26,7 @@ export async function createDemoDatabase(path: string, rows: readonly TableARow[
   mkdirSync(dirname(path), { recursive: true });
   const store = await connect(sqliteUrl(path));
   try {
-    for (const sql of tableASchema('sqlite', TABLE)) await store.execute({ sql, params: [] });
+    for (const sql of sqliteFixtures.tableA(TABLE)) await store.execute({ sql, params: [] });
     await insertRows(store, rows);
     return await migrateTable(store, { table: TABLE, with: ['leases', 'retries'] });
   } finally {

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { routeThrough, runConformance } from '@statusq/conformance';
 import { connect, type MysqlStore } from './index.js';
+import { mysqlFixtures, mysqlQueryPlans } from './testing.js';
 import { createDatabase, dropDatabase, mysqlSuite } from './test/mysql-test-db.js';
 import { startPrivateMariadb } from './test/private-mariadb.js';
 
@@ -22,6 +23,8 @@ mysqlSuite('mysql', () => {
       adapterModule,
       url: () => createDatabase(`claimStrategy=${strategy}`),
       createStore: (url) => connect(url),
+      fixtures: mysqlFixtures,
+      queryPlans: mysqlQueryPlans,
       dropDatabase,
       disposableServer: () => startPrivateMariadb(`claimStrategy=${strategy}`),
       throughProxy: (url, { connectTimeoutMs, queryTimeoutMs }) =>

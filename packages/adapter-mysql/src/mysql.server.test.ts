@@ -6,10 +6,11 @@
 import { afterEach, expect, it } from 'vitest';
 import mysql from 'mysql2/promise';
 import { Queue, StoreError, initTable, pendingIndexName } from '@statusq/core';
-import { CLAIM_CLOCK, Params, TransitionSql, candidateStatements } from '@statusq/core/adapter';
+import { CLAIM_CLOCK, TransitionSql, candidateStatements } from '@statusq/core/adapter';
 import { Ledger, TestEnv, withDeadline } from '@statusq/conformance';
 import { connect, optionsFromUrl, type MysqlStore } from './index.js';
 import { mysqlNativeClaim } from './mysql-claim-sql.js';
+import { mysqlFixtures, mysqlQueryPlans } from './testing.js';
 import { adminQuery, createDatabase, dropDatabase, mysqlSuite } from './test/mysql-test-db.js';
 
 const FAST = { pollMinMs: 2, pollMaxMs: 20 } as const;
@@ -17,7 +18,10 @@ let env: TestEnv | undefined;
 
 async function fresh(): Promise<TestEnv> {
   const url = await createDatabase();
-  env = new TestEnv({ name: 'mysql', adapterModule: new URL('../dist/index.js', import.meta.url).href, url: () => url, createStore: (u) => connect(u) }, url);
+  env = new TestEnv(
+    { name: 'mysql', adapterModule: new URL('../dist/index.js', import.meta.url).href, url: () => url, createStore: (u) => connect(u), fixtures: mysqlFixtures },
+    url,
+  );
   return env;
 }
 
@@ -214,32 +218,24 @@ mysqlSuite('mysql adapter on a real server', () => {
     await e.closeStores();
   });
 
-  it('EXPLAIN: every candidate SELECT (newest, oldest, aged; with FOR UPDATE SKIP LOCKED) uses the pending index without a filesort, with many finished rows present', async () => {
+  // The plain candidate SELECTs on the pending index are the conformance case `[needs queryPlans]`.
+  it('EXPLAIN: every locking candidate SELECT of the claim (newest, oldest, aged; FOR UPDATE SKIP LOCKED) uses the pending index without a filesort, with many finished rows present', async () => {
     const e = await fresh();
     const store = await e.store();
     await initTable(store, 'jobs');
     const queue = await Queue.open(store, { table: 'jobs' });
     await queue.enqueue(Array.from({ length: 5000 }, (_, n) => ({ n })));
     await store.execute({ sql: 'UPDATE jobs SET status = 1 WHERE id > 20', params: [] });
-    await store.execute({ sql: 'ANALYZE TABLE jobs', params: [] });
+    await mysqlQueryPlans.analyze(store, 'jobs');
     const index = pendingIndexName('jobs');
     for (const direction of ['newest', 'oldest'] as const) {
       const sql = new TransitionSql({ ...queue.table, direction }, store.dialect);
       for (const agingMs of [undefined, 3_600_000]) {
-        const statements = [
-          ...candidateStatements(sql, { limit: 50, token: null, agingMs }, { columns: '*', lock: mysqlNativeClaim.lockCandidates, clock: CLAIM_CLOCK }),
-          (() => {
-            const p = new Params(store.dialect);
-            return { sql: sql.candidates(p, { limit: 50, columns: '*' }), params: p.values };
-          })(),
-        ];
-        for (const statement of statements) {
-          const plan = (await store.execute({ sql: `EXPLAIN ${statement.sql}`, params: statement.params })).rows;
-          const label = `${direction} aging=${String(agingMs)}: ${statement.sql}`;
-          expect(plan, label).toHaveLength(1);
-          expect(plan[0]!.key, label).toBe(index);
-          expect(plan[0]!.type, label).not.toBe('ALL');
-          expect(String(plan[0]!.Extra), label).not.toMatch(/filesort|temporary/i);
+        for (const statement of candidateStatements(sql, { limit: 50, token: null, agingMs }, { columns: '*', lock: mysqlNativeClaim.lockCandidates, clock: CLAIM_CLOCK })) {
+          const plan = await mysqlQueryPlans.explain(store, statement);
+          const label = `${direction} aging=${String(agingMs)}: ${statement.sql}: ${plan.text}`;
+          expect(plan.index, label).toBe(index);
+          expect(plan.sorts, label).toBe(false);
         }
       }
     }

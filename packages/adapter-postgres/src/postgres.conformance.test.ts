@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { routeThrough, runConformance } from '@statusq/conformance';
 import { connect } from './index.js';
-import { createTestDatabase, databasesRequired, dropTestDatabase, postgresUnavailable } from './testing.js';
+import { createTestDatabase, databasesRequired, dropTestDatabase, postgresFixtures, postgresQueryPlans, postgresUnavailable } from './testing.js';
 import { startPrivatePostgres } from './test/private-postgres.js';
 
 const unavailable = await postgresUnavailable();
@@ -21,6 +21,8 @@ if (unavailable === null) {
     adapterModule: fileURLToPath(new URL('../dist/index.js', import.meta.url)),
     url: () => createTestDatabase(),
     createStore: (url) => connect(url),
+    fixtures: postgresFixtures,
+    queryPlans: postgresQueryPlans,
     dropDatabase: (url) => dropTestDatabase(url),
     disposableServer: startPrivatePostgres,
     raceScale: {

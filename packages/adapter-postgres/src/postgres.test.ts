@@ -1,17 +1,16 @@
 /**
- * What only PostgreSQL has, beyond the shared conformance suite: the plan of the candidate SELECT on the
+ * What only PostgreSQL has, beyond the shared conformance suite: the plan of the claim statement on the
  * partial pending index, connections killed under a running worker, LISTEN/NOTIFY wake-ups through the
  * schema's trigger, error mapping and type parsing. Each test runs in its own database; an unreachable
  * server skips the file (fails with STATUSQ_REQUIRE_DATABASES=1).
  */
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, Queue, StoreError, Worker, initTable, migrateTable, pendingIndexName, type Store } from '@statusq/core';
-import { Params, TransitionSql, oneStatementClaim } from '@statusq/core/adapter';
-import { tableASchema } from '@statusq/test-fixtures';
+import { ConfigError, Queue, StoreError, Worker, initTable, pendingIndexName, type Store } from '@statusq/core';
+import { oneStatementClaim } from '@statusq/core/adapter';
 import { Ledger, deferred, withDeadline, waitFor } from '@statusq/conformance';
 import { connect, notifyChannel, postgresNativeClaim, toStoreError, type PostgresStore, type PostgresStoreOptions } from './index.js';
-import { createTestDatabase, databasesRequired, dropTestDatabase, postgresUnavailable } from './testing.js';
+import { createTestDatabase, databasesRequired, dropTestDatabase, postgresQueryPlans, postgresUnavailable } from './testing.js';
 
 const unavailable = await postgresUnavailable();
 const POLL = { pollMinMs: 2, pollMaxMs: 50 } as const;
@@ -24,32 +23,6 @@ async function store(options: Omit<PostgresStoreOptions, 'connectionString'> = {
   const s = await connect(url, options);
   opened.push(s);
   return s;
-}
-
-async function explain(s: Store, sql: string, params: Params['values']): Promise<string> {
-  const { rows } = await s.execute({ sql: `EXPLAIN ${sql}`, params });
-  return rows.map((r) => String(r['QUERY PLAN'])).join('\n');
-}
-
-/** Every candidate SELECT a claim may run on `queue`: both orders, ids and whole rows, and the aged one. */
-function candidateSelects(queue: Queue, s: Store): Array<{ label: string; sql: string; params: Params['values'] }> {
-  const out: Array<{ label: string; sql: string; params: Params['values'] }> = [];
-  for (const direction of ['newest', 'oldest'] as const) {
-    const sql = new TransitionSql({ ...queue.table, direction }, s.dialect);
-    for (const columns of ['id', '*'] as const) {
-      const p = new Params(s.dialect);
-      out.push({ label: `${direction} ${columns}`, sql: sql.candidates(p, { limit: 50, columns }), params: p.values });
-    }
-    const p = new Params(s.dialect);
-    out.push({ label: `${direction} aged`, sql: sql.candidates(p, { limit: 50, columns: 'id', agedMs: 3_600_000 }), params: p.values });
-  }
-  return out;
-}
-
-function expectPendingIndexPlan(plan: string, index: string, label: string): void {
-  expect(plan, label).toMatch(new RegExp(`Index (Only )?Scan( Backward)? using ${index}\\b`));
-  expect(plan, label).not.toMatch(/\bSort\b/);
-  expect(plan, label).not.toMatch(/Seq Scan/);
 }
 
 if (unavailable !== null) {
@@ -71,7 +44,8 @@ if (unavailable !== null) {
       await dropTestDatabase(url);
     });
 
-    it('EXPLAIN: with 20,000 finished rows every candidate SELECT and the claim use the partial pending index, no Sort, no Seq Scan', async () => {
+    // The candidate SELECTs on the pending index are the conformance case `[needs queryPlans]`.
+    it('EXPLAIN: with 20,000 finished rows the claim locks its candidates through the partial pending index and updates by primary key, no Sort, no Seq Scan', async () => {
       const s = await store();
       const jobs = await Queue.open(s, { table: (await initTable(s, 'jobs')).table });
       const q = (n: string) => s.dialect.quoteIdentifier(n);
@@ -79,30 +53,12 @@ if (unavailable !== null) {
         sql: `INSERT INTO ${q('jobs')} (${q('date')}, ${q('payload')}, ${q('status')}) SELECT CURRENT_TIMESTAMP - g * INTERVAL '1 second', '{}', CASE WHEN g % 1000 = 0 THEN NULL ELSE 1 END FROM generate_series(1, 20000) g`,
         params: [],
       });
-      await s.execute({ sql: `ANALYZE ${q('jobs')}`, params: [] });
-      for (const { label, sql, params } of candidateSelects(jobs, s)) expectPendingIndexPlan(await explain(s, sql, params), pendingIndexName('jobs'), `jobs, ${label}`);
-      // The claim itself: the locking subquery on the pending index, the UPDATE by primary key.
-      const claim = oneStatementClaim(jobs.sql, postgresNativeClaim, { limit: 50, token: 't' });
-      const claimPlan = await explain(s, claim.sql, claim.params);
+      await postgresQueryPlans.analyze(s, 'jobs');
+      const claimPlan = (await postgresQueryPlans.explain(s, oneStatementClaim(jobs.sql, postgresNativeClaim, { limit: 50, token: 't' }))).text;
       expect(claimPlan).toMatch(/LockRows/);
       expect(claimPlan).toMatch(new RegExp(`using ${pendingIndexName('jobs')}\\b`));
       expect(claimPlan).not.toMatch(/Seq Scan|\bSort\b/);
       expect((await jobs.claim({ limit: 50, token: 't' })).rows).toHaveLength(20);
-
-      // table_a with the fixture's own pending index dropped: only migrate's index can serve.
-      for (const ddl of tableASchema('postgres')) await s.execute({ sql: ddl, params: [] });
-      await s.execute({
-        sql: `INSERT INTO ${q('table_a')} (id, date, url, kind, status) SELECT g, CURRENT_TIMESTAMP - g * INTERVAL '1 second', 'https://example.test/' || g, 'ok', CASE WHEN g % 1000 = 0 THEN NULL ELSE 1 END FROM generate_series(1, 20000) g`,
-        params: [],
-      });
-      await s.execute({ sql: `DROP INDEX ${q('table_a_pending')}`, params: [] });
-      await s.execute({ sql: `ANALYZE ${q('table_a')}`, params: [] });
-      const [plain] = candidateSelects(await Queue.open(s, { table: 'table_a' }), s);
-      expect(await explain(s, plain!.sql, plain!.params)).toMatch(/Seq Scan|Sort/);
-      await migrateTable(s, { table: 'table_a', with: ['leases', 'retries'] });
-      await s.execute({ sql: `ANALYZE ${q('table_a')}`, params: [] });
-      const tableA = await Queue.open(s, { table: 'table_a' });
-      for (const { label, sql, params } of candidateSelects(tableA, s)) expectPendingIndexPlan(await explain(s, sql, params), pendingIndexName('table_a'), `table_a, ${label}`);
     });
 
     it('ConnectionLost: the worker\'s connections are killed (pg_terminate_backend) three times mid-run; it reconnects and every job ends done, none lost', async () => {

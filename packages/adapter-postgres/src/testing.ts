@@ -1,12 +1,15 @@
 /**
- * Throwaway databases for tests (`@statusq/adapter-postgres/testing`): each test gets its own database on the
- * server named by STATUSQ_POSTGRES_URL (default postgres://postgres:postgres@127.0.0.1:5432/postgres), so
- * suites can run side by side. When the server is unreachable, tests skip locally and fail when
+ * What tests of statusq on PostgreSQL use (`@statusq/adapter-postgres/testing`): the conformance suite's
+ * fixture tables and plan reader, and throwaway databases: each test gets its own database on the server
+ * named by STATUSQ_POSTGRES_URL (default postgres://postgres:postgres@127.0.0.1:5432/postgres), so suites can
+ * run side by side. When the server is unreachable, tests skip locally and fail when
  * STATUSQ_REQUIRE_DATABASES=1 (CI).
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { redactUrl } from '@statusq/core/adapter';
+
+export { postgresFixtures, postgresQueryPlans } from './postgres-fixtures.js';
 
 export const DEFAULT_POSTGRES_URL = 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
 

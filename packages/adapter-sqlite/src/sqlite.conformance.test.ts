@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runConformance } from '@statusq/conformance';
 import { connect } from './index.js';
+import { sqliteFixtures, sqliteQueryPlans } from './testing.js';
 
 const fileOf = (url: string) => url.slice('sqlite:'.length);
 
@@ -17,7 +18,15 @@ runConformance({
   adapterModule: fileURLToPath(new URL('../dist/index.js', import.meta.url)),
   url: () => `sqlite:${join(mkdtempSync(join(tmpdir(), 'statusq-sqlite-')), 'test.db')}`,
   createStore: (url) => connect(url),
-  // Gives up on another process's write lock after 20 ms: the Busy test needs to meet SQLITE_BUSY quickly.
-  createImpatientStore: (url) => connect(url, { busyTimeoutMs: 20 }),
+  fixtures: sqliteFixtures,
+  queryPlans: sqliteQueryPlans,
+  enforcesTextLength: false,
+  writeLock: {
+    // Gives up on another process's write lock after 20 ms: the Busy test needs to meet SQLITE_BUSY quickly.
+    createImpatientStore: (url) => connect(url, { busyTimeoutMs: 20 }),
+    take: ['BEGIN IMMEDIATE'],
+    release: ['COMMIT'],
+    nativeCode: /^SQLITE_BUSY/,
+  },
   dropDatabase: (url) => rmSync(dirname(fileOf(url)), { recursive: true, force: true }),
 });

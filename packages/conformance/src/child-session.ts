@@ -1,9 +1,9 @@
 /**
  * A second connection in its own process that runs some statements, holds its session open until told to
- * go on, then runs the rest: the Busy test uses it to hold SQLite's write lock (`BEGIN IMMEDIATE`) from
- * another process.
+ * go on, then runs the rest: the Busy test uses it to hold the database's write lock (the adapter's
+ * `writeLock.take`) from another process.
  *
- *   node child-session.js '{"adapterModule": "...", "url": "...", "before": ["BEGIN IMMEDIATE"], "after": ["COMMIT"]}'
+ *   node child-session.js '{"adapterModule": "...", "url": "...", "before": ["..."], "after": ["..."]}'
  *
  * Prints `ready` once `before` ran, waits for a line on stdin, runs `after`, prints `done` and exits.
  */

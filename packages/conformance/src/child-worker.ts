@@ -1,7 +1,7 @@
 /**
  * A worker in its own OS process, for the multi-process tests:
  *
- *   node child-worker.js '{"adapterModule": "/abs/adapter/dist/index.js", "url": "sqlite:/tmp/x.db",
+ *   node child-worker.js '{"adapterModule": "/abs/adapter/dist/index.js", "url": "db://host/test",
  *                          "table": {"table": "table_a"}, "handlerPath": "/abs/handler.mjs",
  *                          "concurrency": 4, "worker": {"maxAttempts": 3}}'
  *

@@ -1,11 +1,15 @@
 /**
- * The statusq adapter conformance suite. An adapter's test file calls `runConformance` once:
+ * The statusq adapter conformance suite. An adapter's test file calls `runConformance` once, with its
+ * own fixture tables (see FixtureTables) from its `./testing` entry:
  *
+ *   import { myDbFixtures, myDbQueryPlans } from './testing.js';
  *   runConformance({
- *     name: 'sqlite',
+ *     name: 'mydb',
  *     adapterModule: fileURLToPath(new URL('../dist/index.js', import.meta.url)),
- *     url: () => `sqlite:${join(mkdtempSync(join(tmpdir(), 'statusq-')), 'test.db')}`,
- *     dropDatabase: (url) => rmSync(dirname(url.slice('sqlite:'.length)), { recursive: true, force: true }),
+ *     url: () => createTestDatabase(),
+ *     dropDatabase: (url) => dropTestDatabase(url),
+ *     fixtures: myDbFixtures,
+ *     queryPlans: myDbQueryPlans,
  *   });
  *
  * It registers vitest describe/it blocks that run real workers against a fresh database per test: the
@@ -13,8 +17,8 @@
  * processes (one killed with SIGKILL), poison, abuse, order and aging, retries and backoff, leases and
  * heartbeats, bad configuration, graceful stop, the schema helpers, the adapter's declared capabilities,
  * and (on a private server the adapter starts, see `disposableServer`) a server restart and dropped
- * connections in the middle of a supervised run. Tests that need a capability (or a dialect) say so in
- * their title (`[needs skipLocked]`) and skip only when the store lacks it. After each test every store the test opened must be closed,
+ * connections in the middle of a supervised run. Tests that need a capability say so in their title
+ * (`[needs skipLocked]`, `[needs writeLock]`) and skip only when the store or the options lack it. After each test every store the test opened must be closed,
  * every worker's run() resolved and every child process gone.
  */
 import { afterEach, beforeEach, describe } from 'vitest';
@@ -35,7 +39,8 @@ import { capabilityCases } from './cases/capabilities.js';
 import { outageCases } from './cases/outages.js';
 import { frozenNetworkCases } from './cases/frozen-network.js';
 
-export type { CallDeadlines, ConformanceOptions, DisposableServer, RaceRun, RaceScale } from './options.js';
+export type { CallDeadlines, ConformanceOptions, DisposableServer, RaceRun, RaceScale, WriteLock } from './options.js';
+export type { CheckedTable, FixtureTables, QueryPlan, QueryPlans, TableDdl } from './fixtures.js';
 export { PrivateServer, type ServerSpec } from './private-server.js';
 export { TcpProxy, routeThrough, type ProxyAddress } from './tcp-proxy.js';
 export type { ChildWorkerArgs, ChildWorkerResult } from './child-worker.js';
@@ -57,8 +62,8 @@ export {
 } from './harness.js';
 
 export function runConformance(options: ConformanceOptions): void {
-  if (!options || typeof options.url !== 'function' || typeof options.adapterModule !== 'string') {
-    throw new TypeError('runConformance needs { name, adapterModule, url }');
+  if (!options || typeof options.url !== 'function' || typeof options.adapterModule !== 'string' || typeof options.fixtures?.tableA !== 'function') {
+    throw new TypeError('runConformance needs { name, adapterModule, url, fixtures }');
   }
   describe(`statusq conformance: ${options.name}`, () => {
     let current: TestEnv | undefined;

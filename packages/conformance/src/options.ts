@@ -1,28 +1,39 @@
 import type { ClaimStrategy, Store, WorkerCounters } from '@statusq/core';
+import type { FixtureTables, QueryPlans } from './fixtures.js';
 import type { ProxyAddress } from './tcp-proxy.js';
 
 /** What an adapter hands the conformance suite. */
 export interface ConformanceOptions {
-  /** Shown in the top-level describe block, e.g. `sqlite`. */
+  /** Shown in the top-level describe block: the adapter's name. */
   name: string;
   /**
    * Absolute path or file URL of the adapter's built module (its `dist/index.js`), which exports
    * `connect(url)`. Child processes import it to open their own connections.
    */
   adapterModule: string;
-  /** A fresh, empty database for one test (SQLite: a new temp file). Called once per test. */
+  /** A fresh, empty database for one test (for a file database, a new temp file). Called once per test. */
   url: () => string | Promise<string>;
   /**
    * Opens a new connection (store) to the database at `url`. Called several times per test: the race tests
    * give every worker its own store. Default: the adapter module's `connect(url)`.
    */
   createStore?: (url: string) => Promise<Store>;
+  /** The tables the suite creates, in this database's DDL (the adapter's `./testing` entry exports them). */
+  fixtures: FixtureTables;
   /**
-   * Opens a store that gives up on a lock held by another connection almost at once (SQLite: a busy
-   * timeout of a few ms). Enables the Busy test; without it that test is skipped.
+   * A VARCHAR(n) column refuses longer text and the adapter's describeTable reports n. Default true; false
+   * for a database that stores text of any length whatever the declared size.
    */
-  createImpatientStore?: (url: string) => Promise<Store>;
-  /** Removes what `url()` created (SQLite: the temp directory). Called after each test. */
+  enforcesTextLength?: boolean;
+  /**
+   * Another process can hold the whole database's write lock, and a claim then fails at once as StoreError
+   * Busy (an embedded database with one writer at a time). Enables the `[needs writeLock]` case; without it
+   * that case skips.
+   */
+  writeLock?: WriteLock;
+  /** Reading query plans; enables the `[needs queryPlans]` case (the pending index serves every candidate SELECT). */
+  queryPlans?: QueryPlans;
+  /** Removes what `url()` created (a database, a temp directory). Called after each test. */
   dropDatabase?: (url: string) => void | Promise<void>;
   /**
    * Multiplies the job counts of the race and multi-process tests (default 1: 3,000 jobs in-process,
@@ -31,23 +42,35 @@ export interface ConformanceOptions {
   scale?: number;
   /**
    * The size of the in-process race with the native claim (many workers, each on its own connection, draining
-   * one table), so one case proves exactly-once both at SQLite's size and at a server's. Default: 8 workers of
+   * one table), so one case proves exactly-once both at an embedded database's size and at a server's. Default: 8 workers of
    * concurrency 4 over 3,000 jobs (times `scale`). The conditional-update race always runs at the default.
    */
   raceScale?: RaceScale;
   /**
    * Starts a private server of the adapter's database, for the outage cases (a server restart and every
    * connection dropped in the middle of a supervised run). Those must never touch the shared server other
-   * suites run against. Without it (SQLite: there is no server) the outage cases skip; when it is given and
+   * suites run against. Without it (an embedded database has no server) the outage cases skip; when it is given and
    * the server cannot be started, they fail.
    */
   disposableServer?: () => Promise<DisposableServer>;
   /**
    * For the frozen-network cases: where the server of a test database `url` listens, and that URL pointed at
    * another address (a TcpProxy of the test's own) with the adapter's connect and query deadlines set to
-   * `deadlines`. Without it (SQLite has no network; its busy timeout bounds every wait) those cases skip.
+   * `deadlines`. Without it (an embedded database has no network; its lock timeout bounds every wait) those cases skip.
    */
   throughProxy?: (url: string, deadlines: CallDeadlines) => { upstream: ProxyAddress; via(address: ProxyAddress): string };
+}
+
+/** See `ConformanceOptions.writeLock`. */
+export interface WriteLock {
+  /** Opens a store that gives up on a lock held by another connection almost at once (a lock timeout of a few ms). */
+  createImpatientStore: (url: string) => Promise<Store>;
+  /** What a session in another process runs to take the write lock (a transaction that takes it at once). */
+  take: string[];
+  /** What that session runs to give it back (`COMMIT`). */
+  release: string[];
+  /** The driver's native code on the Busy error a claim meets. */
+  nativeCode: RegExp;
 }
 
 /** See `ConformanceOptions.raceScale`. */

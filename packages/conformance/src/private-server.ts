@@ -13,14 +13,14 @@ import { join } from 'node:path';
 import { delay, waitFor, withDeadline } from './harness.js';
 
 export interface ServerSpec {
-  /** For messages: `PostgreSQL`, `MariaDB`. */
+  /** For messages: the server's product name. */
   name: string;
   /**
-   * The OS user the server runs as when the tests run as root (PostgreSQL and MariaDB refuse to run as
-   * root); otherwise it runs as the current user.
+   * The OS user the server runs as when the tests run as root (database servers commonly refuse to run
+   * as root); otherwise it runs as the current user.
    */
   user: string;
-  /** Creates the data directory under `dir` (initdb, mariadb-install-db); run once, as the server's user. */
+  /** Creates the data directory under `dir` (the server's own init tool); run once, as the server's user. */
   init(dir: string): { file: string; args: string[] };
   /** The server's command line, in the foreground: it must stay the process this helper started. */
   run(dir: string, port: number): { file: string; args: string[] };

@@ -149,7 +149,7 @@ export interface TableARun {
  */
 export async function startTableARun(env: TestEnv, setup: Store, url: string, count: number, leaseMs: number): Promise<TableARun> {
   const rows = generateTableARows(count, { poisonEvery: 50, abuseEvery: 40, flakyEvery: 30 });
-  await createTableA(setup, rows, { migrate: ['leases', 'retries'] });
+  await createTableA(env.fixtures, setup, rows, { migrate: ['leases', 'retries'] });
   const dir = env.tempDir();
   const ledgerPath = join(dir, 'ledger.txt');
   const workerLogPath = join(dir, 'workers.txt');

@@ -1,33 +1,44 @@
 /**
- * Building the two kinds of queue table the suite runs on: the seed's application table `table_a` (from
- * the fixture DDL of the store's dialect, optionally migrated) and a statusq-managed table (initTable).
+ * Building the two kinds of queue table the suite runs on: the seed's application table `table_a` (in the
+ * adapter's fixture DDL, optionally migrated) and a statusq-managed table (initTable).
  */
 import { Queue, initTable, migrateTable, type ColumnGroup, type SqlValue, type Store } from '@statusq/core';
-import { checkedTableSchema, formatSqliteTime, tableASchema, type CheckedTable, type FixtureDialect, type TableARow } from '@statusq/test-fixtures';
-import { placeholders } from './harness.js';
+import { formatUtcTime, type TableARow } from '@statusq/test-fixtures';
+import type { CheckedTable, FixtureTables } from './fixtures.js';
+import { placeholders } from './rows.js';
 
 const INSERT_CHUNK = 500;
 
-/** Creates `table_a` with the fixture DDL for the store's dialect, inserts `rows`, and migrates when asked. */
+/**
+ * Creates `table_a` with the adapter's fixture DDL (without its own pending index when `ownIndex` is false),
+ * inserts `rows`, and migrates when asked.
+ */
 export async function createTableA(
+  fixtures: FixtureTables,
   store: Store,
   rows: readonly TableARow[],
-  options: { table?: string; migrate?: readonly ColumnGroup[] } = {},
+  options: { table?: string; migrate?: readonly ColumnGroup[]; ownIndex?: boolean } = {},
 ): Promise<void> {
   const table = options.table ?? 'table_a';
-  for (const sql of tableASchema(store.dialect.name as FixtureDialect, table)) await store.execute({ sql, params: [] });
+  for (const sql of fixtures.tableA(table, { ownIndex: options.ownIndex ?? true })) await store.execute({ sql, params: [] });
   await insertTableA(store, rows, table);
   if (options.migrate) await migrateTable(store, { table, with: options.migrate });
 }
 
 /**
- * Creates one of the fixture tables the start-up checks judge (see checkedTableSchema) and inserts pending
- * rows `[id, k]` (k only where the table has it). False when the dialect cannot express that table.
+ * Creates one of the fixture tables the start-up checks judge (see CheckedTable) and inserts pending rows
+ * `[id, k]` (k only where the table has it). False when the database cannot express that table.
  */
-export async function createCheckedTable(store: Store, kind: CheckedTable, table: string, rows: ReadonlyArray<readonly [number, number?]> = []): Promise<boolean> {
-  const ddl = checkedTableSchema(store.dialect.name as FixtureDialect, kind, table);
+export async function createCheckedTable(
+  fixtures: FixtureTables,
+  store: Store,
+  kind: CheckedTable,
+  table: string,
+  rows: ReadonlyArray<readonly [number, number?]> = [],
+): Promise<boolean> {
+  const ddl = fixtures.checked[kind];
   if (!ddl) return false;
-  for (const sql of ddl) await store.execute({ sql, params: [] });
+  for (const sql of ddl(table)) await store.execute({ sql, params: [] });
   const q = (n: string) => store.dialect.quoteIdentifier(n);
   const withK = ['sharedId', 'uniqueId', 'partialUniqueId'].includes(kind);
   const columns = withK ? ['id', 'k', 'date'] : ['id', 'date'];
@@ -38,7 +49,7 @@ export async function createCheckedTable(store: Store, kind: CheckedTable, table
   return true;
 }
 
-/** Inserts table_a rows with the dialect's placeholders, in transactions of 500. */
+/** Inserts table_a rows with the store's placeholders, in transactions of 500. */
 export async function insertTableA(store: Store, rows: readonly TableARow[], table = 'table_a'): Promise<void> {
   const q = (n: string) => store.dialect.quoteIdentifier(n);
   const sql = `INSERT INTO ${q(table)} (${['id', 'date', 'url', 'kind'].map(q).join(', ')}) VALUES (${placeholders(store, 4).join(', ')})`;
@@ -80,7 +91,7 @@ export function timeValue(queue: Queue, date: Date): SqlValue {
     case 'epochMs':
       return date.getTime();
     case 'text':
-      return formatSqliteTime(date);
+      return formatUtcTime(date);
     case 'native':
       return date.toISOString();
   }

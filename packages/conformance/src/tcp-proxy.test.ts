@@ -122,9 +122,9 @@ describe('TcpProxy', () => {
   });
 
   it('routeThrough rewrites a database URL to the proxy, keeping credentials, database and parameters', () => {
-    const route = routeThrough('postgres://u:p%40ss@db.example:6543/app?application_name=x', 5432, { queryTimeout: '1000' });
+    const route = routeThrough('db://u:p%40ss@db.example:6543/app?application_name=x', 5432, { queryTimeout: '1000' });
     expect(route.upstream).toEqual({ host: 'db.example', port: 6543 });
-    expect(route.via({ host: '127.0.0.1', port: 40000 })).toBe('postgres://u:p%40ss@127.0.0.1:40000/app?application_name=x&queryTimeout=1000');
-    expect(routeThrough('mysql://root@127.0.0.1/test', 3306).upstream).toEqual({ host: '127.0.0.1', port: 3306 });
+    expect(route.via({ host: '127.0.0.1', port: 40000 })).toBe('db://u:p%40ss@127.0.0.1:40000/app?application_name=x&queryTimeout=1000');
+    expect(routeThrough('db://root@127.0.0.1/test', 3306).upstream).toEqual({ host: '127.0.0.1', port: 3306 });
   });
 });

@@ -13,7 +13,7 @@ export function leaseCases(env: () => TestEnv): void {
       const store = await env().store('live worker store');
       // table_a with leases but no attempt counter: an expired claim can only go back to pending.
       const rows = generateTableARows(5, { poisonEvery: 0, abuseEvery: 0 });
-      await createTableA(deadStore, rows, { migrate: ['leases'] });
+      await createTableA(env().fixtures, deadStore, rows, { migrate: ['leases'] });
       const dead = await Queue.open(deadStore, { table: 'table_a' });
       const claimed = await dead.claim({ limit: 1, token: 'dead' });
       expect(claimed.rows).toHaveLength(1);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Queue, type ClaimStrategy, type Order, type Store } from '@statusq/core';
-import { formatSqliteTime, type TableARow } from '@statusq/test-fixtures';
+import { formatUtcTime, type TableARow } from '@statusq/test-fixtures';
 import { FAST, toMs, withDeadline, type TestEnv } from '../harness.js';
 import { createJobs, createTableA, insertJobsAt } from '../tables.js';
 
@@ -54,11 +54,11 @@ export function orderCases(env: () => TestEnv): void {
         const now = Date.now();
         const rows: TableARow[] = PERMUTATION.map((p, id) => ({
           id: id + 1,
-          date: formatSqliteTime(new Date(now - AGES[p]!)),
+          date: formatUtcTime(new Date(now - AGES[p]!)),
           url: `https://example.test/${id + 1}`,
           kind: 'ok',
         }));
-        await createTableA(store, rows);
+        await createTableA(env().fixtures, store, rows);
         const times = rows.map((r) => toMs(r.date)!);
 
         expect(await drainInOrder(env(), store, 'table_a', { strategy })).toEqual(desc(times));

@@ -9,7 +9,7 @@ export function outcomeCases(env: () => TestEnv): void {
     it('without retry columns (the seed), a poison row ends 0 after exactly one attempt and the other rows end done', async () => {
       const store = await env().store();
       const rows = generateTableARows(60, { poisonEvery: 10, abuseEvery: 0 });
-      await createTableA(store, rows);
+      await createTableA(env().fixtures, store, rows);
       const ledger = new Ledger();
       const w = await env().startWorker({
         store,

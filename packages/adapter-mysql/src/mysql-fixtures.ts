@@ -1,0 +1,51 @@
+/**
+ * The conformance suite's fixture tables in MySQL/MariaDB's DDL, and how to read their query plans (the
+ * contracts are FixtureTables and QueryPlans in `@statusq/conformance`). Tables are InnoDB in utf8mb4, as
+ * statusq's own.
+ */
+import type { Statement, Store } from '@statusq/core/adapter';
+import { mysqlDialect } from './mysql-dialect.js';
+
+const q = (name: string) => mysqlDialect.quoteIdentifier(name);
+const TAIL = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4';
+
+/** Primary key (id, k), so two rows may share an id. */
+const pairs = (table: string) => `CREATE TABLE ${q(table)} (id BIGINT NOT NULL, k TINYINT NOT NULL, date DATETIME(3) NOT NULL, status TINYINT NULL, PRIMARY KEY (id, k)) ${TAIL}`;
+
+export const mysqlFixtures = {
+  tableA: (table: string, { ownIndex = true }: { ownIndex?: boolean } = {}) => [
+    `CREATE TABLE ${q(table)} (id BIGINT PRIMARY KEY, date DATETIME(3) NOT NULL, url VARCHAR(255) NOT NULL, kind VARCHAR(16) NOT NULL, status TINYINT NULL${
+      ownIndex ? `, INDEX ${q(`${table}_status_date`)} (status, date)` : ''
+    }) ${TAIL}`,
+  ],
+  checked: {
+    sharedId: (table: string) => [pairs(table)],
+    uniqueId: (table: string) => [pairs(table), `CREATE UNIQUE INDEX ${q(`${table}_id`)} ON ${q(table)} (id)`],
+    // No partial indexes.
+    partialUniqueId: null,
+    textStatus: (table: string) => [`CREATE TABLE ${q(table)} (id BIGINT PRIMARY KEY, date DATETIME(3) NOT NULL, status VARCHAR(8) NULL) ${TAIL}`],
+    // Every column has a type.
+    untypedStatus: null,
+    bounded: (table: string) => [
+      `CREATE TABLE ${q(table)} (id BIGINT AUTO_INCREMENT PRIMARY KEY, date DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), status TINYINT NULL, payload VARCHAR(10) NULL, result VARCHAR(10) NULL, last_error VARCHAR(20) NULL) ${TAIL}`,
+    ],
+  },
+};
+
+/**
+ * EXPLAIN prints a row a table read: `key` is the index it reads through, `type` ALL a read of the whole
+ * table, and `Extra` says `Using filesort` (or `Using temporary`) when the rows are sorted after reading. A
+ * candidate SELECT reads one table, so a plan of more rows is not served by one index.
+ */
+export const mysqlQueryPlans = {
+  analyze: async (store: Store, table: string) => {
+    await store.execute({ sql: `ANALYZE TABLE ${q(table)}`, params: [] });
+  },
+  explain: async (store: Store, { sql, params }: Statement) => {
+    const { rows } = await store.execute({ sql: `EXPLAIN ${sql}`, params });
+    const text = rows.map((r) => `${String(r.table)}: type ${String(r.type)}, key ${String(r.key)}, ${String(r.Extra)}`).join(' | ');
+    const [only] = rows;
+    const index = rows.length === 1 && only!.type !== 'ALL' && only!.key ? String(only!.key) : null;
+    return { index, sorts: rows.some((r) => /filesort|temporary/i.test(String(r.Extra))), text };
+  },
+};

@@ -1,0 +1,46 @@
+/**
+ * The conformance suite's fixture tables in SQLite's DDL, and how to read SQLite's query plans (the
+ * contracts are FixtureTables and QueryPlans in `@statusq/conformance`). Times are text in the
+ * 'YYYY-MM-DD HH:MM:SS.SSS' form, which sorts as time.
+ */
+import type { Statement, Store } from '@statusq/core/adapter';
+import { sqliteDialect } from './sqlite-dialect.js';
+
+const q = (name: string) => sqliteDialect.quoteIdentifier(name);
+
+/** Primary key (id, k), so two rows may share an id. */
+const pairs = (table: string) => `CREATE TABLE ${q(table)} (id INTEGER NOT NULL, k INTEGER NOT NULL, date TEXT NOT NULL, status INTEGER NULL, PRIMARY KEY (id, k))`;
+
+export const sqliteFixtures = {
+  tableA: (table: string, { ownIndex = true }: { ownIndex?: boolean } = {}) => [
+    `CREATE TABLE ${q(table)} (id INTEGER PRIMARY KEY, date TEXT NOT NULL, url TEXT NOT NULL, kind TEXT NOT NULL, status INTEGER NULL)`,
+    ...(ownIndex ? [`CREATE INDEX ${q(`${table}_status_date`)} ON ${q(table)} (status, date)`] : []),
+  ],
+  checked: {
+    sharedId: (table: string) => [pairs(table)],
+    uniqueId: (table: string) => [pairs(table), `CREATE UNIQUE INDEX ${q(`${table}_id`)} ON ${q(table)} (id)`],
+    partialUniqueId: (table: string) => [pairs(table), `CREATE UNIQUE INDEX ${q(`${table}_id`)} ON ${q(table)} (id) WHERE k = 1`],
+    textStatus: (table: string) => [`CREATE TABLE ${q(table)} (id INTEGER PRIMARY KEY, date TEXT NOT NULL, status VARCHAR(8) NULL)`],
+    // No declared type: a value is stored as it was bound, so the integers statusq writes stay integers.
+    untypedStatus: (table: string) => [`CREATE TABLE ${q(table)} (id INTEGER PRIMARY KEY, date TEXT NOT NULL, status)`],
+    // SQLite stores text of any length whatever the declared size (the conformance run says enforcesTextLength: false).
+    bounded: (table: string) => [
+      `CREATE TABLE ${q(table)} (id INTEGER PRIMARY KEY, date TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), status INTEGER NULL, payload VARCHAR(10) NULL, result VARCHAR(10) NULL, last_error VARCHAR(20) NULL)`,
+    ],
+  },
+};
+
+/**
+ * EXPLAIN QUERY PLAN prints one line a step: `SEARCH t USING [COVERING] INDEX name (...)` or
+ * `SCAN t [USING INDEX name]` reads the table, `USE TEMP B-TREE FOR ORDER BY` sorts what was read.
+ */
+export const sqliteQueryPlans = {
+  analyze: async (store: Store) => {
+    await store.execute({ sql: 'ANALYZE', params: [] });
+  },
+  explain: async (store: Store, { sql, params }: Statement) => {
+    const { rows } = await store.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, params });
+    const text = rows.map((r) => String(r.detail)).join(' | ');
+    return { index: /USING (?:COVERING )?INDEX (\S+)/.exec(text)?.[1] ?? null, sorts: /TEMP B-TREE/.test(text), text };
+  },
+};

@@ -1,0 +1,34 @@
+import type { Store } from '@statusq/core';
+
+/**
+ * The same store, with a macrotask of "network latency" before every call. In-process drivers that run
+ * synchronously otherwise never let two workers' SELECT and UPDATE interleave, so the
+ * race between candidate selection and the conditional UPDATE would never happen in a test.
+ */
+export function withLatency(inner: Store): Store {
+  const hop = () => new Promise<void>((resolve) => setImmediate(resolve));
+  const store: Store = {
+    dialect: inner.dialect,
+    capabilities: inner.capabilities,
+    execute: async (s) => {
+      await hop();
+      return inner.execute(s);
+    },
+    executeBatch: async (s) => {
+      await hop();
+      return inner.executeBatch(s);
+    },
+    describeTable: (t) => inner.describeTable(t),
+    orderTimeEncoding: (c) => inner.orderTimeEncoding(c),
+    nativeClaim: inner.nativeClaim,
+    close: () => inner.close(),
+  };
+  if (inner.transaction) {
+    store.transaction = async (body) => {
+      await hop();
+      return inner.transaction!(body);
+    };
+  }
+  if (inner.waitForWork) store.waitForWork = (ms, signal) => inner.waitForWork!(ms, signal);
+  return store;
+}
