@@ -2,8 +2,7 @@
  * The six scenarios of the benchmark (issue 6), each bounded in rows and time. A `Plan` holds their sizes;
  * `--quick` shrinks every one so the whole set runs in well under a minute.
  */
-import type { ClaimStrategy, Store, WorkerCounters } from '@statusq/core';
-import { type ClaimRequest, type ClaimResult } from '@statusq/core/adapter';
+import type { ClaimStrategy, Worker, WorkerCounters } from '@statusq/core';
 import { openBenchDatabase, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
 import type { Peer } from './peer-contract.js';
 import { quantile, round, type BenchRecord, type BurnDownRecord, type CostRecord, type PickupRecord } from './records.js';
@@ -85,14 +84,14 @@ async function withDatabase<T>(dialect: Dialect, body: (db: BenchDatabase) => Pr
  */
 function claimRoundTrips(dialect: Dialect, strategy: ClaimStrategy, c: WorkerCounters): number {
   const found = c.claimCalls - c.emptyClaims;
-  if (strategy === 'conditional-update') return c.claimCalls + c.claimed + c.lostClaims + found;
+  if (strategy === 'conditional-update') return c.claimCalls + c.claimed + c.candidatesLost + found;
   if (dialect === 'mysql') return 4 * found + 3 * c.emptyClaims;
   return c.claimCalls;
 }
 
 function burnDownRecord(scenario: BurnDownRecord['scenario'], dialect: Dialect, options: StatusqRunOptions, processes: number, jobs: number, result: StatusqBurnDownResult): BurnDownRecord {
   const { counters } = result;
-  const attempts = counters.claimed + counters.lostClaims;
+  const attempts = counters.claimed + counters.candidatesLost;
   return {
     scenario,
     system: 'statusq',
@@ -108,7 +107,7 @@ function burnDownRecord(scenario: BurnDownRecord['scenario'], dialect: Dialect, 
     timedOut: result.timedOut,
     claimCallsPerJob: round(counters.claimCalls / Math.max(1, result.handled), 3),
     claimRoundTripsPerJob: round(claimRoundTrips(dialect, options.strategy, counters) / Math.max(1, result.handled), 3),
-    lostPer100: round((100 * counters.lostClaims) / Math.max(1, attempts), 2),
+    lostPer100: round((100 * counters.candidatesLost) / Math.max(1, attempts), 2),
     deadlocksPer1000: round((1000 * result.deadlocks) / Math.max(1, result.handled), 2),
     benchCpu: result.cpu.bench,
     serverCpu: result.cpu.server,
@@ -212,24 +211,18 @@ export async function pickup(ctx: BenchContext): Promise<void> {
   }
 }
 
-/** A store whose `claim` calls are timed; everything else goes straight through. */
-function timingClaims(store: Store, samples: number[]): Store {
-  return new Proxy(store, {
-    get(target, property) {
-      if (property === 'claim') {
-        return async (...args: [never, ClaimRequest]): Promise<ClaimResult> => {
-          const started = performance.now();
-          try {
-            return await target.claim(...args);
-          } finally {
-            samples.push(performance.now() - started);
-          }
-        };
-      }
-      const value: unknown = Reflect.get(target, property, target);
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
+/** Times each claim of `worker` (each Queue.claim call: one attempt of the whole claim pipeline) into `samples`. */
+function timingClaims(worker: Worker, samples: number[]): void {
+  const queue = worker.queue;
+  const claim = queue.claim.bind(queue);
+  queue.claim = async (...args) => {
+    const started = performance.now();
+    try {
+      return await claim(...args);
+    } finally {
+      samples.push(performance.now() - started);
+    }
+  };
 }
 
 /**
@@ -261,7 +254,7 @@ export async function costGrowth(ctx: BenchContext): Promise<void> {
 async function measureClaimCost(db: BenchDatabase, table: string, finishedRows: number, pendingIndex: boolean, plan: Plan): Promise<CostRecord> {
   const samples: number[] = [];
   const timeoutMs = pendingIndex ? plan.runTimeoutMs : Math.min(plan.runTimeoutMs, UNINDEXED_TIMEOUT_MS);
-  const result = await burnDownInProcess(db, { table, workers: 1, concurrency: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs }, (store) => timingClaims(store, samples));
+  const result = await burnDownInProcess(db, { table, workers: 1, concurrency: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs }, (worker) => timingClaims(worker, samples));
   return {
     scenario: 'cost-growth',
     system: 'statusq',

@@ -102,7 +102,7 @@ async function createBenchWorker(store: Store, options: StatusqRunOptions, error
     table: { table: options.table },
     handler: handlerFor(options.handlerDelayMs),
     concurrency: options.concurrency,
-    strategy: options.strategy,
+    claimStrategy: options.strategy,
     exitWhenEmpty: true,
   });
   countErrors(worker, errors);
@@ -150,11 +150,13 @@ export class BenchWorkers {
   private readonly workers: Worker[] = [];
 
   /** Connects and resolves the table for `options.workers` workers; close() releases whatever was opened. */
-  async open(connect: () => Promise<Store>, options: StatusqRunOptions): Promise<void> {
+  async open(connect: () => Promise<Store>, options: StatusqRunOptions, watch: (worker: Worker) => void = () => undefined): Promise<void> {
     for (let i = 0; i < options.workers; i++) {
       const store = await connect();
       this.stores.push(store);
-      this.workers.push(await createBenchWorker(store, options, this.errors, this.span));
+      const worker = await createBenchWorker(store, options, this.errors, this.span);
+      watch(worker);
+      this.workers.push(worker);
     }
   }
 
@@ -176,13 +178,13 @@ export class BenchWorkers {
 }
 
 /**
- * W workers in this process drain the table; timed from the first claim to the last settle. `wrap` lets a
- * scenario watch each store (cost growth times the claims).
+ * W workers in this process drain the table; timed from the first claim to the last settle. `watch` sees
+ * each worker before it runs (cost growth times its claims).
  */
-export async function burnDownInProcess(db: BenchDatabase, options: StatusqRunOptions, wrap: (store: Store) => Store = (store) => store): Promise<StatusqBurnDownResult> {
+export async function burnDownInProcess(db: BenchDatabase, options: StatusqRunOptions, watch?: (worker: Worker) => void): Promise<StatusqBurnDownResult> {
   const bench = new BenchWorkers();
   try {
-    await bench.open(async () => wrap(await db.connect(burnDownConnections(options.workers))), options);
+    await bench.open(() => db.connect(burnDownConnections(options.workers)), options, watch);
     const cpu = measureCpu(db.dialect);
     const timedOut = await bench.run(options.timeoutMs);
     const counters = bench.counters();
@@ -319,7 +321,7 @@ export async function pickupLatency(
       store: workerStore,
       table: { table },
       concurrency: 16,
-      strategy: options.strategy,
+      claimStrategy: options.strategy,
       handler: (job) => {
         const seq = Number(job.payload);
         latencies[seq] = performance.now() - insertedAt[seq]!;

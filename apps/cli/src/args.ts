@@ -8,7 +8,7 @@ export const COMMAND_FLAGS = {
   enqueue: ['db', 'table', 'payload', 'file', 'chunk'],
   work: [
     'db', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'concurrency', 'batch',
-    'max-attempts', 'retry-delay', 'lease', 'aging', 'strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
+    'max-attempts', 'retry-delay', 'lease', 'aging', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
     'processes',
   ],
   stats: ['db', 'table', 'id-column', 'status-column', 'order-column', 'json'],
@@ -16,6 +16,9 @@ export const COMMAND_FLAGS = {
 } as const;
 
 export type Command = keyof typeof COMMAND_FLAGS;
+
+/** Flags that were renamed: using the old name is a usage error that names the new one, never silently accepted. */
+const RENAMED_FLAGS: Readonly<Record<string, string>> = { strategy: 'claim-strategy' };
 
 const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose', 'force']);
 const REPEATABLE_FLAGS = new Set(['id']);
@@ -26,6 +29,10 @@ export function parseCommandLine(command: Command, argv: string[]): Flags {
   const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {};
   for (const flag of COMMAND_FLAGS[command]) {
     options[flag] = { type: BOOLEAN_FLAGS.has(flag) ? 'boolean' : 'string', ...(REPEATABLE_FLAGS.has(flag) ? { multiple: true } : {}) };
+  }
+  for (const arg of argv) {
+    const renamed = /^--([^=]+)/.exec(arg)?.[1];
+    if (renamed !== undefined && RENAMED_FLAGS[renamed] !== undefined) throw new ConfigError(`${command}: --${renamed} was renamed --${RENAMED_FLAGS[renamed]}`);
   }
   try {
     const { values } = parseArgs({ args: joinNegativeValues(argv, options), options, strict: true, allowPositionals: false });

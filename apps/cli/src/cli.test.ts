@@ -53,6 +53,8 @@ cliScenarios(
       ['a port out of range', () => ['stats', '--db', 'postgres://h:99999/db', '--table', 'jobs'], /invalid port "99999" in database URL "postgres:\/\/h:99999\/db": a port is 1 to 65535/],
       ['a bad percent-escape', () => ['stats', '--db', 'mysql://u:%zz@h', '--table', 'jobs'], /the password in database URL "mysql:\/\/u:\*\*\*@h" holds a bad percent-escape/],
       ['an unknown command', () => ['frobnicate'], /unknown command "frobnicate"/],
+      ['the renamed --strategy flag', () => ['work', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--table', 'jobs', '--handler', 'h.mjs', '--strategy', 'native'], /--strategy was renamed --claim-strategy/],
+      ['an unknown --claim-strategy', () => ['work', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--table', 'jobs', '--handler', 'h.mjs', '--claim-strategy=fastest'], /--claim-strategy must be native or conditional-update, got "fastest"/],
     ] as Array<[string, () => string[], RegExp]>)('%s: one line on stderr, exit code 2', async (_name, args, message) => {
       const run = await ctx().statusq(...args());
       expect(run.code).toBe(2);

@@ -122,9 +122,9 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   const config = tableConfig(flags, 'work');
   validateTableConfig(config);
   const handlerFile = required(flags, 'handler', 'work');
-  const strategy = optionalString(flags, 'strategy');
-  if (strategy !== undefined && strategy !== 'native' && strategy !== 'conditional-update') {
-    throw new ConfigError(`--strategy must be native or conditional-update, got ${JSON.stringify(strategy)}`);
+  const claimStrategy = optionalString(flags, 'claim-strategy');
+  if (claimStrategy !== undefined && claimStrategy !== 'native' && claimStrategy !== 'conditional-update') {
+    throw new ConfigError(`--claim-strategy must be native or conditional-update, got ${JSON.stringify(claimStrategy)}`);
   }
   const options = {
     concurrency: optionalInteger(flags, 'concurrency'),
@@ -135,7 +135,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     agingMs: optionalDuration(flags, 'aging'),
     jobTimeoutMs: optionalDuration(flags, 'job-timeout'),
     jobTimeoutGraceMs: optionalDuration(flags, 'job-timeout-grace'),
-    strategy: strategy as ClaimStrategy | undefined,
+    claimStrategy: claimStrategy as ClaimStrategy | undefined,
     exitWhenEmpty: flags['exit-when-empty'] === true,
   };
   const stopTimeoutMs = optionalDuration(flags, 'stop-timeout') ?? 30_000;
@@ -208,7 +208,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       const settled = c.completed + c.failed + c.abused;
       io.out(
         `worked ${settled} job${settled === 1 ? '' : 's'} in ${seconds.toFixed(1)} s (${seconds > 0 ? Math.round(settled / seconds) : settled} jobs/s): ` +
-          `done ${c.completed}, failed ${c.failed}, abuse ${c.abused}, retried ${c.retried}, lost claims ${c.lostClaims}, claims taken over ${c.claimLost}` +
+          `done ${c.completed}, failed ${c.failed}, abuse ${c.abused}, retried ${c.retried}, candidates lost ${c.candidatesLost}, claims taken over ${c.claimLost}` +
           // Under --processes every child prints this line; the pid says whose it is.
           (process.env.STATUSQ_SUPERVISED === '1' ? ` [pid ${process.pid}]` : ''),
       );

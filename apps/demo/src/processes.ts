@@ -55,10 +55,10 @@ function readLedger(path: string): Ledger {
   return ledger;
 }
 
-/** Each child's closing line: "worked N jobs ...: done D, failed F, abuse A, retried R, lost claims L, claims taken over T [pid P]". */
+/** Each child's closing line: "worked N jobs ...: done D, failed F, abuse A, retried R, candidates lost L, claims taken over T [pid P]". */
 function parseSummaries(stdout: string, ledger: Ledger): WorkerReport[] {
   const reports: WorkerReport[] = [];
-  const pattern = /done (\d+), failed (\d+), abuse (\d+), retried (\d+), lost claims (\d+), claims taken over (\d+) \[pid (\d+)\]/;
+  const pattern = /done (\d+), failed (\d+), abuse (\d+), retried (\d+), candidates lost (\d+), claims taken over (\d+) \[pid (\d+)\]/;
   for (const line of stdout.split('\n')) {
     const m = pattern.exec(line);
     if (!m) continue;
@@ -71,7 +71,7 @@ function parseSummaries(stdout: string, ledger: Ledger): WorkerReport[] {
       failed: Number(m[2]),
       abused: Number(m[3]),
       retried: Number(m[4]),
-      lostClaims: Number(m[5]),
+      candidatesLost: Number(m[5]),
       claimLost: Number(m[6]),
     };
     reports.push({ label, counters, runs, errors: [] });

@@ -73,7 +73,7 @@ function printWorkerTable(workers: readonly WorkerReport[], out: (line: string) 
   const header = ['worker', 'claimed', 'done', 'retried', 'failed', 'abuse', 'lost', 'fenced', 'runs'];
   const rows = workers.map((w) => [
     w.label,
-    ...[w.counters.claimed, w.counters.completed, w.counters.retried, w.counters.failed, w.counters.abused, w.counters.lostClaims, w.counters.claimLost, w.runs].map(fmt),
+    ...[w.counters.claimed, w.counters.completed, w.counters.retried, w.counters.failed, w.counters.abused, w.counters.candidatesLost, w.counters.claimLost, w.runs].map(fmt),
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: string[]) => '  ' + cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');

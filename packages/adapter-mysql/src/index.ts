@@ -1,11 +1,10 @@
-import { ConfigError, deadlinesFromUrl, parseServerUrl, type ConnectOptions } from '@statusq/core/adapter';
-import { MysqlStore, type MysqlClaimStrategy, type MysqlIsolation, type MysqlStoreOptions } from './mysql-store.js';
+import { ConfigError, deadlinesFromUrl, parseServerUrl, poolFromUrl, type ClaimStrategy, type ConnectOptions } from '@statusq/core/adapter';
+import { MysqlStore, type MysqlIsolation, type MysqlStoreOptions } from './mysql-store.js';
 
 export {
   MysqlStore,
   bindValue,
   parseServerVersion,
-  type MysqlClaimStrategy,
   type MysqlIsolation,
   type MysqlServerInfo,
   type MysqlStoreOptions,
@@ -13,16 +12,17 @@ export {
 } from './mysql-store.js';
 export { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 export { toStoreError, isConnectionLost } from './mysql-errors.js';
-export { lockingCandidateStatements, sortIds } from './mysql-claim-sql.js';
+export { mysqlNativeClaim } from './mysql-claim-sql.js';
 
 /** The URL schemes this adapter serves. */
 export const schemes: readonly string[] = ['mysql', 'mariadb'];
 
 /**
  * Parses `mysql://user:password@host:port/database` (or `mariadb://...`). Query parameters set adapter
- * options: `claimStrategy` (auto | skip-locked | conditional-update), `connectionLimit`, `isolation`
+ * options: `claimStrategy` (native | conditional-update), `maxConnections`, `isolation`
  * (read-committed | repeatable-read), `lockWaitTimeout` (seconds), and the deadlines `connectTimeout`,
- * `queryTimeout` and `schemaTimeout` (ms; see MysqlStoreOptions).
+ * `queryTimeout` and `schemaTimeout` (ms; see MysqlStoreOptions). The old names (`connectionLimit`,
+ * `claimStrategy=auto|skip-locked`) are refused, naming the new one.
  */
 export function optionsFromUrl(url: string): MysqlStoreOptions {
   const parsed = parseServerUrl(url, 'use mysql://user:password@host:port/database');
@@ -42,14 +42,12 @@ export function optionsFromUrl(url: string): MysqlStoreOptions {
     return n;
   };
   const strategy = parsed.searchParams.get('claimStrategy');
-  if (strategy !== null) options.claimStrategy = strategy as MysqlClaimStrategy;
+  if (strategy !== null) options.claimStrategy = strategy as ClaimStrategy;
   const isolation = parsed.searchParams.get('isolation');
   if (isolation !== null) options.isolation = isolation as MysqlIsolation;
-  const limit = integer('connectionLimit');
-  if (limit !== undefined) options.connectionLimit = limit;
   const lockWait = integer('lockWaitTimeout');
   if (lockWait !== undefined) options.lockWaitTimeoutSeconds = lockWait;
-  return { ...options, ...deadlinesFromUrl(parsed.searchParams, 'the MySQL URL') };
+  return { ...options, ...poolFromUrl(parsed.searchParams, 'the MySQL URL'), ...deadlinesFromUrl(parsed.searchParams, 'the MySQL URL') };
 }
 
 /** Opens a store from a `mysql://` or `mariadb://` URL; `options` override what the URL says. */

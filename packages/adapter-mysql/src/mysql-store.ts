@@ -1,3 +1,8 @@
+/*
+ * Over 350 lines because the store and its pool's set-up share one state (the pool, its sockets, the
+ * deadlines, the conflict counters) and the value conversions the driver needs (bindValue, text limits)
+ * sit next to the calls that use them. The claim's SQL and reasoning live in mysql-claim-sql.ts.
+ */
 import { Socket } from 'node:net';
 import mysql from 'mysql2/promise';
 import type { Pool, PoolConnection, PoolOptions } from 'mysql2/promise';
@@ -6,43 +11,32 @@ import {
   ConfigError,
   DEFAULT_CAPABILITIES,
   StoreError,
-  TransitionSql,
   atStatement,
-  claimConditionalUpdate,
   deadlineOf,
   deadlineOption,
-  keyOf,
-  mergeCandidates,
   endWithin,
   raceDeadline,
   splitTableName,
   validateTableName,
-  type ClaimRequest,
-  type ClaimResult,
+  type ClaimStrategy,
   type ColumnInfo,
   type ColumnLimit,
   type ExecResult,
-  type JobId,
+  type NativeClaim,
   type ResolvedTable,
   type Row,
   type SchemaSupport,
   type SqlValue,
   type Statement,
+  type StatementRunner,
   type Store,
   type StoreCallDeadlines,
   type StoreCapabilities,
 } from '@statusq/core/adapter';
-import { CLAIM_CLOCK, lockingCandidateStatements, sortIds } from './mysql-claim-sql.js';
+import { mysqlNativeClaim, mysqlClaimWritesQuery } from './mysql-claim-sql.js';
 import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 import { isConnectionLost, isDeadlock, isLockWaitTimeout, toStoreError } from './mysql-errors.js';
 import { mysqlSchema } from './mysql-schema.js';
-
-/**
- * `skip-locked`: SELECT ... FOR UPDATE SKIP LOCKED then UPDATE by id in one transaction (MySQL >= 8.0.1,
- * MariaDB >= 10.6). `conditional-update`: core's portable claim (SELECT, then one guarded UPDATE per
- * candidate). `auto` (default): skip-locked when the server supports it, else conditional-update.
- */
-export type MysqlClaimStrategy = 'auto' | 'skip-locked' | 'conditional-update';
 
 /** Isolation of every transaction statusq runs on its connections. */
 export type MysqlIsolation = 'read-committed' | 'repeatable-read';
@@ -54,9 +48,14 @@ export interface MysqlStoreOptions {
   password?: string;
   database?: string;
   /** Most connections this store opens (claims, settles, heartbeats and reaps each take one briefly). Default 4. */
-  connectionLimit?: number;
-  /** See MysqlClaimStrategy. Default `auto`. */
-  claimStrategy?: MysqlClaimStrategy;
+  maxConnections?: number;
+  /**
+   * `native` (default): SELECT ... FOR UPDATE SKIP LOCKED then UPDATE by id in one transaction where the
+   * server has SKIP LOCKED (MySQL >= 8.0.1, MariaDB >= 10.6), else the conditional update.
+   * `conditional-update`: core's portable claim (SELECT, then one guarded UPDATE per candidate), whatever
+   * the Worker's claimStrategy says.
+   */
+  claimStrategy?: ClaimStrategy;
   /**
    * Default `read-committed`: no gap locks, so concurrent skip-locked claims and settles cannot deadlock
    * on each other's gaps (see mysql-claim-sql.ts). `repeatable-read` exists to measure the difference.
@@ -64,13 +63,6 @@ export interface MysqlStoreOptions {
   isolation?: MysqlIsolation;
   /** innodb_lock_wait_timeout for statusq's sessions, in seconds. Default 10 (the server's is usually 50). */
   lockWaitTimeoutSeconds?: number;
-  /**
-   * A transaction chosen as a deadlock victim (1213) was rolled back whole, so running it again is exactly
-   * as safe as running it the first time; the store does so this many times (after a short jittered pause)
-   * before it rejects with WriteConflict for the worker's own backoff. Every deadlock is counted in
-   * `stats.deadlocks` either way. Default 3; 0 leaves every deadlock to the caller.
-   */
-  deadlockRetries?: number;
   /** How long to wait for a new connection (TCP and the server's handshake), in ms. Default 10000. */
   connectTimeoutMs?: number;
   /**
@@ -105,7 +97,7 @@ export interface MysqlStoreStats {
   lockWaitTimeouts: number;
   /** Connections dropped because they were found dead. */
   connectionsLost: number;
-  /** Native claim transactions committed. */
+  /** Native claim transactions committed (`transaction` runs nothing else). */
   claims: number;
 }
 
@@ -154,10 +146,10 @@ export class MysqlStore implements Store {
   readonly schema: SchemaSupport = mysqlSchema;
   readonly capabilities: StoreCapabilities;
   readonly stats: MysqlStoreStats = { deadlocks: 0, lockWaitTimeouts: 0, connectionsLost: 0, claims: 0 };
-  /** The claim this store runs: `skip-locked` or `conditional-update` (auto resolved at connect). */
-  readonly claimStrategy: 'skip-locked' | 'conditional-update';
+  /** The claim this store runs: `native` (SKIP LOCKED) or `conditional-update` (forced, or the server has no SKIP LOCKED). */
+  readonly claimStrategy: ClaimStrategy;
+  readonly nativeClaim: NativeClaim | undefined;
   private closed = false;
-  private readonly deadlockRetries: number;
   private readonly knownClaimWrites = new Map<string, Promise<boolean>>();
 
   private constructor(
@@ -165,32 +157,25 @@ export class MysqlStore implements Store {
     private readonly sockets: Set<Socket>,
     private readonly deadlines: StoreCallDeadlines,
     readonly server: MysqlServerInfo,
-    strategy: MysqlClaimStrategy,
-    deadlockRetries: number,
+    strategy: ClaimStrategy,
   ) {
-    this.deadlockRetries = deadlockRetries;
-    if (strategy === 'skip-locked' && !server.skipLocked) {
-      throw new ConfigError(`claimStrategy skip-locked needs MySQL >= 8.0.1 or MariaDB >= 10.6; the server is ${server.version}`);
-    }
-    this.claimStrategy = strategy === 'conditional-update' || !server.skipLocked ? 'conditional-update' : 'skip-locked';
-    const native = this.claimStrategy === 'skip-locked';
+    this.claimStrategy = strategy === 'conditional-update' || !server.skipLocked ? 'conditional-update' : 'native';
+    const native = this.claimStrategy === 'native';
+    this.nativeClaim = native ? { ...mysqlNativeClaim, claimWritesAreKnown: (table) => this.claimWritesAreKnown(table) } : undefined;
     this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false };
   }
 
   /** Opens the pool, checks the server is reachable and detects its flavor and version. */
   static async open(options: MysqlStoreOptions): Promise<MysqlStore> {
-    const strategy = options.claimStrategy ?? 'auto';
-    if (!['auto', 'skip-locked', 'conditional-update'].includes(strategy)) {
-      throw new ConfigError(`claimStrategy must be auto, skip-locked or conditional-update, got ${JSON.stringify(strategy)}`);
-    }
+    const strategy = claimStrategyOption(options.claimStrategy);
+    if ('connectionLimit' in options) throw new ConfigError('the MySQL option connectionLimit was renamed maxConnections');
+    if ('deadlockRetries' in options) throw new ConfigError("the MySQL option deadlockRetries was removed: the store no longer retries, a deadlock reaches the worker's retry policy as WriteConflict");
     const isolation = options.isolation ?? 'read-committed';
     if (isolation !== 'read-committed' && isolation !== 'repeatable-read') {
       throw new ConfigError(`isolation must be read-committed or repeatable-read, got ${JSON.stringify(isolation)}`);
     }
-    const connectionLimit = options.connectionLimit ?? 4;
-    if (!Number.isSafeInteger(connectionLimit) || connectionLimit < 1) throw new ConfigError('connectionLimit must be a positive integer');
-    const deadlockRetries = options.deadlockRetries ?? 3;
-    if (!Number.isSafeInteger(deadlockRetries) || deadlockRetries < 0) throw new ConfigError('deadlockRetries must be a non-negative integer');
+    const maxConnections = options.maxConnections ?? 4;
+    if (!Number.isSafeInteger(maxConnections) || maxConnections < 1) throw new ConfigError('maxConnections must be a positive integer');
     const lockWait = options.lockWaitTimeoutSeconds ?? 10;
     if (!Number.isSafeInteger(lockWait) || lockWait < 1) throw new ConfigError('lockWaitTimeoutSeconds must be a positive integer');
     const connectTimeout = deadlineOption(options.connectTimeoutMs, 10_000, 'connectTimeout');
@@ -206,8 +191,8 @@ export class MysqlStore implements Store {
       ...(options.user !== undefined ? { user: options.user } : {}),
       ...(options.password !== undefined ? { password: options.password } : {}),
       ...(options.database !== undefined ? { database: options.database } : {}),
-      connectionLimit,
-      maxIdle: connectionLimit,
+      connectionLimit: maxConnections,
+      maxIdle: maxConnections,
       waitForConnections: true,
       connectTimeout,
       enableKeepAlive: true,
@@ -255,21 +240,20 @@ export class MysqlStore implements Store {
       await endPool(pool, sockets);
       throw toStoreError(errors[0]);
     }
-    return new MysqlStore(pool, sockets, deadlines, parseServerVersion(version), strategy, deadlockRetries);
+    return new MysqlStore(pool, sockets, deadlines, parseServerVersion(version), strategy);
   }
 
   async execute(statement: Statement): Promise<ExecResult> {
-    return this.rerunDeadlocks(() => this.withConnection((conn) => this.run(conn, statement), deadlineOf([statement], this.deadlines)));
+    return this.withConnection((conn) => this.run(conn, statement), deadlineOf([statement], this.deadlines));
   }
 
   async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
     if (statements.length === 0) return [];
     let failing: number | undefined;
     try {
-      return await this.rerunDeadlocks(() =>
-        this.withConnection((conn) => {
-          failing = undefined;
-          return this.transaction(conn, async () => {
+      return await this.withConnection(
+        (conn) =>
+          this.inTransaction(conn, async () => {
             const results: ExecResult[] = [];
             for (const [i, s] of statements.entries()) {
               failing = i;
@@ -277,8 +261,8 @@ export class MysqlStore implements Store {
             }
             failing = undefined;
             return results;
-          });
-        }, deadlineOf(statements, this.deadlines)),
+          }),
+        deadlineOf(statements, this.deadlines),
       );
     } catch (error) {
       throw atStatement(error, failing);
@@ -317,27 +301,12 @@ export class MysqlStore implements Store {
     return mysqlOrderTimeEncoding(column.type);
   }
 
-  /**
-   * Whether the claim's UPDATE leaves a row exactly as the locked candidate plus the three values it writes,
-   * so the claimed rows need not be read back. Not so when the table has a column the server changes on
-   * UPDATE (ON UPDATE CURRENT_TIMESTAMP, a generated column), an UPDATE trigger, a status column that is not
-   * an integer, a claimed_at below millisecond precision (the server rounds the clock), or a column named
-   * like the claim's clock. Asked once per table and store.
-   */
+  /** NativeClaim.claimWritesAreKnown (see mysqlClaimWritesQuery), asked once per table and store. */
   private claimWritesAreKnown(table: ResolvedTable): Promise<boolean> {
     const key = `${table.table}\u0000${table.status}\u0000${table.columns.claimedAt ?? ''}`;
     let known = this.knownClaimWrites.get(key);
     if (!known) {
-      const [schema, name] = splitTableName(table.table);
-      known = this.execute({
-        sql:
-          'SELECT (SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? AND (' +
-          "EXTRA LIKE '%on update%' OR EXTRA LIKE '%GENERATED%' OR COLUMN_NAME = ? " +
-          "OR (COLUMN_NAME = ? AND DATA_TYPE NOT IN ('tinyint', 'smallint', 'mediumint', 'int', 'bigint')) " +
-          "OR (COLUMN_NAME = ? AND (DATA_TYPE NOT IN ('datetime', 'timestamp') OR DATETIME_PRECISION < 3)))) + " +
-          "(SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = COALESCE(?, DATABASE()) AND EVENT_OBJECT_TABLE = ? AND EVENT_MANIPULATION = 'UPDATE') AS surprises",
-        params: [schema, name, CLAIM_CLOCK, table.status, table.columns.claimedAt ?? null, schema, name],
-      }).then(({ rows }) => Number(rows[0]?.surprises) === 0);
+      known = this.execute(mysqlClaimWritesQuery(table)).then(({ rows }) => Number(rows[0]?.surprises) === 0);
       // A failed look is asked again next time rather than remembered.
       known.catch(() => this.knownClaimWrites.delete(key));
       this.knownClaimWrites.set(key, known);
@@ -345,52 +314,17 @@ export class MysqlStore implements Store {
     return known;
   }
 
-  async claim(table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
-    if (this.claimStrategy === 'conditional-update') return claimConditionalUpdate(this, table, request);
-    const sql = new TransitionSql(table, this.dialect);
-    const writesKnown = await this.claimWritesAreKnown(table);
-    const rows = await this.rerunDeadlocks(() =>
-      this.withConnection((conn) =>
-        this.transaction(conn, async () => {
-          const lists: Row[][] = [];
-          for (const statement of lockingCandidateStatements(sql, request)) {
-            lists.push((await this.run(conn, statement)).rows);
-            if (lists.flat().length >= request.limit) break;
-          }
-          const candidates = mergeCandidates(lists, request.limit, table.id);
-          if (candidates.length === 0) return [];
-          const clock = candidates[0]![CLAIM_CLOCK];
-          if (!(clock instanceof Date)) throw new StoreError('Unknown', `the claim's server clock came back as ${typeof clock}`, 'CLAIM_CLOCK');
-          // By primary key, ascending, over rows this transaction already holds: no lock-order inversion.
-          const ids = sortIds(candidates.map((r) => r[table.id] as JobId));
-          const { affected } = await this.run(conn, sql.claimByIds(ids, request.token, false, clock.toISOString()));
-          if (writesKnown && affected === ids.length) return candidates.map((row) => asClaimed(row, table, request.token, clock));
-          const fresh = (await this.run(conn, sql.selectByIds(ids))).rows;
-          return ownedInOrder(candidates, fresh, table, request.token);
-        }),
-      ),
-    );
-    if (rows.length > 0) this.stats.claims++;
-    return { rows, lost: 0 };
+  /** START TRANSACTION, `body`, COMMIT on one pooled connection, within the query deadline (the native claim's). */
+  async transaction<T>(body: (tx: StatementRunner) => Promise<T>): Promise<T> {
+    const result = await this.withConnection((conn) => this.inTransaction(conn, () => body({ execute: (statement) => this.run(conn, statement) })));
+    this.stats.claims++;
+    return result;
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await endPool(this.pool, this.sockets);
-  }
-
-  /** Runs `operation` again after a deadlock, up to `deadlockRetries` times; see MysqlStoreOptions. */
-  private async rerunDeadlocks<T>(operation: () => Promise<T>): Promise<T> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await operation();
-      } catch (error) {
-        if (!isDeadlock(error) || attempt > this.deadlockRetries || this.closed) throw error;
-        // A short jittered pause lets the transaction that won finish first.
-        await new Promise((resolve) => setTimeout(resolve, Math.round(attempt * (1 + Math.random() * 4))));
-      }
-    }
   }
 
   /** Runs `body` on a pooled connection, within `deadlineMs` of getting it (see MysqlStoreOptions.queryTimeoutMs). */
@@ -431,7 +365,7 @@ export class MysqlStore implements Store {
   }
 
   /** BEGIN .. COMMIT around `body`; any failure rolls back (unless the connection is gone) and rethrows. */
-  private async transaction<T>(conn: PoolConnection, body: () => Promise<T>): Promise<T> {
+  private async inTransaction<T>(conn: PoolConnection, body: () => Promise<T>): Promise<T> {
     await conn.query('START TRANSACTION');
     try {
       const result = await body();
@@ -499,27 +433,9 @@ function endPool(pool: Pool, sockets: Set<Socket>): Promise<void> {
   return endWithin(pool.end(), sockets, CLOSE_GRACE_MS);
 }
 
-/** A locked candidate as the claim's UPDATE left it (the UPDATE changed every candidate). */
-function asClaimed(candidate: Row, table: ResolvedTable, token: string | null, clock: Date): Row {
-  const { [CLAIM_CLOCK]: _clock, ...row } = candidate;
-  row[table.status] = table.codes.processing;
-  if (table.columns.claimedAt) row[table.columns.claimedAt] = clock;
-  if (table.columns.workerId) row[table.columns.workerId] = token;
-  return row;
-}
-
-/**
- * The claimed rows as they are after the UPDATE, in candidate (queue) order. Every candidate was locked
- * by this transaction, so every one was claimed; the status (and token) check is a guard all the same.
- */
-function ownedInOrder(candidates: readonly Row[], fresh: readonly Row[], table: ResolvedTable, token: string | null): Row[] {
-  const byId = new Map(fresh.map((r) => [keyOf(r[table.id]), r]));
-  const owned: Row[] = [];
-  for (const candidate of candidates) {
-    const row = byId.get(keyOf(candidate[table.id]));
-    if (!row || Number(row[table.status]) !== table.codes.processing) continue;
-    if (table.columns.workerId && token !== null && row[table.columns.workerId] !== token) continue;
-    owned.push(row);
-  }
-  return owned;
+/** The store's claimStrategy: `native` unless `conditional-update` is asked for; the old names are refused, naming the new one. */
+function claimStrategyOption(value: unknown): ClaimStrategy {
+  if (value === undefined || value === 'native' || value === 'conditional-update') return value ?? 'native';
+  if (value === 'auto' || value === 'skip-locked') throw new ConfigError(`claimStrategy ${value} was renamed native (SKIP LOCKED where the server has it, else conditional-update)`);
+  throw new ConfigError(`claimStrategy must be native or conditional-update, got ${JSON.stringify(value)}`);
 }

@@ -6,10 +6,10 @@
 import { afterEach, expect, it } from 'vitest';
 import mysql from 'mysql2/promise';
 import { Queue, StoreError, initTable, pendingIndexName } from '@statusq/core';
-import { TransitionSql } from '@statusq/core/adapter';
+import { CLAIM_CLOCK, TransitionSql, candidateStatements } from '@statusq/core/adapter';
 import { Ledger, TestEnv, withDeadline } from '@statusq/conformance';
 import { connect, optionsFromUrl, type MysqlStore } from './index.js';
-import { lockingCandidateStatements } from './mysql-claim-sql.js';
+import { mysqlNativeClaim } from './mysql-claim-sql.js';
 import { mysqlFixtures, mysqlQueryPlans } from './testing.js';
 import { adminQuery, createDatabase, dropDatabase, mysqlSuite } from './test/mysql-test-db.js';
 
@@ -53,7 +53,7 @@ mysqlSuite('mysql adapter on a real server', () => {
     const e = await fresh();
     const store = (await e.store()) as MysqlStore;
     expect(store.server.skipLocked).toBe(true);
-    expect(store.claimStrategy).toBe('skip-locked');
+    expect(store.claimStrategy).toBe('native');
     expect(store.capabilities).toEqual({ batchClaim: true, skipLocked: true, returning: false, listenNotify: false });
     // Several statements at once force several pooled connections.
     const results = await Promise.all(
@@ -106,8 +106,8 @@ mysqlSuite('mysql adapter on a real server', () => {
     expect(dup).toMatchObject({ kind: 'UniqueViolation', nativeCode: 1062 });
 
     // A deadlock, made on purpose: a raw connection holds row 2 and then wants row 1 while a store batch
-    // holds row 1 and wants row 2. With deadlockRetries 0 the store hands the victim's error back.
-    const impatient = (await connect(e.url, { deadlockRetries: 0, lockWaitTimeoutSeconds: 1 })) as MysqlStore;
+    // holds row 1 and wants row 2. The store never re-runs it: the victim's error reaches the caller.
+    const impatient = (await connect(e.url, { lockWaitTimeoutSeconds: 1 })) as MysqlStore;
     const other = await raw(e.url);
     try {
       await other.query('START TRANSACTION');
@@ -170,7 +170,7 @@ mysqlSuite('mysql adapter on a real server', () => {
 
   it('deadlines from the URL: a statement slower than queryTimeout rejects with ConnectionLost in time and its connection is dropped; a schema change gets schemaTimeout', async () => {
     const e = await fresh();
-    const store = (await e.store('store with short deadlines', `${e.url}?queryTimeout=500&connectionLimit=1`)) as MysqlStore;
+    const store = (await e.store('store with short deadlines', `${e.url}?queryTimeout=500&maxConnections=1`)) as MysqlStore;
     const connectionId = async () => Number((await store.execute({ sql: 'SELECT CONNECTION_ID() AS cid', params: [] })).rows[0]!.cid);
     const before = await connectionId();
     const started = Date.now();
@@ -231,7 +231,7 @@ mysqlSuite('mysql adapter on a real server', () => {
     for (const direction of ['newest', 'oldest'] as const) {
       const sql = new TransitionSql({ ...queue.table, direction }, store.dialect);
       for (const agingMs of [undefined, 3_600_000]) {
-        for (const statement of lockingCandidateStatements(sql, { limit: 50, token: null, agingMs })) {
+        for (const statement of candidateStatements(sql, { limit: 50, token: null, agingMs }, { columns: '*', lock: mysqlNativeClaim.lockCandidates, clock: CLAIM_CLOCK })) {
           const plan = await mysqlQueryPlans.explain(store, statement);
           const label = `${direction} aging=${String(agingMs)}: ${statement.sql}: ${plan.text}`;
           expect(plan.index, label).toBe(index);

@@ -1,7 +1,7 @@
 // Pure functions of the adapter: no server needed.
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '@statusq/core';
-import { bindValue, mysqlDialect, mysqlOrderTimeEncoding, optionsFromUrl, parseServerVersion, sortIds, toStoreError } from './index.js';
+import { MysqlStore, bindValue, connect, mysqlDialect, mysqlOrderTimeEncoding, optionsFromUrl, parseServerVersion, toStoreError, type MysqlStoreOptions } from './index.js';
 
 const native = (errno: number | undefined, code: string, extra: Record<string, unknown> = {}) => Object.assign(new Error(code), { errno, code, ...extra });
 
@@ -57,19 +57,21 @@ describe('mysql adapter, without a server', () => {
   });
 
   it('parses mysql:// and mariadb:// URLs with adapter options', () => {
-    expect(optionsFromUrl('mysql://app:s%40cret@db.example:3307/queue?claimStrategy=conditional-update&connectionLimit=8')).toEqual({
+    expect(optionsFromUrl('mysql://app:s%40cret@db.example:3307/queue?claimStrategy=conditional-update&maxConnections=8')).toEqual({
       host: 'db.example',
       port: 3307,
       user: 'app',
       password: 's@cret',
       database: 'queue',
       claimStrategy: 'conditional-update',
-      connectionLimit: 8,
+      maxConnections: 8,
     });
     expect(optionsFromUrl('mariadb://root@127.0.0.1/test')).toMatchObject({ host: '127.0.0.1', user: 'root', database: 'test' });
     expect(() => optionsFromUrl('mysql://root@127.0.0.1:3306/')).toThrow(/one database/);
     expect(() => optionsFromUrl('postgres://x/y')).toThrow(/not a MySQL URL/);
-    expect(() => optionsFromUrl('mysql://root@h/db?connectionLimit=0')).toThrow(/connectionLimit/);
+    expect(() => optionsFromUrl('mysql://root@h/db?maxConnections=0')).toThrow(/maxConnections in the MySQL URL must be a positive integer/);
+    // The old names are refused, naming the new one.
+    expect(() => optionsFromUrl('mysql://root@h/db?connectionLimit=8')).toThrow(/connectionLimit in the MySQL URL was renamed maxConnections/);
     expect(optionsFromUrl('mysql://root@h/db?connectTimeout=2000&queryTimeout=1500&schemaTimeout=60000')).toMatchObject({
       connectTimeoutMs: 2000,
       queryTimeoutMs: 1500,
@@ -80,13 +82,22 @@ describe('mysql adapter, without a server', () => {
     }
   });
 
-  it('binds a toISOString() value as a DATETIME literal and leaves everything else alone; sorts ids by value', () => {
+  it('refuses the old option names and claim strategies before connecting, naming the new ones', async () => {
+    // Port 9 (discard) is never reached: each check fails before the pool opens a connection.
+    const open = (options: Record<string, unknown>) => MysqlStore.open({ host: '127.0.0.1', port: 9, ...options } as MysqlStoreOptions);
+    await expect(open({ claimStrategy: 'skip-locked' })).rejects.toThrow(/claimStrategy skip-locked was renamed native/);
+    await expect(open({ claimStrategy: 'auto' })).rejects.toThrow(/claimStrategy auto was renamed native/);
+    await expect(open({ claimStrategy: 'fastest' })).rejects.toThrow(/claimStrategy must be native or conditional-update, got "fastest"/);
+    await expect(open({ connectionLimit: 8 })).rejects.toThrow(/connectionLimit was renamed maxConnections/);
+    await expect(open({ deadlockRetries: 3 })).rejects.toThrow(/deadlockRetries was removed/);
+    await expect(connect('mysql://root@127.0.0.1:9/db?claimStrategy=skip-locked')).rejects.toThrow(/renamed native/);
+  });
+
+  it('binds a toISOString() value as a DATETIME literal and leaves everything else alone', () => {
     expect(bindValue('2024-01-02T03:04:05.678Z')).toBe('2024-01-02 03:04:05.678');
     expect(bindValue('2024-01-02 03:04:05.678')).toBe('2024-01-02 03:04:05.678');
     expect(bindValue('"2024-01-02T03:04:05.678Z"')).toBe('"2024-01-02T03:04:05.678Z"');
     expect(bindValue(5)).toBe(5);
     expect(bindValue(null)).toBeNull();
-    expect(sortIds([10, 9, 100, 1])).toEqual([1, 9, 10, 100]);
-    expect(sortIds(['18446744073709551615', 3, '9007199254740993'])).toEqual([3, '9007199254740993', '18446744073709551615']);
   });
 });

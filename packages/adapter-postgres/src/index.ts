@@ -1,9 +1,9 @@
-import { ConfigError, DEADLINE_URL_PARAMETERS, deadlinesFromUrl, parseServerUrl, redactUrl, type ConnectOptions } from '@statusq/core/adapter';
+import { ConfigError, DEADLINE_URL_PARAMETERS, POOL_URL_PARAMETER, deadlinesFromUrl, parseServerUrl, poolFromUrl, redactUrl, type ConnectOptions } from '@statusq/core/adapter';
 import { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
 
 export { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
 export { postgresDialect, postgresOrderTimeEncoding, notifyChannel } from './postgres-dialect.js';
-export { postgresClaimStatement } from './postgres-claim-sql.js';
+export { postgresNativeClaim } from './postgres-claim-sql.js';
 export { toStoreError } from './postgres-errors.js';
 
 /** The URL schemes this adapter serves. */
@@ -12,8 +12,8 @@ export const schemes: readonly string[] = ['postgres', 'postgresql'];
 /**
  * Opens a store from a `postgres://user:password@host:port/database` URL (`postgresql://` too). No
  * connection is made until the first call; `create` is ignored (the database must exist). The query
- * parameters `connectTimeout`, `queryTimeout` and `schemaTimeout` (ms) set the deadlines of
- * PostgresStoreOptions; every other parameter goes to pg as it is. `options` override what the URL says.
+ * parameters `maxConnections` (pool size) and `connectTimeout`, `queryTimeout` and `schemaTimeout` (ms) set
+ * those PostgresStoreOptions; every other parameter goes to pg as it is. `options` override what the URL says.
  */
 export async function connect(url: string, options: ConnectOptions & Omit<PostgresStoreOptions, 'connectionString'> = {}): Promise<PostgresStore> {
   const usage = 'use postgres://user:password@host:port/database';
@@ -27,18 +27,18 @@ export async function connect(url: string, options: ConnectOptions & Omit<Postgr
     throw new ConfigError(`PostgreSQL URL ${JSON.stringify(redactUrl(url))} names no host: ${usage}`);
   }
   const { create: _create, ...rest } = options;
-  const { connectionString, deadlines } = splitDeadlines(url);
-  return new PostgresStore({ ...deadlines, ...rest, connectionString });
+  const { connectionString, options: fromUrl } = splitStatusqParameters(url);
+  return new PostgresStore({ ...fromUrl, ...rest, connectionString });
 }
 
-/** The URL without statusq's deadline parameters (pg would take them for its own), and those deadlines. */
-function splitDeadlines(url: string): { connectionString: string; deadlines: ReturnType<typeof deadlinesFromUrl> } {
+/** The URL without statusq's own parameters (pg would take them for its own), and the options they set. */
+function splitStatusqParameters(url: string): { connectionString: string; options: Partial<PostgresStoreOptions> } {
   const query = url.indexOf('?');
-  if (query < 0) return { connectionString: url, deadlines: {} };
+  if (query < 0) return { connectionString: url, options: {} };
   const params = new URLSearchParams(url.slice(query + 1));
-  const deadlines = deadlinesFromUrl(params, 'the PostgreSQL URL');
-  if (Object.keys(deadlines).length === 0) return { connectionString: url, deadlines };
-  for (const name of Object.keys(DEADLINE_URL_PARAMETERS)) params.delete(name);
+  const options = { ...poolFromUrl(params, 'the PostgreSQL URL'), ...deadlinesFromUrl(params, 'the PostgreSQL URL') };
+  if (Object.keys(options).length === 0) return { connectionString: url, options };
+  for (const name of [...Object.keys(DEADLINE_URL_PARAMETERS), POOL_URL_PARAMETER]) params.delete(name);
   const rest = params.toString();
-  return { connectionString: url.slice(0, query) + (rest ? `?${rest}` : ''), deadlines };
+  return { connectionString: url.slice(0, query) + (rest ? `?${rest}` : ''), options };
 }

@@ -1,10 +1,8 @@
-import { Params, type ClaimRequest, type Statement, type TransitionSql } from '@statusq/core/adapter';
-
-/** Appended to a candidate SELECT: lock what it finds, pass over rows another claimer holds. */
-export const SKIP_LOCKED = ' FOR UPDATE SKIP LOCKED';
+import type { NativeClaim } from '@statusq/core/adapter';
 
 /**
- * PostgreSQL's native claim, one statement and one round trip per batch:
+ * PostgreSQL's native claim hooks for core's claim pipeline. Without aging, one statement and one round trip
+ * per batch:
  *
  *   UPDATE t SET status = 9, claimed_at = now, worker_id = $token
  *   WHERE id = ANY(ARRAY(SELECT id FROM t WHERE <due> ORDER BY date DESC LIMIT n FOR UPDATE SKIP LOCKED))
@@ -21,18 +19,11 @@ export const SKIP_LOCKED = ' FOR UPDATE SKIP LOCKED';
  * `IN` may be planned as a nested-loop semi join that re-runs the locking subquery for every outer row
  * (seen with a freshly filled table, whose statistics promise one row); each re-run skips the rows the
  * previous one locked and hands out more, so one claim took 110 rows with LIMIT 5.
+ *
+ * With aging, core runs the aged and the ordered selection, each with FOR UPDATE SKIP LOCKED, then one
+ * guarded UPDATE ... RETURNING of the merged ids, in one transaction (PostgresStore.transaction).
  */
-export function postgresClaimStatement(sql: TransitionSql, request: ClaimRequest): Statement {
-  const p = new Params(sql.dialect);
-  const set = sql.claimAssignments(p, request.token);
-  const candidates = sql.candidates(p, { limit: request.limit, columns: 'id' }) + SKIP_LOCKED;
-  return {
-    sql: `UPDATE ${sql.q.table} SET ${set} WHERE ${sql.q.id} = ANY(ARRAY(${candidates})) RETURNING *`,
-    params: p.values,
-  };
-}
-
-/** A candidate selection from core's candidateStatements, locking what it finds and skipping what others hold. */
-export function lockingCandidates(statement: Statement): Statement {
-  return { sql: statement.sql + SKIP_LOCKED, params: statement.params };
-}
+export const postgresNativeClaim: NativeClaim = {
+  lockCandidates: ' FOR UPDATE SKIP LOCKED',
+  oneStatement: ({ table, id, set, candidates }) => `UPDATE ${table} SET ${set} WHERE ${id} = ANY(ARRAY(${candidates})) RETURNING *`,
+};

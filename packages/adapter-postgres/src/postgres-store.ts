@@ -1,36 +1,34 @@
+/*
+ * Over 350 lines because the store is one pool's worth of shared state: the borrowed-connection deadline,
+ * the transactions and the LISTEN connection all read the same closed flag, socket set and deadlines. The
+ * dialect's SQL (claim hooks, errors, types of time) lives in the files beside it.
+ */
 import pg from 'pg';
 import {
   ConfigError,
   DEFAULT_CAPABILITIES,
   StoreError,
-  TransitionSql,
   atStatement,
-  candidateStatements,
   deadlineOf,
   deadlineOption,
   endWithin,
   raceDeadline,
-  mergeCandidates,
-  orderLike,
-  sortByQueueOrder,
   splitTableName,
   validateTableName,
-  type ClaimRequest,
-  type ClaimResult,
   type ClosableSocket,
   type ColumnInfo,
   type ExecResult,
-  type JobId,
+  type NativeClaim,
   type OrderTimeEncoding,
-  type ResolvedTable,
   type Row,
   type SchemaSupport,
   type Statement,
+  type StatementRunner,
   type Store,
   type StoreCallDeadlines,
   type StoreCapabilities,
 } from '@statusq/core/adapter';
-import { lockingCandidates, postgresClaimStatement } from './postgres-claim-sql.js';
+import { postgresNativeClaim } from './postgres-claim-sql.js';
 import { notifyChannel, postgresDialect, postgresOrderTimeEncoding } from './postgres-dialect.js';
 import { isConnectionError, toStoreError } from './postgres-errors.js';
 import { postgresSchema } from './postgres-schema.js';
@@ -93,7 +91,7 @@ const TYPES: pg.CustomTypesConfig = {
 type Waiter = () => void;
 
 /**
- * A Store on a pg.Pool. Every call borrows one connection; `executeBatch` and the aging claim run BEGIN ...
+ * A Store on a pg.Pool. Every call borrows one connection; `executeBatch` and `transaction` (the aging claim's) run BEGIN ...
  * COMMIT on the one they borrowed. A connection that fails with a connection error is destroyed (not returned
  * to the pool), so the call rejects with ConnectionLost and the next call gets a fresh connection. Every call
  * has a deadline (connectTimeoutMs to get a connection, queryTimeoutMs for the rest), so a database that stops
@@ -108,6 +106,14 @@ export class PostgresStore implements Store {
   readonly dialect = postgresDialect;
   readonly schema: SchemaSupport = postgresSchema;
   readonly capabilities: StoreCapabilities;
+  readonly nativeClaim: NativeClaim = {
+    ...postgresNativeClaim,
+    beforeClaim: (table) => {
+      this.watch(table.table);
+      // Whatever a notification announced before this claim started, this claim will see.
+      this.notified = false;
+    },
+  };
   private readonly pool: pg.Pool;
   private readonly clientConfig: pg.ClientConfig;
   private readonly deadlines: StoreCallDeadlines;
@@ -244,29 +250,9 @@ export class PostgresStore implements Store {
     return postgresOrderTimeEncoding(column.type);
   }
 
-  async claim(table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
-    this.watch(table.table);
-    // Whatever a notification announced before this claim started, this claim will see.
-    this.notified = false;
-    const sql = new TransitionSql(table, this.dialect);
-    if (request.agingMs === undefined || table.direction !== 'newest') {
-      const { rows } = await this.execute(postgresClaimStatement(sql, request));
-      return { rows: sortByQueueOrder(rows, table), lost: 0 };
-    }
-    // Aging: aged rows oldest first, then the newest, each selection locking what it finds (skipping what
-    // others hold), then one guarded UPDATE of the merged ids, all in one transaction.
-    const rows = await this.transaction(async (client) => {
-      const lists: Row[][] = [];
-      for (const statement of candidateStatements(sql, request, 'id')) {
-        lists.push((await run(client, lockingCandidates(statement))).rows);
-        if (lists.flat().length >= request.limit) break;
-      }
-      const candidates = mergeCandidates(lists, request.limit, table.id);
-      if (candidates.length === 0) return [];
-      const claimed = await run(client, sql.claimByIds(candidates.map((r) => r[table.id] as JobId), request.token, true));
-      return orderLike(candidates, claimed.rows, table);
-    });
-    return { rows, lost: 0 };
+  /** BEGIN, `body`, COMMIT on one borrowed connection, within the query deadline. */
+  transaction<T>(body: (tx: StatementRunner) => Promise<T>): Promise<T> {
+    return this.withClient((client) => this.inTransaction(client, () => body({ execute: (statement) => run(client, statement) })));
   }
 
   /**
@@ -364,11 +350,6 @@ export class PostgresStore implements Store {
       release(true);
       return new StoreError('ConnectionLost', `PostgreSQL did not answer within ${deadlineMs} ms (queryTimeout); the connection was dropped`, 'QUERY_TIMEOUT');
     });
-  }
-
-  /** BEGIN, `body`, COMMIT on one borrowed connection. */
-  private transaction<T>(body: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    return this.withClient((client) => this.inTransaction(client, () => body(client)));
   }
 
   /** BEGIN, `body`, COMMIT; on failure ROLLBACK and rethrow (withClient maps the error and drops a dead connection). */

@@ -7,8 +7,9 @@
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ConfigError, Queue, StoreError, Worker, initTable, pendingIndexName, type Store } from '@statusq/core';
+import { oneStatementClaim } from '@statusq/core/adapter';
 import { Ledger, deferred, withDeadline, waitFor } from '@statusq/conformance';
-import { connect, notifyChannel, postgresClaimStatement, toStoreError, type PostgresStore, type PostgresStoreOptions } from './index.js';
+import { connect, notifyChannel, postgresNativeClaim, toStoreError, type PostgresStore, type PostgresStoreOptions } from './index.js';
 import { createTestDatabase, databasesRequired, dropTestDatabase, postgresQueryPlans, postgresUnavailable } from './testing.js';
 
 const unavailable = await postgresUnavailable();
@@ -53,7 +54,7 @@ if (unavailable !== null) {
         params: [],
       });
       await postgresQueryPlans.analyze(s, 'jobs');
-      const claimPlan = (await postgresQueryPlans.explain(s, postgresClaimStatement(jobs.sql, { limit: 50, token: 't' }))).text;
+      const claimPlan = (await postgresQueryPlans.explain(s, oneStatementClaim(jobs.sql, postgresNativeClaim, { limit: 50, token: 't' }))).text;
       expect(claimPlan).toMatch(/LockRows/);
       expect(claimPlan).toMatch(new RegExp(`using ${pendingIndexName('jobs')}\\b`));
       expect(claimPlan).not.toMatch(/Seq Scan|\bSort\b/);
@@ -148,6 +149,22 @@ if (unavailable !== null) {
       opened.push(nowhere);
       const refused = await nowhere.execute({ sql: 'SELECT 1', params: [] }).catch((e: unknown) => e);
       expect((refused as StoreError).kind).toBe('ConnectionLost');
+    });
+
+    it('maxConnections from the URL bounds the pool (the other parameters still reach pg); connectionLimit is refused, naming maxConnections', async () => {
+      const s = await connect(`${url}?maxConnections=1&application_name=statusq_pool`);
+      opened.push(s);
+      const calls = await Promise.all(
+        Array.from({ length: 3 }, () => s.execute({ sql: "SELECT pg_backend_pid() AS pid, current_setting('application_name') AS name, pg_sleep(0.05) AS s", params: [] })),
+      );
+      expect(new Set(calls.map((c) => c.rows[0]!.pid)).size).toBe(1);
+      expect(calls[0]!.rows[0]!.name).toBe('statusq_pool');
+      const wide = await connect(`${url}?maxConnections=3`);
+      opened.push(wide);
+      const wideCalls = await Promise.all(Array.from({ length: 3 }, () => wide.execute({ sql: 'SELECT pg_backend_pid() AS pid, pg_sleep(0.1) AS s', params: [] })));
+      expect(new Set(wideCalls.map((c) => c.rows[0]!.pid)).size).toBe(3);
+      await expect(connect(`${url}?connectionLimit=2`)).rejects.toThrow(/connectionLimit in the PostgreSQL URL was renamed maxConnections/);
+      await expect(connect(`${url}?maxConnections=0`)).rejects.toThrow(/maxConnections in the PostgreSQL URL must be a positive integer/);
     });
 
     it('deadlines from the URL: a statement slower than queryTimeout rejects with ConnectionLost in time and its connection is dropped; a schema change gets schemaTimeout; other parameters still reach pg; a bad value is a ConfigError', async () => {

@@ -1,29 +1,22 @@
 import Database from 'better-sqlite3';
 import {
   ConfigError,
+  ConnectionGate,
   DEFAULT_CAPABILITIES,
   StoreError,
-  TransitionSql,
   atStatement,
-  candidateStatements,
-  mergeCandidates,
-  orderLike,
-  sortByQueueOrder,
   splitTableName,
   validateTableName,
-  type ClaimRequest,
-  type ClaimResult,
   type ColumnInfo,
   type ExecResult,
-  type JobId,
-  type ResolvedTable,
   type Row,
   type SchemaSupport,
   type Statement,
+  type StatementRunner,
   type Store,
   type StoreCapabilities,
 } from '@statusq/core/adapter';
-import { sqliteClaimStatement } from './sqlite-claim-sql.js';
+import { sqliteNativeClaim } from './sqlite-claim-sql.js';
 import { sqliteDialect, sqliteHoldsIntegers, sqliteOrderTimeEncoding } from './sqlite-dialect.js';
 import { toStoreError } from './sqlite-errors.js';
 import { sqliteSchema } from './sqlite-schema.js';
@@ -40,21 +33,26 @@ export interface SqliteStoreOptions {
   busyTimeoutMs?: number;
 }
 
+const BEGIN_IMMEDIATE: Statement = { sql: 'BEGIN IMMEDIATE', params: [] };
+const COMMIT: Statement = { sql: 'COMMIT', params: [] };
+
 /** Prepared statements kept per connection; claims and settles reuse a handful of SQL texts. */
 const STATEMENT_CACHE_SIZE = 256;
 
 /**
- * A Store on one better-sqlite3 connection. Every transaction runs synchronously from BEGIN IMMEDIATE to
- * COMMIT inside one call, so connections in the same process never interleave and never wait on each
- * other; connections in other processes wait up to the busy timeout. WAL lets readers run beside the
- * single writer.
+ * A Store on one better-sqlite3 connection. `execute` and `executeBatch` run synchronously from BEGIN
+ * IMMEDIATE to COMMIT inside one call; `transaction` (the aging claim's) awaits between its statements, so
+ * the gate holds every other call of this store back until it ends. Connections in other processes wait up
+ * to the busy timeout. WAL lets readers run beside the single writer.
  */
 export class SqliteStore implements Store {
   readonly dialect = sqliteDialect;
   readonly schema: SchemaSupport = sqliteSchema;
   readonly capabilities: StoreCapabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true };
+  readonly nativeClaim = sqliteNativeClaim;
   private readonly db: Database.Database;
   private readonly cache = new Map<string, Database.Statement>();
+  private readonly gate = new ConnectionGate();
 
   constructor(options: SqliteStoreOptions) {
     if (!options || typeof options.filename !== 'string' || options.filename.length === 0) {
@@ -76,11 +74,33 @@ export class SqliteStore implements Store {
     }
   }
 
-  async execute(statement: Statement): Promise<ExecResult> {
-    return this.guard(() => this.run(statement));
+  execute(statement: Statement): Promise<ExecResult> {
+    return this.gate.call(() => this.guard(() => this.run(statement)));
   }
 
-  async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
+  executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
+    return this.gate.call(() => this.runBatch(statements));
+  }
+
+  /**
+   * BEGIN IMMEDIATE takes the write lock first, so the statements read what they write with no other writer
+   * in between, in this process or another; the gate keeps this store's other calls out until COMMIT.
+   */
+  transaction<T>(body: (tx: StatementRunner) => Promise<T>): Promise<T> {
+    return this.gate.hold(async () => {
+      this.guard(() => this.run(BEGIN_IMMEDIATE));
+      try {
+        const result = await body({ execute: async (statement) => this.guard(() => this.run(statement)) });
+        this.guard(() => this.run(COMMIT));
+        return result;
+      } catch (error) {
+        if (this.db.open && this.db.inTransaction) this.db.exec('ROLLBACK');
+        throw toStoreError(error);
+      }
+    });
+  }
+
+  private runBatch(statements: readonly Statement[]): ExecResult[] {
     let failing: number | undefined;
     try {
       return this.guard(() =>
@@ -130,29 +150,6 @@ export class SqliteStore implements Store {
 
   orderTimeEncoding(column: ColumnInfo) {
     return sqliteOrderTimeEncoding(column.type);
-  }
-
-  async claim(table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
-    const sql = new TransitionSql(table, this.dialect);
-    const aging = request.agingMs !== undefined && table.direction === 'newest';
-    const rows = await this.guard(() =>
-      this.db
-        .transaction(() => (aging ? this.claimWithAging(sql, request) : sortByQueueOrder(this.run(sqliteClaimStatement(sql, request)).rows, table)))
-        .immediate(),
-    );
-    return { rows, lost: 0 };
-  }
-
-  private claimWithAging(sql: TransitionSql, request: ClaimRequest): Row[] {
-    const lists: Row[][] = [];
-    for (const statement of candidateStatements(sql, request, 'id')) {
-      lists.push(this.run(statement).rows);
-      if (lists.flat().length >= request.limit) break;
-    }
-    const candidates = mergeCandidates(lists, request.limit, sql.table.id);
-    if (candidates.length === 0) return [];
-    const claimed = this.run(sql.claimByIds(candidates.map((r) => r[sql.table.id] as JobId), request.token, true)).rows;
-    return orderLike(candidates, claimed, sql.table);
   }
 
   async close(): Promise<void> {

@@ -20,12 +20,15 @@ export function withLatency(inner: Store): Store {
     },
     describeTable: (t) => inner.describeTable(t),
     orderTimeEncoding: (c) => inner.orderTimeEncoding(c),
-    claim: async (t, r) => {
-      await hop();
-      return inner.claim(t, r);
-    },
+    nativeClaim: inner.nativeClaim,
     close: () => inner.close(),
   };
+  if (inner.transaction) {
+    store.transaction = async (body) => {
+      await hop();
+      return inner.transaction!(body);
+    };
+  }
   if (inner.waitForWork) store.waitForWork = (ms, signal) => inner.waitForWork!(ms, signal);
   return store;
 }

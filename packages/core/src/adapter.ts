@@ -12,4 +12,6 @@ export * from './store.js';
 export * from './transition-sql.js';
 export * from './claim.js';
 export * from './deadline.js';
+export { ConnectionGate } from './connection-gate.js';
+export { POOL_URL_PARAMETER, poolFromUrl } from './server-url.js';
 export { sleep } from './retry.js';

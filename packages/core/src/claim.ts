@@ -1,6 +1,62 @@
-import type { ClaimRequest, ClaimResult, JobId, Row, Statement, Store } from './store.js';
+import { StoreError } from './errors.js';
+import type { ClaimRequest, ClaimResult, ClaimStrategy, JobId, NativeClaim, Row, SqlValue, Statement, StatementRunner, Store } from './store.js';
 import type { ResolvedTable } from './table.js';
 import { Params, TransitionSql } from './transition-sql.js';
+
+/** The column a candidate SELECT carries the database's clock in (NativeClaim.clockWithCandidates); not a column of the table. */
+export const CLAIM_CLOCK = 'statusq_claim_clock';
+
+/**
+ * The one claim pipeline: the store's native claim when it declares one and `strategy` is native, else the
+ * portable conditional update. Adapters supply only the dialect hooks (Store.nativeClaim).
+ */
+export function claimRows(store: Store, table: ResolvedTable, request: ClaimRequest, strategy: ClaimStrategy): Promise<ClaimResult> {
+  const native = strategy === 'native' ? store.nativeClaim : undefined;
+  return native ? claimNative(store, native, table, request) : claimConditionalUpdate(store, table, request);
+}
+
+/**
+ * The native claim. Without aging, a store with a one-statement claim takes the batch in one round trip
+ * (PostgreSQL's `= ANY(ARRAY(...)) RETURNING *`, SQLite's `IN (...) RETURNING *`). Otherwise, in one
+ * transaction: the candidate selections, each locking what it finds and skipping what others hold; one
+ * guarded UPDATE of the merged ids; the claimed rows from RETURNING, built from the locked candidates with
+ * the clock they carried (MySQL), or read back. Nobody else can change a locked row before the commit, so
+ * every candidate is claimed and none is lost.
+ */
+async function claimNative(store: Store, native: NativeClaim, table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
+  native.beforeClaim?.(table);
+  const sql = new TransitionSql(table, store.dialect);
+  if (native.oneStatement && !agesFirst(sql, request)) {
+    const { rows } = await store.execute(oneStatementClaim(sql, native, request));
+    return { rows: sortByQueueOrder(rows, table), candidatesLost: 0 };
+  }
+  if (!store.transaction) throw new StoreError('Unknown', `the ${store.dialect.name} store declares a native claim that needs a transaction, but has none`, 'NO_TRANSACTION');
+  const { returning } = store.capabilities;
+  const buildRows = !returning && native.clockWithCandidates === true;
+  const writesKnown = buildRows && native.claimWritesAreKnown !== undefined && (await native.claimWritesAreKnown(table));
+  const statements = candidateStatements(sql, request, { columns: buildRows ? '*' : 'id', lock: native.lockCandidates, clock: buildRows ? CLAIM_CLOCK : undefined });
+  const rows = await store.transaction(async (tx) => {
+    const candidates = await selectCandidates(tx, statements, request.limit, table.id);
+    if (candidates.length === 0) return [];
+    // By primary key, ascending, over rows this transaction already holds: claimers never lock in opposite orders.
+    const ids = sortIds(candidates.map((r) => r[table.id] as JobId));
+    if (returning) return ownedInOrder(candidates, (await tx.execute(sql.claimByIds(ids, request.token, true))).rows, table, request.token);
+    const clock = buildRows ? claimClock(candidates[0]!) : undefined;
+    const { affected } = await tx.execute(sql.claimByIds(ids, request.token, false, clock instanceof Date ? clock.toISOString() : clock));
+    if (writesKnown && affected === ids.length) return candidates.map((row) => asClaimed(row, table, request.token, clock!));
+    return ownedInOrder(candidates, (await tx.execute(sql.selectByIds(ids))).rows, table, request.token);
+  });
+  return { rows, candidatesLost: 0 };
+}
+
+/** The one-statement native claim of up to `request.limit` rows (without aging). */
+export function oneStatementClaim(sql: TransitionSql, native: NativeClaim, request: ClaimRequest): Statement {
+  if (!native.oneStatement) throw new StoreError('Unknown', `the ${sql.dialect.name} store has no one-statement claim`, 'NO_ONE_STATEMENT_CLAIM');
+  const p = new Params(sql.dialect);
+  const set = sql.claimAssignments(p, request.token);
+  const candidates = sql.candidates(p, { limit: request.limit, columns: 'id' }) + native.lockCandidates;
+  return { sql: native.oneStatement({ table: sql.q.table, id: sql.q.id, set, candidates }), params: p.values };
+}
 
 /**
  * The seed's portable claim, available on every store: SELECT candidates, then one guarded
@@ -11,15 +67,15 @@ import { Params, TransitionSql } from './transition-sql.js';
  */
 export async function claimConditionalUpdate(store: Store, table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
   const sql = new TransitionSql(table, store.dialect);
-  const candidates = await selectCandidates(store, sql, request, '*');
+  const candidates = await selectCandidates(store, candidateStatements(sql, request, { columns: '*' }), request.limit, table.id);
   const rows: Row[] = [];
-  let lost = 0;
+  let candidatesLost = 0;
   for (const candidate of candidates) {
     const id = candidate[table.id] as JobId;
     const claim = sql.claimByIds([id], request.token, false);
     const { affected } = await store.execute(claim);
     if (affected !== 1) {
-      lost++;
+      candidatesLost++;
       continue;
     }
     rows.push(markClaimed(candidate, table, request.token));
@@ -27,23 +83,30 @@ export async function claimConditionalUpdate(store: Store, table: ResolvedTable,
   // A claim writes claimed_at from the database clock; read it back only when leases need the real value.
   if (rows.length > 0 && table.features.leases) {
     const fresh = await store.execute(sql.selectByIds(rows.map((r) => r[table.id] as JobId)));
-    return { rows: orderLike(rows, fresh.rows, table), lost };
+    return { rows: orderLike(rows, fresh.rows, table), candidatesLost };
   }
-  return { rows, lost };
+  return { rows, candidatesLost };
+}
+
+/** Aging changes the claim: aged rows first (oldest first), before the configured newest-first order. */
+function agesFirst(sql: TransitionSql, request: ClaimRequest): boolean {
+  return request.agingMs !== undefined && sql.table.direction === 'newest';
 }
 
 /**
  * The candidate selections of one claim, in the order they are consulted: aged rows first (oldest first)
- * when aging is on and the queue runs newest-first, then the configured order.
+ * when aging is on and the queue runs newest-first, then the configured order. `lock` is appended to each
+ * (NativeClaim.lockCandidates); `clock` names a column carrying the database's time beside the rows.
  */
-export function candidateStatements(sql: TransitionSql, request: ClaimRequest, columns: 'id' | '*', clock?: string): Statement[] {
+export function candidateStatements(sql: TransitionSql, request: ClaimRequest, options: { columns: 'id' | '*'; lock?: string | undefined; clock?: string | undefined }): Statement[] {
+  const { columns, clock, lock = '' } = options;
   const statements: Statement[] = [];
-  if (request.agingMs !== undefined && sql.table.direction === 'newest') {
+  if (agesFirst(sql, request)) {
     const p = new Params(sql.dialect);
-    statements.push({ sql: sql.candidates(p, { limit: request.limit, columns, agedMs: request.agingMs, clock }), params: p.values });
+    statements.push({ sql: sql.candidates(p, { limit: request.limit, columns, agedMs: request.agingMs, clock }) + lock, params: p.values });
   }
   const p = new Params(sql.dialect);
-  statements.push({ sql: sql.candidates(p, { limit: request.limit, columns, clock }), params: p.values });
+  statements.push({ sql: sql.candidates(p, { limit: request.limit, columns, clock }) + lock, params: p.values });
   return statements;
 }
 
@@ -63,20 +126,53 @@ export function mergeCandidates(lists: readonly Row[][], limit: number, idColumn
   return merged;
 }
 
-/** Runs the candidate selections in order, stopping once `limit` candidates are found. */
-export async function selectCandidates(store: Pick<Store, 'execute'>, sql: TransitionSql, request: ClaimRequest, columns: 'id' | '*'): Promise<Row[]> {
+/** Runs the candidate selections in order, stopping once `limit` candidates are found, and merges them. */
+async function selectCandidates(runner: StatementRunner, statements: readonly Statement[], limit: number, idColumn: string): Promise<Row[]> {
   const lists: Row[][] = [];
-  for (const statement of candidateStatements(sql, request, columns)) {
-    lists.push((await store.execute(statement)).rows);
-    if (lists.flat().length >= request.limit) break;
+  let found = 0;
+  for (const statement of statements) {
+    const { rows } = await runner.execute(statement);
+    lists.push(rows);
+    found += rows.length;
+    if (found >= limit) break;
   }
-  return mergeCandidates(lists, request.limit, sql.table.id);
+  return mergeCandidates(lists, limit, idColumn);
+}
+
+/** The database's clock as the candidate SELECT read it: a Date, or the dialect's own representation of `now`. */
+function claimClock(candidate: Row): Date | SqlValue {
+  const clock = candidate[CLAIM_CLOCK];
+  if (clock instanceof Date || typeof clock === 'number' || typeof clock === 'bigint' || typeof clock === 'string') return clock;
+  throw new StoreError('Unknown', `the claim's database clock came back as ${clock === null ? 'null' : typeof clock}`, 'CLAIM_CLOCK');
 }
 
 function markClaimed(row: Row, table: ResolvedTable, token: string | null): Row {
   const claimed: Row = { ...row, [table.status]: table.codes.processing };
   if (table.columns.workerId) claimed[table.columns.workerId] = token;
   return claimed;
+}
+
+/** A locked candidate as the claim's UPDATE left it (the UPDATE changed every candidate and nothing else). */
+function asClaimed(candidate: Row, table: ResolvedTable, token: string | null, clock: Date | SqlValue): Row {
+  const { [CLAIM_CLOCK]: _clock, ...row } = markClaimed(candidate, table, token);
+  if (table.columns.claimedAt) row[table.columns.claimedAt] = clock;
+  return row;
+}
+
+/**
+ * The claimed rows as they are after the UPDATE, in candidate (queue) order. Every candidate was locked by
+ * this transaction, so every one was claimed; the status (and token) check is a guard all the same.
+ */
+function ownedInOrder(candidates: readonly Row[], fresh: readonly Row[], table: ResolvedTable, token: string | null): Row[] {
+  const byId = new Map(fresh.map((r) => [keyOf(r[table.id]), r]));
+  const owned: Row[] = [];
+  for (const candidate of candidates) {
+    const row = byId.get(keyOf(candidate[table.id]));
+    if (!row || Number(row[table.status]) !== table.codes.processing) continue;
+    if (table.columns.workerId && token !== null && row[table.columns.workerId] !== token) continue;
+    owned.push(row);
+  }
+  return owned;
 }
 
 /** Map key for an id of any type (bigint and number ids compare by value). */
@@ -88,6 +184,26 @@ export function keyOf(id: unknown): string {
 export function orderLike(ordered: readonly Row[], fresh: readonly Row[], table: ResolvedTable): Row[] {
   const byId = new Map(fresh.map((r) => [keyOf(r[table.id]), r]));
   return ordered.map((r) => byId.get(keyOf(r[table.id])) ?? r);
+}
+
+/** Ids in ascending order (numbers and numeric strings by value), the order the claim's UPDATE locks them in. */
+export function sortIds(ids: readonly JobId[]): JobId[] {
+  return [...ids].sort(compareIds);
+}
+
+function compareIds(a: JobId, b: JobId): number {
+  const x = asBigInt(a);
+  const y = asBigInt(b);
+  if (x !== null && y !== null) return x < y ? -1 : x > y ? 1 : 0;
+  const s = String(a);
+  const t = String(b);
+  return s < t ? -1 : s > t ? 1 : 0;
+}
+
+function asBigInt(id: JobId): bigint | null {
+  if (typeof id === 'bigint') return id;
+  if (typeof id === 'number') return Number.isInteger(id) ? BigInt(id) : null;
+  return /^-?\d+$/.test(id) ? BigInt(id) : null;
 }
 
 /** Comparable form of an order-column value (Date, number, bigint or text). */

@@ -1,7 +1,8 @@
 import type { Job } from './handler.js';
 
 export interface WorkerEvents {
-  claimed: { jobs: Job[]; lost: number };
+  /** `candidatesLost`: candidates another claimer took first during this claim. */
+  claimed: { jobs: Job[]; candidatesLost: number };
   completed: { job: Job; result: unknown };
   /** The job settled to failed (0): given up, or out of attempts. */
   failed: { job: Job; error: string };

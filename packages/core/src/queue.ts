@@ -1,4 +1,4 @@
-import { claimConditionalUpdate } from './claim.js';
+import { claimRows } from './claim.js';
 import { ConfigError, EnqueueError, SchemaError, StoreError } from './errors.js';
 import { validateIdentifier } from './identifiers.js';
 import { requeueCause, statusName, type StatusName } from './status.js';
@@ -83,7 +83,7 @@ export class Queue {
 
   async claim(request: ClaimRequest, strategy: ClaimStrategy = 'native'): Promise<ClaimResult> {
     if (!Number.isSafeInteger(request.limit) || request.limit < 1) throw new ConfigError(`claim limit must be a positive integer, got ${request.limit}`);
-    return strategy === 'native' ? this.store.claim(this.table, request) : claimConditionalUpdate(this.store, this.table, request);
+    return claimRows(this.store, this.table, request, strategy);
   }
 
   /**

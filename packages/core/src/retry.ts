@@ -32,14 +32,32 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** How a kind of store call is retried: at most `attempts` tries in all, with backoff between them. */
+export type RetryPolicy = { attempts: number } & Partial<BackoffOptions>;
+
+/**
+ * The one owner of retry policy, one entry per kind of store call. Adapters never retry: a MySQL deadlock
+ * victim (rolled back whole, so safe to run again) reaches core as WriteConflict and is retried here like
+ * any other. Heartbeats and reaps are not retried: their timers run them again on the next beat.
+ */
+export const STORE_RETRY = {
+  /** A claim. The loop backs off and claims again after this gives up, so a short run of tries is enough. */
+  claim: { attempts: 10, baseMs: 5, maxMs: 1000 },
+  /**
+   * A settle commit (and the read-back that decides a retried grouped completion): a job's outcome, worth
+   * riding out a server restart for (20 tries, up to ~2 s apart: about half a minute).
+   */
+  settle: { attempts: 20, baseMs: 5, maxMs: 2000 },
+  /** Handing claims back on stop; the stop's own deadline bounds it anyway. */
+  release: { attempts: 10, baseMs: 5, maxMs: 1000 },
+} as const satisfies Record<string, RetryPolicy>;
+
 /**
  * Runs `operation`, trying again after Busy, WriteConflict and ConnectionLost errors with backoff, at most
- * `attempts` times in all. Other errors, and the last retryable one, are thrown.
+ * `attempts` times in all. Other errors, and the last retryable one, are thrown. Callers pass one of
+ * STORE_RETRY's policies.
  */
-export async function withStoreRetry<T>(
-  operation: () => Promise<T>,
-  options: { attempts: number; onRetry?: (error: unknown) => void } & Partial<BackoffOptions>,
-): Promise<T> {
+export async function withStoreRetry<T>(operation: () => Promise<T>, options: RetryPolicy & { onRetry?: ((error: unknown) => void) | undefined }): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await operation();

@@ -1,6 +1,6 @@
 import { keyOf } from './claim.js';
 import type { Queue } from './queue.js';
-import { withStoreRetry } from './retry.js';
+import { STORE_RETRY, withStoreRetry } from './retry.js';
 import type { ExecResult, JobId, Statement } from './store.js';
 
 /**
@@ -60,12 +60,12 @@ export class Settler {
         this.onRetry(error);
       };
       try {
-        results = await withStoreRetry(() => this.target.apply(plan.map((step) => step.statement)), { attempts: 20, maxMs: 2000, onRetry });
+        results = await withStoreRetry(() => this.target.apply(plan.map((step) => step.statement)), { ...STORE_RETRY.settle, onRetry });
       } catch {
         // One bad statement must not hold the others back: settle each on its own.
         for (const b of batch) {
           try {
-            const [result] = await withStoreRetry(() => this.target.apply([b.statement]), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
+            const [result] = await withStoreRetry(() => this.target.apply([b.statement]), { ...STORE_RETRY.settle, onRetry: this.onRetry });
             b.resolve(result!.affected === 1);
           } catch (error) {
             b.reject(error);
@@ -101,7 +101,7 @@ export class Settler {
           if (returning && !retried) changed = new Set(result.rows.map((row) => keyOf(row.id)));
           else if (retried || result.affected < members.length) {
             try {
-              const { rows } = await withStoreRetry(() => this.target.store.execute(this.target.sql.completedUnder(ids, token)), { attempts: 20, maxMs: 2000, onRetry: this.onRetry });
+              const { rows } = await withStoreRetry(() => this.target.store.execute(this.target.sql.completedUnder(ids, token)), { ...STORE_RETRY.settle, onRetry: this.onRetry });
               changed = new Set(rows.map((row) => keyOf(row.id)));
             } catch (error) {
               for (const m of members) m.reject(error);

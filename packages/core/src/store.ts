@@ -63,7 +63,8 @@ export const DEFAULT_CAPABILITIES: Readonly<StoreCapabilities> = Object.freeze({
 });
 
 /**
- * `native`: the adapter's fastest safe claim (one statement or one transaction per batch).
+ * `native`: the adapter's best safe claim (one statement or one transaction per batch; see NativeClaim),
+ * which is the conditional update on a store that declares none (a MySQL server without SKIP LOCKED).
  * `conditional-update`: the seed's portable protocol: SELECT candidates, then one
  * `UPDATE ... WHERE id = ? AND status IS NULL` per candidate, owned only when it changed one row.
  */
@@ -81,20 +82,63 @@ export interface ClaimRequest {
 export interface ClaimResult {
   /** The rows this call owns, in status processing, as they are after the claim. */
   rows: Row[];
-  /** Candidates another claimer took first (always 0 for a skip-locked claim). */
-  lost: number;
+  /** Candidates another claimer took first (always 0 for a native claim of a store with `skipLocked`). */
+  candidatesLost: number;
+}
+
+/** Runs statements on the one connection of an open transaction (see Store.transaction). */
+export interface StatementRunner {
+  execute(statement: Statement): Promise<ExecResult>;
+}
+
+/**
+ * The dialect hooks of a store's native claim. Core runs the claim itself (claim.ts): the candidate
+ * selections (aged rows first when aging is on), their merge up to the limit, the guarded claim by ids in
+ * ascending id order, the claimed rows (from RETURNING, built from the candidates, or read back) and queue
+ * order. An adapter says only how its SQL differs; every member but `lockCandidates` is optional.
+ *
+ * Without `oneStatement`, or with aging on, the claim runs its statements in one `Store.transaction`.
+ */
+export interface NativeClaim {
+  /**
+   * Appended to each candidate SELECT of the claim: how it locks what it finds and passes over rows other
+   * claimers hold (` FOR UPDATE SKIP LOCKED`). Empty where the transaction's own write lock already keeps
+   * every other claimer out (SQLite).
+   */
+  readonly lockCandidates: string;
+  /**
+   * A claim without aging as one statement, returning the claimed rows (`RETURNING *`): `set` is the SET list
+   * and `candidates` the locking id subquery, both with their parameters bound in that order. Absent: the
+   * claim runs in a transaction.
+   */
+  oneStatement?(parts: { table: string; id: string; set: string; candidates: string }): string;
+  /**
+   * Without RETURNING: the candidate SELECT reads the database's clock beside the rows (as CLAIM_CLOCK) and
+   * the claim writes that value as claimed_at, so the claimed rows can be built from the locked candidates
+   * instead of read back, when `claimWritesAreKnown` says nothing else changes them. Default false.
+   */
+  readonly clockWithCandidates?: boolean;
+  /**
+   * Whether the claim's UPDATE leaves a row exactly as the locked candidate plus the values it writes (no
+   * ON UPDATE column, trigger or rounding of the clock). Default: not known, so the rows are read back.
+   */
+  claimWritesAreKnown?(table: ResolvedTable): Promise<boolean>;
+  /** Called as each native claim starts (PostgreSQL: LISTEN bookkeeping for the table). */
+  beforeClaim?(table: ResolvedTable): void;
 }
 
 /**
  * The contract every adapter implements. An adapter owns a connection (or pool) and knows its dialect; it
- * implements candidate selection and the atomic claim, and executes the statements core builds for
- * everything else. Methods reject with StoreError (kind Busy, WriteConflict, ConnectionLost,
- * UniqueViolation or Unknown) for database failures; an adapter that lost its connection reconnects on the
- * next call.
+ * executes the statements core builds, and declares through `nativeClaim` how its dialect's claim differs
+ * from the portable one. Methods reject with StoreError (kind Busy, WriteConflict, ConnectionLost,
+ * UniqueViolation or Unknown) for database failures, and never retry: core's retry policy (retry.ts) is the
+ * only one. An adapter that lost its connection reconnects on the next call.
  */
 export interface Store {
   readonly dialect: SqlDialect;
   readonly capabilities: StoreCapabilities;
+  /** The native claim's dialect hooks. Absent: `native` claims run the portable conditional update. */
+  readonly nativeClaim?: NativeClaim | undefined;
 
   /** Runs one statement in its own transaction (autocommit). */
   execute(statement: Statement): Promise<ExecResult>;
@@ -104,6 +148,13 @@ export interface Store {
    * settle many jobs with one commit. If any statement fails the whole batch is rolled back and rejected.
    */
   executeBatch(statements: readonly Statement[]): Promise<ExecResult[]>;
+
+  /**
+   * An interactive transaction on one connection: `body` runs statements whose SQL depends on earlier
+   * results, then the transaction commits (or, when `body` or the commit fails, rolls back and rejects). No
+   * other call of this store may run inside it. Needed by a `nativeClaim` that runs more than one statement.
+   */
+  transaction?<T>(body: (tx: StatementRunner) => Promise<T>): Promise<T>;
 
   /** The table's columns, or null when the table does not exist. */
   describeTable(table: string): Promise<ColumnInfo[] | null>;
@@ -116,14 +167,6 @@ export interface Store {
    * serves existing tables only; the schema helpers then fail with a ConfigError.
    */
   readonly schema?: SchemaSupport;
-
-  /**
-   * The adapter's native atomic claim of up to `request.limit` due pending rows in the table's order.
-   * Must move each returned row NULL -> processing exactly once across all concurrent callers, set
-   * `claimed_at`/`worker_id` when those columns exist, and return the rows as they are after the claim.
-   * Adapters without a faster claim return `claimConditionalUpdate(this, table, request)`.
-   */
-  claim(table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult>;
 
   /**
    * Resolves when new work may have arrived or after `timeoutMs`, whichever is first, or at once when the

@@ -16,8 +16,12 @@ export interface WorkerOptions {
   concurrency?: number | undefined;
   /** Rows claimed per claim call, at most the free slots. Default: the concurrency. */
   batch?: number | undefined;
-  /** `native` (default) or the seed's portable `conditional-update`. */
-  strategy?: ClaimStrategy | undefined;
+  /**
+   * `native` (default): the store's best safe claim; `conditional-update`: the seed's portable claim. A
+   * store set to conditional-update (MySQL's claimStrategy) declares no native claim, so conditional-update
+   * wins wherever it is set.
+   */
+  claimStrategy?: ClaimStrategy | undefined;
   /** Attempts per job. Default 3 when the table has an attempt_count column, else 1 (the seed: failure is final). */
   maxAttempts?: number | undefined;
   /** First retry delay; it then doubles, with jitter. Default 1 s. Needs next_attempt_at to take effect. */
@@ -60,6 +64,7 @@ const MAX_TIMER_MS = 2_147_483_647;
 export interface WorkerSettings {
   concurrency: number;
   batch: number;
+  claimStrategy: ClaimStrategy;
   maxAttempts: number;
   retryDelayMs: number;
   maxRetryDelayMs: number;
@@ -97,8 +102,10 @@ export function resolveWorkerOptions(options: WorkerOptions, table: Pick<Resolve
   const pollMinMs = nonNegative(options.pollMinMs, 25, 'pollMin');
   const pollMaxMs = Math.max(pollMinMs, nonNegative(options.pollMaxMs, 1000, 'pollMax'));
   if (options.agingMs !== undefined) nonNegative(options.agingMs, 0, 'aging');
-  if (options.strategy !== undefined && options.strategy !== 'native' && options.strategy !== 'conditional-update') {
-    throw new ConfigError(`strategy must be "native" or "conditional-update", got ${JSON.stringify(options.strategy)}`);
+  if ('strategy' in options) throw new ConfigError('the worker option "strategy" was renamed "claimStrategy"');
+  const claimStrategy = options.claimStrategy ?? 'native';
+  if (claimStrategy !== 'native' && claimStrategy !== 'conditional-update') {
+    throw new ConfigError(`claimStrategy must be "native" or "conditional-update", got ${JSON.stringify(claimStrategy)}`);
   }
   const jobTimeoutMs = options.jobTimeoutMs === undefined ? null : nonNegative(options.jobTimeoutMs, 0, 'jobTimeout');
   if (jobTimeoutMs !== null && jobTimeoutMs < 1) throw new ConfigError('jobTimeout must be at least 1 ms');
@@ -107,7 +114,7 @@ export function resolveWorkerOptions(options: WorkerOptions, table: Pick<Resolve
   const random = options.random ?? Math.random;
   const workerId = options.workerId ?? defaultWorkerId();
   const settleBatch = positiveInteger(options.settleBatch, 200, 'settleBatch');
-  return { concurrency, batch, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch };
+  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch };
 }
 
 function positiveInteger(value: number | undefined, fallback: number, what: string, max = 10_000): number {

@@ -26,7 +26,7 @@ function statuses(s: SqlJsStore): Array<number | null> {
 const isCompletion = (statements: readonly Statement[]) => statements.some((s) => s.sql.startsWith('UPDATE') && s.sql.includes('SET "status" = 1'));
 
 function worker(s: SqlJsStore, options: Partial<WorkerOptions>): Promise<Worker> {
-  return Worker.create({ store: s, table: { table: 'jobs' }, handler: () => undefined, strategy: 'conditional-update', pollMinMs: 1, pollMaxMs: 5, ...options });
+  return Worker.create({ store: s, table: { table: 'jobs' }, handler: () => undefined, claimStrategy: 'conditional-update', pollMinMs: 1, pollMaxMs: 5, ...options });
 }
 
 /** A promise and its resolver, for a handler the test releases. */

@@ -14,7 +14,7 @@ import { JobOutcomes, abortFlight, beforeSettle, undecided, type InFlight, type 
 import { LeaseKeeper } from './lease-keeper.js';
 import { Settler } from './settler.js';
 import { defaultWorkerId, nonNegative, resolveWorkerOptions, type WorkerOptions, type WorkerSettings } from './worker-options.js';
-import { backoffDelay, withStoreRetry } from './retry.js';
+import { STORE_RETRY, backoffDelay, withStoreRetry } from './retry.js';
 import type { JobId, Row, Statement, Store } from './store.js';
 
 // The option types and the default worker id keep their historical home in this module's exports.
@@ -49,11 +49,13 @@ export interface WorkerCounters {
   /** Claim calls that returned no row: polls of an empty queue, or every candidate lost. */
   emptyClaims: number;
   claimed: number;
-  lostClaims: number;
+  /** Candidates another claimer took first (conditional-update claims); nothing was lost but a round trip. */
+  candidatesLost: number;
   completed: number;
   failed: number;
   retried: number;
   abused: number;
+  /** Claims this worker held but no longer owned when it settled or renewed them (see the `claim-lost` event). */
   claimLost: number;
   released: number;
   /** Jobs that ran past jobTimeoutMs. */
@@ -62,7 +64,7 @@ export interface WorkerCounters {
 
 /** All counters at zero: a new worker's, and the start of a sum over several. */
 export function emptyWorkerCounters(): WorkerCounters {
-  return { claimCalls: 0, emptyClaims: 0, claimed: 0, lostClaims: 0, completed: 0, failed: 0, retried: 0, abused: 0, claimLost: 0, released: 0, timedOut: 0 };
+  return { claimCalls: 0, emptyClaims: 0, claimed: 0, candidatesLost: 0, completed: 0, failed: 0, retried: 0, abused: 0, claimLost: 0, released: 0, timedOut: 0 };
 }
 
 /** Consecutive non-retryable claim failures after which run() gives up and rejects. */
@@ -221,22 +223,22 @@ export class Worker extends TypedEmitter {
 
   private async claim(limit: number): Promise<Row[]> {
     const token = this.queue.table.features.fencing ? `${this.workerId}:${++this.claimSequence}` : null;
-    const { rows, lost } = await withStoreRetry(
-      () => this.queue.claim({ limit, token, agingMs: this.options.agingMs }, this.options.strategy ?? 'native'),
-      { attempts: 10, onRetry: (error) => this.emit('error', { error, during: 'claim (retrying)' }) },
-    );
+    const { rows, candidatesLost } = await withStoreRetry(() => this.queue.claim({ limit, token, agingMs: this.options.agingMs }, this.settings.claimStrategy), {
+      ...STORE_RETRY.claim,
+      onRetry: (error) => this.emit('error', { error, during: 'claim (retrying)' }),
+    });
     this.counters.claimCalls++;
     if (rows.length === 0) this.counters.emptyClaims++;
     this.counters.claimed += rows.length;
-    this.counters.lostClaims += lost;
-    if (rows.length === 0 && lost === 0) return rows;
+    this.counters.candidatesLost += candidatesLost;
+    if (rows.length === 0 && candidatesLost === 0) return rows;
     const jobs = rows.map((row) => this.toJob(row));
     if (this.handedBack) {
       // A claim that was still waiting on the database when stop() gave up: nobody will run these rows.
       await this.release(jobs.map((job) => ({ job, token })));
       return rows;
     }
-    this.emit('claimed', { jobs, lost });
+    this.emit('claimed', { jobs, candidatesLost });
     this.start(jobs, token);
     return rows;
   }
@@ -409,7 +411,7 @@ export class Worker extends TypedEmitter {
       const outcome = this.outcomes.failure(flight.job, new JobTimeoutError(`job ran past its timeout of ${this.settings.jobTimeoutMs} ms and ignored the abort`));
       const statement = this.settleStatement(flight, outcome);
       try {
-        const [result] = await withStoreRetry(() => this.queue.apply([statement]), { attempts: 10 });
+        const [result] = await withStoreRetry(() => this.queue.apply([statement]), STORE_RETRY.settle);
         if (result!.affected === 1) this.countOutcome(flight.job, outcome);
       } catch (error) {
         this.emit('error', { error, during: `settle of timed-out job ${String(flight.job.id)}` });
@@ -447,7 +449,7 @@ export class Worker extends TypedEmitter {
     if (claims.length === 0) return 0;
     try {
       const results = await withStoreRetry(() => this.queue.apply(claims.map((c) => this.queue.sql.release(c.job.id, c.token))), {
-        attempts: 10,
+        ...STORE_RETRY.release,
         onRetry: (error) => this.emit('error', { error, during: 'release on stop (retrying)' }),
       });
       const released = results.filter((r) => r.affected === 1).length;

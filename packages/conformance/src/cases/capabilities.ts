@@ -20,8 +20,8 @@ export function capabilityCases(env: () => TestEnv): void {
         queue,
         Array.from({ length: 30 }, (_, n) => ({ n })),
       );
-      const { rows, lost } = await queue.claim({ limit: 25, token: 'batch' });
-      expect(lost).toBe(0);
+      const { rows, candidatesLost } = await queue.claim({ limit: 25, token: 'batch' });
+      expect(candidatesLost).toBe(0);
       expect(rows).toHaveLength(25);
       // All rows share the default date, so only check membership and state here; order is covered elsewhere.
       for (const row of rows) {
@@ -51,7 +51,7 @@ export function capabilityCases(env: () => TestEnv): void {
       for (let i = 0; i < 3; i++) queues.push(await Queue.open(await env().store(), { table: 'jobs' }));
       const results = await Promise.all(Array.from({ length: 40 }, (_, i) => queues[i % queues.length]!.claim({ limit: 5, token: `t${i}` })));
       const claimed = results.flatMap((r) => r.rows.map((row) => String(row.id)));
-      expect(results.reduce((n, r) => n + r.lost, 0)).toBe(0);
+      expect(results.reduce((n, r) => n + r.candidatesLost, 0)).toBe(0);
       expect(claimed).toHaveLength(200);
       expect(new Set(claimed).size).toBe(200);
       await env().closeStores();

@@ -23,12 +23,15 @@ function spyStore(inner: Store): { store: Store; calls: string[] } {
       return inner.describeTable(t);
     },
     orderTimeEncoding: (c) => inner.orderTimeEncoding(c),
-    claim: (t, r) => {
-      calls.push('claim');
-      return inner.claim(t, r);
-    },
+    nativeClaim: inner.nativeClaim,
     close: () => inner.close(),
   };
+  if (inner.transaction) {
+    store.transaction = (body) => {
+      calls.push('transaction');
+      return inner.transaction!(body);
+    };
+  }
   return { store, calls };
 }
 
@@ -144,7 +147,7 @@ export function configCases(env: () => TestEnv): void {
         ['maxAttempts 0', { maxAttempts: 0 }],
         ['retryDelayMs -1', { retryDelayMs: -1 }],
         ['pollMinMs NaN', { pollMinMs: Number.NaN }],
-        ["strategy 'fastest'", { strategy: 'fastest' as never }],
+        ["claimStrategy 'fastest'", { claimStrategy: 'fastest' as never }],
         ['handler not a function', { handler: 'handler.mjs' as never }],
         ['a 5 ms lease', { table: { table: 'jobs' }, leaseMs: 5 }],
         // Past 2^31-1 ms Node fires a timer after 1 ms: a 100-day lease heartbeated in a tight loop.

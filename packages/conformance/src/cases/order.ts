@@ -20,7 +20,7 @@ async function drainInOrder(env: TestEnv, store: Store, table: string, options: 
     table: { table, ...(options.order ? { order: options.order } : {}) },
     concurrency: 1,
     batch: 1,
-    strategy: options.strategy,
+    claimStrategy: options.strategy,
     exitWhenEmpty: true,
     ...(options.agingMs !== undefined ? { agingMs: options.agingMs } : {}),
     ...FAST,

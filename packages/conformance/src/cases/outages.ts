@@ -1,5 +1,6 @@
 import { describe, expect, it, type TestContext } from 'vitest';
 import { StoreError, type Store } from '@statusq/core';
+import type { ExecResult, Statement } from '@statusq/core/adapter';
 import { FAST, Ledger, countsOf, waitFor, withDeadline, type TestEnv } from '../harness.js';
 import type { ChildWorkerResult } from '../child-worker.js';
 import type { ConformanceOptions, DisposableServer } from '../options.js';
@@ -8,9 +9,11 @@ import { createJobs, enqueueJobs } from '../tables.js';
 
 /**
  * The same store, except that once a claim has come back empty the database "goes away" for reads: the
- * next `failures` SELECTs reject with ConnectionLost. After an empty claim an exitWhenEmpty worker's reads
- * are its checks that the queue is drained (claims and settles are not reads), so those are what the
- * outage meets, whatever else is still in flight.
+ * next `failures` SELECTs outside a transaction reject with ConnectionLost. After an empty claim an
+ * exitWhenEmpty worker's reads are its checks that the queue is drained (and the candidate SELECTs of its
+ * conditional-update claims), so those are what the outage meets, whatever else is still in flight. A claim
+ * came back empty when its candidate selection (the only statement with an ORDER BY, alone or inside a
+ * one-statement claim) found nothing.
  */
 function losingConnectionAfterEmptyClaim(inner: Store, failures: number): Store & { failed(): number } {
   let armed = true;
@@ -22,27 +25,28 @@ function losingConnectionAfterEmptyClaim(inner: Store, failures: number): Store 
     failed++;
     throw new StoreError('ConnectionLost', 'connection lost (simulated outage)', 'TEST');
   };
+  const observe = (s: Statement, result: ExecResult) => {
+    if (armed && result.rows.length === 0 && / ORDER BY /.test(s.sql)) {
+      armed = false;
+      left = failures;
+    }
+    return result;
+  };
   const store: Store & { failed(): number } = {
     dialect: inner.dialect,
     capabilities: inner.capabilities,
+    nativeClaim: inner.nativeClaim,
     execute: async (s) => {
       if (/^\s*SELECT\b/i.test(s.sql)) gate();
-      return inner.execute(s);
+      return observe(s, await inner.execute(s));
     },
     executeBatch: (s) => inner.executeBatch(s),
     describeTable: (t) => inner.describeTable(t),
     orderTimeEncoding: (c) => inner.orderTimeEncoding(c),
-    claim: async (t, r) => {
-      const result = await inner.claim(t, r);
-      if (armed && result.rows.length === 0) {
-        armed = false;
-        left = failures;
-      }
-      return result;
-    },
     close: () => inner.close(),
     failed: () => failed,
   };
+  if (inner.transaction) store.transaction = (body) => inner.transaction!((tx) => body({ execute: async (s) => observe(s, await tx.execute(s)) }));
   if (inner.waitForWork) store.waitForWork = (ms, signal) => inner.waitForWork!(ms, signal);
   return store;
 }

@@ -110,7 +110,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
         await createTableA(env().fixtures, setup, rows, { migrate: groups });
         const ledgerPath = join(env().tempDir(), 'ledger.txt');
         const maxAttempts = 3;
-        const results = await runChildren(4, { table: 'table_a' }, { strategy, maxAttempts, retryDelayMs: 20, maxRetryDelayMs: 100, leaseMs: 60_000, ...FAST }, ledgerPath);
+        const results = await runChildren(4, { table: 'table_a' }, { claimStrategy: strategy, maxAttempts, retryDelayMs: 20, maxRetryDelayMs: 100, leaseMs: 60_000, ...FAST }, ledgerPath);
 
         const ledger = readLedgerFile(ledgerPath);
         expect(checkTableA(rows, await readRows(setup, 'table_a'), ledger, true, maxAttempts)).toEqual([]);
@@ -123,8 +123,8 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
         expect(sum('retried')).toBe(t.poison * (maxAttempts - 1) + t.flaky);
         expect(sum('claimed')).toBe([...ledger.values()].reduce((n, e) => n + e.attempts.length, 0));
         expect(sum('claimLost')).toBe(0);
-        if (strategy === 'native' && setup.capabilities.skipLocked) expect(sum('lostClaims')).toBe(0);
-        if (strategy === 'conditional-update') console.info(`[${options.name}] conditional-update across processes: ${sum('lostClaims')} lost claims for ${big} rows`);
+        if (strategy === 'native' && setup.capabilities.skipLocked) expect(sum('candidatesLost')).toBe(0);
+        if (strategy === 'conditional-update') console.info(`[${options.name}] conditional-update across processes: ${sum('candidatesLost')} candidates lost for ${big} rows`);
         // Each child did some of the work.
         const pids = new Set([...ledger.values()].flatMap((e) => e.pids));
         expect(pids.size).toBeGreaterThan(1);

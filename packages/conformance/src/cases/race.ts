@@ -39,7 +39,7 @@ export function raceCases(env: () => TestEnv, options: ConformanceOptions): void
             await env().startWorker({
               store,
               table: { table: 'jobs' },
-              strategy,
+              claimStrategy: strategy,
               concurrency: CONCURRENCY,
               exitWhenEmpty: true,
               ...FAST,
@@ -70,10 +70,10 @@ export function raceCases(env: () => TestEnv, options: ConformanceOptions): void
         expect(sum('claimed')).toBe(jobs);
         expect(sum('completed')).toBe(jobs);
         expect(sum('claimLost') + sum('failed') + sum('retried') + sum('abused') + sum('released')).toBe(0);
-        if (strategy === 'native' && setup.capabilities.skipLocked) expect(sum('lostClaims')).toBe(0);
+        if (strategy === 'native' && setup.capabilities.skipLocked) expect(sum('candidatesLost')).toBe(0);
         if (strategy === 'conditional-update') {
           // Not required, only reported: how many candidates another worker took first.
-          console.info(`[${options.name}] conditional-update race: ${sum('lostClaims')} lost claims for ${jobs} jobs`);
+          console.info(`[${options.name}] conditional-update race: ${sum('candidatesLost')} candidates lost for ${jobs} jobs`);
         }
         for (const w of workers) expect(w.errors).toEqual([]);
 

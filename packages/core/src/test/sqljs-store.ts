@@ -1,14 +1,14 @@
 /**
  * Test-only: a Store on sql.js (SQLite compiled to WebAssembly), so the worker's unit tests run in memory
- * with no server and no native driver. Its dialect copies the SQLite adapter's shape; its claim is the
- * portable conditional UPDATE. Hooks let a test fail a call before it runs or after it commits, which no
+ * with no server and no native driver. Its dialect copies the SQLite adapter's shape; its native claim
+ * can take each of the claim pipeline's paths (SqlJsClaim), so they run without a server. Hooks let a test fail a call before it runs or after it commits, which no
  * real database does on demand. Never part of the build: sql.js is a devDependency.
  */
 import initSqlJs, { type Database, type SqlValue as SqlJsValue } from 'sql.js';
-import { claimConditionalUpdate } from '../claim.js';
+import { ConnectionGate } from '../connection-gate.js';
 import { StoreError } from '../errors.js';
-import { DEFAULT_CAPABILITIES, type ClaimRequest, type ClaimResult, type ExecResult, type Row, type SqlDialect, type Statement, type Store, type StoreCapabilities } from '../store.js';
-import type { ColumnInfo, OrderTimeEncoding, ResolvedTable } from '../table.js';
+import { DEFAULT_CAPABILITIES, type ExecResult, type NativeClaim, type Row, type SqlDialect, type Statement, type StatementRunner, type Store, type StoreCapabilities } from '../store.js';
+import type { ColumnInfo, OrderTimeEncoding } from '../table.js';
 
 const NOW_MS = `CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)`;
 
@@ -28,20 +28,50 @@ const dialect: SqlDialect = {
 /** Which call a hook sees: the statements of one execute (one) or one executeBatch (its transaction). */
 export type StoreHook = (statements: readonly Statement[]) => void;
 
+/**
+ * Which path the native claim takes. `one-statement`: `UPDATE ... IN (...) RETURNING *` (as SQLite);
+ * `returning`: a transaction whose UPDATE returns the rows (as PostgreSQL with aging); `built`: no RETURNING,
+ * the rows built from the candidates and the clock they carried (as MySQL); `read-back`: no RETURNING and
+ * the rows read back; `none`: no native claim, so native claims are conditional updates.
+ */
+export type SqlJsClaim = 'one-statement' | 'returning' | 'built' | 'read-back' | 'none';
+
+function nativeClaim(path: SqlJsClaim): NativeClaim | undefined {
+  switch (path) {
+    case 'one-statement':
+      return { lockCandidates: '', oneStatement: ({ table, id, set, candidates }) => `UPDATE ${table} SET ${set} WHERE ${id} IN (${candidates}) RETURNING *` };
+    case 'returning':
+    case 'read-back':
+      return { lockCandidates: '' };
+    case 'built':
+      return { lockCandidates: '', clockWithCandidates: true, claimWritesAreKnown: async () => true };
+    case 'none':
+      return undefined;
+  }
+}
+
 export class SqlJsStore implements Store {
   readonly dialect = dialect;
-  readonly capabilities: StoreCapabilities = { ...DEFAULT_CAPABILITIES, returning: true };
+  readonly capabilities: StoreCapabilities;
+  readonly nativeClaim: NativeClaim | undefined;
   /** Runs before a call; what it throws rejects the call with nothing run. */
   beforeRun: StoreHook | null = null;
   /** Runs after a call committed; what it throws rejects the call as a reply lost after the commit would. */
   afterCommit: StoreHook | null = null;
   private closed = false;
+  private readonly gate = new ConnectionGate();
 
-  private constructor(readonly db: Database) {}
+  private constructor(
+    readonly db: Database,
+    claim: SqlJsClaim,
+  ) {
+    this.nativeClaim = nativeClaim(claim);
+    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: claim !== 'none', returning: claim === 'one-statement' || claim === 'returning' };
+  }
 
-  static async open(ddl: string): Promise<SqlJsStore> {
+  static async open(ddl: string, claim: SqlJsClaim = 'one-statement'): Promise<SqlJsStore> {
     const SQL = await initSqlJs();
-    const store = new SqlJsStore(new SQL.Database());
+    const store = new SqlJsStore(new SQL.Database(), claim);
     store.db.run(ddl);
     return store;
   }
@@ -51,20 +81,47 @@ export class SqlJsStore implements Store {
   }
 
   async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
-    if (this.closed) throw new StoreError('ConnectionLost', 'store closed');
-    this.beforeRun?.(statements);
-    this.db.run('BEGIN IMMEDIATE');
-    let results: ExecResult[];
-    try {
-      results = statements.map((s) => this.run(s));
-      this.db.run('COMMIT');
-    } catch (error) {
-      this.db.run('ROLLBACK');
-      if (error instanceof StoreError) throw error;
-      throw new StoreError('Unknown', error instanceof Error ? error.message : String(error), undefined, { cause: error });
-    }
+    const results = await this.gate.call(() => {
+      if (this.closed) throw new StoreError('ConnectionLost', 'store closed');
+      this.beforeRun?.(statements);
+      return this.inTransaction(() => statements.map((s) => this.run(s)));
+    });
     this.afterCommit?.(statements);
     return results;
+  }
+
+  /** The hooks see each statement of the transaction as its own call. */
+  transaction<T>(body: (tx: StatementRunner) => Promise<T>): Promise<T> {
+    return this.gate.hold(async () => {
+      if (this.closed) throw new StoreError('ConnectionLost', 'store closed');
+      const tx: StatementRunner = {
+        execute: async (statement) => {
+          this.beforeRun?.([statement]);
+          return this.run(statement);
+        },
+      };
+      this.db.run('BEGIN IMMEDIATE');
+      try {
+        const result = await body(tx);
+        this.db.run('COMMIT');
+        return result;
+      } catch (error) {
+        this.db.run('ROLLBACK');
+        throw asStoreError(error);
+      }
+    });
+  }
+
+  private inTransaction(body: () => ExecResult[]): ExecResult[] {
+    this.db.run('BEGIN IMMEDIATE');
+    try {
+      const results = body();
+      this.db.run('COMMIT');
+      return results;
+    } catch (error) {
+      this.db.run('ROLLBACK');
+      throw asStoreError(error);
+    }
   }
 
   /** Rows of a query run outside the hooks, for a test's own assertions. */
@@ -99,14 +156,15 @@ export class SqlJsStore implements Store {
     return /INT/i.test(column.type) ? 'epochMs' : 'text';
   }
 
-  claim(table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
-    return claimConditionalUpdate(this, table, request);
-  }
-
   async close(): Promise<void> {
     this.closed = true;
     this.db.close();
   }
+}
+
+function asStoreError(error: unknown): StoreError {
+  if (error instanceof StoreError) return error;
+  return new StoreError('Unknown', error instanceof Error ? error.message : String(error), undefined, { cause: error });
 }
 
 /** A statusq-managed table with every optional column, as `statusq init` makes it on SQLite. */

@@ -1,0 +1,63 @@
+// SqliteStore.transaction on its single connection: the gate keeps the store's other calls out of an open
+// transaction, which the conformance suite (whose aging claims run one worker at a time) does not reach.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, expect, it } from 'vitest';
+import { StoreError } from '@statusq/core';
+import { SqliteStore } from './index.js';
+
+let dir: string | null = null;
+let store: SqliteStore | null = null;
+
+afterEach(async () => {
+  await store?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  store = null;
+  dir = null;
+});
+
+async function withRows(): Promise<SqliteStore> {
+  dir = mkdtempSync(join(tmpdir(), 'statusq-sqlite-tx-'));
+  store = new SqliteStore({ filename: join(dir, 'q.db') });
+  await store.execute({ sql: 'CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER)', params: [] });
+  await store.executeBatch([1, 2, 3].map((id) => ({ sql: 'INSERT INTO t (id, v) VALUES (?, 0)', params: [id] })));
+  return store;
+}
+
+const values = async (s: SqliteStore) => (await s.execute({ sql: 'SELECT v FROM t ORDER BY id', params: [] })).rows.map((r) => r.v);
+
+it('calls made while a transaction awaits between its statements wait for it, so its rollback does not take them along', async () => {
+  const s = await withRows();
+  let inside!: () => void;
+  const begun = new Promise<void>((resolve) => (inside = resolve));
+  const failing = s.transaction(async (tx) => {
+    await tx.execute({ sql: 'UPDATE t SET v = 1 WHERE id = 1', params: [] });
+    inside();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    throw new StoreError('WriteConflict', 'simulated');
+  });
+  await begun;
+  const single = s.execute({ sql: 'UPDATE t SET v = 2 WHERE id = 2', params: [] });
+  const batch = s.executeBatch([{ sql: 'UPDATE t SET v = 3 WHERE id = 3', params: [] }]);
+  await expect(failing).rejects.toMatchObject({ kind: 'WriteConflict' });
+  expect((await single).affected).toBe(1);
+  expect((await batch)[0]!.affected).toBe(1);
+  expect(await values(s)).toEqual([0, 2, 3]);
+});
+
+it('transactions take turns: each commits whole, one after the other', async () => {
+  const s = await withRows();
+  const order: string[] = [];
+  const bump = (name: string) =>
+    s.transaction(async (tx) => {
+      order.push(`${name} begins`);
+      const { rows } = await tx.execute({ sql: 'SELECT v FROM t WHERE id = 1', params: [] });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      await tx.execute({ sql: 'UPDATE t SET v = ? WHERE id = 1', params: [Number(rows[0]!.v) + 1] });
+      order.push(`${name} ends`);
+    });
+  await Promise.all([bump('a'), bump('b'), bump('c')]);
+  expect(order).toEqual(['a begins', 'a ends', 'b begins', 'b ends', 'c begins', 'c ends']);
+  expect(await values(s)).toEqual([3, 0, 0]);
+});
