@@ -3,16 +3,16 @@ import { ConfigError, parseDuration, type TableConfig } from '@statusq/core';
 
 /** The flags each command accepts; anything else is a usage error (exit 2). */
 export const COMMAND_FLAGS = {
-  init: ['db', 'table'],
-  migrate: ['db', 'table', 'with', 'status-column', 'order-column'],
-  enqueue: ['db', 'table', 'payload', 'file', 'chunk'],
+  init: ['db', 'adapter', 'table'],
+  migrate: ['db', 'adapter', 'table', 'with', 'status-column', 'order-column'],
+  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk'],
   work: [
-    'db', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'concurrency', 'batch',
+    'db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
     'processes',
   ],
-  stats: ['db', 'table', 'id-column', 'status-column', 'order-column', 'json'],
-  requeue: ['db', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
+  stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'json'],
+  requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
 } as const;
 
 export type Command = keyof typeof COMMAND_FLAGS;

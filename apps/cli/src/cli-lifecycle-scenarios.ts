@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { launchCli, until } from './cli-harness.js';
-import type { CliContext, CliTarget } from './cli-scenarios.js';
+import type { CliContext, CliTarget } from './cli-target.js';
 
 /** A handler that records each start and end in a ledger file and ignores ctx.signal for a minute. */
 function stubbornHandler(ctx: CliContext, ledger: string): string {

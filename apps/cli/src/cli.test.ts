@@ -47,7 +47,11 @@ cliScenarios(
   (ctx) => {
     it.each([
       ['a missing database file', () => ['work', '--db', `sqlite:${join(ctx().dir, 'absent.db')}`, '--table', 'jobs', '--handler', ctx().file('ok.mjs', 'export default async () => {};')], /cannot open SQLite database/],
-      ['an unsupported URL', () => ['stats', '--db', 'oracle://x', '--table', 'jobs'], /unsupported database URL/],
+      ['a URL without a scheme', () => ['stats', '--db', 'jobs.db', '--table', 'jobs'], /unsupported database URL "jobs.db"/],
+      ['a URL whose adapter is not installed', () => ['stats', '--db', 'oracle://x', '--table', 'jobs'], /oracle:\/\/x needs the adapter @statusq\/adapter-oracle \(npm install @statusq\/adapter-oracle; name another with --adapter or STATUSQ_ADAPTER\)/],
+      ['an --adapter file that does not exist', () => ['stats', '--db', 'lite:q.db', '--adapter', './absent.mjs', '--table', 'jobs'], /needs the adapter .*absent\.mjs \(no such file/],
+      ['an --adapter module that is not an adapter', () => ['stats', '--db', 'lite:q.db', '--adapter', ctx().file('plain.mjs', 'export const x = 1;'), '--table', 'jobs'], /plain\.mjs is not a statusq adapter: it must export connect\(url, options\) and schemes/],
+      ['an --adapter that serves other schemes', () => ['stats', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--adapter', '@statusq/adapter-postgres', '--table', 'jobs'], /the adapter @statusq\/adapter-postgres serves postgres:, postgresql:, not sqlite: URLs/],
       ['a SQLite URL without a path', () => ['stats', '--db', 'sqlite:', '--table', 'jobs'], /SQLite URL "sqlite:" has no file path/],
       ['a PostgreSQL URL without a host', () => ['stats', '--db', 'postgres://', '--table', 'jobs'], /PostgreSQL URL "postgres:\/\/" names no host/],
       ['a port out of range', () => ['stats', '--db', 'postgres://h:99999/db', '--table', 'jobs'], /invalid port "99999" in database URL "postgres:\/\/h:99999\/db": a port is 1 to 65535/],
@@ -60,6 +64,25 @@ cliScenarios(
       expect(run.code).toBe(2);
       expect(run.stderr).toMatch(message);
       expect(run.stderr.split('\n')).toHaveLength(1);
+    });
+
+    it('an adapter the CLI has never heard of (--adapter, then STATUSQ_ADAPTER, inherited by --processes children) serves its own URL scheme', async () => {
+      const { statusq, statusqWith } = ctx();
+      // A "fourth adapter" as a user would write it: a module exporting schemes and connect, here serving lite: URLs over SQLite.
+      const sqliteAdapter = new URL('../../../packages/adapter-sqlite/dist/index.js', import.meta.url).href;
+      const adapter = ctx().file(
+        'lite-adapter.mjs',
+        `import { connect as sqlite } from ${JSON.stringify(sqliteAdapter)};
+         export const schemes = ['lite'];
+         export const connect = (url, options) => sqlite('sqlite:' + url.slice('lite:'.length), options);`,
+      );
+      const url = `lite:${join(ctx().dir, 'lite.db')}`;
+      expect(await statusq('init', '--db', url, '--adapter', adapter)).toMatchObject({ code: 0, stdout: 'created table jobs' });
+      expect((await statusqWith({ STATUSQ_ADAPTER: adapter }, 'enqueue', '--db', url, '--file', ctx().file('rows.ndjson', '{"n":1}\n{"n":2}\n{"n":3}\n'))).code).toBe(0);
+      const handler = ctx().file('ok.mjs', 'export default async () => {};');
+      const run = await statusq('work', '--db', url, '--adapter', adapter, '--table', 'jobs', '--handler', handler, '--exit-when-empty', '--processes', '2');
+      expect(run.code).toBe(0);
+      expect(await statusqWith({ STATUSQ_ADAPTER: adapter }, 'stats', '--db', url, '--table', 'jobs', '--json').then((r) => JSON.parse(r.stdout) as unknown)).toMatchObject({ done: 3, pending: 0 });
     });
 
     it('stats counts text statuses (SQLite stores them in an INTEGER column) as other', async () => {

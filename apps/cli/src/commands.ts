@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type JobId, type Store, type StatusCounts, type TableConfig } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
 import { databaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
-import { openStore } from './adapters.js';
+import { ADAPTER_VARIABLE, openStore } from './adapters.js';
 
 export interface Io {
   out: (line: string) => void;
@@ -14,9 +14,14 @@ export interface Io {
   readStdin: () => string;
 }
 
+/** The adapter module named by --adapter, else by STATUSQ_ADAPTER; undefined: the URL's scheme decides. */
+function adapterOf(flags: Flags): string | undefined {
+  return optionalString(flags, 'adapter') ?? process.env[ADAPTER_VARIABLE];
+}
+
 /** Opens the store for one command and always closes it. */
 async function withStore<T>(flags: Flags, command: Command, create: boolean, body: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(databaseUrl(flags, command), { create });
+  const store = await openStore(databaseUrl(flags, command), { create }, adapterOf(flags));
   try {
     return await body(store);
   } finally {
@@ -149,8 +154,9 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     const checked = await withStore(flags, 'work', false, (store) => Worker.create({ store, table: config, handler, isAbuse, ...options }));
     const url = databaseUrl(flags, 'work');
     // The URL reaches the children through the environment, never their argv (visible in `ps`).
-    const env = { ...process.env, STATUSQ_DATABASE_URL: url };
-    const recovery = { url, table: config, maxAttempts: checked.maxAttempts };
+    const adapter = adapterOf(flags);
+    const env = { ...process.env, STATUSQ_DATABASE_URL: url, ...(adapter === undefined ? {} : { [ADAPTER_VARIABLE]: adapter }) };
+    const recovery = { url, adapter, table: config, maxAttempts: checked.maxAttempts };
     return supervise(['work', ...withoutFlag(withoutFlag(argv, 'processes'), 'db')], processes, stopTimeoutMs, env, io, recovery);
   }
   return withStore(flags, 'work', false, async (store) => {
@@ -322,6 +328,7 @@ const CLEAN_EXITS = new Set<number>([EXIT.ok, EXIT.badInput, EXIT.handedBack, EX
 
 interface RecoveryTarget {
   url: string;
+  adapter: string | undefined;
   table: TableConfig;
   maxAttempts: number;
 }
@@ -365,7 +372,7 @@ async function recoverDeadWorker(target: RecoveryTarget, pid: number, how: strin
   }
   if (report.workerId === '') return;
   try {
-    const store = await openStore(target.url, { create: false });
+    const store = await openStore(target.url, { create: false }, target.adapter);
     try {
       const queue = await Queue.open(store, target.table);
       const { released, charged } = await queue.recoverDeadWorker(report, `worker process ${pid} ${how} while this job ran`, target.maxAttempts);

@@ -20,7 +20,8 @@ export const USAGE = `usage: statusq <command> [flags]
 
 --db may be left out when STATUSQ_DATABASE_URL (or else DATABASE_URL) holds the URL; prefer that for a
 URL with a password, which --db shows to every user through ps.
-URLs: sqlite:PATH, postgres://user@host:port/db, mysql://user:pass@host:port/db
+URLs: sqlite:PATH, postgres://user@host:port/db, mysql://user:pass@host:port/db; a URL x://... loads
+@statusq/adapter-x, and --adapter MODULE (or STATUSQ_ADAPTER) names any other adapter package or file.
 Durations need a unit: 250ms, 30s, 5m, 1h, 2d; at most 24d.
 Exit codes: 0 ok (queue empty, or drained after a signal), 1 database or runtime failure (or worker
 processes crashing at start-up), 2 bad input, 3 stopped past --stop-timeout (running jobs aborted and
