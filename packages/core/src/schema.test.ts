@@ -96,7 +96,7 @@ describe('initTable and migrateTable over a SchemaSupport', () => {
     open = await SqlJsStore.open('CREATE TABLE jobs (id INTEGER PRIMARY KEY, date INTEGER)');
     const statements: string[] = [];
     open.beforeRun = (s) => statements.push(...s.map((x) => x.sql));
-    await expect(initTable(open, 'jobs')).rejects.toThrow(new ConfigError('the sqlite store cannot create or change tables (it has no schema support); create the table yourself'));
+    await expect(initTable(open, 'jobs')).rejects.toThrow(new ConfigError('the sql.js store cannot create or change tables (it has no schema support); create the table yourself'));
     await expect(migrateTable(open, { table: 'jobs' })).rejects.toBeInstanceOf(ConfigError);
     await expect(initTable(open, 'bad-name')).rejects.toThrow(/invalid table name "bad-name"/);
     await expect(migrateTable(open, { table: 'jobs', with: ['leases', 'nope' as never] })).rejects.toThrow(/unknown column group "nope"; use leases, retries, results/);

@@ -13,7 +13,7 @@ import type { ColumnInfo, OrderTimeEncoding } from '../table.js';
 const NOW_MS = `CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)`;
 
 const dialect: SqlDialect = {
-  name: 'sqlite',
+  name: 'sql.js',
   quoteIdentifier: (name) =>
     name
       .split('.')
