@@ -1,4 +1,4 @@
-import type { OrderTimeEncoding, SqlDialect } from '@statusq/core/adapter';
+import { quoteIdentifierWith, type OrderTimeEncoding, type SqlDialect } from '@statusq/core/adapter';
 
 /**
  * statusq's own time columns on MySQL/MariaDB are DATETIME(3), written and compared only with the
@@ -11,12 +11,7 @@ const shifted = (ms: string) => `(${NOW} + INTERVAL (${ms}) * 1000 MICROSECOND)`
 
 export const mysqlDialect: SqlDialect = {
   name: 'mysql',
-  quoteIdentifier: (name) =>
-    name
-      .split('.')
-      // Names are validated before they get here; doubling backticks keeps quoting safe on its own as well.
-      .map((part) => `\`${part.replaceAll('`', '``')}\``)
-      .join('.'),
+  quoteIdentifier: quoteIdentifierWith('`'),
   placeholder: () => '?',
   now: NOW,
   nowPlusMs: shifted,

@@ -1,4 +1,4 @@
-import { ConfigError, derivedName, validateTableName, type OrderTimeEncoding, type SqlDialect } from '@statusq/core/adapter';
+import { quoteIdentifierWith, ConfigError, derivedName, validateTableName, type OrderTimeEncoding, type SqlDialect } from '@statusq/core/adapter';
 
 /** A parameter holding milliseconds, as an interval. The cast fixes the parameter's type for the planner. */
 const msInterval = (ms: string) => `(CAST(${ms} AS double precision) * INTERVAL '1 millisecond')`;
@@ -9,12 +9,7 @@ const msInterval = (ms: string) => `(CAST(${ms} AS double precision) * INTERVAL 
  */
 export const postgresDialect: SqlDialect = {
   name: 'postgres',
-  quoteIdentifier: (name) =>
-    name
-      .split('.')
-      // Names are validated before they get here; doubling quotes keeps quoting safe on its own as well.
-      .map((part) => `"${part.replaceAll('"', '""')}"`)
-      .join('.'),
+  quoteIdentifier: quoteIdentifierWith('"'),
   placeholder: (index) => `$${index}`,
   now: 'CURRENT_TIMESTAMP',
   nowPlusMs: (ms) => `(CURRENT_TIMESTAMP + ${msInterval(ms)})`,

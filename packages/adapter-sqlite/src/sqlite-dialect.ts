@@ -1,4 +1,4 @@
-import type { OrderTimeEncoding, SqlDialect } from '@statusq/core/adapter';
+import { quoteIdentifierWith, type OrderTimeEncoding, type SqlDialect } from '@statusq/core/adapter';
 
 /**
  * statusq's own time columns on SQLite hold integer epoch milliseconds: they sort and compare as numbers,
@@ -8,12 +8,7 @@ const NOW_MS = `CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)`;
 
 export const sqliteDialect: SqlDialect = {
   name: 'sqlite',
-  quoteIdentifier: (name) =>
-    name
-      .split('.')
-      // Names are validated before they get here; doubling quotes keeps quoting safe on its own as well.
-      .map((part) => `"${part.replaceAll('"', '""')}"`)
-      .join('.'),
+  quoteIdentifier: quoteIdentifierWith('"'),
   placeholder: () => '?',
   now: NOW_MS,
   nowPlusMs: (ms) => `(${NOW_MS} + ${ms})`,

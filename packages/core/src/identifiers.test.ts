@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from './errors.js';
-import { derivedName, splitTableName, validateIdentifier, validateTableName } from './identifiers.js';
+import { derivedName, quoteIdentifierWith, splitTableName, validateIdentifier, validateTableName } from './identifiers.js';
 
 describe('identifier validation', () => {
   it('accepts letters, digits and underscores not starting with a digit, up to 63 characters', () => {
@@ -37,5 +37,12 @@ describe('names derived from a table', () => {
     const long = derivedName('x'.repeat(64), 'table_one');
     expect(long).toMatch(/^x{50}_[0-9a-z]+$/);
     expect(derivedName('x'.repeat(64), 'table_two')).not.toBe(long);
+  });
+
+  it('quoteIdentifierWith: each part of a schema-qualified name quoted, the quote character doubled inside', () => {
+    expect(quoteIdentifierWith('"')('app.jobs')).toBe('"app"."jobs"');
+    expect(quoteIdentifierWith('`')('jobs')).toBe('`jobs`');
+    expect(quoteIdentifierWith('`')('a`b')).toBe('`a``b`');
+    expect(quoteIdentifierWith('"')('a"b')).toBe('"a""b"');
   });
 });

@@ -46,3 +46,16 @@ export function derivedName(name: string, table: string): string {
   for (const ch of table) hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
   return `${name.slice(0, 50)}_${hash.toString(36)}`;
 }
+
+/**
+ * A `SqlDialect.quoteIdentifier` that wraps each part of a (possibly `schema.table`) name in `quote`: `"` for
+ * standard SQL, a backtick for MySQL. Names are validated before they get here; doubling the quote
+ * character inside keeps quoting safe on its own as well.
+ */
+export function quoteIdentifierWith(quote: string): (name: string) => string {
+  return (name) =>
+    name
+      .split('.')
+      .map((part) => `${quote}${part.replaceAll(quote, quote + quote)}${quote}`)
+      .join('.');
+}

@@ -7,6 +7,7 @@
 import initSqlJs, { type Database, type SqlValue as SqlJsValue } from 'sql.js';
 import { ConnectionGate } from '../connection-gate.js';
 import { StoreError } from '../errors.js';
+import { quoteIdentifierWith } from '../identifiers.js';
 import { DEFAULT_CAPABILITIES, type ExecResult, type NativeClaim, type Row, type SqlDialect, type Statement, type StatementRunner, type Store, type StoreCapabilities } from '../store.js';
 import type { ColumnInfo, OrderTimeEncoding } from '../table.js';
 
@@ -14,11 +15,7 @@ const NOW_MS = `CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)`;
 
 const dialect: SqlDialect = {
   name: 'sql.js',
-  quoteIdentifier: (name) =>
-    name
-      .split('.')
-      .map((part) => `"${part.replaceAll('"', '""')}"`)
-      .join('.'),
+  quoteIdentifier: quoteIdentifierWith('"'),
   placeholder: () => '?',
   now: NOW_MS,
   nowPlusMs: (ms) => `(${NOW_MS} + ${ms})`,
