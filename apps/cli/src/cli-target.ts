@@ -3,8 +3,6 @@ import type { ConformanceOptions, FixtureTables } from '@statusq/conformance';
 import type { TableARow } from '@statusq/test-fixtures';
 import type { CliRun, StatusCounts } from './cli-harness.js';
 
-export type Dialect = 'sqlite' | 'postgres' | 'mysql';
-
 /** One test's database. */
 export interface CliTestDatabase {
   /** What `--db` takes. */
@@ -17,7 +15,8 @@ export interface CliTestDatabase {
 }
 
 export interface CliTarget {
-  dialect: Dialect;
+  /** The database's name, for scratch directories and log lines. */
+  dialect: string;
   /** Null when the database can be used, else why not (the suite then skips, or fails in CI). */
   unavailable: string | null;
   /** `[needs <capability>]` for the skip title. */
