@@ -1,15 +1,10 @@
 import { ConfigError, deadlinesFromUrl, parseServerUrl, poolFromUrl, type ClaimStrategy, type ConnectOptions } from '@statusq/core/adapter';
-import { MysqlStore, type MysqlIsolation, type MysqlStoreOptions } from './mysql-store.js';
+import type { MysqlIsolation, MysqlStoreOptions } from './mysql-options.js';
+import { MysqlStore } from './mysql-store.js';
 
-export {
-  MysqlStore,
-  bindValue,
-  parseServerVersion,
-  type MysqlIsolation,
-  type MysqlServerInfo,
-  type MysqlStoreOptions,
-  type MysqlStoreStats,
-} from './mysql-store.js';
+export { MysqlStore, bindValue, type MysqlStoreStats } from './mysql-store.js';
+export { parseServerVersion, type MysqlServerInfo } from './mysql-pool.js';
+export type { MysqlIsolation, MysqlStoreOptions } from './mysql-options.js';
 export { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 export { toStoreError, isConnectionLost } from './mysql-errors.js';
 export { mysqlNativeClaim } from './mysql-claim-sql.js';

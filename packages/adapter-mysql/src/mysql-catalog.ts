@@ -1,0 +1,49 @@
+import { splitTableName, validateTableName, type ColumnInfo, type ColumnLimit, type StatementRunner } from '@statusq/core/adapter';
+
+const MYSQL_INTEGER_TYPES = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
+
+/** Room in a packet for the rest of a settle statement around the value (table, column names, token). */
+const STATEMENT_OVERHEAD_BYTES = 4096;
+
+/** `Store.describeTable` on MySQL/MariaDB: the table's columns in order, or null when there is no such table. */
+export async function describeMysqlTable(runner: StatementRunner, table: string): Promise<ColumnInfo[] | null> {
+  const [schema, name] = splitTableName(validateTableName(table));
+  const { rows } = await runner.execute({
+    sql:
+      'SELECT c.COLUMN_NAME AS name, c.COLUMN_TYPE AS type, c.DATA_TYPE AS data_type, ' +
+      'c.CHARACTER_MAXIMUM_LENGTH AS max_chars, c.CHARACTER_OCTET_LENGTH AS max_bytes, @@max_allowed_packet AS packet, ' +
+      // Unique alone: a unique index (the primary key's included) whose only key part is this column. A
+      // prefix of the column is enough: rows sharing the id would share the prefix too.
+      'EXISTS (SELECT 1 FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = c.TABLE_SCHEMA AND s.TABLE_NAME = c.TABLE_NAME ' +
+      'AND s.COLUMN_NAME = c.COLUMN_NAME AND s.NON_UNIQUE = 0 AND s.SEQ_IN_INDEX = 1 AND NOT EXISTS (SELECT 1 FROM information_schema.STATISTICS o ' +
+      'WHERE o.TABLE_SCHEMA = s.TABLE_SCHEMA AND o.TABLE_NAME = s.TABLE_NAME AND o.INDEX_NAME = s.INDEX_NAME AND o.SEQ_IN_INDEX = 2)) AS is_unique ' +
+      'FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = COALESCE(?, DATABASE()) AND c.TABLE_NAME = ? ORDER BY c.ORDINAL_POSITION',
+    params: [schema, name],
+  });
+  return rows.length === 0
+    ? null
+    : rows.map((r) => {
+        const dataType = String(r.data_type).toLowerCase();
+        return {
+          name: String(r.name),
+          type: String(r.type).toLowerCase(),
+          unique: Number(r.is_unique) === 1,
+          integer: MYSQL_INTEGER_TYPES.has(dataType),
+          maxLength: mysqlTextLimit(dataType, r.max_chars, r.max_bytes, r.packet),
+        };
+      });
+}
+
+/**
+ * How much text a column takes in one statement: VARCHAR(n)/CHAR(n) count characters, the TEXT/BLOB types
+ * bytes. mysql2 sends values inside the statement text, escaped (a quote or backslash doubles), and the
+ * server refuses a statement longer than max_allowed_packet and drops the connection, so whatever the type,
+ * a value of up to half the packet (less the statement around it) is all one statement is sure to carry.
+ */
+export function mysqlTextLimit(dataType: string, maxChars: unknown, maxBytes: unknown, packet: unknown): ColumnLimit | null {
+  const isText = maxBytes !== null && maxBytes !== undefined;
+  if (!isText && dataType !== 'json') return null;
+  const statementBytes = Math.max(0, Math.floor((Number(packet) - STATEMENT_OVERHEAD_BYTES) / 2));
+  if (dataType === 'char' || dataType === 'varchar') return { chars: Number(maxChars), bytes: statementBytes };
+  return { bytes: isText ? Math.min(Number(maxBytes), statementBytes) : statementBytes };
+}

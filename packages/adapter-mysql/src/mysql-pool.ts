@@ -1,0 +1,137 @@
+import { Socket } from 'node:net';
+import mysql from 'mysql2/promise';
+import type { Pool } from 'mysql2/promise';
+import type { PoolConnection as CorePoolConnection } from 'mysql2';
+import { ConfigError, StoreError, deadlineOption, endWithin, raceDeadline, type Row, type StoreCallDeadlines } from '@statusq/core/adapter';
+import { toStoreError } from './mysql-errors.js';
+import type { MysqlStoreOptions } from './mysql-options.js';
+
+/** The server behind the store, as detected at connect. */
+export interface MysqlServerInfo {
+  /** VERSION() as the server reports it. */
+  version: string;
+  flavor: 'mysql' | 'mariadb';
+  major: number;
+  minor: number;
+  patch: number;
+  /** FOR UPDATE SKIP LOCKED: MySQL >= 8.0.1, MariaDB >= 10.6. */
+  skipLocked: boolean;
+}
+
+/** A pool whose sessions are set up for statusq, with what MysqlStore needs to run and close it. */
+export interface OpenedMysqlPool {
+  pool: Pool;
+  /** The sockets of every connection the pool has open, until they close. */
+  sockets: Set<Socket>;
+  deadlines: StoreCallDeadlines;
+  server: MysqlServerInfo;
+}
+
+const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
+const DEFAULT_SCHEMA_TIMEOUT_MS = 600_000;
+/** How long close() lets connections end politely before it cuts the sockets that have not. */
+const CLOSE_GRACE_MS = 1000;
+/** TCP keepalive probes start after this much silence, so a peer that vanished (host down, no RST) is noticed. */
+const KEEPALIVE_DELAY_MS = 10_000;
+
+export function parseServerVersion(version: string): MysqlServerInfo {
+  const flavor = /mariadb/i.test(version) ? 'mariadb' : 'mysql';
+  const m = /(\d+)\.(\d+)\.(\d+)/.exec(version);
+  const [major, minor, patch] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [0, 0, 0];
+  const atLeast = (a: number, b: number, c: number) => major > a || (major === a && (minor > b || (minor === b && patch >= c)));
+  const skipLocked = flavor === 'mariadb' ? atLeast(10, 6, 0) : atLeast(8, 0, 1);
+  return { version, flavor, major, minor, patch, skipLocked };
+}
+
+/**
+ * Opens the pool, checks the server is reachable and detects its flavor and version. Every pooled
+ * connection runs with time_zone '+00:00', statusq's lock wait timeout and (by default) READ COMMITTED.
+ */
+export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedMysqlPool> {
+  const isolation = options.isolation ?? 'read-committed';
+  if (isolation !== 'read-committed' && isolation !== 'repeatable-read') {
+    throw new ConfigError(`isolation must be read-committed or repeatable-read, got ${JSON.stringify(isolation)}`);
+  }
+  const maxConnections = options.maxConnections ?? 4;
+  if (!Number.isSafeInteger(maxConnections) || maxConnections < 1) throw new ConfigError('maxConnections must be a positive integer');
+  const lockWait = options.lockWaitTimeoutSeconds ?? 10;
+  if (!Number.isSafeInteger(lockWait) || lockWait < 1) throw new ConfigError('lockWaitTimeoutSeconds must be a positive integer');
+  const connectTimeout = deadlineOption(options.connectTimeoutMs, 10_000, 'connectTimeout');
+  const deadlines: StoreCallDeadlines = {
+    queryTimeoutMs: deadlineOption(options.queryTimeoutMs, DEFAULT_QUERY_TIMEOUT_MS, 'queryTimeout'),
+    schemaTimeoutMs: deadlineOption(options.schemaTimeoutMs, DEFAULT_SCHEMA_TIMEOUT_MS, 'schemaTimeout'),
+  };
+
+  const pool = mysql.createPool({
+    ...options.mysql2,
+    ...(options.host !== undefined ? { host: options.host } : {}),
+    ...(options.port !== undefined ? { port: options.port } : {}),
+    ...(options.user !== undefined ? { user: options.user } : {}),
+    ...(options.password !== undefined ? { password: options.password } : {}),
+    ...(options.database !== undefined ? { database: options.database } : {}),
+    connectionLimit: maxConnections,
+    maxIdle: maxConnections,
+    waitForConnections: true,
+    connectTimeout,
+    enableKeepAlive: true,
+    keepAliveInitialDelay: KEEPALIVE_DELAY_MS,
+    // Ids and counts come back as numbers when they fit a double, as decimal strings otherwise.
+    supportBigNumbers: true,
+    bigNumberStrings: false,
+    // DATETIME values are UTC (the session zone below) and come back as Date objects of that instant.
+    timezone: 'Z',
+    dateStrings: false,
+    charset: 'utf8mb4',
+    multipleStatements: false,
+  });
+  const level = isolation === 'read-committed' ? 'READ COMMITTED' : 'REPEATABLE READ';
+  const setup: string[] = [`SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${lockWait}`, `SET SESSION TRANSACTION ISOLATION LEVEL ${level}`];
+  const errors: unknown[] = [];
+  const sockets = new Set<Socket>();
+  // Runs before any command a caller sends on a new connection: mysql2 queues commands per connection.
+  pool.pool.on('connection', (connection: CorePoolConnection) => {
+    const socket = socketOf(connection);
+    if (socket) {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+    }
+    for (const sql of setup) {
+      connection.query(sql, (error: unknown) => {
+        if (!error) return;
+        errors.push(error);
+        // A session without UTC or the isolation level must not run statusq's SQL: drop it, so the
+        // caller meets ConnectionLost and its retry gets a fresh connection.
+        connection.destroy();
+      });
+    }
+  });
+  let version: string;
+  try {
+    const probeMs = connectTimeout + deadlines.queryTimeoutMs;
+    const [rows] = await raceDeadline(pool.query('SELECT VERSION() AS version'), probeMs, () => deadlineError(probeMs));
+    version = String((rows as Row[])[0]?.version ?? '');
+  } catch (error) {
+    await endPool(pool, sockets);
+    throw toStoreError(error);
+  }
+  if (errors.length > 0) {
+    await endPool(pool, sockets);
+    throw toStoreError(errors[0]);
+  }
+  return { pool, sockets, deadlines, server: parseServerVersion(version) };
+}
+
+export function deadlineError(ms: number): StoreError {
+  return new StoreError('ConnectionLost', `MySQL did not answer within ${ms} ms (queryTimeout); the connection was dropped`, 'QUERY_TIMEOUT');
+}
+
+/** mysql2 keeps a connection's socket on `stream`, which its typings do not declare. */
+export function socketOf(connection: unknown): Socket | undefined {
+  const stream = (connection as { stream?: unknown }).stream;
+  return stream instanceof Socket ? stream : undefined;
+}
+
+/** Ends the pool politely (COM_QUIT on each connection; the sockets close when the server answers), bounded. */
+export function endPool(pool: Pool, sockets: Set<Socket>): Promise<void> {
+  return endWithin(pool.end(), sockets, CLOSE_GRACE_MS);
+}

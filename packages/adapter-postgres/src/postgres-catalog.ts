@@ -1,0 +1,34 @@
+import { splitTableName, validateTableName, type ColumnInfo, type StatementRunner } from '@statusq/core/adapter';
+
+/** `Store.describeTable` on PostgreSQL: the table's columns in order, or null when there is no such table. */
+export async function describePostgresTable(runner: StatementRunner, table: string): Promise<ColumnInfo[] | null> {
+  const [schema, name] = splitTableName(validateTableName(table));
+  const { rows } = await runner.execute({
+    sql:
+      'SELECT c.column_name AS name, c.data_type AS type, c.character_maximum_length AS max_chars, ' +
+      // Unique alone: a valid unique index (the primary key's included) of exactly this one key column, with
+      // no predicate and no expression. A partial index leaves the rows outside it free to repeat the id.
+      'EXISTS (SELECT 1 FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] ' +
+      'WHERE i.indrelid = cls.oid AND i.indisunique AND i.indisvalid AND i.indnkeyatts = 1 AND i.indpred IS NULL AND i.indexprs IS NULL ' +
+      'AND a.attname = c.column_name) AS is_unique ' +
+      'FROM information_schema.columns c ' +
+      'JOIN pg_catalog.pg_namespace ns ON ns.nspname = c.table_schema ' +
+      'JOIN pg_catalog.pg_class cls ON cls.relnamespace = ns.oid AND cls.relname = c.table_name ' +
+      'WHERE c.table_schema = COALESCE($1, current_schema()) AND c.table_name = $2 ORDER BY c.ordinal_position',
+    params: [schema, name],
+  });
+  if (rows.length === 0) return null;
+  return rows.map((r) => {
+    // data_type names a domain's underlying type, so a domain over integer counts as integer.
+    const type = String(r.type).toLowerCase();
+    const chars = r.max_chars === null || r.max_chars === undefined || !type.startsWith('character') ? null : Number(r.max_chars);
+    return {
+      name: String(r.name),
+      type,
+      unique: r.is_unique === true,
+      integer: type === 'smallint' || type === 'integer' || type === 'bigint',
+      // varchar(n) and char(n) count characters; text and jsonb are unbounded for any value a worker holds.
+      maxLength: chars === null ? null : { chars },
+    };
+  });
+}
