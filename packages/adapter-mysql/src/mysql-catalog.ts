@@ -1,4 +1,4 @@
-import { splitTableName, validateTableName, type ColumnInfo, type ColumnLimit, type StatementRunner } from '@statusq/core/adapter';
+import { describeFromCatalog, type ColumnInfo, type ColumnLimit, type StatementRunner } from '@statusq/core/adapter';
 
 const MYSQL_INTEGER_TYPES = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
 
@@ -6,9 +6,8 @@ const MYSQL_INTEGER_TYPES = new Set(['tinyint', 'smallint', 'mediumint', 'int', 
 const STATEMENT_OVERHEAD_BYTES = 4096;
 
 /** `Store.describeTable` on MySQL/MariaDB: the table's columns in order, or null when there is no such table. */
-export async function describeMysqlTable(runner: StatementRunner, table: string): Promise<ColumnInfo[] | null> {
-  const [schema, name] = splitTableName(validateTableName(table));
-  const { rows } = await runner.execute({
+export function describeMysqlTable(runner: StatementRunner, table: string): Promise<ColumnInfo[] | null> {
+  return describeFromCatalog(runner, table, (schema, name) => ({
     sql:
       'SELECT c.COLUMN_NAME AS name, c.COLUMN_TYPE AS type, c.DATA_TYPE AS data_type, ' +
       'c.CHARACTER_MAXIMUM_LENGTH AS max_chars, c.CHARACTER_OCTET_LENGTH AS max_bytes, @@max_allowed_packet AS packet, ' +
@@ -19,19 +18,16 @@ export async function describeMysqlTable(runner: StatementRunner, table: string)
       'WHERE o.TABLE_SCHEMA = s.TABLE_SCHEMA AND o.TABLE_NAME = s.TABLE_NAME AND o.INDEX_NAME = s.INDEX_NAME AND o.SEQ_IN_INDEX = 2)) AS is_unique ' +
       'FROM information_schema.COLUMNS c WHERE c.TABLE_SCHEMA = COALESCE(?, DATABASE()) AND c.TABLE_NAME = ? ORDER BY c.ORDINAL_POSITION',
     params: [schema, name],
+  }), (r) => {
+    const dataType = String(r.data_type).toLowerCase();
+    return {
+      name: String(r.name),
+      type: String(r.type).toLowerCase(),
+      unique: Number(r.is_unique) === 1,
+      integer: MYSQL_INTEGER_TYPES.has(dataType),
+      maxLength: mysqlTextLimit(dataType, r.max_chars, r.max_bytes, r.packet),
+    };
   });
-  return rows.length === 0
-    ? null
-    : rows.map((r) => {
-        const dataType = String(r.data_type).toLowerCase();
-        return {
-          name: String(r.name),
-          type: String(r.type).toLowerCase(),
-          unique: Number(r.is_unique) === 1,
-          integer: MYSQL_INTEGER_TYPES.has(dataType),
-          maxLength: mysqlTextLimit(dataType, r.max_chars, r.max_bytes, r.packet),
-        };
-      });
 }
 
 /**

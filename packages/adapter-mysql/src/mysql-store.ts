@@ -6,7 +6,10 @@ import {
   StoreError,
   atStatement,
   deadlineOf,
-  raceDeadline,
+  inTransaction,
+  runInOrder,
+  withPooledConnection,
+  type PooledConnectionOps,
   type ClaimStrategy,
   type ColumnInfo,
   type ExecResult,
@@ -103,23 +106,14 @@ export class MysqlStore implements Store {
 
   async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
     if (statements.length === 0) return [];
-    let failing: number | undefined;
+    const position: { failing?: number | undefined } = {};
     try {
       return await this.withConnection(
-        (conn) =>
-          this.inTransaction(conn, async () => {
-            const results: ExecResult[] = [];
-            for (const [i, s] of statements.entries()) {
-              failing = i;
-              results.push(await this.run(conn, s));
-            }
-            failing = undefined;
-            return results;
-          }),
+        (conn) => this.inTransaction(conn, () => runInOrder(statements, (s) => this.run(conn, s), position)),
         deadlineOf(statements, this.deadlines),
       );
     } catch (error) {
-      throw atStatement(error, failing);
+      throw atStatement(error, position.failing);
     }
   }
 
@@ -166,51 +160,25 @@ export class MysqlStore implements Store {
     } catch (error) {
       throw this.fail(error);
     }
-    let handedBack = false;
-    const handBack = (lost: boolean) => {
-      if (handedBack) return;
-      handedBack = true;
-      if (lost) {
-        this.stats.connectionsLost++;
-        conn.destroy();
-      } else conn.release();
-    };
-    const call = (async () => {
-      try {
-        const result = await body(conn);
-        handBack(false);
-        return result;
-      } catch (error) {
-        handBack(isConnectionLost(error));
-        throw this.fail(error);
-      }
-    })();
-    return raceDeadline(call, deadlineMs, () => {
-      // What was sent may still be answered; that answer must never reach another call. destroy() alone only
-      // half-closes the socket, which a frozen network keeps open.
-      handBack(true);
-      socketOf(conn.connection)?.destroy();
-      return deadlineError(deadlineMs);
-    });
+    return withPooledConnection(conn, body, deadlineMs, this.connectionOps);
   }
 
-  /** BEGIN .. COMMIT around `body`; any failure rolls back (unless the connection is gone) and rethrows. */
-  private async inTransaction<T>(conn: PoolConnection, body: () => Promise<T>): Promise<T> {
-    await conn.query('START TRANSACTION');
-    try {
-      const result = await body();
-      await conn.query('COMMIT');
-      return result;
-    } catch (error) {
-      if (!isConnectionLost(error)) {
-        try {
-          await conn.query('ROLLBACK');
-        } catch {
-          // The original error says more; a connection that cannot roll back is dropped by its error.
-        }
-      }
-      throw error;
-    }
+  private readonly connectionOps: PooledConnectionOps<PoolConnection> = {
+    release: (conn, lost) => {
+      if (!lost) return conn.release();
+      this.stats.connectionsLost++;
+      conn.destroy();
+    },
+    // destroy() alone only half-closes the socket, which a frozen network keeps open.
+    cut: (conn) => socketOf(conn.connection)?.destroy(),
+    isLost: isConnectionLost,
+    mapError: (error) => this.fail(error),
+    timeoutError: deadlineError,
+  };
+
+  /** START TRANSACTION .. COMMIT around `body` (see inTransaction). */
+  private inTransaction<T>(conn: PoolConnection, body: () => Promise<T>): Promise<T> {
+    return inTransaction((sql) => conn.query(sql), body, isConnectionLost, 'START TRANSACTION');
   }
 
   private async run(conn: PoolConnection, statement: Statement): Promise<ExecResult> {

@@ -1,9 +1,8 @@
-import { splitTableName, validateTableName, type ColumnInfo, type StatementRunner } from '@statusq/core/adapter';
+import { describeFromCatalog, type ColumnInfo, type StatementRunner } from '@statusq/core/adapter';
 
 /** `Store.describeTable` on PostgreSQL: the table's columns in order, or null when there is no such table. */
-export async function describePostgresTable(runner: StatementRunner, table: string): Promise<ColumnInfo[] | null> {
-  const [schema, name] = splitTableName(validateTableName(table));
-  const { rows } = await runner.execute({
+export function describePostgresTable(runner: StatementRunner, table: string): Promise<ColumnInfo[] | null> {
+  return describeFromCatalog(runner, table, (schema, name) => ({
     sql:
       'SELECT c.column_name AS name, c.data_type AS type, c.character_maximum_length AS max_chars, ' +
       // Unique alone: a valid unique index (the primary key's included) of exactly this one key column, with
@@ -16,9 +15,7 @@ export async function describePostgresTable(runner: StatementRunner, table: stri
       'JOIN pg_catalog.pg_class cls ON cls.relnamespace = ns.oid AND cls.relname = c.table_name ' +
       'WHERE c.table_schema = COALESCE($1, current_schema()) AND c.table_name = $2 ORDER BY c.ordinal_position',
     params: [schema, name],
-  });
-  if (rows.length === 0) return null;
-  return rows.map((r) => {
+  }), (r) => {
     // data_type names a domain's underlying type, so a domain over integer counts as integer.
     const type = String(r.type).toLowerCase();
     const chars = r.max_chars === null || r.max_chars === undefined || !type.startsWith('character') ? null : Number(r.max_chars);

@@ -7,7 +7,10 @@ import {
   deadlineOf,
   deadlineOption,
   endWithin,
-  raceDeadline,
+  inTransaction,
+  runInOrder,
+  withPooledConnection,
+  type PooledConnectionOps,
   type ClosableSocket,
   type ColumnInfo,
   type ExecResult,
@@ -137,27 +140,19 @@ export class PostgresStore implements Store {
     // travel without waiting for each reply, which about halved a 50-statement settle batch here. After a
     // failed statement PostgreSQL refuses the rest (25P02) and turns COMMIT into ROLLBACK, so the batch
     // still commits all or nothing; the first failure is the one reported.
-    let failing: number | undefined;
+    const position: { failing?: number | undefined } = {};
     try {
       return await this.withClient(async (client) => {
         if (!(client as { pipeline?: boolean }).pipeline) {
           // An older pg without pipelining: one statement after the other.
-          return this.inTransaction(client, async () => {
-            const results: ExecResult[] = [];
-            for (const [i, s] of statements.entries()) {
-              failing = i;
-              results.push(await run(client, s));
-            }
-            failing = undefined;
-            return results;
-          });
+          return inTransaction((sql) => client.query(sql), () => runInOrder(statements, (s) => run(client, s), position), isConnectionError);
         }
         const sent = [client.query('BEGIN'), ...statements.map((s) => run(client, s)), client.query('COMMIT')];
         const settled = await Promise.allSettled(sent);
         const first = settled.findIndex((r) => r.status === 'rejected');
         if (first >= 0) {
           // sent[0] is BEGIN and the last is COMMIT; statement i is sent[i + 1].
-          if (first >= 1 && first <= statements.length) failing = first - 1;
+          if (first >= 1 && first <= statements.length) position.failing = first - 1;
           throw (settled[first] as PromiseRejectedResult).reason;
         }
         const commit = (settled[settled.length - 1] as PromiseFulfilledResult<pg.QueryResult>).value;
@@ -165,7 +160,7 @@ export class PostgresStore implements Store {
         return settled.slice(1, -1).map((r) => (r as PromiseFulfilledResult<ExecResult>).value);
       }, deadlineOf(statements, this.deadlines));
     } catch (error) {
-      throw atStatement(error, failing);
+      throw atStatement(error, position.failing);
     }
   }
 
@@ -181,7 +176,7 @@ export class PostgresStore implements Store {
 
   /** BEGIN, `body`, COMMIT on one borrowed connection, within the query deadline. */
   transaction<T>(body: (tx: StatementRunner) => Promise<T>): Promise<T> {
-    return this.withClient((client) => this.inTransaction(client, () => body({ execute: (statement) => run(client, statement) })));
+    return this.withClient((client) => inTransaction((sql) => client.query(sql), () => body({ execute: (statement) => run(client, statement) }), isConnectionError));
   }
 
   /**
@@ -229,47 +224,7 @@ export class PostgresStore implements Store {
 
   /** Runs `body` on a borrowed connection, within `deadlineMs` of getting it (see PostgresStoreOptions.queryTimeoutMs). */
   private async withClient<T>(body: (client: pg.PoolClient) => Promise<T>, deadlineMs = this.deadlines.queryTimeoutMs): Promise<T> {
-    const client = await this.acquire();
-    let released = false;
-    const release = (broken: boolean) => {
-      if (released) return;
-      released = true;
-      client.release(broken);
-    };
-    const call = (async () => {
-      try {
-        return await body(client);
-      } catch (error) {
-        release(isConnectionError(error));
-        throw toStoreError(error);
-      } finally {
-        release(false);
-      }
-    })();
-    return raceDeadline(call, deadlineMs, () => {
-      // What was sent may still be answered; that answer must never reach another call.
-      client.connection.stream.destroy();
-      release(true);
-      return new StoreError('ConnectionLost', `PostgreSQL did not answer within ${deadlineMs} ms (queryTimeout); the connection was dropped`, 'QUERY_TIMEOUT');
-    });
-  }
-
-  /** BEGIN, `body`, COMMIT; on failure ROLLBACK and rethrow (withClient maps the error and drops a dead connection). */
-  private async inTransaction<T>(client: pg.PoolClient, body: () => Promise<T>): Promise<T> {
-    await client.query('BEGIN');
-    try {
-      const result = await body();
-      await client.query('COMMIT');
-      return result;
-    } catch (error) {
-      if (isConnectionError(error)) throw error;
-      // A connection that cannot even roll back is dead: report that, so withClient drops it.
-      const rollbackError = await client.query('ROLLBACK').then(
-        () => null,
-        (e: unknown) => e,
-      );
-      throw rollbackError !== null && isConnectionError(rollbackError) ? rollbackError : error;
-    }
+    return withPooledConnection(await this.acquire(), body, deadlineMs, CONNECTION_OPS);
   }
 
   /** Remembers a table whose channel the listener should LISTEN on. */
@@ -277,6 +232,14 @@ export class PostgresStore implements Store {
     if (this.capabilities.listenNotify) this.listener.watch(table);
   }
 }
+
+const CONNECTION_OPS: PooledConnectionOps<pg.PoolClient> = {
+  release: (client, lost) => client.release(lost),
+  cut: (client) => client.connection.stream.destroy(),
+  isLost: isConnectionError,
+  mapError: toStoreError,
+  timeoutError: (ms) => new StoreError('ConnectionLost', `PostgreSQL did not answer within ${ms} ms (queryTimeout); the connection was dropped`, 'QUERY_TIMEOUT'),
+};
 
 async function run(client: pg.PoolClient, statement: Statement): Promise<ExecResult> {
   const result = (await client.query({ text: statement.sql, values: statement.params as unknown[] })) as pg.QueryResult | pg.QueryResult[];

@@ -15,3 +15,4 @@ export * from './deadline.js';
 export { ConnectionGate } from './connection-gate.js';
 export { POOL_URL_PARAMETER, poolFromUrl } from './server-url.js';
 export { sleep } from './retry.js';
+export * from './pooled-connection.js';
