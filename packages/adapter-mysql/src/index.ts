@@ -1,4 +1,4 @@
-import { ConfigError, deadlinesFromUrl, parseServerUrl, poolFromUrl, type ClaimStrategy, type ConnectOptions } from '@statusq/core/adapter';
+import { ConfigError, deadlinesFromUrl, parseServerUrl, poolFromUrl, type ClaimStrategy, type AdapterModule, type ConnectOptions } from '@statusq/core/adapter';
 import type { MysqlIsolation, MysqlStoreOptions } from './mysql-options.js';
 import { MysqlStore } from './mysql-store.js';
 
@@ -51,3 +51,9 @@ export async function connect(url: string, options: ConnectOptions & MysqlStoreO
   const { create: _create, ...rest } = options;
   return MysqlStore.open({ ...optionsFromUrl(url), ...rest });
 }
+
+/**
+ * The package as the CLI and other loaders see it (by URL scheme); `satisfies` makes a change of the contract
+ * fail this adapter's build.
+ */
+export default { schemes, connect } satisfies AdapterModule;

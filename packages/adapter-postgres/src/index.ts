@@ -1,4 +1,4 @@
-import { ConfigError, DEADLINE_URL_PARAMETERS, POOL_URL_PARAMETER, deadlinesFromUrl, parseServerUrl, poolFromUrl, redactUrl, type ConnectOptions } from '@statusq/core/adapter';
+import { ConfigError, DEADLINE_URL_PARAMETERS, POOL_URL_PARAMETER, deadlinesFromUrl, parseServerUrl, poolFromUrl, redactUrl, type AdapterModule, type ConnectOptions } from '@statusq/core/adapter';
 import { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
 
 export { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
@@ -42,3 +42,9 @@ function splitStatusqParameters(url: string): { connectionString: string; option
   const rest = params.toString();
   return { connectionString: url.slice(0, query) + (rest ? `?${rest}` : ''), options };
 }
+
+/**
+ * The package as the CLI and other loaders see it (by URL scheme); `satisfies` makes a change of the contract
+ * fail this adapter's build.
+ */
+export default { schemes, connect } satisfies AdapterModule;

@@ -1,4 +1,4 @@
-import { ConfigError, redactUrl, type ConnectOptions } from '@statusq/core/adapter';
+import { ConfigError, redactUrl, type AdapterModule, type ConnectOptions } from '@statusq/core/adapter';
 import { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
 
 export { SqliteStore, type SqliteStoreOptions } from './sqlite-store.js';
@@ -24,3 +24,9 @@ export async function connect(url: string, options: ConnectOptions & Omit<Sqlite
   const { create = true, ...rest } = options;
   return new SqliteStore({ fileMustExist: !create, ...rest, filename: filenameFromUrl(url) });
 }
+
+/**
+ * The package as the CLI and other loaders see it (by URL scheme); `satisfies` makes a change of the contract
+ * fail this adapter's build.
+ */
+export default { schemes, connect } satisfies AdapterModule;
