@@ -9,8 +9,8 @@
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { routeThrough, runConformance } from '@statusq/conformance';
-import { connect, type MysqlStore } from './index.js';
-import { mysqlFixtures, mysqlQueryPlans } from './testing.js';
+import type { MysqlStore } from './index.js';
+import { mysqlConformance } from './testing.js';
 import { createDatabase, dropDatabase, mysqlSuite } from './test/mysql-test-db.js';
 import { startPrivateMariadb } from './test/private-mariadb.js';
 
@@ -19,12 +19,10 @@ const adapterModule = fileURLToPath(new URL('../dist/index.js', import.meta.url)
 mysqlSuite('mysql', () => {
   for (const strategy of ['native', 'conditional-update'] as const) {
     runConformance({
+      ...mysqlConformance,
       name: `mysql, ${strategy} claim`,
       adapterModule,
       url: () => createDatabase(`claimStrategy=${strategy}`),
-      createStore: (url) => connect(url),
-      fixtures: mysqlFixtures,
-      queryPlans: mysqlQueryPlans,
       dropDatabase,
       disposableServer: () => startPrivateMariadb(`claimStrategy=${strategy}`),
       throughProxy: (url, { connectTimeoutMs, queryTimeoutMs }) =>

@@ -11,19 +11,14 @@ import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { routeThrough, runConformance } from '@statusq/conformance';
 import { connect } from './index.js';
-import { createTestDatabase, databasesRequired, dropTestDatabase, postgresFixtures, postgresQueryPlans, postgresUnavailable } from './testing.js';
+import { databasesRequired, postgresConformance, postgresUnavailable } from './testing.js';
 import { startPrivatePostgres } from './test/private-postgres.js';
 
 const unavailable = await postgresUnavailable();
 if (unavailable === null) {
   runConformance({
-    name: 'postgres',
+    ...postgresConformance,
     adapterModule: fileURLToPath(new URL('../dist/index.js', import.meta.url)),
-    url: () => createTestDatabase(),
-    createStore: (url) => connect(url),
-    fixtures: postgresFixtures,
-    queryPlans: postgresQueryPlans,
-    dropDatabase: (url) => dropTestDatabase(url),
     disposableServer: startPrivatePostgres,
     raceScale: {
       workers: 32,

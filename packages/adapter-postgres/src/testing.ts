@@ -6,10 +6,14 @@
  * STATUSQ_REQUIRE_DATABASES=1 (CI).
  */
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { redactUrl } from '@statusq/core/adapter';
 
-export { postgresFixtures, postgresQueryPlans } from './postgres-fixtures.js';
+import { connect } from './index.js';
+import { postgresFixtures, postgresQueryPlans } from './postgres-fixtures.js';
+
+export { postgresFixtures, postgresQueryPlans };
 
 export const DEFAULT_POSTGRES_URL = 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
 
@@ -74,3 +78,18 @@ export async function dropTestDatabase(url: string): Promise<void> {
     await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
   });
 }
+
+/**
+ * Everything `runConformance` needs from this adapter: a project's own conformance file is
+ * `runConformance(postgresConformance)` (each test in a database of its own on STATUSQ_POSTGRES_URL's server).
+ */
+export const postgresConformance = {
+  name: 'postgres',
+  /** This package's entry, which the suite's child processes import. */
+  adapterModule: fileURLToPath(new URL('./index.js', import.meta.url)),
+  url: () => createTestDatabase(),
+  dropDatabase: (url: string) => dropTestDatabase(url),
+  createStore: (url: string) => connect(url),
+  fixtures: postgresFixtures,
+  queryPlans: postgresQueryPlans,
+};
