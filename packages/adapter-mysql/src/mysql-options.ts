@@ -1,17 +1,16 @@
-import { ConfigError, type ClaimStrategy } from '@statusq/core/adapter';
+import { ConfigError, type ClaimStrategy, type ServerConnectionOptions } from '@statusq/core/adapter';
 import type { PoolOptions } from 'mysql2/promise';
 
 /** Isolation of every transaction statusq runs on its connections. */
 export type MysqlIsolation = 'read-committed' | 'repeatable-read';
 
-export interface MysqlStoreOptions {
+/** The pool and deadline options (maxConnections, connectTimeoutMs, queryTimeoutMs, schemaTimeoutMs) are every server adapter's: ServerConnectionOptions. */
+export interface MysqlStoreOptions extends ServerConnectionOptions {
   host?: string;
   port?: number;
   user?: string;
   password?: string;
   database?: string;
-  /** Most connections this store opens (claims, settles, heartbeats and reaps each take one briefly). Default 4. */
-  maxConnections?: number;
   /**
    * `native` (default): SELECT ... FOR UPDATE SKIP LOCKED then UPDATE by id in one transaction where the
    * server has SKIP LOCKED (MySQL >= 8.0.1, MariaDB >= 10.6), else the conditional update.
@@ -26,16 +25,6 @@ export interface MysqlStoreOptions {
   isolation?: MysqlIsolation;
   /** innodb_lock_wait_timeout for statusq's sessions, in seconds. Default 10 (the server's is usually 50). */
   lockWaitTimeoutSeconds?: number;
-  /** How long to wait for a new connection (TCP and the server's handshake), in ms. Default 10000. */
-  connectTimeoutMs?: number;
-  /**
-   * Longest one call may wait for the database once it holds a connection: every statement of it, COMMIT
-   * included, in ms. Past it the call rejects with ConnectionLost and the connection is destroyed, never reused
-   * (an answer arriving late would be taken for the next call's). Default 30000.
-   */
-  queryTimeoutMs?: number;
-  /** The same for a call that changes the schema (CREATE, ALTER, DROP: init, migrate), which may rebuild a big table. Default 600000. */
-  schemaTimeoutMs?: number;
   /** Any other mysql2 pool options (ssl, socketPath, ...). statusq's own settings win where they overlap. */
   mysql2?: PoolOptions;
 }

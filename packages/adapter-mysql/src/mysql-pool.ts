@@ -2,7 +2,7 @@ import { Socket } from 'node:net';
 import mysql from 'mysql2/promise';
 import type { Pool } from 'mysql2/promise';
 import type { PoolConnection as CorePoolConnection } from 'mysql2';
-import { ConfigError, StoreError, deadlineOption, endWithin, raceDeadline, type Row, type StoreCallDeadlines } from '@statusq/core/adapter';
+import { ConfigError, SERVER_CONNECTION, StoreError, endWithin, serverConnectionOptions, raceDeadline, type Row, type StoreCallDeadlines } from '@statusq/core/adapter';
 import { toStoreError } from './mysql-errors.js';
 import type { MysqlStoreOptions } from './mysql-options.js';
 
@@ -27,12 +27,6 @@ export interface OpenedMysqlPool {
   server: MysqlServerInfo;
 }
 
-const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
-const DEFAULT_SCHEMA_TIMEOUT_MS = 600_000;
-/** How long close() lets connections end politely before it cuts the sockets that have not. */
-const CLOSE_GRACE_MS = 1000;
-/** TCP keepalive probes start after this much silence, so a peer that vanished (host down, no RST) is noticed. */
-const KEEPALIVE_DELAY_MS = 10_000;
 
 export function parseServerVersion(version: string): MysqlServerInfo {
   const flavor = /mariadb/i.test(version) ? 'mariadb' : 'mysql';
@@ -52,15 +46,9 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
   if (isolation !== 'read-committed' && isolation !== 'repeatable-read') {
     throw new ConfigError(`isolation must be read-committed or repeatable-read, got ${JSON.stringify(isolation)}`);
   }
-  const maxConnections = options.maxConnections ?? 4;
-  if (!Number.isSafeInteger(maxConnections) || maxConnections < 1) throw new ConfigError('maxConnections must be a positive integer');
+  const { maxConnections, connectTimeoutMs: connectTimeout, deadlines } = serverConnectionOptions(options);
   const lockWait = options.lockWaitTimeoutSeconds ?? 10;
   if (!Number.isSafeInteger(lockWait) || lockWait < 1) throw new ConfigError('lockWaitTimeoutSeconds must be a positive integer');
-  const connectTimeout = deadlineOption(options.connectTimeoutMs, 10_000, 'connectTimeout');
-  const deadlines: StoreCallDeadlines = {
-    queryTimeoutMs: deadlineOption(options.queryTimeoutMs, DEFAULT_QUERY_TIMEOUT_MS, 'queryTimeout'),
-    schemaTimeoutMs: deadlineOption(options.schemaTimeoutMs, DEFAULT_SCHEMA_TIMEOUT_MS, 'schemaTimeout'),
-  };
 
   const pool = mysql.createPool({
     ...options.mysql2,
@@ -74,7 +62,7 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
     waitForConnections: true,
     connectTimeout,
     enableKeepAlive: true,
-    keepAliveInitialDelay: KEEPALIVE_DELAY_MS,
+    keepAliveInitialDelay: SERVER_CONNECTION.keepAliveDelayMs,
     // Ids and counts come back as numbers when they fit a double, as decimal strings otherwise.
     supportBigNumbers: true,
     bigNumberStrings: false,
@@ -133,5 +121,5 @@ export function socketOf(connection: unknown): Socket | undefined {
 
 /** Ends the pool politely (COM_QUIT on each connection; the sockets close when the server answers), bounded. */
 export function endPool(pool: Pool, sockets: Set<Socket>): Promise<void> {
-  return endWithin(pool.end(), sockets, CLOSE_GRACE_MS);
+  return endWithin(pool.end(), sockets, SERVER_CONNECTION.closeGraceMs);
 }

@@ -5,7 +5,9 @@ import {
   StoreError,
   atStatement,
   deadlineOf,
-  deadlineOption,
+  SERVER_CONNECTION,
+  serverConnectionOptions,
+  type ServerConnectionOptions,
   endWithin,
   inTransaction,
   runInOrder,
@@ -32,33 +34,16 @@ import { PostgresListener } from './postgres-listener.js';
 import { postgresSchema } from './postgres-schema.js';
 import { postgresTypes } from './postgres-types.js';
 
-export interface PostgresStoreOptions {
+/** The pool and deadline options are every server adapter's (ServerConnectionOptions); the listening connection is not counted in maxConnections. */
+export interface PostgresStoreOptions extends ServerConnectionOptions {
   /** `postgres://user:password@host:port/database[?options]`. */
   connectionString: string;
-  /** Most pooled connections this store opens (the listening connection is extra). Default 4. */
-  maxConnections?: number;
-  /** How long to wait for a connection (a new one, or a free one of the pool) before failing with ConnectionLost. Default 10000 ms. */
-  connectTimeoutMs?: number;
-  /**
-   * Longest one call may wait for the database once it holds a connection: every statement of it, COMMIT
-   * included. Past it the call rejects with ConnectionLost and the connection is destroyed, never reused (an
-   * answer arriving late would be taken for the next call's). Default 30000 ms.
-   */
-  queryTimeoutMs?: number;
-  /** The same for a call that changes the schema (CREATE, ALTER, DROP: init, migrate), which may build an index on a big table. Default 600000 ms. */
-  schemaTimeoutMs?: number;
   /** Use LISTEN/NOTIFY to wake `waitForWork` (one extra connection, opened on first wait). Default true. */
   listen?: boolean;
   /** Extra pg pool settings (ssl, ...); they win over the defaults above. */
   pool?: pg.PoolConfig;
 }
 
-const DEFAULT_QUERY_TIMEOUT_MS = 30_000;
-const DEFAULT_SCHEMA_TIMEOUT_MS = 600_000;
-/** How long close() lets connections end politely before it cuts the sockets that have not. */
-const CLOSE_GRACE_MS = 1000;
-/** TCP keepalive probes start after this much silence, so a peer that vanished (host down, no RST) is noticed. */
-const KEEPALIVE_DELAY_MS = 10_000;
 
 /**
  * A Store on a pg.Pool. Every call borrows one connection; `executeBatch` and `transaction` (the aging claim's) run BEGIN ...
@@ -93,20 +78,15 @@ export class PostgresStore implements Store {
     if (!options || typeof options.connectionString !== 'string' || options.connectionString.length === 0) {
       throw new ConfigError('PostgreSQL store needs a connection string');
     }
-    const max = options.maxConnections ?? 4;
-    if (!Number.isSafeInteger(max) || max < 1) throw new ConfigError('maxConnections must be a positive integer');
-    const connectTimeoutMs = deadlineOption(options.connectTimeoutMs, 10_000, 'connectTimeout');
-    this.deadlines = {
-      queryTimeoutMs: deadlineOption(options.queryTimeoutMs, DEFAULT_QUERY_TIMEOUT_MS, 'queryTimeout'),
-      schemaTimeoutMs: deadlineOption(options.schemaTimeoutMs, DEFAULT_SCHEMA_TIMEOUT_MS, 'schemaTimeout'),
-    };
+    const { maxConnections: max, connectTimeoutMs, deadlines } = serverConnectionOptions(options);
+    this.deadlines = deadlines;
     const hasOptions = /[?&]options=/.test(options.connectionString);
     const clientConfig: pg.ClientConfig = {
       connectionString: options.connectionString,
       application_name: 'statusq',
       connectionTimeoutMillis: connectTimeoutMs,
       keepAlive: true,
-      keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+      keepAliveInitialDelayMillis: SERVER_CONNECTION.keepAliveDelayMs,
       // Queries queued on one connection go out without waiting for the previous reply (executeBatch).
       pipeline: true,
       // Text dates without a zone (the seed's 'YYYY-MM-DD HH:MM:SS.SSS') are UTC.
@@ -201,7 +181,7 @@ export class PostgresStore implements Store {
     if (this.closed) return;
     this.closed = true;
     // pool.end() resolves once it has asked each connection to end; the sockets close when the server answers.
-    await endWithin(Promise.all([this.listener.close(), this.pool.end().catch(() => undefined)]), this.sockets, CLOSE_GRACE_MS);
+    await endWithin(Promise.all([this.listener.close(), this.pool.end().catch(() => undefined)]), this.sockets, SERVER_CONNECTION.closeGraceMs);
   }
 
   /** Keeps `client`'s socket in `sockets` until it closes. */

@@ -80,6 +80,43 @@ export function deadlineOption(value: number | undefined, fallback: number, what
   return ms;
 }
 
+/** What every server adapter's options say about its connections (see serverConnectionOptions). */
+export interface ServerConnectionOptions {
+  /** Most pooled connections. Default 4. */
+  maxConnections?: number | undefined;
+  /** How long to wait for a connection (a new one, or a free one of the pool). Default 10000 ms. */
+  connectTimeoutMs?: number | undefined;
+  /**
+   * Longest one call may wait for the database once it holds a connection: every statement of it, COMMIT
+   * included. Past it the call rejects with ConnectionLost and the connection is destroyed, never reused (an
+   * answer arriving late would be taken for the next call's). Default 30000 ms.
+   */
+  queryTimeoutMs?: number | undefined;
+  /** The same for a call that changes the schema (CREATE, ALTER, DROP: init, migrate), which may build an index on a big table. Default 600000 ms. */
+  schemaTimeoutMs?: number | undefined;
+}
+
+/**
+ * Settings every server adapter shares, so a server behaves alike whatever its driver: close() lets
+ * connections end politely for `closeGraceMs`, then cuts the sockets that have not; TCP keepalive probes
+ * start after `keepAliveDelayMs` of silence, so a peer that vanished (host down, no RST) is noticed.
+ */
+export const SERVER_CONNECTION = { closeGraceMs: 1000, keepAliveDelayMs: 10_000 } as const;
+
+/** A server adapter's connection options, validated (ConfigError) and with their defaults. */
+export function serverConnectionOptions(options: ServerConnectionOptions): { maxConnections: number; connectTimeoutMs: number; deadlines: StoreCallDeadlines } {
+  const maxConnections = options.maxConnections ?? 4;
+  if (!Number.isSafeInteger(maxConnections) || maxConnections < 1) throw new ConfigError(`maxConnections must be a positive integer, got ${String(options.maxConnections)}`);
+  return {
+    maxConnections,
+    connectTimeoutMs: deadlineOption(options.connectTimeoutMs, 10_000, 'connectTimeout'),
+    deadlines: {
+      queryTimeoutMs: deadlineOption(options.queryTimeoutMs, 30_000, 'queryTimeout'),
+      schemaTimeoutMs: deadlineOption(options.schemaTimeoutMs, 600_000, 'schemaTimeout'),
+    },
+  };
+}
+
 /** The URL query parameters (ms) every server adapter reads its deadlines from, by option name. */
 export const DEADLINE_URL_PARAMETERS = { connectTimeout: 'connectTimeoutMs', queryTimeout: 'queryTimeoutMs', schemaTimeout: 'schemaTimeoutMs' } as const;
 

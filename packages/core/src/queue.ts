@@ -1,6 +1,7 @@
 import { claimRows } from './claim.js';
 import { ConfigError, EnqueueError, SchemaError, StoreError } from './errors.js';
 import { validateIdentifier } from './identifiers.js';
+import { STORE_RETRY, withStoreRetry } from './retry.js';
 import { requeueCause, statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
 import { columnOverflow, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
@@ -127,8 +128,8 @@ export class Queue {
    */
   async recoverDeadWorker(dead: DeadWorkerReport, reason: string, maxAttempts: number): Promise<{ released: number; charged: number }> {
     if (!this.table.features.fencing) return { released: 0, charged: 0 };
-    const released = await this.apply(dead.unstarted.map((claim) => this.sql.release(claim.id, claim.token)));
-    const charged = await this.apply(this.sql.ownerDied(dead.workerId, reason, maxAttempts));
+    const released = await withStoreRetry(() => this.apply(dead.unstarted.map((claim) => this.sql.release(claim.id, claim.token))), STORE_RETRY.write);
+    const charged = await withStoreRetry(() => this.apply(this.sql.ownerDied(dead.workerId, reason, maxAttempts)), STORE_RETRY.write);
     return { released: released.filter((r) => r.affected === 1).length, charged: charged.reduce((n, r) => n + r.affected, 0) };
   }
 
@@ -164,11 +165,11 @@ export class Queue {
     const ids = options.ids ? [...new Map(options.ids.map((id) => [String(id), id])).values()] : undefined;
     if (ids?.length === 0) return { requeued: 0, leaseMs, live: 0, notRequeued: [] };
 
-    const statements = [];
+    const statements: Statement[] = [];
     if (ids) statements.push(this.sql.statusOfIds(ids, leaseMs));
     statements.push(cause === 'requeueProcessing' ? this.sql.requeueProcessing(ids, leaseMs) : this.sql.requeue(from, ids));
     if (leaseMs !== null && !ids) statements.push(this.sql.countWithStatus(this.table.codes.processing));
-    const results = await this.apply(statements);
+    const results = await withStoreRetry(() => this.apply(statements), STORE_RETRY.write);
     const requeued = results[ids ? 1 : 0]!.affected;
     if (!ids) return { requeued, leaseMs, live: leaseMs === null ? 0 : Number(results[1]!.rows[0]?.n ?? 0), notRequeued: [] };
 
@@ -194,7 +195,7 @@ export class Queue {
 
   /** abuse (pending -> abuse) without a claim, for a business rule applied outside a worker. */
   async markAbuse(id: JobId, reason: string): Promise<boolean> {
-    return (await this.store.execute(this.sql.abuse(id, null, reason, 'pending'))).affected === 1;
+    return (await withStoreRetry(() => this.store.execute(this.sql.abuse(id, null, reason, 'pending')), STORE_RETRY.write)).affected === 1;
   }
 
   /**
@@ -214,7 +215,7 @@ export class Queue {
     for (let start = 0; start < statements.length; start += chunk) {
       const slice = statements.slice(start, start + chunk);
       try {
-        const results = await this.store.executeBatch(slice);
+        const results = await withStoreRetry(() => this.store.executeBatch(slice), STORE_RETRY.write);
         inserted += results.reduce((n, r) => n + r.affected, 0);
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;

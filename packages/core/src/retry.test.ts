@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { StoreError } from './errors.js';
-import { backoffDelay, sleep, withStoreRetry } from './retry.js';
+import { STORE_RETRY, backoffDelay, sleep, withStoreRetry } from './retry.js';
 
 describe('backoffDelay', () => {
   it('stays within [half, all] of base * 2^step, capped at maxMs', () => {
@@ -70,6 +70,20 @@ describe('withStoreRetry', () => {
       ).rejects.toBe(error);
       expect(calls).toBe(1);
     }
+  });
+});
+
+describe('STORE_RETRY.write', () => {
+  it('runs an application write again after a conflict that rolled it back, never after a lost connection (its commit may have happened)', async () => {
+    const policy = { ...STORE_RETRY.write, baseMs: 1, maxMs: 1 };
+    let calls = 0;
+    const conflictOnce = () => (calls++ === 0 ? Promise.reject(new StoreError('WriteConflict', 'deadlock', '1213')) : Promise.resolve('ok'));
+    expect(await withStoreRetry(conflictOnce, policy)).toBe('ok');
+    expect(calls).toBe(2);
+    let lostCalls = 0;
+    const lost = new StoreError('ConnectionLost', 'gone during COMMIT', 'ECONNRESET');
+    await expect(withStoreRetry(() => (lostCalls++, Promise.reject(lost)), policy)).rejects.toBe(lost);
+    expect(lostCalls).toBe(1);
   });
 });
 

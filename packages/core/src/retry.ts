@@ -1,4 +1,4 @@
-import { isRetryableStoreError } from './errors.js';
+import { StoreError, isRetryableStoreError, type StoreErrorKind } from './errors.js';
 
 export interface BackoffOptions {
   /** First delay; each further step doubles it. */
@@ -32,8 +32,11 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-/** How a kind of store call is retried: at most `attempts` tries in all, with backoff between them. */
-export type RetryPolicy = { attempts: number } & Partial<BackoffOptions>;
+/**
+ * How a kind of store call is retried: at most `attempts` tries in all, with backoff between them, after
+ * errors of the kinds `on` (default Busy, WriteConflict and ConnectionLost).
+ */
+export type RetryPolicy = { attempts: number; on?: readonly StoreErrorKind[] } & Partial<BackoffOptions>;
 
 /**
  * The one owner of retry policy, one entry per kind of store call. Adapters never retry: a MySQL deadlock
@@ -50,11 +53,17 @@ export const STORE_RETRY = {
   settle: { attempts: 20, baseMs: 5, maxMs: 2000 },
   /** Handing claims back on stop; the stop's own deadline bounds it anyway. */
   release: { attempts: 10, baseMs: 5, maxMs: 1000 },
+  /**
+   * An application's own write through Queue (enqueue, requeue, markAbuse, recovering a dead worker's rows).
+   * A conflict (a deadlock victim, SQLite's busy writer) rolled the whole transaction back, so it runs again;
+   * a lost connection is not retried here, because its commit may have happened (an enqueue would insert twice).
+   */
+  write: { attempts: 5, baseMs: 5, maxMs: 200, on: ['Busy', 'WriteConflict'] },
 } as const satisfies Record<string, RetryPolicy>;
 
 /**
- * Runs `operation`, trying again after Busy, WriteConflict and ConnectionLost errors with backoff, at most
- * `attempts` times in all. Other errors, and the last retryable one, are thrown. Callers pass one of
+ * Runs `operation`, trying again after the error kinds its policy names (Busy, WriteConflict and ConnectionLost
+ * unless it says otherwise) with backoff, at most `attempts` times in all. Other errors, and the last retryable one, are thrown. Callers pass one of
  * STORE_RETRY's policies.
  */
 export async function withStoreRetry<T>(operation: () => Promise<T>, options: RetryPolicy & { onRetry?: ((error: unknown) => void) | undefined }): Promise<T> {
@@ -62,7 +71,8 @@ export async function withStoreRetry<T>(operation: () => Promise<T>, options: Re
     try {
       return await operation();
     } catch (error) {
-      if (!isRetryableStoreError(error) || attempt >= options.attempts) throw error;
+      const retried = options.on ? error instanceof StoreError && options.on.includes(error.kind) : isRetryableStoreError(error);
+      if (!retried || attempt >= options.attempts) throw error;
       options.onRetry?.(error);
       await sleep(backoffDelay(attempt - 1, { baseMs: options.baseMs ?? 5, maxMs: options.maxMs ?? 1000, random: options.random }));
     }

@@ -102,7 +102,7 @@ export function resolveWorkerOptions(options: WorkerOptions, table: Pick<Resolve
   const pollMinMs = nonNegative(options.pollMinMs, 25, 'pollMin');
   const pollMaxMs = Math.max(pollMinMs, nonNegative(options.pollMaxMs, 1000, 'pollMax'));
   if (options.agingMs !== undefined) nonNegative(options.agingMs, 0, 'aging');
-  if ('strategy' in options) throw new ConfigError('the worker option "strategy" was renamed "claimStrategy"');
+  if ((options as { strategy?: unknown }).strategy !== undefined) throw new ConfigError('the worker option "strategy" was renamed "claimStrategy"');
   const claimStrategy = options.claimStrategy ?? 'native';
   if (claimStrategy !== 'native' && claimStrategy !== 'conditional-update') {
     throw new ConfigError(`claimStrategy must be "native" or "conditional-update", got ${JSON.stringify(claimStrategy)}`);
