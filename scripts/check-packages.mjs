@@ -1,0 +1,82 @@
+// Checks the public packages as a user gets them: packs each one with pnpm (which rewrites workspace:
+// ranges), lints each tarball with publint, refuses a tarball that still names a workspace: range or a
+// private package, then installs the tarballs with plain npm into a fresh project outside the workspace and
+// runs what a user runs there: the conformance suite on SQLite (`runConformance(sqliteConformance)`) and the
+// CLI through npx. Run after the build: node scripts/check-packages.mjs
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const root = new URL('..', import.meta.url).pathname;
+const PUBLIC = ['packages/core', 'packages/schema', 'packages/adapter-sqlite', 'packages/adapter-postgres', 'packages/adapter-mysql', 'packages/conformance', 'test-fixtures', 'apps/cli'];
+const PNPM = ['-y', 'pnpm@12.4.2'];
+const run = (command, args, cwd, extra = {}) => execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...extra });
+
+const work = mkdtempSync(join(tmpdir(), 'statusq-packages-'));
+const problems = [];
+try {
+  const packs = join(work, 'packs');
+  const privateNames = new Set();
+  for (const dir of PUBLIC) {
+    const manifest = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
+    if (manifest.private) problems.push(`${dir}: a public package is marked private`);
+    run('npx', [...PNPM, 'pack', '--pack-destination', packs], join(root, dir));
+  }
+  const workspaceDirs = ['packages', 'apps'].flatMap((dir) => readdirSync(join(root, dir)).map((name) => join(dir, name))).concat('test-fixtures');
+  for (const dir of workspaceDirs) {
+    const manifest = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
+    if (manifest.private) privateNames.add(manifest.name);
+  }
+  const tarballs = readdirSync(packs).filter((f) => f.endsWith('.tgz')).map((f) => join(packs, f));
+  for (const tarball of tarballs) {
+    const listing = run('tar', ['-tzf', tarball], work).trim().split('\n');
+    const manifest = JSON.parse(run('tar', ['-xzOf', tarball, 'package/package.json'], work));
+    const ranges = { ...manifest.dependencies, ...manifest.peerDependencies };
+    for (const [dependency, range] of Object.entries(ranges)) {
+      if (String(range).startsWith('workspace:')) problems.push(`${manifest.name}: ${dependency} is still ${range}`);
+      if (privateNames.has(dependency)) problems.push(`${manifest.name}: depends on the private package ${dependency}`);
+    }
+    for (const required of ['package/package.json', 'package/README.md', 'package/LICENSE']) {
+      if (!listing.includes(required)) problems.push(`${manifest.name}: the tarball has no ${required.slice('package/'.length)}`);
+    }
+    if (listing.some((f) => f.endsWith('.test.ts') || f.includes('/src/test/'))) problems.push(`${manifest.name}: the tarball ships tests`);
+    try {
+      run(join(root, 'node_modules/.bin/publint'), ['--strict', tarball], work);
+    } catch (error) {
+      problems.push(`${manifest.name}: publint: ${error.stdout}${error.stderr}`);
+    }
+    console.info(`${manifest.name}@${manifest.version}: ${listing.length} files, publint clean`);
+  }
+
+  // A fresh npm project, as a user starts one: core, one adapter and its driver, the CLI, the conformance kit.
+  const app = join(work, 'app');
+  run('mkdir', ['-p', join(app, 'test')], work);
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'statusq-consumer', private: true, type: 'module', scripts: { test: 'vitest run' } }, null, 2));
+  const pick = (name) => tarballs.find((t) => t.endsWith(`/${name}-0.1.0.tgz`));
+  const installed = ['statusq-core', 'statusq-schema', 'statusq-adapter-sqlite', 'statusq-conformance', 'statusq-test-fixtures', 'statusq'].map(pick);
+  run('npm', ['install', '--no-audit', '--no-fund', ...installed, 'better-sqlite3@12', 'vitest@4.1.12'], app);
+  writeFileSync(
+    join(app, 'test', 'conformance.test.mjs'),
+    "import { runConformance } from '@statusq/conformance';\nimport { sqliteConformance } from '@statusq/adapter-sqlite/testing';\n\nrunConformance(sqliteConformance);\n",
+  );
+  const tests = run('npx', ['vitest', 'run'], app, { timeout: 900_000 });
+  const summary = tests.split('\n').find((line) => /Tests\s/.test(line)) ?? '';
+  console.info(`conformance from the installed tarballs: ${summary.replace(/\x1b\[[0-9;]*m/g, '').trim()}`);
+  const db = `sqlite:${join(app, 'jobs.db')}`;
+  run('npx', ['statusq', 'init', '--db', db], app);
+  run('npx', ['statusq', 'enqueue', '--db', db, '--payload', '{"n":1}'], app);
+  writeFileSync(join(app, 'handler.mjs'), 'export default async () => ({ ok: true });\n');
+  run('npx', ['statusq', 'work', '--db', db, '--table', 'jobs', '--handler', './handler.mjs', '--exit-when-empty'], app);
+  const stats = JSON.parse(run('npx', ['statusq', 'stats', '--db', db, '--table', 'jobs', '--json'], app));
+  if (stats.done !== 1) problems.push(`npx statusq: expected 1 done row, got ${JSON.stringify(stats)}`);
+  else console.info('npx statusq init / enqueue / work / stats from the installed tarballs: 1 job done');
+} catch (error) {
+  problems.push(`${error.message}\n${error.stdout ?? ''}${error.stderr ?? ''}`);
+} finally {
+  rmSync(work, { recursive: true, force: true });
+}
+if (problems.length > 0) {
+  console.error(problems.join('\n'));
+  process.exit(1);
+}
