@@ -1,10 +1,12 @@
 // The CLI as a user runs it (the built bin in a child process) over real SQLite files: the shared scenarios,
 // plus what needs no database server at all.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { expect, it } from 'vitest';
 import { sqliteDialect } from '@statusq/adapter-sqlite';
 import { sqliteFixtures } from '@statusq/adapter-sqlite/testing';
+import { COMMAND_FLAGS } from './args.js';
 import { cliScenarios } from './cli-scenarios.js';
 
 cliScenarios(
@@ -64,6 +66,18 @@ cliScenarios(
       expect(run.code).toBe(2);
       expect(run.stderr).toMatch(message);
       expect(run.stderr.split('\n')).toHaveLength(1);
+    });
+
+    it('--version prints the package version; <command> --help prints every flag the command accepts, exit 0', async () => {
+      const { statusq } = ctx();
+      const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+      expect(await statusq('--version')).toMatchObject({ code: 0, stdout: version });
+      for (const [command, flags] of Object.entries(COMMAND_FLAGS)) {
+        const run = await statusq(command, '--help');
+        expect(run.code, command).toBe(0);
+        expect(run.stdout, command).toMatch(new RegExp(`^usage: statusq ${command} `));
+        for (const flag of flags) expect(run.stdout, `${command} --${flag}`).toContain(`--${flag}`);
+      }
     });
 
     it('an adapter the CLI has never heard of (--adapter, then STATUSQ_ADAPTER, inherited by --processes children) serves its own URL scheme', async () => {

@@ -1,10 +1,15 @@
+import { readFileSync } from 'node:fs';
 import { StatusqError, StoreError } from '@statusq/core';
 import { urlSecrets } from '@statusq/core/adapter';
 import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, parseCommandLine, type Command } from './args.js';
 import * as commands from './commands.js';
+import { COMMAND_HELP } from './help.js';
 import type { Io } from './commands.js';
 
-export const USAGE = `usage: statusq <command> [flags]
+/** This package's version, from its package.json (shipped beside dist). */
+export const VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --help: its flags and defaults; statusq --version)
 
   init     --db URL [--table jobs]
   migrate  --db URL --table T [--with leases,retries,results] [--status-column C] [--order-column C]
@@ -36,11 +41,19 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
     (name === undefined ? io.err : io.out)(USAGE);
     return name === undefined ? 2 : 0;
   }
+  if (name === '--version' || name === '-v') {
+    io.out(VERSION);
+    return 0;
+  }
   if (!(name in COMMAND_FLAGS)) {
     io.err(`statusq: unknown command ${JSON.stringify(name)}; commands: ${Object.keys(COMMAND_FLAGS).join(', ')} (statusq --help)`);
     return 2;
   }
   const command = name as Command;
+  if (rest.includes('--help') || rest.includes('-h')) {
+    io.out(COMMAND_HELP[command]);
+    return 0;
+  }
   try {
     const flags = parseCommandLine(command, rest);
     return await commands[command](flags, io, rest);

@@ -1,0 +1,76 @@
+// What `statusq <command> --help` prints: each command's flags with their defaults and units.
+import type { Command } from './args.js';
+
+const DB = '  --db URL                    sqlite:PATH, postgres://user:pass@host:port/db or mysql://user:pass@host:port/db\n' +
+  '                              (default: $STATUSQ_DATABASE_URL, else $DATABASE_URL)\n' +
+  '  --adapter MODULE            the adapter package or file to load (default: by the URL scheme; $STATUSQ_ADAPTER)';
+const COLUMNS = '  --id-column C               the primary key (default id)\n' +
+  '  --status-column C           the status column (default status)\n' +
+  '  --order-column C            the queue order column (default date)';
+
+export const COMMAND_HELP: Readonly<Record<Command, string>> = {
+  init: `usage: statusq init --db URL [--table jobs]
+Creates a managed queue table (id, date, status, payload and every optional column, the pending index).
+On an existing table it adds what is missing.
+
+${DB}
+  --table T                   the table to create (default jobs)`,
+  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results]
+Prepares an existing table: adds the status column if missing (every row then pending), the optional column
+groups asked for and the pending-row index. Data is untouched; a second run changes nothing.
+
+${DB}
+  --table T                   the table (required)
+  --with GROUPS               comma-separated: leases (claimed_at, worker_id), retries (attempt_count,
+                              next_attempt_at, last_error), results (result, finished_at); default none
+  --status-column C           the status column (default status)
+  --order-column C            the queue order column (default date)`,
+  enqueue: `usage: statusq enqueue --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -)
+Inserts pending rows: payloads on a managed table, column values on an application's own table.
+
+${DB}
+  --table T                   the table (default jobs)
+  --payload JSON              one row
+  --file PATH                 one JSON value per line; - reads standard input
+  --chunk N                   commit every N rows (default: all rows in one transaction)`,
+  work: `usage: statusq work --db URL --table T --handler PATH [flags]
+Claims pending rows and runs the handler on each until stopped (SIGTERM/SIGINT), or until the queue is empty.
+
+${DB}
+  --table T                   the table (required)
+  --handler PATH              an ES module whose default export handles one job (required)
+${COLUMNS}
+  --order newest|oldest       which rows first (default newest)
+  --concurrency N             jobs at once per process (default 4)
+  --batch N                   most rows one claim takes (default: the concurrency)
+  --max-attempts N            tries before a job ends failed (default 3 with an attempt_count column, else 1)
+  --retry-delay DURATION      first backoff step, doubling, with next_attempt_at (default 1s)
+  --lease DURATION            a claim's lease, with claimed_at (default 5m)
+  --aging DURATION            rows older than this are claimed first, oldest first (default off)
+  --claim-strategy S          native (default) or conditional-update
+  --stop-timeout DURATION     how long a stop waits for running jobs before handing them back (default 30s)
+  --job-timeout DURATION      abort and fail an attempt running longer (default none)
+  --job-timeout-grace D       how long an aborted handler may take to end before the process recycles (default 5s)
+  --exit-when-empty           exit 0 once nothing is pending or processing
+  --processes P               run P worker processes under a supervisor
+  --verbose                   a line per job
+
+Durations need a unit: 250ms, 30s, 5m, 1h, 2d; at most 24d.`,
+  stats: `usage: statusq stats --db URL --table T [--json]
+Rows per status: pending, processing, done, abuse, failed, and other (any other status value).
+
+${DB}
+  --table T                   the table (required)
+${COLUMNS}
+  --json                      one JSON object instead of a table`,
+  requeue: `usage: statusq requeue --db URL --table T --status failed|abuse|processing [--id ID ...]
+Puts rows back to pending: every row of that status, or only the --id rows (exit 5 when some were not).
+
+${DB}
+  --table T                   the table (required)
+  --status S                  failed, abuse or processing (required)
+  --id ID                     only this row; repeatable
+${COLUMNS}
+  --lease DURATION            processing rows: only those whose lease expired this long ago (default 5m)
+  --force                     processing rows without leases: requeue them anyway (they may be running)`,
+};
