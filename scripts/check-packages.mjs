@@ -1,5 +1,5 @@
 // Checks the public packages as a user gets them: packs each one with pnpm (which rewrites workspace:
-// ranges), lints each tarball with publint, refuses a tarball that still names a workspace: range or a
+// ranges), lints each tarball with publint and @arethetypeswrong/cli, refuses a tarball that still names a workspace: range or a
 // private package, then installs the tarballs with plain npm into a fresh project outside the workspace and
 // runs what a user runs there: the conformance suite on SQLite (`runConformance(sqliteConformance)`) and the
 // CLI through npx. Run after the build: node scripts/check-packages.mjs
@@ -41,12 +41,18 @@ try {
       if (!listing.includes(required)) problems.push(`${manifest.name}: the tarball has no ${required.slice('package/'.length)}`);
     }
     if (listing.some((f) => f.endsWith('.test.ts') || f.includes('/src/test/'))) problems.push(`${manifest.name}: the tarball ships tests`);
-    try {
-      run(join(root, 'node_modules/.bin/publint'), ['--strict', tarball], work);
-    } catch (error) {
-      problems.push(`${manifest.name}: publint: ${error.stdout}${error.stderr}`);
+    for (const [tool, args] of [
+      ['publint', ['--strict', tarball]],
+      // ESM only, on purpose: CommonJS callers use import(); every entry's types must resolve for ESM and bundlers.
+      ['attw', ['--profile', 'esm-only', '--format', 'ascii', tarball]],
+    ]) {
+      try {
+        run(join(root, 'node_modules/.bin', tool), args, work);
+      } catch (error) {
+        problems.push(`${manifest.name}: ${tool}: ${error.stdout}${error.stderr}`);
+      }
     }
-    console.info(`${manifest.name}@${manifest.version}: ${listing.length} files, publint clean`);
+    console.info(`${manifest.name}@${manifest.version}: ${listing.length} files, publint and attw clean`);
   }
 
   // A fresh npm project, as a user starts one: core, one adapter and its driver, the CLI, the conformance kit.
