@@ -1,3 +1,6 @@
+/** The brand every statusq error carries: the names of its classes, most derived first. Shared by every copy. */
+const ERROR_KINDS = Symbol.for('statusq.error.kinds');
+
 /**
  * Every error statusq raises on purpose is a StatusqError with a stable `code`, so callers (and the CLI,
  * which turns them into one-line messages and exit code 2) can tell bad input from database trouble
@@ -9,6 +12,19 @@ export class StatusqError extends Error {
     super(message, options);
     this.name = new.target.name;
     this.code = code;
+    const kinds: string[] = [];
+    for (let c: unknown = new.target; typeof c === 'function' && c !== Error; c = Object.getPrototypeOf(c)) kinds.push((c as { name: string }).name);
+    Object.defineProperty(this, ERROR_KINDS, { value: kinds, enumerable: false });
+  }
+
+  /**
+   * `instanceof` that holds across copies of @statusq/core (an adapter resolved to its own copy, two
+   * versions in one tree): an error is an instance of a statusq error class when it was built by a class of
+   * that name, in any copy. Brand, not prototype.
+   */
+  static [Symbol.hasInstance](value: unknown): boolean {
+    const kinds = typeof value === 'object' && value !== null ? (value as Record<symbol, unknown>)[ERROR_KINDS] : undefined;
+    return Array.isArray(kinds) && kinds.includes(this.name);
   }
 }
 
@@ -108,6 +124,11 @@ export class EnqueueError extends StoreError {
     this.item = item;
     this.committed = committed;
   }
+}
+
+/** Whether `error` is a StoreError from any copy of @statusq/core (the same as `instanceof StoreError`). */
+export function isStoreError(error: unknown): error is StoreError {
+  return error instanceof StoreError;
 }
 
 export function isRetryableStoreError(error: unknown): error is StoreError {

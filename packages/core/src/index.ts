@@ -15,6 +15,7 @@ export {
   StoreError,
   EnqueueError,
   isRetryableStoreError,
+  isStoreError,
   describeError,
   type StoreErrorKind,
 } from './errors.js';
