@@ -22,7 +22,7 @@ export class StatusqError extends Error {
    * versions in one tree): an error is an instance of a statusq error class when it was built by a class of
    * that name, in any copy. Brand, not prototype.
    */
-  static [Symbol.hasInstance](value: unknown): boolean {
+  static override [Symbol.hasInstance](value: unknown): boolean {
     const kinds = typeof value === 'object' && value !== null ? (value as Record<symbol, unknown>)[ERROR_KINDS] : undefined;
     return Array.isArray(kinds) && kinds.includes(this.name);
   }
