@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import type * as errors from './errors.js';
 import { ConfigError, StatusqError, StoreError, isStoreError } from './errors.js';
 
 describe('statusq errors across copies of @statusq/core', () => {
   it('instanceof and isStoreError hold for an error built by another copy of the module, by brand', async () => {
     // A second instance of the same module: what an application gets when an adapter resolved its own copy.
-    const other = (await import('./errors.js?second-copy')) as typeof import('./errors.js');
+    const secondCopy = './errors.js?second-copy';
+    const other = (await import(secondCopy)) as typeof errors;
     expect(other.StoreError).not.toBe(StoreError);
     const foreign = new other.StoreError('Busy', 'locked', 'SQLITE_BUSY');
     expect(foreign instanceof StoreError).toBe(true);
