@@ -61,11 +61,19 @@ export {
   type StartedWorker,
 } from './harness.js';
 
+/** The longest one case may run unless `testTimeoutMs` says otherwise; the slowest (chaos, outages) take ~20 s on 2 cores. */
+const CASE_TIMEOUT_MS = 120_000;
+/** Creating and dropping a test's database. */
+const HOOK_TIMEOUT_MS = 60_000;
+
 export function runConformance(options: ConformanceOptions): void {
   if (!options || typeof options.url !== 'function' || typeof options.adapterModule !== 'string' || typeof options.fixtures?.tableA !== 'function') {
     throw new TypeError('runConformance needs { name, adapterModule, url, fixtures }');
   }
-  describe(`statusq conformance: ${options.name}`, () => {
+  // Real workers, processes and servers: a case takes seconds, far past vitest's 5 s default, so the suite
+  // sets its own bounds and a project's vitest config needs nothing.
+  const timeout = options.testTimeoutMs ?? CASE_TIMEOUT_MS;
+  describe(`statusq conformance: ${options.name}`, { timeout }, () => {
     let current: TestEnv | undefined;
     const env = (): TestEnv => {
       if (!current) throw new Error('conformance: no test environment (called outside a test?)');
@@ -74,7 +82,7 @@ export function runConformance(options: ConformanceOptions): void {
 
     beforeEach(async () => {
       current = new TestEnv(options, await options.url());
-    });
+    }, HOOK_TIMEOUT_MS);
 
     afterEach(async (context) => {
       const test = current;
@@ -85,7 +93,7 @@ export function runConformance(options: ConformanceOptions): void {
       await test.dispose();
       await options.dropDatabase?.(test.url);
       if (leaks.length > 0) throw new Error(`leak check failed: ${leaks.join('; ')}`);
-    });
+    }, HOOK_TIMEOUT_MS);
 
     stateMachineCases(env);
     fencingCases(env);

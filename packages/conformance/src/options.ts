@@ -19,6 +19,8 @@ export interface ConformanceOptions {
    */
   createStore?: (url: string) => Promise<Store>;
   /** The tables the suite creates, in this database's DDL (the adapter's `./testing` entry exports them). */
+  /** Longest one case may run, in ms. Default 120000: cases race real workers, processes and servers. */
+  testTimeoutMs?: number;
   fixtures: FixtureTables;
   /**
    * A VARCHAR(n) column refuses longer text and the adapter's describeTable reports n. Default true; false
