@@ -4,7 +4,8 @@ import { pathToFileURL } from 'node:url';
 import { HandlerError } from './errors.js';
 import type { JobId, Row } from './store.js';
 
-export interface Job<R extends Row = Row> {
+/** `R` is the row's type; an interface of the table's columns will do (no index signature needed). */
+export interface Job<R extends object = Row> {
   readonly id: JobId;
   /** The row's columns as the database returned them after the claim. */
   readonly row: R;
@@ -28,8 +29,8 @@ export interface JobContext {
   readonly workerId: string;
 }
 
-export type Handler = (job: Job, ctx: JobContext) => unknown;
-export type AbuseRule = (row: Row) => boolean | Promise<boolean>;
+export type Handler<R extends object = Row> = (job: Job<R>, ctx: JobContext) => unknown;
+export type AbuseRule<R extends object = Row> = (row: R) => boolean | Promise<boolean>;
 
 /** The outcome a handler chose through its context. */
 export class SettleDirective {

@@ -3,15 +3,16 @@ import { randomBytes } from 'node:crypto';
 import { ConfigError } from './errors.js';
 import type { AbuseRule, Handler } from './handler.js';
 import { DEFAULT_LEASE_MS } from './queue.js';
-import type { ClaimStrategy, Store } from './store.js';
+import type { ClaimStrategy, Row, Store } from './store.js';
 import type { ResolvedTable, TableConfig } from './table.js';
 
-export interface WorkerOptions {
+/** `R`: the type of a claimed row (`job.row`), e.g. an interface of the table's columns. Default: any columns. */
+export interface WorkerOptions<R extends object = Row> {
   store: Store;
   table: TableConfig;
-  handler: Handler;
+  handler: Handler<R>;
   /** Business rule run on each claimed row before the handler; true settles the row to abuse (2). */
-  isAbuse?: AbuseRule | undefined;
+  isAbuse?: AbuseRule<R> | undefined;
   /** Jobs run at once in this process. Default 4. */
   concurrency?: number | undefined;
   /** Rows claimed per claim call, at most the free slots. Default: the concurrency. */

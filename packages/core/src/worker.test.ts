@@ -137,3 +137,32 @@ describe('Worker on an in-memory store', () => {
     never.open();
   });
 });
+
+describe('Worker.create<Row>', () => {
+  it('hands the handler and the abuse rule rows typed by an interface of the table (no index signature), as the database returned them', async () => {
+    interface JobRow {
+      id: number;
+      date: number;
+      status: number | null;
+    }
+    const s = await withJobs(3);
+    const seen: number[] = [];
+    const w = await Worker.create<JobRow>({
+      store: s,
+      table: { table: 'jobs' },
+      claimStrategy: 'conditional-update',
+      pollMinMs: 1,
+      pollMaxMs: 5,
+      exitWhenEmpty: true,
+      isAbuse: (row) => row.date === 2,
+      handler: async (job) => {
+        const date: number = job.row.date;
+        seen.push(date);
+        // @ts-expect-error the row type names the table's columns only
+        void job.row.url;
+      },
+    });
+    expect(await w.run()).toMatchObject({ completed: 2, abused: 1 });
+    expect(seen.sort()).toEqual([1, 3]);
+  });
+});

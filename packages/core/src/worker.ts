@@ -116,11 +116,12 @@ export class Worker extends TypedEmitter {
   }
 
   /** Validates options and the table (missing table or column: SchemaError) before any row is touched. */
-  static async create(options: WorkerOptions): Promise<Worker> {
+  static async create<R extends object = Row>(options: WorkerOptions<R>): Promise<Worker> {
     if (!options || typeof options !== 'object') throw new ConfigError('worker options must be an object');
     if (!options.store) throw new ConfigError('worker needs a store');
     const queue = await Queue.open(options.store, options.table);
-    return new Worker(queue, options);
+    // The row type is the caller's promise about its table; inside, a row is whatever the database returned.
+    return new Worker(queue, options as unknown as WorkerOptions);
   }
 
   /**
