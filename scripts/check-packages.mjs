@@ -4,7 +4,7 @@
 // runs what a user runs there: the conformance suite on SQLite (`runConformance(sqliteConformance)`) and the
 // CLI through npx. Run after the build: node scripts/check-packages.mjs
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -29,9 +29,11 @@ try {
     if (manifest.private) privateNames.add(manifest.name);
   }
   const tarballs = readdirSync(packs).filter((f) => f.endsWith('.tgz')).map((f) => join(packs, f));
+  const tarballOf = new Map();
   for (const tarball of tarballs) {
     const listing = run('tar', ['-tzf', tarball], work).trim().split('\n');
     const manifest = JSON.parse(run('tar', ['-xzOf', tarball, 'package/package.json'], work));
+    tarballOf.set(manifest.name, tarball);
     const ranges = { ...manifest.dependencies, ...manifest.peerDependencies };
     for (const [dependency, range] of Object.entries(ranges)) {
       if (String(range).startsWith('workspace:')) problems.push(`${manifest.name}: ${dependency} is still ${range}`);
@@ -57,10 +59,9 @@ try {
 
   // A fresh npm project, as a user starts one: core, one adapter and its driver, the CLI, the conformance kit.
   const app = join(work, 'app');
-  run('mkdir', ['-p', join(app, 'test')], work);
+  mkdirSync(join(app, 'test'), { recursive: true });
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'statusq-consumer', private: true, type: 'module', scripts: { test: 'vitest run' } }, null, 2));
-  const pick = (name) => tarballs.find((t) => t.endsWith(`/${name}-0.1.0.tgz`));
-  const installed = ['statusq-core', 'statusq-schema', 'statusq-adapter-sqlite', 'statusq-conformance', 'statusq-test-fixtures', 'statusq'].map(pick);
+  const installed = ['@statusq/core', '@statusq/schema', '@statusq/adapter-sqlite', '@statusq/conformance', '@statusq/test-fixtures', 'statusq'].map((name) => tarballOf.get(name));
   run('npm', ['install', '--no-audit', '--no-fund', ...installed, 'better-sqlite3@12', 'vitest@4.1.12'], app);
   writeFileSync(
     join(app, 'test', 'conformance.test.mjs'),

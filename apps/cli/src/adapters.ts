@@ -36,7 +36,8 @@ export function adapterModuleFor(url: string, adapter: string | undefined): stri
   return adapter.startsWith('.') || isAbsolute(adapter) ? pathToFileURL(resolve(adapter)).href : adapter;
 }
 
-export async function openStore(url: string, options: ConnectOptions, adapter = process.env[ADAPTER_VARIABLE]): Promise<Store> {
+/** Opens `url` with the adapter module `adapter` names (see adapterModuleFor), or the one its scheme names. */
+export async function openStore(url: string, options: ConnectOptions, adapter: string | undefined): Promise<Store> {
   const scheme = schemeOf(url);
   const specifier = adapterModuleFor(url, adapter);
   const shown = specifier.startsWith('file:') ? fileURLToPath(specifier) : specifier;
