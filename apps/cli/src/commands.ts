@@ -108,7 +108,7 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
   const chunk = optionalInteger(flags, 'chunk');
   return withStore(flags, 'enqueue', false, async (store) => {
     const queue = await Queue.open(store, { ...config, orderColumn: await existingOrderColumn(store, config.table) });
-    const count = await queue.enqueue(items, { chunk, describeItem: where });
+    const count = (await queue.enqueue(items, { chunk, describeItem: where })).length;
     io.out(`enqueued ${count} row${count === 1 ? '' : 's'} into ${config.table}`);
     return 0;
   });

@@ -11,7 +11,9 @@ import {
   withPooledConnection,
   type PooledConnectionOps,
   type ClaimStrategy,
+  type CallerRunner,
   type ColumnInfo,
+  type JobId,
   type ExecResult,
   type NativeClaim,
   type ResolvedTable,
@@ -24,6 +26,7 @@ import {
   type StoreCallDeadlines,
   type StoreCapabilities,
 } from '@statusq/core/adapter';
+import { mysqlRunnerFor } from './mysql-caller-transaction.js';
 import { describeMysqlTable } from './mysql-catalog.js';
 import { mysqlNativeClaim, mysqlClaimWritesQuery } from './mysql-claim-sql.js';
 import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
@@ -58,6 +61,25 @@ export function bindValue(value: SqlValue): SqlValue {
     if (m) return `${m[1]} ${m[2]}`;
   }
   return value;
+}
+
+/** mysql2's result of one statement: the rows of a SELECT, or the OK packet of a write. */
+export function mysqlExecResult(result: unknown): ExecResult {
+  if (Array.isArray(result)) return { rows: result as Row[], affected: 0 };
+  const header = (result ?? {}) as { affectedRows?: unknown; insertId?: unknown };
+  // With mysql2's default FOUND_ROWS flag, affectedRows counts matched rows: an UPDATE whose guard
+  // matched reports 1 even when it wrote the same values (a heartbeat in the same millisecond).
+  return { rows: [], affected: Number(header.affectedRows ?? 0), insertId: insertIdOf(header.insertId) };
+}
+
+/**
+ * The auto-increment value an INSERT generated, typed as the store reads ids: a number, or past 2^53 a decimal
+ * string (supportBigNumbers). 0 means none was generated.
+ */
+function insertIdOf(value: unknown): JobId | undefined {
+  const text = typeof value === 'number' || typeof value === 'bigint' || typeof value === 'string' ? String(value) : '';
+  if (!/^\d+$/.test(text) || /^0+$/.test(text)) return undefined;
+  return Number.isSafeInteger(Number(text)) ? Number(text) : text;
 }
 
 /**
@@ -115,6 +137,11 @@ export class MysqlStore implements Store {
     } catch (error) {
       throw atStatement(error, position.failing);
     }
+  }
+
+  /** A knex transaction or a mysql2 connection in a transaction, the application's own (see mysqlRunnerFor). */
+  runnerFor(handle: unknown): CallerRunner {
+    return mysqlRunnerFor(handle);
   }
 
   describeTable(table: string): Promise<ColumnInfo[] | null> {
@@ -183,10 +210,7 @@ export class MysqlStore implements Store {
 
   private async run(conn: PoolConnection, statement: Statement): Promise<ExecResult> {
     const [result] = await conn.query({ sql: statement.sql, values: statement.params.map(bindValue) });
-    if (Array.isArray(result)) return { rows: result as Row[], affected: 0 };
-    // With mysql2's default FOUND_ROWS flag, affectedRows counts matched rows: an UPDATE whose guard
-    // matched reports 1 even when it wrote the same values (a heartbeat in the same millisecond).
-    return { rows: [], affected: Number((result as { affectedRows?: number }).affectedRows ?? 0) };
+    return mysqlExecResult(result);
   }
 
   private fail(error: unknown): unknown {

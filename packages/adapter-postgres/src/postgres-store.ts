@@ -14,6 +14,7 @@ import {
   withPooledConnection,
   type PooledConnectionOps,
   type ClosableSocket,
+  type CallerRunner,
   type ColumnInfo,
   type ExecResult,
   type NativeClaim,
@@ -26,6 +27,7 @@ import {
   type StoreCallDeadlines,
   type StoreCapabilities,
 } from '@statusq/core/adapter';
+import { postgresRunnerFor } from './postgres-caller-transaction.js';
 import { describePostgresTable } from './postgres-catalog.js';
 import { postgresNativeClaim } from './postgres-claim-sql.js';
 import { postgresDialect, postgresOrderTimeEncoding } from './postgres-dialect.js';
@@ -93,7 +95,7 @@ export class PostgresStore implements Store {
       ...(hasOptions ? {} : { options: '-c TimeZone=UTC' }),
       types: postgresTypes,
     };
-    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true, listenNotify: options.listen ?? true };
+    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true, insertReturning: true, listenNotify: options.listen ?? true };
     this.pool = new pg.Pool({ ...clientConfig, max, ...options.pool });
     // An idle connection that dies (server restart, pg_terminate_backend) is dropped by the pool; without a
     // listener its error would crash the process.
@@ -142,6 +144,11 @@ export class PostgresStore implements Store {
     } catch (error) {
       throw atStatement(error, position.failing);
     }
+  }
+
+  /** A knex transaction or a pg client in a transaction, the application's own (see postgresRunnerFor). */
+  runnerFor(handle: unknown): CallerRunner {
+    return postgresRunnerFor(handle);
   }
 
   async describeTable(table: string): Promise<ColumnInfo[] | null> {

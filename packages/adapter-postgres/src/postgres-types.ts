@@ -5,9 +5,9 @@ import pg from 'pg';
  * becomes a number when it fits, a bigint when it does not; `timestamp without time zone` is read as UTC,
  * which is what the session's time zone says it is.
  */
-const INT8_OID = 20;
+export const INT8_OID = 20;
 const TIMESTAMP_OID = 1114;
-function parseInt8(text: string): number | bigint {
+export function parseInt8(text: string): number | bigint {
   const n = Number(text);
   return Number.isSafeInteger(n) ? n : BigInt(text);
 }

@@ -92,4 +92,39 @@ export const postgresConformance = {
   createStore: (url: string) => connect(url),
   fixtures: postgresFixtures,
   queryPlans: postgresQueryPlans,
+  /** The two pg handles enqueue's `transaction` takes: a Client, and a Pool's client. */
+  callerConnections: (url: string) => [
+    {
+      label: 'pg Client',
+      open: async () => {
+        const client = new pg.Client({ connectionString: url });
+        client.on('error', () => undefined);
+        await client.connect();
+        return callerClient(client, () => client.end());
+      },
+    },
+    {
+      label: 'pg PoolClient',
+      open: async () => {
+        const pool = new pg.Pool({ connectionString: url, max: 1 });
+        pool.on('error', () => undefined);
+        return callerClient(await pool.connect(), async (client) => {
+          client.release();
+          await pool.end();
+        });
+      },
+    },
+  ],
+  knexConfig: (url: string) => ({ client: 'pg', connection: url, pool: { min: 0, max: 2 } }),
 };
+
+/** An application's open pg connection as the conformance suite drives it. */
+function callerClient<C extends pg.Client | pg.PoolClient>(client: C, end: (client: C) => Promise<void>) {
+  return {
+    handle: client as unknown,
+    run: async (sql: string, params: readonly unknown[] = []) => {
+      await client.query(sql, [...params]);
+    },
+    close: () => end(client),
+  };
+}

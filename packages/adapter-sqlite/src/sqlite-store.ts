@@ -10,12 +10,15 @@ import {
   type ColumnInfo,
   type ExecResult,
   type Row,
+  type SqlValue,
+  type CallerRunner,
   type SchemaSupport,
   type Statement,
   type StatementRunner,
   type Store,
   type StoreCapabilities,
 } from '@statusq/core/adapter';
+import { sqliteRunnerFor } from './sqlite-caller-transaction.js';
 import { sqliteNativeClaim } from './sqlite-claim-sql.js';
 import { sqliteDialect, sqliteHoldsIntegers, sqliteOrderTimeEncoding } from './sqlite-dialect.js';
 import { toStoreError } from './sqlite-errors.js';
@@ -48,7 +51,7 @@ const STATEMENT_CACHE_SIZE = 256;
 export class SqliteStore implements Store {
   readonly dialect = sqliteDialect;
   readonly schema: SchemaSupport = sqliteSchema;
-  readonly capabilities: StoreCapabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true };
+  readonly capabilities: StoreCapabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true, insertReturning: true };
   readonly nativeClaim = sqliteNativeClaim;
   private readonly db: Database.Database;
   private readonly cache = new Map<string, Database.Statement>();
@@ -121,6 +124,11 @@ export class SqliteStore implements Store {
     }
   }
 
+  /** A knex transaction or a better-sqlite3 Database in a transaction, the application's own (see sqliteRunnerFor). */
+  runnerFor(handle: unknown): CallerRunner {
+    return sqliteRunnerFor(handle);
+  }
+
   async describeTable(table: string): Promise<ColumnInfo[] | null> {
     const [schema, name] = splitTableName(validateTableName(table));
     // The table-valued pragmas take names as parameters, so index names reach no SQL text.
@@ -157,7 +165,7 @@ export class SqliteStore implements Store {
     if (this.db.open) this.db.close();
   }
 
-  /** Runs one statement synchronously; RETURNING statements report their rows as affected. */
+  /** Runs one statement synchronously (see runPrepared). */
   private run(statement: Statement): ExecResult {
     let prepared = this.cache.get(statement.sql);
     if (!prepared) {
@@ -165,11 +173,7 @@ export class SqliteStore implements Store {
       if (this.cache.size >= STATEMENT_CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
       this.cache.set(statement.sql, prepared);
     }
-    if (prepared.reader) {
-      const rows = prepared.all(...statement.params) as Row[];
-      return { rows, affected: rows.length };
-    }
-    return { rows: [], affected: prepared.run(...statement.params).changes };
+    return runPrepared(prepared, statement.params);
   }
 
   private guard<T>(operation: () => T): T {
@@ -180,4 +184,20 @@ export class SqliteStore implements Store {
       throw toStoreError(error);
     }
   }
+}
+
+/** The part of a better-sqlite3 statement runPrepared uses (the application's own copy of the driver may differ). */
+export interface PreparedSqlite {
+  readonly reader: boolean;
+  all(...params: unknown[]): unknown[];
+  run(...params: unknown[]): { changes: number };
+}
+
+/** Runs a prepared statement; RETURNING statements report their rows as affected. */
+export function runPrepared(prepared: PreparedSqlite, params: readonly SqlValue[]): ExecResult {
+  if (prepared.reader) {
+    const rows = prepared.all(...params) as Row[];
+    return { rows, affected: rows.length };
+  }
+  return { rows: [], affected: prepared.run(...params).changes };
 }

@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import { connect } from './index.js';
 import { sqliteFixtures, sqliteQueryPlans } from './sqlite-fixtures.js';
 
@@ -31,4 +32,19 @@ export const sqliteConformance = {
     release: ['COMMIT'],
     nativeCode: /^SQLITE_BUSY/,
   },
+  /** The better-sqlite3 Database enqueue's `transaction` takes (inside BEGIN ... COMMIT). */
+  callerConnections: (url: string) => [
+    {
+      label: 'better-sqlite3 Database',
+      open: async () => {
+        const db = new Database(url.slice('sqlite:'.length), { timeout: 5000 });
+        return {
+          handle: db as unknown,
+          run: async (sql: string, params: readonly unknown[] = []) => void db.prepare(sql).run(...params),
+          close: async () => void db.close(),
+        };
+      },
+    },
+  ],
+  knexConfig: (url: string) => ({ client: 'better-sqlite3', connection: { filename: url.slice('sqlite:'.length) }, useNullAsDefault: true }),
 };

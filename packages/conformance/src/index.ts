@@ -39,8 +39,9 @@ import { schemaCases } from './cases/schema.js';
 import { capabilityCases } from './cases/capabilities.js';
 import { outageCases } from './cases/outages.js';
 import { frozenNetworkCases } from './cases/frozen-network.js';
+import { outboxCases } from './cases/outbox.js';
 
-export type { CallDeadlines, ConformanceOptions, DisposableServer, RaceRun, RaceScale, WriteLock } from './options.js';
+export type { CallDeadlines, CallerConnection, ConformanceOptions, DisposableServer, OpenCallerConnection, RaceRun, RaceScale, WriteLock } from './options.js';
 export type { CheckedTable, FixtureTables, QueryPlan, QueryPlans, TableDdl } from './fixtures.js';
 export { PrivateServer, type ServerSpec } from './private-server.js';
 export { TcpProxy, routeThrough, type ProxyAddress } from './tcp-proxy.js';
@@ -113,6 +114,7 @@ export function runConformance(options: ConformanceOptions): void {
     configCases(env);
     schemaCases(env);
     capabilityCases(env);
+    outboxCases(env, options);
     raceCases(env, options);
     processCases(env, options);
     outageCases(env, options);

@@ -1,4 +1,4 @@
-import type { ClaimStrategy, Store, WorkerCounters } from '@statusq/core';
+import type { ClaimStrategy, SqlValue, Store, WorkerCounters } from '@statusq/core';
 import type { FixtureTables, QueryPlans } from './fixtures.js';
 import type { ProxyAddress } from './tcp-proxy.js';
 
@@ -61,6 +61,34 @@ export interface ConformanceOptions {
    * `deadlines`. Without it (an embedded database has no network; its lock timeout bounds every wait) those cases skip.
    */
   throughProxy?: (url: string, deadlines: CallDeadlines) => { upstream: ProxyAddress; via(address: ProxyAddress): string };
+  /**
+   * The application's own driver connections to the database of `url`, one per kind of handle the adapter's
+   * `runnerFor` takes (a pg Client and a PoolClient, a mysql2 connection of each API), for the cases that
+   * enqueue inside the application's transaction (`[needs callerConnections]`). Without it those cases skip.
+   */
+  callerConnections?: (url: string) => CallerConnection[];
+  /**
+   * knex's configuration for the database of `url` (`{ client: 'pg', connection: ... }`), for the cases that
+   * enqueue inside a knex transaction (`[needs knex]`); the suite opens knex with it and destroys it after.
+   * Without it those cases skip.
+   */
+  knexConfig?: (url: string) => Record<string, unknown>;
+}
+
+/** See `ConformanceOptions.callerConnections`. */
+export interface CallerConnection {
+  /** Names the kind in messages: `pg Client`, `mysql2/promise pool connection`. */
+  readonly label: string;
+  open(): Promise<OpenCallerConnection>;
+}
+
+/** One open application connection; see `ConformanceOptions.callerConnections`. */
+export interface OpenCallerConnection {
+  /** What enqueue's `transaction` option is given. */
+  readonly handle: unknown;
+  /** Runs SQL on this connection (BEGIN, COMMIT, ROLLBACK, the application's own writes) with the dialect's placeholders. */
+  run(sql: string, params?: readonly SqlValue[]): Promise<void>;
+  close(): Promise<void>;
 }
 
 /** See `ConformanceOptions.writeLock`. */

@@ -67,22 +67,9 @@ export async function createJobs(store: Store, table = 'jobs'): Promise<Queue> {
 
 /** Enqueues payloads on a managed table and returns their ids in enqueue order. */
 export async function enqueueJobs(queue: Queue, payloads: readonly unknown[]): Promise<string[]> {
-  const before = await maxId(queue);
-  const inserted = await queue.enqueue(payloads);
-  if (inserted !== payloads.length) throw new Error(`enqueue inserted ${inserted} of ${payloads.length}`);
-  const q = (n: string) => queue.store.dialect.quoteIdentifier(n);
-  const { rows } = await queue.store.execute({
-    sql: `SELECT ${q('id')} AS id FROM ${q(queue.table.table)} WHERE ${q('id')} > ${queue.store.dialect.placeholder(1)} ORDER BY ${q('id')}`,
-    params: [before],
-  });
-  return rows.map((r) => String(r.id));
-}
-
-async function maxId(queue: Queue): Promise<number> {
-  const q = (n: string) => queue.store.dialect.quoteIdentifier(n);
-  const { rows } = await queue.store.execute({ sql: `SELECT MAX(${q('id')}) AS m FROM ${q(queue.table.table)}`, params: [] });
-  const m = rows[0]?.m;
-  return m === null || m === undefined ? 0 : Number(m);
+  const ids = await queue.enqueue(payloads);
+  if (ids.length !== payloads.length || ids.includes(null)) throw new Error(`enqueue returned ${JSON.stringify(ids.map(String))} for ${payloads.length} payloads`);
+  return ids.map(String);
 }
 
 /** The order column value for `date` in the representation the table uses (epoch ms, text, or native). */

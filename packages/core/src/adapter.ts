@@ -9,6 +9,7 @@ export * from './identifiers.js';
 export * from './urls.js';
 export * from './table.js';
 export * from './store.js';
+export * from './caller-transaction.js';
 export * from './transition-sql.js';
 export * from './claim.js';
 export * from './deadline.js';

@@ -1,3 +1,5 @@
+import type { JobId } from './store.js';
+
 /** The brand every statusq error carries: the names of its classes, most derived first. Shared by every copy. */
 const ERROR_KINDS = Symbol.for('statusq.error.kinds');
 
@@ -113,16 +115,20 @@ export function atStatement(error: unknown, index: number | undefined): unknown 
 
 /**
  * The database rejected a row of `Queue.enqueue`. `kind` and `nativeCode` are the rejection's own; `item` is
- * the rejected item (0-based; undefined when the database did not say which row of its transaction failed)
- * and `committed` how many rows earlier transactions committed (0 unless enqueueing in chunks).
+ * the rejected item (0-based; undefined when the database did not say which row of its transaction failed),
+ * `committed` how many rows earlier transactions committed (0 unless enqueueing in chunks) and `ids` their
+ * ids in item order, as enqueue would have returned them. In the caller's transaction nothing is committed by
+ * statusq: `committed` is 0, and the caller rolls its transaction back.
  */
 export class EnqueueError extends StoreError {
   readonly item: number | undefined;
   readonly committed: number;
-  constructor(message: string, cause: StoreError, item: number | undefined, committed: number) {
+  readonly ids: ReadonlyArray<JobId | null>;
+  constructor(message: string, cause: StoreError, item: number | undefined, committed: number, ids: ReadonlyArray<JobId | null> = []) {
     super(cause.kind, message, cause.nativeCode, { cause });
     this.item = item;
     this.committed = committed;
+    this.ids = ids;
   }
 }
 

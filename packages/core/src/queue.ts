@@ -49,10 +49,18 @@ export interface RequeueReport {
 }
 
 export interface EnqueueOptions {
-  /** Commit every `chunk` rows on their own instead of all rows in one transaction. */
+  /** Commit every `chunk` rows on their own instead of all rows in one transaction. Not with `transaction`. */
   chunk?: number | undefined;
   /** How messages name item `index` (0-based); default `item N`. The CLI names file lines. */
   describeItem?: ((index: number) => string) | undefined;
+  /**
+   * The application's open transaction, to write the rows in (the outbox pattern: the jobs commit with the
+   * application's own writes, or not at all). What the adapter takes (Store.runnerFor): a knex transaction
+   * (`trx`), or the driver's connection that began it (a pg Client or PoolClient, a mysql2 connection, a
+   * better-sqlite3 Database). statusq runs only the INSERTs on it: no BEGIN, COMMIT or ROLLBACK, and no retry,
+   * since a retry inside someone else's transaction could repeat or reorder writes the caller cannot see.
+   */
+  transaction?: unknown;
 }
 
 /**
@@ -199,24 +207,34 @@ export class Queue {
   }
 
   /**
-   * Inserts pending rows; how many. On a table with a payload column each item is a payload, stored as JSON.
-   * On a table without one each item must be an object of column values (an application's own rows). Every
-   * item is checked before anything is written. All rows go in one transaction: when the database rejects
-   * one, none is committed, and the EnqueueError names the item. With `chunk`, every `chunk` rows commit on
-   * their own (for a file too big for one transaction); a rejection then leaves the chunks before it
-   * committed, and the EnqueueError says how many rows that is.
+   * Inserts pending rows and returns their ids, in item order (`.length` is how many). On a table with a payload
+   * column each item is a payload, stored as JSON. On a table without one each item must be an object of
+   * column values (an application's own rows). Every item is checked before anything is written. All rows go
+   * in one transaction: when the database rejects one, none is committed, and the EnqueueError names the item.
+   * With `chunk`, every `chunk` rows commit on their own (for a file too big for one transaction); a rejection
+   * then leaves the chunks before it committed, and the EnqueueError says how many rows that is and their ids.
+   * With `transaction`, the rows are written in the caller's transaction (see EnqueueOptions.transaction).
+   *
+   * An id is the one the item set in the id column, else what the database returned for the INSERT: RETURNING
+   * on PostgreSQL and SQLite, the auto-increment value on MySQL/MariaDB. It is typed as the store reads ids
+   * (a number, or past 2^53 a bigint on PostgreSQL, a decimal string on MySQL). It is null only where the
+   * database cannot say: on MySQL/MariaDB, an id column without AUTO_INCREMENT, filled by a default or a
+   * trigger, that the item did not set. Every table initTable creates has known ids.
    */
-  async enqueue(items: readonly unknown[], options: EnqueueOptions = {}): Promise<number> {
+  async enqueue(items: readonly unknown[], options: EnqueueOptions = {}): Promise<Array<JobId | null>> {
     const describe = options.describeItem ?? ((index: number) => `item ${index + 1}`);
+    if (options.transaction !== undefined) return this.enqueueInTransaction(options.transaction, items, describe, options.chunk);
     const chunk = options.chunk ?? Math.max(1, items.length);
     if (!Number.isSafeInteger(chunk) || chunk < 1) throw new ConfigError(`enqueue chunk must be a positive integer, got ${chunk}`);
-    const statements = items.map((item, index) => this.sql.insert(this.rowFor(item, index, describe)));
-    let inserted = 0;
+    const returningId = this.store.capabilities.insertReturning;
+    const rows = items.map((item, index) => this.rowFor(item, index, describe));
+    const statements = rows.map((row) => this.sql.insert(row, { returningId }));
+    const ids: Array<JobId | null> = [];
     for (let start = 0; start < statements.length; start += chunk) {
       const slice = statements.slice(start, start + chunk);
       try {
         const results = await withStoreRetry(() => this.store.executeBatch(slice), STORE_RETRY.write);
-        inserted += results.reduce((n, r) => n + r.affected, 0);
+        results.forEach((result, i) => ids.push(this.insertedId(result, rows[start + i]!, returningId)));
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
         const item = error.statementIndex === undefined ? undefined : start + error.statementIndex;
@@ -224,11 +242,44 @@ export class Queue {
         const message =
           options.chunk === undefined
             ? `${where} was rejected by the database, so nothing was committed: ${error.message}`
-            : `${inserted} row${inserted === 1 ? '' : 's'} committed before ${where} failed: ${error.message}`;
-        throw new EnqueueError(message, error, item, inserted);
+            : `${ids.length} row${ids.length === 1 ? '' : 's'} committed before ${where} failed: ${error.message}`;
+        throw new EnqueueError(message, error, item, ids.length, ids);
       }
     }
-    return inserted;
+    return ids;
+  }
+
+  /** enqueue on the caller's open transaction: the INSERTs only, one by one, never retried. */
+  private async enqueueInTransaction(handle: unknown, items: readonly unknown[], describe: (index: number) => string, chunk: number | undefined): Promise<Array<JobId | null>> {
+    if (chunk !== undefined) throw new ConfigError('enqueue: chunk commits rows on their own, which cannot happen inside the caller\'s transaction; give chunk or transaction, not both');
+    if (!this.store.runnerFor) throw new ConfigError(`enqueue: this ${this.store.dialect.name} store cannot run in the caller's transaction (its adapter has no runnerFor)`);
+    const runner = this.store.runnerFor(handle);
+    const returningId = this.store.capabilities.insertReturning;
+    const rows = items.map((item, index) => this.rowFor(item, index, describe));
+    const ids: Array<JobId | null> = [];
+    for (const [index, row] of rows.entries()) {
+      let result: ExecResult;
+      try {
+        result = await runner.execute(this.sql.insert(row, { returningId, placeholder: runner.placeholder }));
+      } catch (error) {
+        if (!(error instanceof StoreError)) throw error;
+        throw new EnqueueError(`${describe(index)} was rejected by the database; statusq committed nothing, roll the transaction back: ${error.message}`, error, index, 0);
+      }
+      ids.push(this.insertedId(result, row, returningId));
+    }
+    return ids;
+  }
+
+  /** The id of the row `row` inserted (see enqueue). */
+  private insertedId(result: ExecResult, row: Record<string, SqlValue>, returningId: boolean): JobId | null {
+    if (returningId) {
+      const id = result.rows[0]?.id;
+      return typeof id === 'number' || typeof id === 'bigint' || typeof id === 'string' ? id : null;
+    }
+    const idColumn = this.table.id.toLowerCase();
+    const given = Object.keys(row).find((key) => key.toLowerCase() === idColumn);
+    const own = given === undefined ? null : row[given]!;
+    return own ?? result.insertId ?? null;
   }
 
   private rowFor(item: unknown, index: number, describe: (index: number) => string): Record<string, SqlValue> {

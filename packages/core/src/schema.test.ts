@@ -65,7 +65,7 @@ describe('initTable and migrateTable over a SchemaSupport', () => {
     ]);
     const queue = await Queue.open(store, { table: 'jobs' });
     expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true });
-    expect(await queue.enqueue([{ n: 1 }])).toBe(1);
+    expect(await queue.enqueue([{ n: 1 }])).toHaveLength(1);
     expect(store.rows('SELECT status, attempt_count, date > 0 AS dated FROM jobs')).toEqual([{ status: null, attempt_count: 0, dated: 1 }]);
 
     calls.length = 0;

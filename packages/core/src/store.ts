@@ -15,6 +15,12 @@ export interface ExecResult {
   rows: Row[];
   /** Rows changed by INSERT/UPDATE/DELETE. The claim and every settle are decided by this number. */
   affected: number;
+  /**
+   * The key a one-row INSERT generated, as the driver reports it (MySQL's insertId), typed as the store reads
+   * ids. Absent when the INSERT generated none, and from a store that returns inserted keys with RETURNING
+   * (`insertReturning`). Enqueue reads it only where neither RETURNING nor the item gave the id.
+   */
+  insertId?: JobId | undefined;
 }
 
 /**
@@ -53,6 +59,11 @@ export interface StoreCapabilities {
   returning: boolean;
   /** `waitForWork` is woken by the database when rows arrive (LISTEN/NOTIFY). Default false: polling only. */
   listenNotify: boolean;
+  /**
+   * INSERT ... RETURNING is available, so enqueue reads each new row's id from its own INSERT. Default false:
+   * the id is the one the item set, else the statement's `ExecResult.insertId`, else unknown (null).
+   */
+  insertReturning: boolean;
 }
 
 export const DEFAULT_CAPABILITIES: Readonly<StoreCapabilities> = Object.freeze({
@@ -60,6 +71,7 @@ export const DEFAULT_CAPABILITIES: Readonly<StoreCapabilities> = Object.freeze({
   skipLocked: false,
   returning: false,
   listenNotify: false,
+  insertReturning: false,
 });
 
 /**
@@ -89,6 +101,19 @@ export interface ClaimResult {
 /** Runs statements on the one connection of an open transaction (see Store.transaction). */
 export interface StatementRunner {
   execute(statement: Statement): Promise<ExecResult>;
+}
+
+/**
+ * Runs statements on a connection the application holds, inside the application's own open transaction (see
+ * Store.runnerFor). It never begins, commits, rolls back or retries; it rejects with StoreError, mapped by the
+ * adapter's own error mapper.
+ */
+export interface CallerRunner extends StatementRunner {
+  /**
+   * The placeholder its statements must use when that is not the dialect's own: knex takes `?` on every
+   * database and numbers them itself. Default: the dialect's `placeholder`.
+   */
+  readonly placeholder?: ((index: number) => string) | undefined;
 }
 
 /**
@@ -155,6 +180,14 @@ export interface Store {
    * other call of this store may run inside it. Needed by a `nativeClaim` that runs more than one statement.
    */
   transaction?<T>(body: (tx: StatementRunner) => Promise<T>): Promise<T>;
+
+  /**
+   * The runner for a connection or transaction the application holds (a knex transaction, the driver's own
+   * connection), so enqueue writes its rows in the application's transaction (the outbox pattern). Recognises
+   * the handle by its shape (core imports no driver) and throws ConfigError naming what it accepts for
+   * anything else. Absent: enqueue's `transaction` option is a ConfigError.
+   */
+  runnerFor?(handle: unknown): CallerRunner;
 
   /** The table's columns, or null when the table does not exist. */
   describeTable(table: string): Promise<ColumnInfo[] | null>;

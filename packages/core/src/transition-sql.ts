@@ -361,11 +361,16 @@ export class TransitionSql {
     return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${this.statusHolds(code)} LIMIT 1`, params: [] };
   }
 
-  insert(row: Record<string, SqlValue>): Statement {
-    const p = new Params(this.dialect);
+  /**
+   * One pending row. `returningId`: the INSERT returns the new row's id as `id` (StoreCapabilities.insertReturning).
+   * `placeholder`: the one the runner takes when it is not the dialect's (CallerRunner.placeholder).
+   */
+  insert(row: Record<string, SqlValue>, options: { returningId?: boolean; placeholder?: ((index: number) => string) | undefined } = {}): Statement {
+    const p = new Params(options.placeholder ? { ...this.dialect, placeholder: options.placeholder } : this.dialect);
     const names = Object.keys(row);
     const columns = names.map((n) => this.dialect.quoteIdentifier(n)).join(', ');
     const values = names.map((n) => p.add(row[n]!)).join(', ');
-    return { sql: `INSERT INTO ${this.q.table} (${columns}) VALUES (${values})`, params: p.values };
+    const returning = options.returningId ? ` RETURNING ${this.q.id} AS id` : '';
+    return { sql: `INSERT INTO ${this.q.table} (${columns}) VALUES (${values})${returning}`, params: p.values };
   }
 }

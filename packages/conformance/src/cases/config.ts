@@ -307,7 +307,7 @@ export function configCases(env: () => TestEnv): void {
         expect((error as ConfigError).message).toMatch(/item 2: the payload does not fit column payload: 20 characters; the column holds at most 10/);
         expect((await readRows(store, 'bounded')).length).toBe(0);
       }
-      expect(await queue.enqueue([{ n: 1 }])).toBe(1);
+      expect(await queue.enqueue([{ n: 1 }])).toHaveLength(1);
       const reason = 'a reason longer than twenty characters';
       const w = await env().startWorker({
         store,
@@ -326,7 +326,7 @@ export function configCases(env: () => TestEnv): void {
       // A result longer than the column holds fails its row at once, with the reason, instead of failing
       // every settle and running again by lease.
       await store.execute({ sql: `DELETE FROM ${store.dialect.quoteIdentifier('bounded')}`, params: [] });
-      expect(await queue.enqueue([{ n: 2 }])).toBe(1);
+      expect(await queue.enqueue([{ n: 2 }])).toHaveLength(1);
       const big = await env().startWorker({ store, table: { table: 'bounded' }, exitWhenEmpty: true, ...FAST, handler: async () => 'x'.repeat(50) }, 'big result');
       const counters = await withDeadline(big.done, 30_000, 'the worker to settle the big result');
       const [bigRow] = await readRows(store, 'bounded');
