@@ -2,7 +2,8 @@ import { ConfigError, deadlinesFromUrl, parseServerUrl, poolFromUrl, type ClaimS
 import type { MysqlIsolation, MysqlStoreOptions } from './mysql-options.js';
 import { MysqlStore } from './mysql-store.js';
 
-export { MysqlStore, bindValue, type MysqlStoreStats } from './mysql-store.js';
+export { MysqlStore, type MysqlStoreStats } from './mysql-store.js';
+export { bindValue } from './mysql-results.js';
 export { parseServerVersion, type MysqlServerInfo } from './mysql-pool.js';
 export type { MysqlIsolation, MysqlStoreOptions } from './mysql-options.js';
 export { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';

@@ -5,7 +5,7 @@
  */
 import { ConfigError, KNEX_PLACEHOLDER, callerRunner, knexTransactionOf, unrecognisedHandle, type CallerRunner } from '@statusq/core/adapter';
 import { toStoreError } from './mysql-errors.js';
-import { bindValue, mysqlExecResult } from './mysql-store.js';
+import { bindValue, mysqlExecResult } from './mysql-results.js';
 
 const ACCEPTED = 'a knex transaction (trx) on MySQL, or the mysql2 connection that began a transaction (mysql2 or mysql2/promise, a pool connection too)';
 

@@ -5,7 +5,7 @@
  */
 import { ConfigError, KNEX_PLACEHOLDER, callerRunner, knexTransactionOf, unrecognisedHandle, type CallerRunner, type ExecResult, type Row } from '@statusq/core/adapter';
 import { toStoreError } from './sqlite-errors.js';
-import { runPrepared, type PreparedSqlite } from './sqlite-store.js';
+import { runPrepared, type PreparedSqlite } from './sqlite-statements.js';
 
 const ACCEPTED = 'a knex transaction (trx) on SQLite, or a better-sqlite3 Database inside a transaction (BEGIN ... COMMIT)';
 

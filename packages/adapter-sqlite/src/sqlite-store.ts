@@ -9,8 +9,6 @@ import {
   validateTableName,
   type ColumnInfo,
   type ExecResult,
-  type Row,
-  type SqlValue,
   type CallerRunner,
   type SchemaSupport,
   type Statement,
@@ -23,6 +21,7 @@ import { sqliteNativeClaim } from './sqlite-claim-sql.js';
 import { sqliteDialect, sqliteHoldsIntegers, sqliteOrderTimeEncoding } from './sqlite-dialect.js';
 import { toStoreError } from './sqlite-errors.js';
 import { sqliteSchema } from './sqlite-schema.js';
+import { runPrepared } from './sqlite-statements.js';
 
 export interface SqliteStoreOptions {
   /** Path of the database file, or `:memory:`. */
@@ -186,18 +185,3 @@ export class SqliteStore implements Store {
   }
 }
 
-/** The part of a better-sqlite3 statement runPrepared uses (the application's own copy of the driver may differ). */
-export interface PreparedSqlite {
-  readonly reader: boolean;
-  all(...params: unknown[]): unknown[];
-  run(...params: unknown[]): { changes: number };
-}
-
-/** Runs a prepared statement; RETURNING statements report their rows as affected. */
-export function runPrepared(prepared: PreparedSqlite, params: readonly SqlValue[]): ExecResult {
-  if (prepared.reader) {
-    const rows = prepared.all(...params) as Row[];
-    return { rows, affected: rows.length };
-  }
-  return { rows: [], affected: prepared.run(...params).changes };
-}

@@ -12,6 +12,8 @@ const WHY = {
   queryPlans: 'no queryPlans option: no EXPLAIN reader was given',
   disposableServer: 'no disposableServer option: no private server the suite may restart',
   throughProxy: 'no throughProxy option: no TCP route to freeze (an embedded database has no network)',
+  callerConnections: "no callerConnections option: no way to open the driver's own connection for the outbox cases",
+  knex: 'no knexConfig option: no knex client for the outbox cases',
 } as const;
 
 export type Need = keyof typeof WHY;

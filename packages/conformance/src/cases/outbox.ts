@@ -1,3 +1,4 @@
+import { skipFor } from '../skips.js';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, EnqueueError, Queue, type JobId, type Store } from '@statusq/core';
 import { placeholders, readRows, type TestEnv } from '../harness.js';
@@ -95,7 +96,7 @@ export function outboxCases(env: () => TestEnv, options: ConformanceOptions): vo
     });
 
     it('[needs callerConnections] with the raw driver: the jobs and the application write commit together, or roll back together', async (ctx) => {
-      if (!options.callerConnections) ctx.skip();
+      if (!options.callerConnections) skipFor(ctx, 'callerConnections');
       const store = await env().store();
       const queue = await createJobs(store);
       await createOrders(store);
@@ -132,7 +133,7 @@ export function outboxCases(env: () => TestEnv, options: ConformanceOptions): vo
     });
 
     it('[needs knex] in a knex transaction: the jobs and the application write commit together, or roll back together', async (ctx) => {
-      if (!options.knexConfig) ctx.skip();
+      if (!options.knexConfig) skipFor(ctx, 'knex');
       const store = await env().store();
       const queue = await createJobs(store);
       await createOrders(store);
@@ -161,7 +162,7 @@ export function outboxCases(env: () => TestEnv, options: ConformanceOptions): vo
     });
 
     it('[needs callerConnections] a row the database rejects inside the caller transaction is an EnqueueError naming it; the rollback leaves nothing', async (ctx) => {
-      if (!options.callerConnections) ctx.skip();
+      if (!options.callerConnections) skipFor(ctx, 'callerConnections');
       const store = await env().store();
       await createTableA(env().fixtures, store, []);
       await createOrders(store);
