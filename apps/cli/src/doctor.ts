@@ -212,7 +212,7 @@ async function checkTable(store: Store, config: TableConfig, columns: ColumnInfo
     checks.push(optionalColumnsCheck(table, migrate));
     checks.push(...(await planChecks(store, table, migrate)));
   }
-  checks.push(await privilegesCheck(store, config, table));
+  checks.push(await privilegesCheck(store, config, columns, table));
 }
 
 /** The fix for a table resolveTable refused, where one statement or command is it. */
@@ -290,21 +290,32 @@ async function planChecks(store: Store, table: ResolvedTable, migrate: string): 
  * What the worker (SELECT, UPDATE) and enqueue (INSERT) need, probed with statements that match no row, each
  * in a transaction that is rolled back, so that not even a statement-level trigger leaves a trace.
  */
-async function privilegesCheck(store: Store, config: TableConfig, table: ResolvedTable | null): Promise<Check> {
+async function privilegesCheck(store: Store, config: TableConfig, columns: ColumnInfo[], table: ResolvedTable | null): Promise<Check> {
   const q = (name: string) => store.dialect.quoteIdentifier(name);
   const t = q(config.table);
-  const status = q(table?.status ?? config.statusColumn ?? 'status');
+  const status = table?.status ?? config.statusColumn ?? 'status';
   // Column privileges exist: every column a worker writes is named.
   const written = table ? [table.status, ...Object.values(table.columns)] : [config.statusColumn ?? 'status'];
-  const probes: Array<[privilege: string, needed: 'worker' | 'enqueue', statement: Statement]> = [
-    ['SELECT', 'worker', { sql: `SELECT * FROM ${t} WHERE 1 = 0`, params: [] }],
-    ['UPDATE', 'worker', { sql: `UPDATE ${t} SET ${written.map((c) => `${q(String(c))} = ${q(String(c))}`).join(', ')} WHERE 1 = 0`, params: [] }],
-    ['INSERT', 'enqueue', { sql: `INSERT INTO ${t} (${status}) SELECT NULL FROM (SELECT 1 AS one) statusq_probe WHERE 1 = 0`, params: [] }],
+  const insert = (names: readonly string[]) => ({
+    sql: `INSERT INTO ${t} (${names.map(q).join(', ')}) SELECT ${names.map(() => 'NULL').join(', ')} FROM (SELECT 1 AS one) statusq_probe WHERE 1 = 0`,
+    params: [],
+  });
+  // Each privilege is granted when one of its probes runs. INSERT of the status column alone is refused by
+  // MySQL when another NOT NULL column has no default, even for no row; naming every column is refused
+  // where a column may not be written (generated), so both are tried.
+  const probes: Array<[privilege: string, needed: 'worker' | 'enqueue', statements: Statement[]]> = [
+    ['SELECT', 'worker', [{ sql: `SELECT * FROM ${t} WHERE 1 = 0`, params: [] }]],
+    ['UPDATE', 'worker', [{ sql: `UPDATE ${t} SET ${written.map((c) => `${q(c)} = ${q(c)}`).join(', ')} WHERE 1 = 0`, params: [] }]],
+    ['INSERT', 'enqueue', [insert([status]), insert(columns.map((c) => c.name))]],
   ];
   const granted: string[] = [];
   const missing: Array<{ privilege: string; needed: string; why: string }> = [];
-  for (const [privilege, needed, statement] of probes) {
-    const failure = await rolledBack(store, statement);
+  for (const [privilege, needed, statements] of probes) {
+    let failure: string | null = null;
+    for (const statement of statements) {
+      failure = await rolledBack(store, statement);
+      if (failure === null) break;
+    }
     if (failure === null) granted.push(privilege);
     else missing.push({ privilege, needed, why: failure });
   }
