@@ -25,6 +25,7 @@ import {
   splitTableName,
   type ColumnInfo,
   type ExecResult,
+  type QueryPlan,
   type ResolvedTable,
   type Statement,
 } from '@statusq/core/adapter';
@@ -260,9 +261,17 @@ async function planChecks(store: Store, table: ResolvedTable, migrate: string): 
   const ddl = store.schema ? (await store.schema.createPendingIndex(table.table, { name: indexName, statusColumn: table.status, orderColumn: table.order })).map((s) => s.sql).join('; ') : null;
   const fix = `${migrate}${ddl ? ` (or: ${ddl})` : ''}`;
   const checks: Check[] = [];
-  const plans = [];
+  const plans: Array<QueryPlan | null> = [];
   for (const [name, statement] of statements) {
-    const plan = await inspection.explain(statement, { asIfLarge: true });
+    let plan: QueryPlan;
+    try {
+      plan = await inspection.explain(statement, { asIfLarge: true });
+    } catch (error) {
+      // PostgreSQL checks a locking SELECT's UPDATE privilege even to EXPLAIN it; the privileges check says which.
+      plans.push(null);
+      checks.push({ name, status: 'fail', detail: `EXPLAIN refused: ${message(error)}` });
+      continue;
+    }
     plans.push(plan);
     const served = plan.index !== null && !plan.sorts;
     const what = served ? `reads index ${plan.index}, no sort` : plan.index === null ? 'reads the whole table' : `reads index ${plan.index}, then sorts`;
@@ -277,10 +286,12 @@ async function planChecks(store: Store, table: ResolvedTable, migrate: string): 
     indexes = rows.map((r) => String(r.name));
   }
   const own = indexes?.find((name) => name.toLowerCase() === indexName.toLowerCase());
-  const serving = plans[0]!.index !== null && !plans[0]!.sorts ? plans[0]!.index : null;
+  const serving = plans[0] && plans[0].index !== null && !plans[0].sorts ? plans[0].index : null;
   const index: Check = own
     ? { name: 'pending index', status: 'pass', detail: own }
-    : serving
+    : plans[0] === null
+      ? { name: 'pending index', status: 'fail', detail: `no ${indexName}, and the claim's plan could not be read`, fix }
+      : serving
       ? { name: 'pending index', status: 'pass', detail: `no ${indexName}, but ${serving} serves the claim` }
       : { name: 'pending index', status: 'fail', detail: `no ${indexName} and no other index serves the claim: every claim reads every row, finished ones included`, fix };
   return [index, ...checks];
