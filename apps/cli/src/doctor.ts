@@ -21,6 +21,7 @@ import {
 import {
   TransitionSql,
   candidateStatements,
+  DEFAULT_OPTIONAL_COLUMN_NAMES,
   resolveTable,
   splitTableName,
   type ColumnInfo,
@@ -232,7 +233,7 @@ function optionalColumnsCheck(table: ResolvedTable, migrate: string): Check {
   const present = OPTIONAL_COLUMNS.filter((key) => table.columns[key] !== undefined);
   const absent = OPTIONAL_COLUMNS.filter((key) => table.columns[key] === undefined);
   const on = present.map((key) => `${table.columns[key]} (${OPTIONAL_COLUMN_ROLES[key]})`);
-  const detail = `${on.length > 0 ? `on: ${on.join(', ')}` : 'none: the seed\'s status-only queue'}${absent.length > 0 ? `; absent: ${absent.map((key) => OPTIONAL_COLUMN_ROLES[key].split(':')[0]).join(', ')}` : ''}`;
+  const detail = `${on.length > 0 ? `on: ${on.join(', ')}` : 'none: the seed\'s status-only queue'}${absent.length > 0 ? `; absent: ${absent.map((key) => DEFAULT_OPTIONAL_COLUMN_NAMES[key]).join(', ')}` : ''}`;
   // Without a lease, the rows of a worker that dies stay processing until someone requeues them by hand.
   if (!table.features.leases) {
     return { name: 'optional columns', status: 'warn', detail: `${detail}; without claimed_at a crashed worker's rows stay processing until requeue --force`, fix: `${migrate} --with leases,retries` };
