@@ -87,7 +87,7 @@ export async function doctor(flags: Flags, io: Io): Promise<number> {
       const reached = await checkServer(store, server, checks);
       if (reached && config) await checkTable(store, config, columns!, server.url, checks);
       if (reached && raceJobs > 0) {
-        const raced = await runRace(url, adapter, store, raceJobs, raceWorkers);
+        const raced = await runRace(url, adapter, store, raceJobs, raceWorkers, io);
         race = raced.report;
         checks.push(raceCheck(raced.report, raced.failure));
       }
@@ -367,7 +367,7 @@ async function rolledBack(store: Store, statement: Statement): Promise<string | 
  * each on its own store (as separate processes would be) claiming natively at once; every job must run
  * exactly once and end done. The scratch table is always dropped.
  */
-async function runRace(url: string, adapter: string | undefined, admin: Store, jobs: number, workers: number): Promise<{ report: RaceReport; failure: string | null }> {
+async function runRace(url: string, adapter: string | undefined, admin: Store, jobs: number, workers: number, io: Io): Promise<{ report: RaceReport; failure: string | null }> {
   const table = `statusq_doctor_${randomBytes(5).toString('hex')}`;
   const report: RaceReport = { table, jobs, workers, done: 0, ranTwice: 0, neverRan: jobs, left: { pending: 0, processing: 0, failed: 0, abuse: 0, other: 0 }, candidatesLost: 0, errors: 0, ms: 0, jobsPerSecond: 0, dropped: false };
   let failure: string | null = null;
@@ -396,11 +396,19 @@ async function runRace(url: string, adapter: string | undefined, admin: Store, j
       for (const racer of racers) racer.on('error', () => void report.errors++);
       const started = performance.now();
       let timer: NodeJS.Timeout | undefined;
-      const deadline = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), RACE_DEADLINE_MS)));
-      const finished = await Promise.race([Promise.all(racers.map((r) => r.run())), deadline]).finally(() => clearTimeout(timer));
+      let unregister = () => {};
+      // Past the deadline, or on SIGINT/SIGTERM, the workers are stopped so that the scratch table is still dropped.
+      const cut = new Promise<'late' | 'interrupted'>((resolve) => {
+        timer = setTimeout(() => resolve('late'), RACE_DEADLINE_MS);
+        unregister = io.onSignal(() => resolve('interrupted'));
+      });
+      const finished = await Promise.race([Promise.all(racers.map((r) => r.run())), cut]).finally(() => {
+        clearTimeout(timer);
+        unregister();
+      });
       report.ms = Math.round(performance.now() - started);
-      if (finished === 'late') {
-        failure = `the workers had not emptied the queue after ${RACE_DEADLINE_MS / 1000} s`;
+      if (finished === 'late' || finished === 'interrupted') {
+        failure = finished === 'late' ? `the workers had not emptied the queue after ${RACE_DEADLINE_MS / 1000} s` : 'interrupted by a signal';
         await Promise.all(racers.map((r) => r.stop(5_000)));
       } else {
         report.candidatesLost = finished.reduce((sum, c) => sum + c.candidatesLost, 0);
@@ -413,7 +421,7 @@ async function runRace(url: string, adapter: string | undefined, admin: Store, j
     report.left = { pending: counts.pending, processing: counts.processing, failed: counts.failed, abuse: counts.abuse, other: counts.other };
     report.ranTwice = [...runs.values()].filter((n) => n > 1).length;
     report.neverRan = [...runs.values()].filter((n) => n === 0).length;
-    report.jobsPerSecond = report.ms > 0 ? Math.round((jobs * 1000) / report.ms) : jobs;
+    report.jobsPerSecond = report.ms > 0 ? Math.round((report.done * 1000) / report.ms) : report.done;
   } catch (error) {
     failure = message(error);
   } finally {
