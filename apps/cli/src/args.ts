@@ -13,6 +13,7 @@ export const COMMAND_FLAGS = {
   ],
   stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'json'],
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
+  doctor: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'race-jobs', 'race-workers', 'json'],
 } as const;
 
 export type Command = keyof typeof COMMAND_FLAGS;
@@ -103,7 +104,7 @@ export function optionalDuration(flags: Flags, name: string): number | undefined
   return value === undefined ? undefined : parseDuration(value, `--${name}`);
 }
 
-/** The table description shared by work, stats and requeue. */
+/** The table description shared by work, stats, requeue and doctor. */
 export function tableConfig(flags: Flags, command: Command, defaultTable?: string): TableConfig {
   const table = optionalString(flags, 'table') ?? defaultTable;
   if (table === undefined) throw new ConfigError(`${command}: --table is required`);

@@ -15,7 +15,7 @@ export interface Io {
 }
 
 /** The adapter module named by --adapter, else by STATUSQ_ADAPTER; undefined: the URL's scheme decides. */
-function adapterOf(flags: Flags): string | undefined {
+export function adapterOf(flags: Flags): string | undefined {
   return optionalString(flags, 'adapter') ?? process.env[ADAPTER_VARIABLE];
 }
 

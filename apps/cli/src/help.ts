@@ -1,5 +1,6 @@
 // What `statusq <command> --help` prints: each command's flags with their defaults and units.
 import type { Command } from './args.js';
+import { RACE_DEFAULTS } from './doctor.js';
 
 const DB = '  --db URL                    sqlite:PATH, postgres://user:pass@host:port/db or mysql://user:pass@host:port/db\n' +
   '                              (default: $STATUSQ_DATABASE_URL, else $DATABASE_URL)\n' +
@@ -73,4 +74,17 @@ ${DB}
 ${COLUMNS}
   --lease DURATION            processing rows: only those whose lease expired this long ago (default 5m)
   --force                     processing rows without leases: requeue them anyway (they may be running)`,
+  doctor: `usage: statusq doctor --db URL [--table T] [--race-jobs N] [--race-workers N] [--json]
+Checks a database before going live: the server's version, settings, claim and clock; with --table, that
+table's columns, pending index, claim plan (EXPLAIN) and privileges; then a short race of workers on a
+scratch table it creates and drops (statusq_doctor_<random>). Changes no row of your tables.
+Exit 0 every check passed (warnings allowed), 1 a check failed, 2 bad input (a bad URL, a missing table).
+
+${DB}
+  --table T                   the table to check (default: none, only the server and the race)
+${COLUMNS}
+  --order newest|oldest       the order whose claim plan is checked (default newest)
+  --race-jobs N               rows in the race (default ${RACE_DEFAULTS.jobs}; 0 skips the race; at most 100000)
+  --race-workers N            workers racing, each with its own connections (default ${RACE_DEFAULTS.workers}; at most 32)
+  --json                      one JSON object: { ok, server, checks: [{ name, status, detail, fix? }], race }`,
 };

@@ -5,6 +5,7 @@
  */
 import type { Statement, Store } from '@statusq/core/adapter';
 import { mysqlDialect } from './mysql-dialect.js';
+import { analyzeMysqlTable, explainOnMysql } from './mysql-doctor.js';
 
 const q = (name: string) => mysqlDialect.quoteIdentifier(name);
 const TAIL = 'ENGINE=InnoDB DEFAULT CHARSET=utf8mb4';
@@ -32,20 +33,8 @@ export const mysqlFixtures = {
   },
 };
 
-/**
- * EXPLAIN prints a row a table read: `key` is the index it reads through, `type` ALL a read of the whole
- * table, and `Extra` says `Using filesort` (or `Using temporary`) when the rows are sorted after reading. A
- * candidate SELECT reads one table, so a plan of more rows is not served by one index.
- */
+/** The adapter's own plan reader (mysql-doctor.ts), as the conformance suite's QueryPlans. */
 export const mysqlQueryPlans = {
-  analyze: async (store: Store, table: string) => {
-    await store.execute({ sql: `ANALYZE TABLE ${q(table)}`, params: [] });
-  },
-  explain: async (store: Store, { sql, params }: Statement) => {
-    const { rows } = await store.execute({ sql: `EXPLAIN ${sql}`, params });
-    const text = rows.map((r) => `${String(r.table)}: type ${String(r.type)}, key ${String(r.key)}, ${String(r.Extra)}`).join(' | ');
-    const [only] = rows;
-    const index = rows.length === 1 && only!.type !== 'ALL' && only!.key ? String(only!.key) : null;
-    return { index, sorts: rows.some((r) => /filesort|temporary/i.test(String(r.Extra))), text };
-  },
+  analyze: analyzeMysqlTable,
+  explain: (store: Store, statement: Statement) => explainOnMysql(store, statement),
 };

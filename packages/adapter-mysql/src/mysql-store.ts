@@ -22,12 +22,14 @@ import {
   type Store,
   type StoreCallDeadlines,
   type StoreCapabilities,
+  type StoreInspection,
 } from '@statusq/core/adapter';
 import { mysqlRunnerFor } from './mysql-caller-transaction.js';
 import { bindValue, mysqlExecResult } from './mysql-results.js';
 import { describeMysqlTable } from './mysql-catalog.js';
 import { mysqlNativeClaim, mysqlClaimWritesQuery } from './mysql-claim-sql.js';
 import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
+import { mysqlInspection } from './mysql-doctor.js';
 import { isConnectionLost, isDeadlock, isLockWaitTimeout, toStoreError } from './mysql-errors.js';
 import { claimStrategyOption, type MysqlStoreOptions } from './mysql-options.js';
 import { deadlineError, endPool, openMysqlPool, socketOf, type MysqlServerInfo } from './mysql-pool.js';
@@ -60,6 +62,7 @@ export class MysqlStore implements Store {
   /** The claim this store runs: `native` (SKIP LOCKED) or `conditional-update` (forced, or the server has no SKIP LOCKED). */
   readonly claimStrategy: ClaimStrategy;
   readonly nativeClaim: NativeClaim | undefined;
+  readonly inspection: StoreInspection;
   private closed = false;
   private readonly knownClaimWrites = new Map<string, Promise<boolean>>();
 
@@ -74,6 +77,7 @@ export class MysqlStore implements Store {
     const native = this.claimStrategy === 'native';
     this.nativeClaim = native ? { ...mysqlNativeClaim, claimWritesAreKnown: (table) => this.claimWritesAreKnown(table) } : undefined;
     this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false };
+    this.inspection = mysqlInspection(this, server);
   }
 
   /** Opens the pool, checks the server is reachable and detects its flavor and version. */

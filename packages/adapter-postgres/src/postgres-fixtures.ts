@@ -4,6 +4,7 @@
  */
 import type { Statement, Store } from '@statusq/core/adapter';
 import { postgresDialect } from './postgres-dialect.js';
+import { analyzePostgresTable, explainOnPostgres } from './postgres-doctor.js';
 
 const q = (name: string) => postgresDialect.quoteIdentifier(name);
 
@@ -28,18 +29,8 @@ export const postgresFixtures = {
   },
 };
 
-/**
- * EXPLAIN prints a tree of nodes: `Index [Only] Scan [Backward] using name on t` reads the table through an
- * index, `Seq Scan on t` reads all of it, a `Sort` node sorts what was read.
- */
+/** The adapter's own plan reader (postgres-doctor.ts), as the conformance suite's QueryPlans. */
 export const postgresQueryPlans = {
-  analyze: async (store: Store, table: string) => {
-    await store.execute({ sql: `ANALYZE ${q(table)}`, params: [] });
-  },
-  explain: async (store: Store, { sql, params }: Statement) => {
-    const { rows } = await store.execute({ sql: `EXPLAIN ${sql}`, params });
-    const text = rows.map((r) => String(r['QUERY PLAN'])).join('\n');
-    const index = /Seq Scan/.test(text) ? null : (/Index (?:Only )?Scan(?: Backward)? using (\S+)/.exec(text)?.[1] ?? null);
-    return { index, sorts: /\bSort\b/.test(text), text };
-  },
+  analyze: analyzePostgresTable,
+  explain: (store: Store, statement: Statement) => explainOnPostgres(store, statement),
 };

@@ -1,6 +1,6 @@
 import type { SchemaSupport } from '@statusq/core/adapter';
 import { knexStatements } from '@statusq/schema';
-import { notifyChannel } from './postgres-dialect.js';
+import { notifyChannel, postgresDialect } from './postgres-dialect.js';
 
 const statements = knexStatements({
   client: 'pg',
@@ -15,6 +15,10 @@ const statements = knexStatements({
 /** Trigger names; a trigger's name is per table, so every queue table uses the same two. */
 const INSERT_TRIGGER = 'statusq_notify_insert';
 const UPDATE_TRIGGER = 'statusq_notify_update';
+/** The trigger function every queue table's triggers share. */
+const NOTIFY_FUNCTION = 'statusq_notify';
+/** Taken by whoever creates or drops the shared function, so an install and a drop never interleave. */
+const NOTIFY_LOCK = `SELECT pg_advisory_xact_lock(hashtext('${NOTIFY_FUNCTION}'))`;
 
 /** `initTable` / `migrateTable` on PostgreSQL, with the triggers that wake `waitForWork`. */
 export const postgresSchema: SchemaSupport = {
@@ -41,18 +45,33 @@ export const postgresSchema: SchemaSupport = {
     const status = q(statusColumn);
     await store.executeBatch([
       // Two migrations at once must not replace the shared function concurrently.
-      { sql: `SELECT pg_advisory_xact_lock(hashtext('statusq_notify'))`, params: [] },
+      { sql: NOTIFY_LOCK, params: [] },
       {
-        sql: `CREATE OR REPLACE FUNCTION statusq_notify() RETURNS trigger LANGUAGE plpgsql AS $fn$ BEGIN PERFORM pg_notify(TG_ARGV[0], ''); RETURN NULL; END $fn$`,
+        sql: `CREATE OR REPLACE FUNCTION ${NOTIFY_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $fn$ BEGIN PERFORM pg_notify(TG_ARGV[0], ''); RETURN NULL; END $fn$`,
         params: [],
       },
       { sql: `DROP TRIGGER IF EXISTS ${INSERT_TRIGGER} ON ${q(table)}`, params: [] },
-      { sql: `CREATE TRIGGER ${INSERT_TRIGGER} AFTER INSERT ON ${q(table)} FOR EACH STATEMENT EXECUTE PROCEDURE statusq_notify('${channel}')`, params: [] },
+      { sql: `CREATE TRIGGER ${INSERT_TRIGGER} AFTER INSERT ON ${q(table)} FOR EACH STATEMENT EXECUTE PROCEDURE ${NOTIFY_FUNCTION}('${channel}')`, params: [] },
       { sql: `DROP TRIGGER IF EXISTS ${UPDATE_TRIGGER} ON ${q(table)}`, params: [] },
       {
-        sql: `CREATE TRIGGER ${UPDATE_TRIGGER} AFTER UPDATE OF ${status} ON ${q(table)} FOR EACH ROW WHEN (NEW.${status} IS NULL AND OLD.${status} IS NOT NULL) EXECUTE PROCEDURE statusq_notify('${channel}')`,
+        sql: `CREATE TRIGGER ${UPDATE_TRIGGER} AFTER UPDATE OF ${status} ON ${q(table)} FOR EACH ROW WHEN (NEW.${status} IS NULL AND OLD.${status} IS NOT NULL) EXECUTE PROCEDURE ${NOTIFY_FUNCTION}('${channel}')`,
         params: [],
       },
     ]);
   },
+  /**
+   * The table (its triggers go with it), then the shared trigger function once no trigger of any table uses
+   * it: a function still serving another queue stays. Under the install's lock, so an `init` running at the
+   * same time either sees the function gone and creates it, or has its triggers counted here.
+   */
+  dropTable: async (table) => [
+    { sql: `DROP TABLE IF EXISTS ${postgresDialect.quoteIdentifier(table)}`, params: [] },
+    {
+      sql:
+        `DO $drop$ BEGIN PERFORM pg_advisory_xact_lock(hashtext('${NOTIFY_FUNCTION}')); ` +
+        `IF to_regprocedure('${NOTIFY_FUNCTION}()') IS NOT NULL AND NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgfoid = to_regprocedure('${NOTIFY_FUNCTION}()')::oid) ` +
+        `THEN DROP FUNCTION ${NOTIFY_FUNCTION}(); END IF; END $drop$`,
+      params: [],
+    },
+  ],
 };

@@ -26,11 +26,13 @@ import {
   type Store,
   type StoreCallDeadlines,
   type StoreCapabilities,
+  type StoreInspection,
 } from '@statusq/core/adapter';
 import { postgresRunnerFor } from './postgres-caller-transaction.js';
 import { describePostgresTable } from './postgres-catalog.js';
 import { postgresNativeClaim } from './postgres-claim-sql.js';
 import { postgresDialect, postgresOrderTimeEncoding } from './postgres-dialect.js';
+import { postgresInspection } from './postgres-doctor.js';
 import { isConnectionError, toStoreError } from './postgres-errors.js';
 import { PostgresListener } from './postgres-listener.js';
 import { postgresSchema } from './postgres-schema.js';
@@ -61,6 +63,7 @@ export interface PostgresStoreOptions extends ServerConnectionOptions {
 export class PostgresStore implements Store {
   readonly dialect = postgresDialect;
   readonly schema: SchemaSupport = postgresSchema;
+  readonly inspection: StoreInspection = postgresInspection(this);
   readonly capabilities: StoreCapabilities;
   readonly nativeClaim: NativeClaim = {
     ...postgresNativeClaim,

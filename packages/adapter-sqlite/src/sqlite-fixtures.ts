@@ -5,6 +5,7 @@
  */
 import type { Statement, Store } from '@statusq/core/adapter';
 import { sqliteDialect } from './sqlite-dialect.js';
+import { analyzeSqlite, explainOnSqlite } from './sqlite-doctor.js';
 
 const q = (name: string) => sqliteDialect.quoteIdentifier(name);
 
@@ -30,17 +31,8 @@ export const sqliteFixtures = {
   },
 };
 
-/**
- * EXPLAIN QUERY PLAN prints one line a step: `SEARCH t USING [COVERING] INDEX name (...)` or
- * `SCAN t [USING INDEX name]` reads the table, `USE TEMP B-TREE FOR ORDER BY` sorts what was read.
- */
+/** The adapter's own plan reader (sqlite-doctor.ts), as the conformance suite's QueryPlans. */
 export const sqliteQueryPlans = {
-  analyze: async (store: Store) => {
-    await store.execute({ sql: 'ANALYZE', params: [] });
-  },
-  explain: async (store: Store, { sql, params }: Statement) => {
-    const { rows } = await store.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, params });
-    const text = rows.map((r) => String(r.detail)).join(' | ');
-    return { index: /USING (?:COVERING )?INDEX (\S+)/.exec(text)?.[1] ?? null, sorts: /TEMP B-TREE/.test(text), text };
-  },
+  analyze: (store: Store) => analyzeSqlite(store),
+  explain: (store: Store, statement: Statement) => explainOnSqlite(store, statement),
 };

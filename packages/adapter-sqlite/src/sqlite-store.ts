@@ -15,10 +15,12 @@ import {
   type StatementRunner,
   type Store,
   type StoreCapabilities,
+  type StoreInspection,
 } from '@statusq/core/adapter';
 import { sqliteRunnerFor } from './sqlite-caller-transaction.js';
 import { sqliteNativeClaim } from './sqlite-claim-sql.js';
 import { sqliteDialect, sqliteHoldsIntegers, sqliteOrderTimeEncoding } from './sqlite-dialect.js';
+import { sqliteInspection } from './sqlite-doctor.js';
 import { toStoreError } from './sqlite-errors.js';
 import { sqliteSchema } from './sqlite-schema.js';
 import { runPrepared } from './sqlite-statements.js';
@@ -52,6 +54,7 @@ export class SqliteStore implements Store {
   readonly schema: SchemaSupport = sqliteSchema;
   readonly capabilities: StoreCapabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true, insertReturning: true };
   readonly nativeClaim = sqliteNativeClaim;
+  readonly inspection: StoreInspection = sqliteInspection(this);
   private readonly db: Database.Database;
   private readonly cache = new Map<string, Database.Statement>();
   private readonly gate = new ConnectionGate();

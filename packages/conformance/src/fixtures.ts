@@ -4,7 +4,7 @@
  * `./testing` entry; they need not import these types, the shapes are checked where they are passed to
  * `runConformance`.
  */
-import type { Statement, Store } from '@statusq/core/adapter';
+import type { QueryPlan, Statement, Store } from '@statusq/core/adapter';
 
 /** Statements that create a table named `table` on an empty database, run in order. */
 export type TableDdl = (table: string) => string[];
@@ -38,15 +38,8 @@ export interface FixtureTables {
   checked: Readonly<Record<CheckedTable, TableDdl | null>>;
 }
 
-/** How the database would run one SELECT on one table. */
-export interface QueryPlan {
-  /** The index the table is read through; null for a scan of the whole table. */
-  index: string | null;
-  /** The rows are sorted after they are read (a sort step, a temp B-tree, a filesort). */
-  sorts: boolean;
-  /** The plan as the database prints it, for failure messages. */
-  text: string;
-}
+/** How the database would run one SELECT on one table: the Store contract's own (Store.inspection). */
+export type { QueryPlan };
 
 /** Reading the database's query plans: enables the `[needs queryPlans]` case. */
 export interface QueryPlans {

@@ -49,7 +49,7 @@ export {
   type ResolvedTable,
   type QueueFeatures,
 } from './table.js';
-export type { Store, StoreCapabilities, ClaimStrategy, AdapterModule, ConnectOptions, JobId, Row, SqlValue } from './store.js';
+export type { Store, StoreCapabilities, StoreInspection, ServerFacts, QueryPlan, ExplainOptions, ClaimStrategy, AdapterModule, ConnectOptions, JobId, Row, SqlValue } from './store.js';
 export * from './queue.js';
 export * from './handler.js';
 export * from './events.js';

@@ -207,8 +207,55 @@ export interface Store {
    */
   waitForWork?(timeoutMs: number, signal: AbortSignal): Promise<void>;
 
+  /**
+   * What `statusq doctor` asks of the server (its version and settings, its clock, the plan of a claim's
+   * candidate SELECT). Absent: the doctor reports those facts as unknown and checks everything else.
+   */
+  readonly inspection?: StoreInspection;
+
   /** Closes the connection; further calls reject. */
   close(): Promise<void>;
+}
+
+/** The server as an operator checking it before going live needs to know it. */
+export interface ServerFacts {
+  /** Product and version as the server reports them, e.g. `MariaDB 10.11.6`, `PostgreSQL 15.4`. */
+  readonly version: string;
+  /** The isolation level statusq's transactions run at on this store's connections. */
+  readonly isolation: string;
+  /** The time zone of this store's sessions, in which the database's clock is read and written. */
+  readonly timeZone: string;
+  /** Other settings worth showing (the server's own default time zone, SQLite's journal mode), by name. */
+  readonly settings: Readonly<Record<string, string>>;
+}
+
+/** How the database would run one SELECT on one table. */
+export interface QueryPlan {
+  /** The index the table is read through; null for a scan of the whole table. */
+  index: string | null;
+  /** The rows are sorted after they are read (a sort step, a temp B-tree, a filesort). */
+  sorts: boolean;
+  /** The plan as the database prints it, for messages. */
+  text: string;
+}
+
+export interface ExplainOptions {
+  /**
+   * Plan as for a table big enough that reading it whole costs more than going through an index: on a small
+   * table (an application's table before it has grown) a planner rightly prefers a scan, which says nothing
+   * about the claim once the table holds millions of finished rows. The adapter tells the planner to prefer
+   * indexes where it can. Default false: the plan the planner picks now.
+   */
+  readonly asIfLarge?: boolean;
+}
+
+/** See Store.inspection. Every method reads only; none changes a row or a setting that outlives the call. */
+export interface StoreInspection {
+  serverFacts(): Promise<ServerFacts>;
+  /** The database's current time as epoch milliseconds, read in one round trip (the caller times it). */
+  clockMs(): Promise<number>;
+  /** How the database would run `statement` (a SELECT on one table), without running it. */
+  explain(statement: Statement, options?: ExplainOptions): Promise<QueryPlan>;
 }
 
 /** Options every adapter's `connect` understands. */
@@ -286,4 +333,9 @@ export interface SchemaSupport {
    * `store`. Idempotent; called after every create and migrate. Adapters that are only polled leave it out.
    */
   installWakeUps?(store: Store, table: string, statusColumn: string): Promise<void>;
+  /**
+   * Drops a table statusq created (the doctor's scratch table) and whatever `installWakeUps` left that
+   * nothing else uses any more. Absent: `DROP TABLE <quoted name>` is all it takes.
+   */
+  dropTable?(table: string): Promise<Statement[]>;
 }

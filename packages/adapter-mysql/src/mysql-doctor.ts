@@ -1,0 +1,83 @@
+/**
+ * What `statusq doctor` asks of a MySQL/MariaDB server (Store.inspection), and the one reader of its query
+ * plans, which the adapter's `./testing` entry hands to the conformance suite as well.
+ */
+import type { ExplainOptions, QueryPlan, Row, ServerFacts, Statement, Store, StoreInspection } from '@statusq/core/adapter';
+import { mysqlDialect } from './mysql-dialect.js';
+import type { MysqlServerInfo } from './mysql-pool.js';
+
+const q = (name: string) => mysqlDialect.quoteIdentifier(name);
+
+/** Refreshes the planner's statistics of `table`, so plans reflect the rows now in it. */
+export async function analyzeMysqlTable(store: Store, table: string): Promise<void> {
+  await store.execute({ sql: `ANALYZE TABLE ${q(table)}`, params: [] });
+}
+
+/**
+ * EXPLAIN prints a row a table read: `key` is the index it reads through, `type` ALL a read of the whole
+ * table, and `Extra` says `Using filesort` (or `Using temporary`) when the rows are sorted after reading. A
+ * candidate SELECT reads one table, so a plan of more rows is not served by one index.
+ */
+export function readMysqlPlan(rows: readonly Row[]): QueryPlan {
+  const text = rows.map((r) => `${String(r.table)}: type ${String(r.type)}, key ${String(r.key)}, ${String(r.Extra)}`).join(' | ');
+  const [only] = rows;
+  const index = rows.length === 1 && only!.type !== 'ALL' && only!.key ? String(only!.key) : null;
+  return { index, sorts: rows.some((r) => /filesort|temporary/i.test(String(r.Extra))), text };
+}
+
+/** The first table a SELECT reads, as core quotes it (`name` or `schema`.`name`). */
+const FROM_TABLE = /\bFROM\s+(`(?:[^`]|``)+`(?:\.`(?:[^`]|``)+`)?)/;
+
+/**
+ * `asIfLarge`: MySQL has no switch that prices table scans out, and on a small table whose rows are mostly
+ * pending it rightly reads the whole table and sorts. FORCE INDEX over every index of the table is that
+ * switch for one statement ("a table scan is used only if there is no way to use one of the named
+ * indexes"), so the plan keeps a scan or a filesort only where no index can avoid it.
+ */
+export async function explainOnMysql(store: Store, { sql, params }: Statement, options: ExplainOptions = {}): Promise<QueryPlan> {
+  let statement = sql;
+  const from = options.asIfLarge ? FROM_TABLE.exec(sql) : null;
+  if (from) {
+    const { rows } = await store.execute({ sql: `SHOW INDEX FROM ${from[1]}`, params: [] });
+    const indexes = [...new Set(rows.map((r) => String(r.Key_name)))];
+    if (indexes.length > 0) {
+      const at = from.index + from[0].length;
+      statement = `${sql.slice(0, at)} FORCE INDEX (${indexes.map(q).join(', ')})${sql.slice(at)}`;
+    }
+  }
+  return readMysqlPlan((await store.execute({ sql: `EXPLAIN ${statement}`, params })).rows);
+}
+
+async function isolationOf(store: Store): Promise<string> {
+  try {
+    return String((await store.execute({ sql: 'SELECT @@transaction_isolation AS level', params: [] })).rows[0]!.level);
+  } catch {
+    // MariaDB before 11.1 and MySQL before 5.7.20 name it tx_isolation only.
+    return String((await store.execute({ sql: 'SELECT @@tx_isolation AS level', params: [] })).rows[0]!.level);
+  }
+}
+
+export function mysqlInspection(store: Store, server: MysqlServerInfo): StoreInspection {
+  return {
+    async serverFacts(): Promise<ServerFacts> {
+      const { rows } = await store.execute({
+        sql: 'SELECT @@session.time_zone AS zone, @@global.time_zone AS server_zone, @@system_time_zone AS system_zone, @@innodb_lock_wait_timeout AS lock_wait, @@max_connections AS max_connections',
+        params: [],
+      });
+      const row = rows[0]!;
+      const serverZone = String(row.server_zone) === 'SYSTEM' ? `SYSTEM (${String(row.system_zone)})` : String(row.server_zone);
+      return {
+        version: `${server.flavor === 'mariadb' ? 'MariaDB' : 'MySQL'} ${server.version}`,
+        isolation: await isolationOf(store),
+        timeZone: String(row.zone),
+        settings: { 'server time_zone': serverZone, innodb_lock_wait_timeout: String(row.lock_wait), max_connections: String(row.max_connections) },
+      };
+    },
+    async clockMs(): Promise<number> {
+      // The session zone is UTC, so UNIX_TIMESTAMP reads NOW(3) as the instant it is.
+      const { rows } = await store.execute({ sql: 'SELECT UNIX_TIMESTAMP(NOW(3)) * 1000 AS ms', params: [] });
+      return Number(rows[0]!.ms);
+    },
+    explain: (statement, options) => explainOnMysql(store, statement, options),
+  };
+}
