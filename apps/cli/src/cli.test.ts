@@ -72,6 +72,12 @@ cliScenarios(
       const { statusq } = ctx();
       const version = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
       expect(await statusq('--version')).toMatchObject({ code: 0, stdout: version });
+      const usage = await statusq('--help');
+      expect(usage.code).toBe(0);
+      for (const form of ['sqlite:PATH', 'sqlite:///', 'postgres://', 'postgresql://', 'mysql://', 'mariadb://', 'maxConnections', 'connectTimeout', 'queryTimeout', 'schemaTimeout', 'claimStrategy']) {
+        expect(usage.stdout, form).toContain(form);
+      }
+      for (const unit of ['ms', 's', 'm', 'h', 'd']) expect(usage.stdout, unit).toMatch(new RegExp(`\\d${unit}\\b`));
       for (const [command, flags] of Object.entries(COMMAND_FLAGS)) {
         const run = await statusq(command, '--help');
         expect(run.code, command).toBe(0);

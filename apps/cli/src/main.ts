@@ -28,9 +28,15 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
 
 --db may be left out when STATUSQ_DATABASE_URL (or else DATABASE_URL) holds the URL; prefer that for a
 URL with a password, which --db shows to every user through ps.
-URLs: sqlite:PATH, postgres://user@host:port/db, mysql://user:pass@host:port/db; a URL x://... loads
-@statusq/adapter-x, and --adapter MODULE (or STATUSQ_ADAPTER) names any other adapter package or file.
-Durations need a unit: 250ms, 30s, 5m, 1h, 2d; at most 24d.
+URLs:
+  sqlite:PATH, sqlite:///abs/path                      SQLite file (@statusq/adapter-sqlite)
+  postgres://user:pass@host:port/db, postgresql://...  PostgreSQL (@statusq/adapter-postgres)
+  mysql://user:pass@host:port/db, mariadb://...        MySQL or MariaDB (@statusq/adapter-mysql)
+  x://...                                              loads @statusq/adapter-x; --adapter MODULE (or
+                                                       STATUSQ_ADAPTER) names any other package or file
+  PostgreSQL and MySQL URLs take ?maxConnections=N (pool size, default 4), ?connectTimeout=, ?queryTimeout=
+  and ?schemaTimeout= (durations); MySQL URLs also ?claimStrategy=native|conditional-update.
+Durations need a unit: ms, s, m, h or d (250ms, 30s, 5m, 1h, 2d); at most 24d.
 Exit codes: 0 ok (queue empty, or drained after a signal), 1 database or runtime failure (or worker
 processes crashing at start-up), 2 bad input, 3 stopped past --stop-timeout (running jobs aborted and
 handed back), 4 recycled (a job ignored --job-timeout), 5 requeue left some of the --id rows
