@@ -35,7 +35,7 @@ URLs:
   x://...                                              loads @statusq/adapter-x; --adapter MODULE (or
                                                        STATUSQ_ADAPTER) names any other package or file
   PostgreSQL and MySQL URLs take ?maxConnections=N (pool size, default 4), ?connectTimeout=, ?queryTimeout=
-  and ?schemaTimeout= (durations); MySQL URLs also ?claimStrategy=native|conditional-update.
+  and ?schemaTimeout= (whole milliseconds); MySQL URLs also ?claimStrategy=native|conditional-update.
 Durations need a unit: ms, s, m, h or d (250ms, 30s, 5m, 1h, 2d); at most 24d.
 Exit codes: 0 ok (queue empty, or drained after a signal), 1 database or runtime failure (or worker
 processes crashing at start-up), 2 bad input, 3 stopped past --stop-timeout (running jobs aborted and
