@@ -2,27 +2,23 @@
 // ranges), lints each tarball with publint and @arethetypeswrong/cli, refuses a tarball that still names a workspace: range or a
 // private package, then installs the tarballs with plain npm into a fresh project outside the workspace and
 // runs what a user runs there: the conformance suite on SQLite (`runConformance(sqliteConformance)`) and the
-// CLI through npx. Run after the build: node scripts/check-packages.mjs
-import { execFileSync } from 'node:child_process';
+// CLI through npx. Run after the build: node scripts/check-packages.mjs [--packs DIR]
+// With --packs, the tarballs are packed into DIR and left there for the next step (check-example.mjs).
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-
-const root = new URL('..', import.meta.url).pathname;
-const PUBLIC = ['packages/core', 'packages/schema', 'packages/adapter-sqlite', 'packages/adapter-postgres', 'packages/adapter-mysql', 'packages/conformance', 'test-fixtures', 'apps/cli'];
-const PNPM = ['-y', 'pnpm@12.4.2'];
-const run = (command, args, cwd, extra = {}) => execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...extra });
+import { PUBLIC, packPublic, packsArgument, root, run, tarballManifest } from './packs.mjs';
 
 const work = mkdtempSync(join(tmpdir(), 'statusq-packages-'));
 const problems = [];
 try {
-  const packs = join(work, 'packs');
+  const packs = packsArgument() ?? join(work, 'packs');
   const privateNames = new Set();
   for (const dir of PUBLIC) {
     const manifest = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
     if (manifest.private) problems.push(`${dir}: a public package is marked private`);
-    run('npx', [...PNPM, 'pack', '--pack-destination', packs], join(root, dir));
   }
+  packPublic(packs);
   const workspaceDirs = ['packages', 'apps'].flatMap((dir) => readdirSync(join(root, dir)).map((name) => join(dir, name))).concat('test-fixtures');
   for (const dir of workspaceDirs) {
     const manifest = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
@@ -32,7 +28,7 @@ try {
   const tarballOf = new Map();
   for (const tarball of tarballs) {
     const listing = run('tar', ['-tzf', tarball], work).trim().split('\n');
-    const manifest = JSON.parse(run('tar', ['-xzOf', tarball, 'package/package.json'], work));
+    const manifest = tarballManifest(tarball);
     tarballOf.set(manifest.name, tarball);
     const ranges = { ...manifest.dependencies, ...manifest.peerDependencies };
     for (const [dependency, range] of Object.entries(ranges)) {
