@@ -50,7 +50,7 @@ cliScenarios(
     it.each([
       ['a missing database file', () => ['work', '--db', `sqlite:${join(ctx().dir, 'absent.db')}`, '--table', 'jobs', '--handler', ctx().file('ok.mjs', 'export default async () => {};')], /cannot open SQLite database/],
       ['a URL without a scheme', () => ['stats', '--db', 'jobs.db', '--table', 'jobs'], /unsupported database URL "jobs.db"/],
-      ['a URL whose adapter is not installed', () => ['stats', '--db', 'oracle://x', '--table', 'jobs'], /oracle:\/\/x needs the adapter @statusq\/adapter-oracle \(npm install @statusq\/adapter-oracle; name another with --adapter or STATUSQ_ADAPTER\)/],
+      ['a URL whose adapter is not installed', () => ['stats', '--db', 'oracle://x', '--table', 'jobs'], /oracle:\/\/x needs the adapter @statusq\/adapter-oracle \(npm install @statusq\/adapter-oracle; or name another: connect.s adapter option, the CLI.s --adapter or STATUSQ_ADAPTER\)/],
       ['an --adapter file that does not exist', () => ['stats', '--db', 'lite:q.db', '--adapter', './absent.mjs', '--table', 'jobs'], /needs the adapter .*absent\.mjs \(no such file/],
       ['an --adapter module that is not an adapter', () => ['stats', '--db', 'lite:q.db', '--adapter', ctx().file('plain.mjs', 'export const x = 1;'), '--table', 'jobs'], /plain\.mjs is not a statusq adapter: it must export connect\(url, options\) and schemes/],
       ['an --adapter that serves other schemes', () => ['stats', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--adapter', '@statusq/adapter-postgres', '--table', 'jobs'], /the adapter @statusq\/adapter-postgres serves postgres:, postgresql:, not sqlite: URLs/],

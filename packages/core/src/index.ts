@@ -38,6 +38,7 @@ export {
 } from './status.js';
 export { parseDuration, formatDuration, MAX_DURATION_MS } from './duration.js';
 export { redactUrl } from './urls.js';
+export { connect, schemeOf, adapterModuleFor, type ConnectUrlOptions } from './connect.js';
 export {
   OPTIONAL_COLUMNS,
   DEFAULT_OPTIONAL_COLUMN_NAMES,

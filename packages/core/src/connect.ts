@@ -1,0 +1,115 @@
+import { existsSync, realpathSync } from 'node:fs';
+import { isAbsolute, resolve } from 'node:path';
+import { pathToFileURL, fileURLToPath } from 'node:url';
+import { resolve as resolveModule } from 'import-meta-resolve';
+import { ConfigError } from './errors.js';
+import type { AdapterModule, ConnectOptions, Store } from './store.js';
+import { redactUrl } from './urls.js';
+
+/**
+ * The package that serves each scheme of the adapters published with statusq. This is a list of package
+ * names and nothing more: what a database does lives in its adapter. Any other scheme `x` is served by
+ * `@statusq/adapter-x`, and the `adapter` option names any module outright, so a new database needs no
+ * change here.
+ */
+const PUBLISHED_ADAPTERS: Readonly<Record<string, string>> = {
+  sqlite: '@statusq/adapter-sqlite',
+  postgres: '@statusq/adapter-postgres',
+  postgresql: '@statusq/adapter-postgres',
+  mysql: '@statusq/adapter-mysql',
+  mariadb: '@statusq/adapter-mysql',
+};
+
+export interface ConnectUrlOptions extends ConnectOptions {
+  /**
+   * The adapter to use instead of the one the URL's scheme names: an adapter module itself (for bundlers and
+   * tests), a package name, or a file path (relative to the working directory). Its `schemes` must include
+   * the URL's.
+   */
+  adapter?: string | AdapterModule | undefined;
+}
+
+/**
+ * Opens `url` with the adapter its scheme names (`sqlite:PATH`, `postgres://`, `mysql://`, `mariadb://`,
+ * any `x:` as `@statusq/adapter-x`) or the one `options.adapter` names. The adapter is looked up where the
+ * application installed it, so an application depends on core plus the one adapter it uses; a missing one
+ * is a ConfigError saying what to install. Other options are handed to the adapter's `connect`.
+ */
+export async function connect<Options extends ConnectUrlOptions>(url: string, options?: Options): Promise<Store> {
+  const { adapter, ...adapterOptions } = options ?? ({} as Options);
+  const scheme = schemeOf(url);
+  const { module, name } = typeof adapter === 'object' && adapter !== null ? { module: adapter as Partial<AdapterModule>, name: 'the adapter option' } : await loadAdapter(url, adapter);
+  if (typeof module.connect !== 'function' || !Array.isArray(module.schemes)) {
+    throw new ConfigError(`${name} is not a statusq adapter: it must export connect(url, options) and schemes`);
+  }
+  if (!module.schemes.map((s) => String(s).toLowerCase()).includes(scheme)) {
+    throw new ConfigError(`the adapter ${name} serves ${module.schemes.map((s) => `${s}:`).join(', ')}, not ${scheme}: URLs`);
+  }
+  return module.connect(url, adapterOptions);
+}
+
+/** The scheme of a database URL, lower-cased; a ConfigError when there is none. */
+export function schemeOf(url: string): string {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase();
+  // A one-letter "scheme" is a Windows drive (C:\...), not a URL.
+  if (!scheme || scheme.length < 2) {
+    throw new ConfigError(`unsupported database URL ${JSON.stringify(redactUrl(url))}: use sqlite:PATH, postgres://user@host:port/db or mysql://user:pass@host:port/db`);
+  }
+  return scheme;
+}
+
+/** The module `connect` imports for `url`: the one `adapter` names, else the scheme's package. */
+export function adapterModuleFor(url: string, adapter?: string): string {
+  if (adapter === undefined || adapter === '') {
+    const scheme = schemeOf(url);
+    return PUBLISHED_ADAPTERS[scheme] ?? `@statusq/adapter-${scheme}`;
+  }
+  return adapter.startsWith('.') || isAbsolute(adapter) ? pathToFileURL(resolve(adapter)).href : adapter;
+}
+
+async function loadAdapter(url: string, adapter: string | undefined): Promise<{ module: Partial<AdapterModule>; name: string }> {
+  const specifier = adapterModuleFor(url, adapter);
+  const isFile = specifier.startsWith('file:');
+  const name = isFile ? fileURLToPath(specifier) : specifier;
+  if (isFile && !existsSync(name)) throw new ConfigError(`${redactUrl(url)} needs the adapter ${name} (no such file)`);
+  const found = isFile ? specifier : locate(specifier);
+  if (found === undefined) {
+    throw new ConfigError(`${redactUrl(url)} needs the adapter ${name} (npm install ${name}; or name another: connect's adapter option, the CLI's --adapter or STATUSQ_ADAPTER)`);
+  }
+  try {
+    return { module: (await import(found)) as Partial<AdapterModule>, name };
+  } catch (error) {
+    if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
+    // The adapter is there but something it imports is not (its database driver, a peer dependency).
+    throw new ConfigError(`the adapter ${name} cannot load: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/**
+ * Where a package is installed, looked up the way the application would import it: from core's own place
+ * (npm hoists an application's packages beside it), then from the main script (the `statusq` command, which
+ * lists the adapters as its peers), then from the working directory (an application run from its project).
+ * Under pnpm's strict layout only the last two see the application's packages.
+ */
+function locate(specifier: string): string | undefined {
+  const main = process.argv[1];
+  const mains = main ? [main, realpathOrSelf(main)].map((path) => pathToFileURL(path).href) : [];
+  const bases = [import.meta.url, ...mains, pathToFileURL(`${process.cwd()}/`).href];
+  for (const base of bases) {
+    try {
+      return resolveModule(specifier, base);
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'ERR_PACKAGE_PATH_NOT_EXPORTED') throw error;
+    }
+  }
+  return undefined;
+}
+
+function realpathOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
