@@ -3,7 +3,8 @@
 // SQLite and on MariaDB (a database of its own, dropped afterwards): seed 500 rows, work until empty, check
 // every row is done or abuse as the example's rule says; seed a larger backlog, SIGTERM the worker mid-way,
 // check it exits 0 within its stop timeout with no row left in processing, and drain the rest; and run the
-// example's conformance file. Prints the example's own output.
+// example's conformance file. Prints the example's own output. First, README.md's From code block must be the
+// example's src/worker.ts.
 // Run after the build: node scripts/check-example.mjs [--packs DIR] (DIR: tarballs check-packages.mjs packed).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -11,6 +12,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } f
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 import { packPublic, packsArgument, root, run, tarballManifest, tarballsByName } from './packs.mjs';
 
 const EXAMPLE = join(root, 'examples/table-a-worker');
@@ -31,6 +33,11 @@ const expect = (ok, message) => {
 const show = (label, text) => {
   for (const line of text.trimEnd().split('\n')) if (line) console.info(`  [${label}] ${line}`);
 };
+
+// One source of truth: the README's "From code" block is the example's worker, character for character.
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const block = /^## From code\n[\s\S]*?^```ts\n([\s\S]*?)^```$/m.exec(readme)?.[1];
+expect(block === readFileSync(join(EXAMPLE, 'src/worker.ts'), 'utf8'), "README.md's From code block is not examples/table-a-worker/src/worker.ts: copy the file into it");
 
 const work = mkdtempSync(join(tmpdir(), 'statusq-example-'));
 let dropDatabase = async () => {};
@@ -108,7 +115,7 @@ try {
       output = `${error.stdout}${error.stderr}`;
       passed = expect(false, `${label}: the example's conformance file failed`);
     }
-    const lines = output.replace(/\x1b\[[0-9;]*m/g, '').split('\n');
+    const lines = stripVTControlCharacters(output).split('\n');
     const summary = lines.filter((line) => /^\s*(Test Files|Tests)\s/.test(line)).map((line) => line.trim());
     show(label, `conformance file: ${summary.join('; ')} (${seconds(step)})`);
     if (!passed) show(label, lines.slice(-80).join('\n'));

@@ -5,7 +5,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { connect, Worker, type StopReport } from '@statusq/core';
 
 /** table_a as this application declares it (statusq trusts the type; it does not check it against the table). */
-export interface TableARow {
+interface TableARow {
   id: number;
   date: Date | string; // MariaDB's DATETIME arrives as a Date, SQLite's TEXT as a string
   url: string;
@@ -27,12 +27,11 @@ const worker = await Worker.create<TableARow>({
     return digest; // kept only when the table has a result column
   },
   concurrency: 8,
-  // A status-only table gets one attempt and no lease: maxAttempts, retryDelayMs and leaseMs need the
-  // optional columns (`statusq migrate --with retries,leases`) and are a ConfigError without them.
+  jobTimeoutMs: 60_000, // aborts ctx.signal and fails (0) an attempt past a minute
   exitWhenEmpty: process.env.EXIT_WHEN_EMPTY === '1',
 });
 let settled = 0;
-const progress = () => ++settled % 100 === 0 && console.info(`settled ${settled}`);
+const progress = () => ++settled % 500 === 0 && console.info(`settled ${settled}`);
 worker.on('completed', progress);
 worker.on('abused', progress);
 worker.on('failed', ({ job, error }) => console.error(`row ${String(job.id)} failed: ${error}`));
