@@ -21,7 +21,8 @@
  * (`[needs skipLocked]`, `[needs writeLock]`) and skip only when the store or the options lack it. After each test every store the test opened must be closed,
  * every worker's run() resolved and every child process gone.
  */
-import { afterEach, beforeEach, describe } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe } from 'vitest';
+import { skipSummary } from './skips.js';
 import { TestEnv } from './harness.js';
 import type { ConformanceOptions } from './options.js';
 import { stateMachineCases } from './cases/state-machine.js';
@@ -73,7 +74,14 @@ export function runConformance(options: ConformanceOptions): void {
   // Real workers, processes and servers: a case takes seconds, far past vitest's 5 s default, so the suite
   // sets its own bounds and a project's vitest config needs nothing.
   const timeout = options.testTimeoutMs ?? CASE_TIMEOUT_MS;
-  describe(`statusq conformance: ${options.name}`, { timeout }, () => {
+  const suite = `statusq conformance: ${options.name}`;
+  describe(suite, { timeout }, () => {
+    // A user's CI log says what was not checked on their database and why, without a verbose reporter.
+    afterAll(() => {
+      const lines = skipSummary(suite);
+      if (lines.length > 0) console.info(`${suite}: skipped what this adapter or database cannot show\n  ${lines.join('\n  ')}`);
+    });
+
     let current: TestEnv | undefined;
     const env = (): TestEnv => {
       if (!current) throw new Error('conformance: no test environment (called outside a test?)');

@@ -5,8 +5,15 @@ import { HandlerError } from './errors.js';
 import type { JobId, Row } from './store.js';
 
 /** `R` is the row's type; an interface of the table's columns will do (no index signature needed). */
-export interface Job<R extends object = Row> {
-  readonly id: JobId;
+/**
+ * The type of a job's id: the row type's `id` when it has one that can be an id, else any JobId. A table
+ * whose id column has another name says its type outright (`Worker.create<Row, string>`).
+ */
+export type IdOf<R> = R extends { readonly id: infer I } ? (I extends JobId ? I : JobId) : JobId;
+
+export interface Job<R extends object = Row, Id extends JobId = IdOf<R>> {
+  /** The id column's value as the database returned it (typed by the caller, not checked). */
+  readonly id: Id;
   /** The row's columns as the database returned them after the claim. */
   readonly row: R;
   /** 1 for the first attempt; attempt_count + 1 when the table counts attempts. */
@@ -29,7 +36,7 @@ export interface JobContext {
   readonly workerId: string;
 }
 
-export type Handler<R extends object = Row> = (job: Job<R>, ctx: JobContext) => unknown;
+export type Handler<R extends object = Row, Id extends JobId = IdOf<R>> = (job: Job<R, Id>, ctx: JobContext) => unknown;
 export type AbuseRule<R extends object = Row> = (row: R) => boolean | Promise<boolean>;
 
 /** The outcome a handler chose through its context. */

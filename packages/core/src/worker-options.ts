@@ -1,16 +1,19 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { ConfigError } from './errors.js';
-import type { AbuseRule, Handler } from './handler.js';
+import type { AbuseRule, Handler, IdOf } from './handler.js';
 import { DEFAULT_LEASE_MS } from './queue.js';
-import type { ClaimStrategy, Row, Store } from './store.js';
+import type { ClaimStrategy, JobId, Row, Store } from './store.js';
 import type { ResolvedTable, TableConfig } from './table.js';
 
-/** `R`: the type of a claimed row (`job.row`), e.g. an interface of the table's columns. Default: any columns. */
-export interface WorkerOptions<R extends object = Row> {
+/**
+ * `R`: the type of a claimed row (`job.row`), e.g. an interface of the table's columns; default any columns.
+ * `Id`: the type of `job.id`; default the row type's `id`, else any JobId.
+ */
+export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R>> {
   store: Store;
   table: TableConfig;
-  handler: Handler<R>;
+  handler: Handler<R, Id>;
   /** Business rule run on each claimed row before the handler; true settles the row to abuse (2). */
   isAbuse?: AbuseRule<R> | undefined;
   /** Jobs run at once in this process. Default 4. */

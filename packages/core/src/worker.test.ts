@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { StoreError } from './errors.js';
-import type { Statement } from './store.js';
+import type { Handler } from './handler.js';
+import type { JobId, Statement } from './store.js';
 import { JOBS_DDL, SqlJsStore } from './test/sqljs-store.js';
 import { Worker, type WorkerOptions } from './worker.js';
 
@@ -157,6 +158,8 @@ describe('Worker.create<Row>', () => {
       isAbuse: (row) => row.date === 2,
       handler: async (job) => {
         const date: number = job.row.date;
+        const id: number = job.id;
+        expect(typeof id).toBe('number');
         seen.push(date);
         // @ts-expect-error the row type names the table's columns only
         void job.row.url;
@@ -164,5 +167,18 @@ describe('Worker.create<Row>', () => {
     });
     expect(await w.run()).toMatchObject({ completed: 2, abused: 1 });
     expect(seen.sort()).toEqual([1, 3]);
+  });
+
+  it('types job.id by the row type\'s id, by the second type argument for an id column of another name, and as any JobId without either', () => {
+    interface TextKeyed {
+      job_key: string;
+      status: number | null;
+    }
+    const byRow: Handler<{ id: bigint }> = (job) => job.id satisfies bigint;
+    const byArgument: Handler<TextKeyed, string> = (job) => job.id.toUpperCase();
+    const untyped: Handler = (job) => job.id satisfies JobId;
+    // @ts-expect-error an id typed string is not a number
+    const wrong: Handler<{ id: string }> = (job) => job.id satisfies number;
+    expect([byRow, byArgument, untyped, wrong].every((h) => typeof h === 'function')).toBe(true);
   });
 });

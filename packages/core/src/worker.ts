@@ -8,7 +8,7 @@
 import { settlesWithin } from './deadline.js';
 import { ConfigError, JobTimeoutError, describeError, isRetryableStoreError } from './errors.js';
 import { TypedEmitter } from './events.js';
-import type { Job } from './handler.js';
+import type { IdOf, Job } from './handler.js';
 import { Queue } from './queue.js';
 import { JobOutcomes, abortFlight, beforeSettle, undecided, type InFlight, type Outcome } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
@@ -116,7 +116,7 @@ export class Worker extends TypedEmitter {
   }
 
   /** Validates options and the table (missing table or column: SchemaError) before any row is touched. */
-  static async create<R extends object = Row>(options: WorkerOptions<R>): Promise<Worker> {
+  static async create<R extends object = Row, Id extends JobId = IdOf<R>>(options: WorkerOptions<R, Id>): Promise<Worker> {
     if (!options || typeof options !== 'object') throw new ConfigError('worker options must be an object');
     if (!options.store) throw new ConfigError('worker needs a store');
     const queue = await Queue.open(options.store, options.table);

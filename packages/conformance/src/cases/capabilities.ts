@@ -1,3 +1,4 @@
+import { skipFor } from '../skips.js';
 import { describe, expect, it } from 'vitest';
 import { Queue } from '@statusq/core';
 import { readRows, statusOf, withDeadline, type TestEnv } from '../harness.js';
@@ -13,7 +14,7 @@ export function capabilityCases(env: () => TestEnv): void {
       const store = await env().store();
       if (!store.capabilities.batchClaim) {
         await env().closeStores();
-        ctx.skip();
+        skipFor(ctx, 'batchClaim');
       }
       const queue = await createJobs(store);
       const ids = await enqueueJobs(
@@ -40,7 +41,7 @@ export function capabilityCases(env: () => TestEnv): void {
       const first = await env().store();
       if (!first.capabilities.skipLocked) {
         await env().closeStores();
-        ctx.skip();
+        skipFor(ctx, 'skipLocked');
       }
       const queue = await createJobs(first);
       await enqueueJobs(
@@ -61,7 +62,7 @@ export function capabilityCases(env: () => TestEnv): void {
       const store = await env().store();
       if (!store.capabilities.listenNotify || !store.waitForWork) {
         await env().closeStores();
-        ctx.skip();
+        skipFor(ctx, 'listenNotify');
       }
       await createJobs(store);
       const controller = new AbortController();

@@ -1,3 +1,4 @@
+import { skipFor } from '../skips.js';
 import { Socket } from 'node:net';
 import { describe, expect, it, type TestContext } from 'vitest';
 import { StoreError, type Store } from '@statusq/core';
@@ -39,7 +40,7 @@ function isConnectionLost(error: unknown): boolean {
 export function frozenNetworkCases(env: () => TestEnv, options: ConformanceOptions): void {
   /** A proxy in front of this test's database, closed after the test, and a store that reaches the database through it. */
   async function proxiedStore(ctx: TestContext, deadlines = DEADLINES): Promise<{ proxy: TcpProxy; store: Store }> {
-    if (!options.throughProxy) ctx.skip();
+    if (!options.throughProxy) skipFor(ctx, 'throughProxy');
     const route = options.throughProxy!(env().url, deadlines);
     const proxy = await TcpProxy.start(route.upstream);
     env().cleanups.push(() => proxy.close());

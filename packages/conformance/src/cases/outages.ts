@@ -1,3 +1,4 @@
+import { skipFor } from '../skips.js';
 import { describe, expect, it, type TestContext } from 'vitest';
 import { StoreError, type Store } from '@statusq/core';
 import type { ExecResult, Statement } from '@statusq/core/adapter';
@@ -72,7 +73,7 @@ export function outageCases(env: () => TestEnv, options: ConformanceOptions): vo
 
   /** The adapter's private server for this test, stopped after it whatever happened; skips without one. */
   async function privateServer(ctx: TestContext): Promise<DisposableServer> {
-    if (!options.disposableServer) ctx.skip();
+    if (!options.disposableServer) skipFor(ctx, 'disposableServer');
     const server = await options.disposableServer!();
     env().cleanups.push(() => server.stop());
     return server;

@@ -1,3 +1,4 @@
+import { skipFor } from '../skips.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -286,7 +287,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
 
     it('[needs writeLock] a claim that meets another process holding the write lock rejects with StoreError Busy; the worker retries and loses no job', async (ctx) => {
       const writeLock = env().options.writeLock;
-      if (!writeLock) return ctx.skip();
+      if (!writeLock) return skipFor(ctx, 'writeLock');
       const setup = await env().store('setup store');
       const queue = await createJobs(setup);
       const ids = await enqueueJobs(queue, Array.from({ length: 20 }, (_, n) => ({ n })));

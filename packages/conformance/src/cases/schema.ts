@@ -1,3 +1,4 @@
+import { skipFor } from '../skips.js';
 import { describe, expect, it } from 'vitest';
 import { Queue, initTable, migrateTable, pendingIndexName, type Store } from '@statusq/core';
 import { Params, TransitionSql, type Statement } from '@statusq/core/adapter';
@@ -133,7 +134,7 @@ export function schemaCases(env: () => TestEnv): void {
 
     it('[needs queryPlans] with many finished rows every candidate SELECT (both orders, aged, ids and whole rows) reads the pending index and needs no sort, on a managed table and on table_a once migrated', async (ctx) => {
       const plans = env().options.queryPlans;
-      if (!plans) return ctx.skip();
+      if (!plans) return skipFor(ctx, 'queryPlans');
       const store = await env().store();
       const jobs = await createJobs(store);
       await jobs.enqueue(Array.from({ length: 5000 }, (_, n) => ({ n })));
