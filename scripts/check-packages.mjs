@@ -2,27 +2,24 @@
 // ranges), lints each tarball with publint and @arethetypeswrong/cli, refuses a tarball that still names a workspace: range or a
 // private package, then installs the tarballs with plain npm into a fresh project outside the workspace and
 // runs what a user runs there: the conformance suite on SQLite (`runConformance(sqliteConformance)`) and the
-// CLI through npx. Run after the build: node scripts/check-packages.mjs
-import { execFileSync } from 'node:child_process';
+// CLI through npx. Run after the build: node scripts/check-packages.mjs [--packs DIR]
+// With --packs, the tarballs are packed into DIR and left there for the next step (check-example.mjs).
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-
-const root = new URL('..', import.meta.url).pathname;
-const PUBLIC = ['packages/core', 'packages/schema', 'packages/adapter-sqlite', 'packages/adapter-postgres', 'packages/adapter-mysql', 'packages/conformance', 'test-fixtures', 'apps/cli'];
-const PNPM = ['-y', 'pnpm@12.4.2'];
-const run = (command, args, cwd, extra = {}) => execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...extra });
+import { stripVTControlCharacters } from 'node:util';
+import { PUBLIC, packPublic, packsArgument, root, run, tarballManifest } from './packs.mjs';
 
 const work = mkdtempSync(join(tmpdir(), 'statusq-packages-'));
 const problems = [];
 try {
-  const packs = join(work, 'packs');
+  const packs = packsArgument() ?? join(work, 'packs');
   const privateNames = new Set();
   for (const dir of PUBLIC) {
     const manifest = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
     if (manifest.private) problems.push(`${dir}: a public package is marked private`);
-    run('npx', [...PNPM, 'pack', '--pack-destination', packs], join(root, dir));
   }
+  packPublic(packs);
   const workspaceDirs = ['packages', 'apps'].flatMap((dir) => readdirSync(join(root, dir)).map((name) => join(dir, name))).concat('test-fixtures');
   for (const dir of workspaceDirs) {
     const manifest = JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
@@ -32,7 +29,7 @@ try {
   const tarballOf = new Map();
   for (const tarball of tarballs) {
     const listing = run('tar', ['-tzf', tarball], work).trim().split('\n');
-    const manifest = JSON.parse(run('tar', ['-xzOf', tarball, 'package/package.json'], work));
+    const manifest = tarballManifest(tarball);
     tarballOf.set(manifest.name, tarball);
     const ranges = { ...manifest.dependencies, ...manifest.peerDependencies };
     for (const [dependency, range] of Object.entries(ranges)) {
@@ -58,9 +55,10 @@ try {
   }
 
   // A fresh npm project, as a user starts one: core, one adapter and its driver, the CLI, the conformance kit.
+  // allowScripts: npm 11 warns about an unreviewed install script and npm 12 skips it (better-sqlite3 builds there).
   const app = join(work, 'app');
   mkdirSync(join(app, 'test'), { recursive: true });
-  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'statusq-consumer', private: true, type: 'module', scripts: { test: 'vitest run' } }, null, 2));
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'statusq-consumer', private: true, type: 'module', scripts: { test: 'vitest run' }, allowScripts: { 'better-sqlite3': true } }, null, 2));
   const installed = ['@statusq/core', '@statusq/schema', '@statusq/adapter-sqlite', '@statusq/conformance', '@statusq/test-fixtures', 'statusq'].map((name) => tarballOf.get(name));
   run('npm', ['install', '--no-audit', '--no-fund', ...installed, 'better-sqlite3@12', 'vitest@4.1.12'], app);
   writeFileSync(
@@ -69,7 +67,7 @@ try {
   );
   const tests = run('npx', ['vitest', 'run'], app, { timeout: 900_000 });
   const summary = tests.split('\n').find((line) => /Tests\s/.test(line)) ?? '';
-  console.info(`conformance from the installed tarballs: ${summary.replace(/\x1b\[[0-9;]*m/g, '').trim()}`);
+  console.info(`conformance from the installed tarballs: ${stripVTControlCharacters(summary).trim()}`);
   const db = `sqlite:${join(app, 'jobs.db')}`;
   run('npx', ['statusq', 'init', '--db', db], app);
   run('npx', ['statusq', 'enqueue', '--db', db, '--payload', '{"n":1}'], app);

@@ -1,0 +1,211 @@
+// Runs examples/table-a-worker as a user would: a copy of it outside the workspace, its @statusq/*
+// dependencies pointed at the packed tarballs, installed with plain npm, built with its own tsc. Then, on
+// SQLite and on MariaDB (a database of its own, dropped afterwards): seed 500 rows, work until empty, check
+// every row is done or abuse as the example's rule says; seed a larger backlog, SIGTERM the worker mid-way,
+// check it exits 0 within its stop timeout with no row left in processing, and drain the rest; and run the
+// example's conformance file. Prints the example's own output. First, README.md's From code block must be the
+// example's src/worker.ts.
+// Run after the build: node scripts/check-example.mjs [--packs DIR] (DIR: tarballs check-packages.mjs packed).
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
+import { packPublic, packsArgument, root, run, tarballManifest, tarballsByName } from './packs.mjs';
+
+const EXAMPLE = join(root, 'examples/table-a-worker');
+const MYSQL_SERVER = process.env.STATUSQ_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
+const SEEDED = 500;
+const BACKLOG = 3000;
+const BLOCKED_HOST = 'spam.example'; // the example's rule; its seed puts every tenth row there
+/** The worker's own stop timeout (src/worker.ts) plus core's hand-back margin. */
+const STOP_BOUND_MS = 30_000 + 6_000;
+
+const began = performance.now();
+const seconds = (since) => `${((performance.now() - since) / 1000).toFixed(1)} s`;
+const failures = [];
+const expect = (ok, message) => {
+  if (!ok) failures.push(message);
+  return ok;
+};
+const show = (label, text) => {
+  for (const line of text.trimEnd().split('\n')) if (line) console.info(`  [${label}] ${line}`);
+};
+
+// One source of truth: the README's "From code" block is the example's worker, character for character.
+const readme = readFileSync(join(root, 'README.md'), 'utf8');
+const block = /^## From code\n[\s\S]*?^```ts\n([\s\S]*?)^```$/m.exec(readme)?.[1];
+expect(block === readFileSync(join(EXAMPLE, 'src/worker.ts'), 'utf8'), "README.md's From code block is not examples/table-a-worker/src/worker.ts: copy the file into it");
+
+const work = mkdtempSync(join(tmpdir(), 'statusq-example-'));
+let dropDatabase = async () => {};
+try {
+  let packs = packsArgument();
+  if (!packs) {
+    packs = join(work, 'packs');
+    mkdirSync(packs);
+    packPublic(packs);
+  }
+  const tarballs = tarballsByName(packs);
+  const app = join(work, 'table-a-worker');
+  cpSync(EXAMPLE, app, { recursive: true, filter: (path) => !/(^|\/)(node_modules|dist)$|\.db(-wal|-shm)?$/.test(relative(EXAMPLE, path)) });
+  installFromTarballs(app, tarballs);
+  // An env value of undefined removes that variable.
+  const npm = (args, env = {}) => run('npm', args, app, { env: Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined)), timeout: 600_000 });
+  npm(['run', 'build']);
+  npm(['run', 'typecheck']);
+  console.info(`example installed from the tarballs with npm and built (${seconds(began)})`);
+
+  const mysql = createRequire(join(app, 'package.json'))('mysql2/promise');
+  const server = new URL(MYSQL_SERVER);
+  const admin = () =>
+    mysql.createConnection({ host: server.hostname, port: Number(server.port || 3306), user: decodeURIComponent(server.username) || 'root', password: decodeURIComponent(server.password) });
+  const database = `statusq_example_${randomBytes(6).toString('hex')}`;
+  const conn = await admin();
+  await conn.query(`CREATE DATABASE \`${database}\` CHARACTER SET utf8mb4`);
+  await conn.end();
+  dropDatabase = async () => {
+    const c = await admin();
+    await c.query(`DROP DATABASE IF EXISTS \`${database}\``);
+    await c.end();
+  };
+  const mariadbUrl = new URL(MYSQL_SERVER);
+  mariadbUrl.pathname = `/${database}`;
+
+  for (const [label, url] of [
+    ['sqlite', `sqlite:${join(app, 'dev.db')}`],
+    ['mariadb', mariadbUrl.toString()],
+  ]) {
+    const step = performance.now();
+    const env = { DATABASE_URL: url };
+    const report = () => JSON.parse(npm(['run', '--silent', 'report'], env));
+    show(label, npm(['run', '--silent', 'seed', '--', String(SEEDED)], env));
+    show(label, npm(['start', '--silent'], { ...env, EXIT_WHEN_EMPTY: '1' }));
+    const first = report();
+    show(label, JSON.stringify(first));
+    expectByRule(label, first, { done: SEEDED - SEEDED / 10, abuse: SEEDED / 10 });
+
+    // Graceful shutdown: SIGTERM while jobs run (20 ms each, 8 at a time), as a process manager sends it.
+    show(label, npm(['run', '--silent', 'seed', '--', String(BACKLOG)], env));
+    const stop = await terminateMidway(app, { ...env, WORK_MS: '20' }, label);
+    const afterStop = report();
+    show(label, `SIGTERM after ${stop.settledBeforeSignal} settled: exit ${stop.code} in ${stop.ms} ms; ${JSON.stringify(afterStop.byStatus)}`);
+    expect(stop.code === 0, `${label}: the worker exited ${stop.code} (signal ${stop.signal}) after SIGTERM, not 0`);
+    expect(stop.ms < STOP_BOUND_MS, `${label}: the worker took ${stop.ms} ms to stop, past ${STOP_BOUND_MS} ms`);
+    expect(!afterStop.byStatus.processing, `${label}: ${afterStop.byStatus.processing} rows left in processing (9) after SIGTERM`);
+    expect(afterStop.byStatus.pending > 0, `${label}: SIGTERM came after the backlog was done, so it stopped nothing`);
+    show(label, npm(['start', '--silent'], { ...env, EXIT_WHEN_EMPTY: '1' }));
+    const total = SEEDED + BACKLOG;
+    expectByRule(label, report(), { done: total - total / 10, abuse: total / 10 });
+    console.info(`${label}: ${SEEDED} rows worked until empty, SIGTERM drained cleanly, the rest of ${BACKLOG} worked after a restart (${seconds(step)})`);
+  }
+
+  for (const [label, env] of [
+    ['sqlite', { STATUSQ_MYSQL_URL: undefined }],
+    ['mariadb', { STATUSQ_MYSQL_URL: MYSQL_SERVER }],
+  ]) {
+    const step = performance.now();
+    let output;
+    let passed = true;
+    try {
+      output = npm(['test'], env);
+    } catch (error) {
+      output = `${error.stdout}${error.stderr}`;
+      passed = expect(false, `${label}: the example's conformance file failed`);
+    }
+    const lines = stripVTControlCharacters(output).split('\n');
+    const summary = lines.filter((line) => /^\s*(Test Files|Tests)\s/.test(line)).map((line) => line.trim());
+    show(label, `conformance file: ${summary.join('; ')} (${seconds(step)})`);
+    if (!passed) show(label, lines.slice(-80).join('\n'));
+  }
+} catch (error) {
+  failures.push(`${error.message}\n${error.stdout ?? ''}${error.stderr ?? ''}`);
+} finally {
+  await dropDatabase().catch((error) => failures.push(`dropping the example's database: ${error.message}`));
+  rmSync(work, { recursive: true, force: true });
+}
+console.info(`examples/table-a-worker: ${failures.length === 0 ? 'passed' : 'FAILED'} in ${seconds(began)}`);
+if (failures.length > 0) {
+  console.error(failures.join('\n'));
+  process.exit(1);
+}
+
+/**
+ * Points the example's @statusq/* dependencies at the tarballs, and adds the @statusq/* packages those
+ * depend on (not on the registry yet) as direct dependencies, so that npm never looks them up there.
+ */
+function installFromTarballs(app, tarballs) {
+  const path = join(app, 'package.json');
+  const manifest = JSON.parse(readFileSync(path, 'utf8'));
+  const wanted = [];
+  for (const field of ['dependencies', 'devDependencies']) {
+    for (const name of Object.keys(manifest[field] ?? {})) if (name.startsWith('@statusq/')) wanted.push([field, name]);
+  }
+  const seen = new Set();
+  while (wanted.length > 0) {
+    const [field, name] = wanted.pop();
+    if (seen.has(name)) continue;
+    seen.add(name);
+    const tarball = tarballs.get(name);
+    if (!tarball) throw new Error(`the example needs ${name}, which no public package provides`);
+    manifest[field] ??= {};
+    delete manifest[field === 'dependencies' ? 'devDependencies' : 'dependencies']?.[name];
+    manifest[field][name] = `file:${tarball}`;
+    for (const dependency of Object.keys(tarballManifest(tarball).dependencies ?? {})) {
+      if (dependency.startsWith('@statusq/') && !seen.has(dependency)) wanted.push([field, dependency]);
+    }
+  }
+  writeFileSync(path, `${JSON.stringify(manifest, null, 2)}\n`);
+  run('npm', ['install', '--no-audit', '--no-fund'], app, { timeout: 600_000 });
+}
+
+/** Each host's rows all settled as the rule says: the blocked host's abuse, every other host's done. */
+function expectByRule(label, report, byStatus) {
+  expect(JSON.stringify(report.byStatus) === JSON.stringify(byStatus), `${label}: rows by status ${JSON.stringify(report.byStatus)}, expected ${JSON.stringify(byStatus)}`);
+  for (const [host, statuses] of Object.entries(report.byHost)) {
+    const want = host === BLOCKED_HOST ? 'abuse' : 'done';
+    expect(Object.keys(statuses).join() === want, `${label}: rows of ${host} ended ${JSON.stringify(statuses)}, all should be ${want}`);
+  }
+}
+
+/**
+ * Starts the worker as a process manager would (node, no npm in between), sends SIGTERM once it reports
+ * its first 100 settled rows, and resolves with how it exited and how long after the signal.
+ */
+function terminateMidway(app, env, label) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['dist/worker.js'], { cwd: app, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    let signalled = null;
+    let settledBeforeSignal = 0;
+    const fail = (message) => {
+      clearTimeout(bound);
+      child.kill('SIGKILL');
+      reject(new Error(`${label}: ${message}\n${output}`));
+    };
+    // Bounds the whole run: the first progress line within 60 s, and the exit within STOP_BOUND_MS of SIGTERM.
+    let bound = setTimeout(() => fail('the worker reported no progress within 60 s'), 60_000);
+    const read = (chunk) => {
+      output += chunk;
+      const settled = /settled (\d+)/.exec(output);
+      if (settled && signalled === null) {
+        settledBeforeSignal = Number(settled[1]);
+        signalled = performance.now();
+        child.kill('SIGTERM');
+        clearTimeout(bound);
+        bound = setTimeout(() => fail(`the worker had not exited ${STOP_BOUND_MS} ms after SIGTERM`), STOP_BOUND_MS);
+      }
+    };
+    child.stdout.setEncoding('utf8').on('data', read);
+    child.stderr.setEncoding('utf8').on('data', read);
+    child.on('error', fail);
+    child.on('exit', (code, signal) => {
+      clearTimeout(bound);
+      show(label, output);
+      if (signalled === null) return reject(new Error(`${label}: the worker exited (${code ?? signal}) before SIGTERM\n${output}`));
+      resolve({ code, signal, ms: Math.round(performance.now() - signalled), settledBeforeSignal });
+    });
+  });
+}

@@ -1,0 +1,40 @@
+// The public packages packed as npm would publish them, in one place for the scripts that install them
+// (check-packages.mjs, check-example.mjs): `.ci/run` packs once and hands both scripts the same directory.
+import { execFileSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+export const root = new URL('..', import.meta.url).pathname;
+export const PUBLIC = ['packages/core', 'packages/schema', 'packages/adapter-sqlite', 'packages/adapter-postgres', 'packages/adapter-mysql', 'packages/conformance', 'test-fixtures', 'apps/cli'];
+const PNPM = ['-y', 'pnpm@12.4.2'];
+
+export const run = (command, args, cwd, extra = {}) => execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...extra });
+
+/** Packs every public package into `dir` with pnpm, which rewrites workspace: ranges. Run after the build. */
+export function packPublic(dir) {
+  for (const pkg of PUBLIC) run('npx', [...PNPM, 'pack', '--pack-destination', dir], join(root, pkg));
+}
+
+/** The manifest inside a tarball. */
+export function tarballManifest(tarball) {
+  return JSON.parse(run('tar', ['-xzOf', tarball, 'package/package.json'], root));
+}
+
+/** The tarballs in `dir` by package name (not by file name, which carries the version). */
+export function tarballsByName(dir) {
+  const byName = new Map();
+  for (const file of readdirSync(dir).filter((f) => f.endsWith('.tgz'))) {
+    const tarball = join(dir, file);
+    byName.set(tarballManifest(tarball).name, tarball);
+  }
+  return byName;
+}
+
+/** `--packs DIR`: a directory of tarballs packed by an earlier step; null when not given. */
+export function packsArgument(argv = process.argv.slice(2)) {
+  const at = argv.indexOf('--packs');
+  if (at === -1) return null;
+  const dir = argv[at + 1];
+  if (!dir) throw new Error('--packs needs a directory');
+  return dir;
+}
