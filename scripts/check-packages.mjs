@@ -1,13 +1,14 @@
 // Checks the public packages as a user gets them: packs each one with pnpm (which rewrites workspace:
 // ranges), lints each tarball with publint and @arethetypeswrong/cli, refuses a tarball that still names a workspace: range or a
 // private package, then installs the tarballs with plain npm into a fresh project outside the workspace and
-// runs what a user runs there: the conformance suite on SQLite (`runConformance(sqliteConformance)`) and the
-// CLI through npx. Run after the build: node scripts/check-packages.mjs [--packs DIR]
+// runs what a user runs there: the CLI through npx (init, enqueue, work, stats on SQLite, and `statusq doctor`
+// against SQLite, PostgreSQL and MariaDB). Run after the build: node scripts/check-packages.mjs [--packs DIR]
 // With --packs, the tarballs are packed into DIR and left there for the next step (check-example.mjs).
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stripVTControlCharacters } from 'node:util';
 import { PUBLIC, packPublic, packsArgument, root, run, tarballManifest } from './packs.mjs';
 
 const work = mkdtempSync(join(tmpdir(), 'statusq-packages-'));
@@ -54,20 +55,14 @@ try {
     console.info(`${manifest.name}@${manifest.version}: ${listing.length} files, publint and attw clean`);
   }
 
-  // A fresh npm project, as a user starts one: core, one adapter and its driver, the CLI, the conformance kit.
+  // A fresh npm project, as a user starts one: core, the adapters and their drivers, the CLI. The conformance
+  // kit from the tarballs runs in check-example.mjs, in the example app's own test file.
   // allowScripts: npm 11 warns about an unreviewed install script and npm 12 skips it (better-sqlite3 builds there).
   const app = join(work, 'app');
-  mkdirSync(join(app, 'test'), { recursive: true });
-  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'statusq-consumer', private: true, type: 'module', scripts: { test: 'vitest run' }, allowScripts: { 'better-sqlite3': true } }, null, 2));
-  const installed = ['@statusq/core', '@statusq/schema', '@statusq/adapter-sqlite', '@statusq/conformance', '@statusq/test-fixtures', 'statusq'].map((name) => tarballOf.get(name));
-  run('npm', ['install', '--no-audit', '--no-fund', ...installed, 'better-sqlite3@12', 'vitest@4.1.12'], app);
-  writeFileSync(
-    join(app, 'test', 'conformance.test.mjs'),
-    "import { runConformance } from '@statusq/conformance';\nimport { sqliteConformance } from '@statusq/adapter-sqlite/testing';\n\nrunConformance(sqliteConformance);\n",
-  );
-  const tests = run('npx', ['vitest', 'run'], app, { timeout: 900_000 });
-  const summary = tests.split('\n').find((line) => /Tests\s/.test(line)) ?? '';
-  console.info(`conformance from the installed tarballs: ${stripVTControlCharacters(summary).trim()}`);
+  mkdirSync(app, { recursive: true });
+  writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'statusq-consumer', private: true, type: 'module', allowScripts: { 'better-sqlite3': true } }, null, 2));
+  const installed = ['@statusq/core', '@statusq/schema', '@statusq/adapter-sqlite', '@statusq/adapter-postgres', '@statusq/adapter-mysql', 'statusq'].map((name) => tarballOf.get(name));
+  run('npm', ['install', '--no-audit', '--no-fund', ...installed, 'better-sqlite3@12', 'pg@8', 'mysql2@3'], app, { timeout: 600_000 });
   const db = `sqlite:${join(app, 'jobs.db')}`;
   run('npx', ['statusq', 'init', '--db', db], app);
   run('npx', ['statusq', 'enqueue', '--db', db, '--payload', '{"n":1}'], app);
@@ -76,6 +71,23 @@ try {
   const stats = JSON.parse(run('npx', ['statusq', 'stats', '--db', db, '--table', 'jobs', '--json'], app));
   if (stats.done !== 1) problems.push(`npx statusq: expected 1 done row, got ${JSON.stringify(stats)}`);
   else console.info('npx statusq init / enqueue / work / stats from the installed tarballs: 1 job done');
+
+  // `statusq doctor` as an operator runs it before going live, on each server: a fresh database of its own,
+  // a managed table made by `init`, every check passing (exit 0), the report printed for the record.
+  const databases = await scratchDatabases(app);
+  try {
+    for (const [label, url] of [['SQLite', db], ...databases.urls]) {
+      run('npx', ['statusq', 'init', '--db', url, '--table', 'doctor_jobs'], app);
+      try {
+        const report = run('npx', ['statusq', 'doctor', '--db', url, '--table', 'doctor_jobs'], app, { timeout: 300_000 });
+        console.info(`npx statusq doctor on ${label} (exit 0):\n${report.trimEnd()}`);
+      } catch (error) {
+        problems.push(`npx statusq doctor on ${label} exited ${error.status}:\n${error.stdout}${error.stderr}`);
+      }
+    }
+  } finally {
+    await databases.drop();
+  }
 } catch (error) {
   problems.push(`${error.message}\n${error.stdout ?? ''}${error.stderr ?? ''}`);
 } finally {
@@ -84,4 +96,42 @@ try {
 if (problems.length > 0) {
   console.error(problems.join('\n'));
   process.exit(1);
+}
+
+/** A database of its own on each server (STATUSQ_POSTGRES_URL's and STATUSQ_MYSQL_URL's), made with the app's drivers. */
+async function scratchDatabases(app) {
+  const require = createRequire(join(app, 'package.json'));
+  const name = `statusq_doctor_ci_${randomBytes(5).toString('hex')}`;
+  const postgres = new URL(process.env.STATUSQ_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
+  const mysqlServer = new URL(process.env.STATUSQ_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test');
+  const pgAdmin = async (sql) => {
+    const client = new (require('pg').Client)({ connectionString: postgres.toString() });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  const mysqlAdmin = async (sql) => {
+    const conn = await require('mysql2/promise').createConnection({ host: mysqlServer.hostname, port: Number(mysqlServer.port || 3306), user: decodeURIComponent(mysqlServer.username) || 'root', password: decodeURIComponent(mysqlServer.password) });
+    try {
+      await conn.query(sql);
+    } finally {
+      await conn.end();
+    }
+  };
+  await pgAdmin(`CREATE DATABASE ${name}`);
+  await mysqlAdmin(`CREATE DATABASE ${name}`);
+  const at = (server, path) => Object.assign(new URL(server), { pathname: `/${path}` }).toString();
+  return {
+    urls: [
+      ['PostgreSQL', at(postgres, name)],
+      ['MariaDB', at(mysqlServer, name)],
+    ],
+    drop: async () => {
+      await pgAdmin(`DROP DATABASE IF EXISTS ${name}`);
+      await mysqlAdmin(`DROP DATABASE IF EXISTS ${name}`);
+    },
+  };
 }
