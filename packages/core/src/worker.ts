@@ -486,7 +486,7 @@ export class Worker extends TypedEmitter {
     while (!this.handedBack && busy()) {
       await this.waitForWake(50);
       // A settle waiting on a database that stopped answering must not hold this past a hand-back (which wakes it).
-      if (!this.settler.idle) await Promise.race([this.settler.whenIdle(), this.waitForWake(1000)]);
+      if (!this.settler.idle) await this.waitForWake(1000, this.settler.whenIdle());
     }
   }
 
@@ -498,7 +498,11 @@ export class Worker extends TypedEmitter {
     for (const resolve of waiters) resolve();
   }
 
-  private waitForWake(ms: number): Promise<void> {
+  /**
+   * Resolves on wake(), after `ms`, or once `until` settles, whichever is first; its timer never outlives it
+   * (a timer left behind kept the process alive for its remaining time after run() resolved).
+   */
+  private waitForWake(ms: number, until?: Promise<unknown>): Promise<void> {
     return new Promise((resolve) => {
       const done = () => {
         clearTimeout(timer);
@@ -507,6 +511,7 @@ export class Worker extends TypedEmitter {
       };
       const timer = setTimeout(done, ms);
       this.wakeWaiters.add(done);
+      until?.then(done, done);
     });
   }
 

@@ -103,6 +103,41 @@ export function stopCases(env: () => TestEnv): void {
       }
     });
 
+    // Regression: the drain's wait for a settle in flight left a 1 s timer armed when the settle won the
+    // race, so a process stopped mid-backlog lingered a second after its last line.
+    it('a stop() mid-backlog, with settles in flight, leaves no timer behind once stop() and run() resolve', async () => {
+      const store = await env().store();
+      try {
+        const queue = await createJobs(store);
+        await enqueueJobs(queue, Array.from({ length: 40 }, (_, n) => ({ n })));
+        const before = activeTimers();
+        const release = deferred();
+        env().cleanups.push(() => release.resolve());
+        const eightRunning = deferred();
+        let running = 0;
+        const w = await env().startWorker({
+          store,
+          table: { table: 'jobs' },
+          concurrency: 8,
+          ...FAST,
+          handler: async () => {
+            if (++running === 8) eightRunning.resolve();
+            await release.promise;
+          },
+        });
+        await withDeadline(eightRunning.promise, 10_000, 'eight jobs to start');
+        const stopped = w.worker.stop(20_000);
+        // All eight finish at once: their completions reach the settler together as the drain waits for it.
+        release.resolve();
+        expect(await withDeadline(stopped, 20_000, 'stop() to drain')).toEqual({ drained: true, handedBack: 0, abandoned: 0 });
+        await w.done;
+        expect(activeTimers()).toBeLessThanOrEqual(before);
+        expect(await countsOf(store, 'jobs')).toMatchObject({ processing: 0, done: 8, pending: 32 });
+      } finally {
+        await env().closeStores();
+      }
+    });
+
     it('a worker whose table is dropped under it ends run() with the database error instead of spinning', async () => {
       const store = await env().store('worker store');
       const other = await env().store('other store');
