@@ -61,7 +61,7 @@ describe('connect(url)', () => {
 
   it('refuses an adapter that does not serve the scheme, or is not an adapter', async () => {
     await expect(connect('sqlite:q.db', { adapter: recordingAdapter(['postgres', 'postgresql']) })).rejects.toThrow(
-      'the adapter the adapter option serves postgres:, postgresql:, not sqlite: URLs',
+      'the adapter given as the adapter option serves postgres:, postgresql:, not sqlite: URLs',
     );
     const dir = mkdtempSync(join(tmpdir(), 'statusq-connect-'));
     dirs.push(dir);
@@ -69,6 +69,10 @@ describe('connect(url)', () => {
     writeFileSync(plain, 'export const x = 1;\n');
     await expect(connect('sqlite:q.db', { adapter: plain })).rejects.toThrow(`${plain} is not a statusq adapter: it must export connect(url, options) and schemes`);
     await expect(connect('sqlite:q.db', { adapter: join(dir, 'absent.mjs') })).rejects.toThrow(/absent\.mjs \(no such file\)/);
+    // A specifier no package can have is bad input too, not a stray resolver error.
+    const invalid = connect('sqlite:q.db', { adapter: '@statusq' });
+    await expect(invalid).rejects.toThrow(ConfigError);
+    await expect(invalid).rejects.toThrow(/the adapter @statusq cannot be resolved: /);
   });
 
   it('loads an adapter file named by path, and says when the adapter cannot load what it imports', async () => {

@@ -38,7 +38,7 @@ export interface ConnectUrlOptions extends ConnectOptions {
 export async function connect<Options extends ConnectUrlOptions>(url: string, options?: Options): Promise<Store> {
   const { adapter, ...adapterOptions } = options ?? ({} as Options);
   const scheme = schemeOf(url);
-  const { module, name } = typeof adapter === 'object' && adapter !== null ? { module: adapter as Partial<AdapterModule>, name: 'the adapter option' } : await loadAdapter(url, adapter);
+  const { module, name } = typeof adapter === 'object' && adapter !== null ? { module: adapter as Partial<AdapterModule>, name: 'given as the adapter option' } : await loadAdapter(url, adapter);
   if (typeof module.connect !== 'function' || !Array.isArray(module.schemes)) {
     throw new ConfigError(`${name} is not a statusq adapter: it must export connect(url, options) and schemes`);
   }
@@ -86,21 +86,24 @@ async function loadAdapter(url: string, adapter: string | undefined): Promise<{ 
 }
 
 /**
- * Where a package is installed, looked up the way the application would import it: from core's own place
- * (npm hoists an application's packages beside it), then from the main script (the `statusq` command, which
- * lists the adapters as its peers), then from the working directory (an application run from its project).
- * Under pnpm's strict layout only the last two see the application's packages.
+ * Where a package is installed, looked up the way the application would import it: from the main script
+ * (the application, or the `statusq` command, which lists the adapters as its peers), then from the working
+ * directory (an application run from its project), and last from core's own place, where npm hoists an
+ * application's packages beside it. Core's place comes last because under pnpm it also reaches packages
+ * hoisted for other dependents, which the application never declared.
  */
 function locate(specifier: string): string | undefined {
   const main = process.argv[1];
   const mains = main ? [main, realpathOrSelf(main)].map((path) => pathToFileURL(path).href) : [];
-  const bases = [import.meta.url, ...mains, pathToFileURL(`${process.cwd()}/`).href];
+  const bases = [...mains, pathToFileURL(`${process.cwd()}/`).href, import.meta.url];
   for (const base of bases) {
     try {
       return resolveModule(specifier, base);
     } catch (error) {
       const code = (error as { code?: string }).code;
-      if (code !== 'ERR_MODULE_NOT_FOUND' && code !== 'ERR_PACKAGE_PATH_NOT_EXPORTED') throw error;
+      if (code === 'ERR_MODULE_NOT_FOUND' || code === 'ERR_PACKAGE_PATH_NOT_EXPORTED') continue;
+      // A name no package can have, a broken package.json: bad input, said as such.
+      throw new ConfigError(`the adapter ${specifier} cannot be resolved: ${(error as Error).message}`, { cause: error });
     }
   }
   return undefined;

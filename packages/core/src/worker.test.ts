@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
 import { StoreError } from './errors.js';
 import type { Handler } from './handler.js';
 import type { JobId, Statement } from './store.js';
@@ -169,16 +169,16 @@ describe('Worker.create<Row>', () => {
     expect(seen.sort()).toEqual([1, 3]);
   });
 
+  // A type test: `pnpm test` runs tsc over the tests (typecheck), which fails on a wrong type here.
   it('types job.id by the row type\'s id, by the second type argument for an id column of another name, and as any JobId without either', () => {
     interface TextKeyed {
       job_key: string;
       status: number | null;
     }
-    const byRow: Handler<{ id: bigint }> = (job) => job.id satisfies bigint;
-    const byArgument: Handler<TextKeyed, string> = (job) => job.id.toUpperCase();
-    const untyped: Handler = (job) => job.id satisfies JobId;
-    // @ts-expect-error an id typed string is not a number
-    const wrong: Handler<{ id: string }> = (job) => job.id satisfies number;
-    expect([byRow, byArgument, untyped, wrong].every((h) => typeof h === 'function')).toBe(true);
+    expectTypeOf<Parameters<Handler<{ id: bigint }>>[0]['id']>().toEqualTypeOf<bigint>();
+    expectTypeOf<Parameters<Handler<TextKeyed, string>>[0]['id']>().toEqualTypeOf<string>();
+    expectTypeOf<Parameters<Handler<TextKeyed>>[0]['id']>().toEqualTypeOf<JobId>();
+    expectTypeOf<Parameters<Handler>[0]['id']>().toEqualTypeOf<JobId>();
+    expectTypeOf<Parameters<Handler<{ id: string }>>[0]['id']>().not.toEqualTypeOf<number>();
   });
 });
