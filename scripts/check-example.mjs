@@ -7,21 +7,20 @@
 // example's src/worker.ts.
 // Run after the build: node scripts/check-example.mjs [--packs DIR] (DIR: tarballs check-packages.mjs packed).
 import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
-import { packPublic, packsArgument, root, run, tarballManifest, tarballsByName } from './packs.mjs';
+import { MYSQL_SERVER, packPublic, packsArgument, root, run, scratchDatabase, tarballManifest, tarballsByName } from './packs.mjs';
 
 const EXAMPLE = join(root, 'examples/table-a-worker');
-const MYSQL_SERVER = process.env.STATUSQ_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
 const SEEDED = 500;
 const BACKLOG = 3000;
 const BLOCKED_HOST = 'spam.example'; // the example's rule; its seed puts every tenth row there
-/** The worker's own stop timeout (src/worker.ts) plus core's hand-back margin. */
-const STOP_BOUND_MS = 30_000 + 6_000;
+/** The worker's own stop timeout (src/worker.ts); core's hand-back margin (STOP_MARGIN_MS) is added once core is installed. */
+const WORKER_STOP_TIMEOUT_MS = 30_000;
+let STOP_BOUND_MS;
 
 const began = performance.now();
 const seconds = (since) => `${((performance.now() - since) / 1000).toFixed(1)} s`;
@@ -57,26 +56,16 @@ try {
   npm(['run', 'build']);
   npm(['run', 'typecheck']);
   console.info(`example installed from the tarballs with npm and built (${seconds(began)})`);
+  const { STOP_MARGIN_MS } = await import(pathToFileURL(join(app, 'node_modules/@statusq/core/dist/index.js')).href);
+  STOP_BOUND_MS = WORKER_STOP_TIMEOUT_MS + STOP_MARGIN_MS;
 
-  const mysql = createRequire(join(app, 'package.json'))('mysql2/promise');
-  const server = new URL(MYSQL_SERVER);
-  const admin = () =>
-    mysql.createConnection({ host: server.hostname, port: Number(server.port || 3306), user: decodeURIComponent(server.username) || 'root', password: decodeURIComponent(server.password) });
-  const database = `statusq_example_${randomBytes(6).toString('hex')}`;
-  const conn = await admin();
-  await conn.query(`CREATE DATABASE \`${database}\` CHARACTER SET utf8mb4`);
-  await conn.end();
-  dropDatabase = async () => {
-    const c = await admin();
-    await c.query(`DROP DATABASE IF EXISTS \`${database}\``);
-    await c.end();
-  };
-  const mariadbUrl = new URL(MYSQL_SERVER);
-  mariadbUrl.pathname = `/${database}`;
+  const mariadb = await scratchDatabase(app, MYSQL_SERVER, 'statusq_example');
+  dropDatabase = mariadb.drop;
+  const mariadbUrl = mariadb.url;
 
   for (const [label, url] of [
     ['sqlite', `sqlite:${join(app, 'dev.db')}`],
-    ['mariadb', mariadbUrl.toString()],
+    ['mariadb', mariadbUrl],
   ]) {
     const step = performance.now();
     const env = { DATABASE_URL: url };
@@ -172,7 +161,7 @@ function expectByRule(label, report, byStatus) {
 
 /**
  * Starts the worker as a process manager would (node, no npm in between), sends SIGTERM once it reports
- * its first 100 settled rows, and resolves with how it exited and how long after the signal.
+ * its first progress line (every 500 settled rows), and resolves with how it exited and how long after the signal.
  */
 function terminateMidway(app, env, label) {
   return new Promise((resolve, reject) => {

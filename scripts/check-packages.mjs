@@ -4,12 +4,10 @@
 // runs what a user runs there: the CLI through npx (init, enqueue, work, stats on SQLite, and `statusq doctor`
 // against SQLite, PostgreSQL and MariaDB). Run after the build: node scripts/check-packages.mjs [--packs DIR]
 // With --packs, the tarballs are packed into DIR and left there for the next step (check-example.mjs).
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PUBLIC, packPublic, packsArgument, root, run, tarballManifest } from './packs.mjs';
+import { MYSQL_SERVER, POSTGRES_SERVER, PUBLIC, packPublic, packsArgument, root, run, scratchDatabase, tarballManifest } from './packs.mjs';
 
 const work = mkdtempSync(join(tmpdir(), 'statusq-packages-'));
 const problems = [];
@@ -74,9 +72,10 @@ try {
 
   // `statusq doctor` as an operator runs it before going live, on each server: a fresh database of its own,
   // a managed table made by `init`, every check passing (exit 0), the report printed for the record.
-  const databases = await scratchDatabases(app);
+  const scratch = [];
   try {
-    for (const [label, url] of [['SQLite', db], ...databases.urls]) {
+    for (const server of [POSTGRES_SERVER, MYSQL_SERVER]) scratch.push(await scratchDatabase(app, server, 'statusq_doctor_ci'));
+    for (const [label, url] of [['SQLite', db], ['PostgreSQL', scratch[0].url], ['MariaDB', scratch[1].url]]) {
       run('npx', ['statusq', 'init', '--db', url, '--table', 'doctor_jobs'], app);
       try {
         const report = run('npx', ['statusq', 'doctor', '--db', url, '--table', 'doctor_jobs'], app, { timeout: 300_000 });
@@ -86,7 +85,7 @@ try {
       }
     }
   } finally {
-    await databases.drop();
+    for (const database of scratch) await database.drop();
   }
 } catch (error) {
   problems.push(`${error.message}\n${error.stdout ?? ''}${error.stderr ?? ''}`);
@@ -96,42 +95,4 @@ try {
 if (problems.length > 0) {
   console.error(problems.join('\n'));
   process.exit(1);
-}
-
-/** A database of its own on each server (STATUSQ_POSTGRES_URL's and STATUSQ_MYSQL_URL's), made with the app's drivers. */
-async function scratchDatabases(app) {
-  const require = createRequire(join(app, 'package.json'));
-  const name = `statusq_doctor_ci_${randomBytes(5).toString('hex')}`;
-  const postgres = new URL(process.env.STATUSQ_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres');
-  const mysqlServer = new URL(process.env.STATUSQ_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test');
-  const pgAdmin = async (sql) => {
-    const client = new (require('pg').Client)({ connectionString: postgres.toString() });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  const mysqlAdmin = async (sql) => {
-    const conn = await require('mysql2/promise').createConnection({ host: mysqlServer.hostname, port: Number(mysqlServer.port || 3306), user: decodeURIComponent(mysqlServer.username) || 'root', password: decodeURIComponent(mysqlServer.password) });
-    try {
-      await conn.query(sql);
-    } finally {
-      await conn.end();
-    }
-  };
-  await pgAdmin(`CREATE DATABASE ${name}`);
-  await mysqlAdmin(`CREATE DATABASE ${name}`);
-  const at = (server, path) => Object.assign(new URL(server), { pathname: `/${path}` }).toString();
-  return {
-    urls: [
-      ['PostgreSQL', at(postgres, name)],
-      ['MariaDB', at(mysqlServer, name)],
-    ],
-    drop: async () => {
-      await pgAdmin(`DROP DATABASE IF EXISTS ${name}`);
-      await mysqlAdmin(`DROP DATABASE IF EXISTS ${name}`);
-    },
-  };
 }

@@ -1,7 +1,9 @@
 // The public packages packed as npm would publish them, in one place for the scripts that install them
 // (check-packages.mjs, check-example.mjs): `.ci/run` packs once and hands both scripts the same directory.
 import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
 export const root = new URL('..', import.meta.url).pathname;
@@ -38,3 +40,38 @@ export function packsArgument(argv = process.argv.slice(2)) {
   if (!dir) throw new Error('--packs needs a directory');
   return dir;
 }
+
+/**
+ * A database of its own on the server `serverUrl` names (PostgreSQL or MySQL/MariaDB), made with the driver
+ * the installed project `app` has (`pg` or `mysql2`), as a user's own set-up would; `drop` removes it.
+ */
+export async function scratchDatabase(app, serverUrl, prefix) {
+  const url = new URL(serverUrl);
+  const name = `${prefix}_${randomBytes(5).toString('hex')}`;
+  const require = createRequire(join(app, 'package.json'));
+  const postgres = url.protocol === 'postgres:' || url.protocol === 'postgresql:';
+  const admin = async (sql) => {
+    if (postgres) {
+      const client = new (require('pg').Client)({ connectionString: url.toString() });
+      await client.connect();
+      try {
+        return await client.query(sql);
+      } finally {
+        await client.end();
+      }
+    }
+    const conn = await require('mysql2/promise').createConnection({ host: url.hostname, port: Number(url.port || 3306), user: decodeURIComponent(url.username) || 'root', password: decodeURIComponent(url.password) });
+    try {
+      return await conn.query(sql);
+    } finally {
+      await conn.end();
+    }
+  };
+  await admin(postgres ? `CREATE DATABASE ${name}` : `CREATE DATABASE ${name} CHARACTER SET utf8mb4`);
+  const at = new URL(url);
+  at.pathname = `/${name}`;
+  return { url: at.toString(), drop: () => admin(`DROP DATABASE IF EXISTS ${name}`) };
+}
+
+export const POSTGRES_SERVER = process.env.STATUSQ_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const MYSQL_SERVER = process.env.STATUSQ_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
