@@ -146,6 +146,8 @@ export function doctorScenarios(ctx: () => CliContext, target: CliTarget): void 
 
     it('SIGINT while the race fills its scratch table: exit 130, the report says interrupted, and the scratch table is gone', async () => {
       const { db, dir, statusq } = ctx();
+      // A database the doctor can open (a SQLite file exists only once something created it).
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
       const cli = launchCli(dir, ['doctor', '--db', db.url, '--race-jobs', '100000', '--json']);
       await until('the race to begin', () => cli.stderr().split('\n').some((line) => RACE_BEGINS.test(line)));
       const table = /statusq_doctor_[0-9a-f]{10}/.exec(cli.stderr())![0];

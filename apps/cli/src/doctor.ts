@@ -26,7 +26,6 @@ import {
   DEFAULT_OPTIONAL_COLUMN_NAMES,
   derivedName,
   resolveTable,
-  urlSecrets,
   splitTableName,
   type ColumnInfo,
   type ExecResult,
@@ -119,7 +118,7 @@ const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${
  * else the environment variable, never the redacted URL (whose `***` would be taken for the password).
  */
 function commandLine(url: string, adapter: string | undefined): (command: string, ...args: string[]) => string {
-  const db = urlSecrets(url).length === 0 ? shellWord(url) : '"$STATUSQ_DATABASE_URL"';
+  const db = redactUrl(url) === url ? shellWord(url) : '"$STATUSQ_DATABASE_URL"';
   const via = adapter === undefined ? '' : ` --adapter ${shellWord(adapter)}`;
   return (command, ...args) => `statusq ${command} --db ${db}${via}${args.map((a) => ` ${shellWord(a)}`).join('')}`;
 }
