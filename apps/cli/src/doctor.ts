@@ -28,7 +28,6 @@ import {
   resolveTable,
   splitTableName,
   type ColumnInfo,
-  type ExecResult,
   type QueryPlan,
   type ResolvedTable,
   type Statement,
@@ -277,7 +276,7 @@ function optionalColumnsCheck(table: ResolvedTable, migrate: string): Check {
 function planVerdict(plan: QueryPlan, status: string): { served: boolean | null; what: string } {
   if (plan.index === null) return { served: false, what: 'reads the whole table' };
   if (plan.sorts) return { served: false, what: `reads index ${plan.index}, then sorts` };
-  if (plan.bounded === false) return { served: false, what: `walks all of index ${plan.index}, filtering on ${status}: every claim reads the finished rows too` };
+  if (plan.bounded === false) return { served: false, what: `reads index ${plan.index} unbounded by ${status}, filtering on it: every claim reads the finished rows too` };
   if (plan.bounded === undefined) return { served: null, what: `reads index ${plan.index}, no sort (the adapter does not say whether ${status} bounds the read)` };
   return { served: true, what: `reads index ${plan.index}, no sort` };
 }
