@@ -106,6 +106,20 @@ onServer('postgres', await postgresUnavailable(), () => {
 });
 
 onServer('mysqlServer', await mysqlUnavailable(), () => {
+  it('INSERT is probed without the generated columns, which MySQL refuses a value for, beside a NOT NULL column without a default', async () => {
+    const url = await createDatabase();
+    try {
+      const database = decodeURIComponent(new URL(url).pathname.slice(1));
+      await adminQuery(
+        `CREATE TABLE \`${database}\`.\`gen\` (id BIGINT AUTO_INCREMENT PRIMARY KEY, date DATETIME(3) NOT NULL, \`a.b\` VARCHAR(8) NOT NULL, doubled BIGINT AS (id * 2) VIRTUAL, status TINYINT NULL, INDEX gen_pending (status, date)) ENGINE=InnoDB`,
+      );
+      const run = await statusq('doctor', '--db', url, '--table', 'gen', '--race-jobs', '0', '--json');
+      expect(checkOf(reportOf(run), 'privileges'), run.stdout).toMatchObject({ status: 'pass', detail: 'SELECT, UPDATE, INSERT on gen' });
+    } finally {
+      await dropDatabase(url);
+    }
+  });
+
   it('a user with SELECT only: the privileges check fails naming UPDATE and INSERT (exit 1); the race cannot create its table and says so', async () => {
     const url = await createDatabase();
     const database = decodeURIComponent(new URL(url).pathname.slice(1));
