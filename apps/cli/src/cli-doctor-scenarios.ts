@@ -1,21 +1,33 @@
 // `statusq doctor` as an operator runs it, on every dialect: a good table passes with a clean race, a table
 // the claim cannot use fails (exit 1) with the fix named, bad input is exit 2, and nothing of the user's
 // changes. Part of the CLI scenarios every dialect runs.
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { generateTableARows } from '@statusq/test-fixtures';
 import type { CliContext, CliTarget } from './cli-target.js';
-import type { CliRun } from './cli-harness.js';
+import { cliBin, cliEnv, launchCli, until, type CliRun } from './cli-harness.js';
 import type { DoctorReport } from './doctor-report.js';
 
 /** Small enough to keep the scenarios quick, large enough that four workers' claims overlap. */
 const RACE_JOBS = '400';
 
-function reportOf(run: CliRun): DoctorReport {
-  expect(run.stderr, 'doctor --json prints nothing on stderr').toBe('');
+/** The line the doctor prints on stderr as the race begins (the only stderr of a run that is not bad input). */
+const RACE_BEGINS = /^statusq doctor: race: \d+ jobs, \d+ workers on scratch table statusq_doctor_[0-9a-f]{10}$/;
+
+/** The one JSON object `doctor --json` prints; stderr holds at most the race's progress line. */
+export function reportOf(run: CliRun): DoctorReport {
+  for (const line of run.stderr.split('\n').filter((l) => l !== '')) expect(line, 'doctor --json prints no other stderr').toMatch(RACE_BEGINS);
   return JSON.parse(run.stdout) as DoctorReport;
 }
 
-function check(report: DoctorReport, name: string) {
+/** A fix line run by a POSIX shell exactly as printed, with `statusq` the built bin and the URL in the environment. */
+function runFix(fix: string, dir: string, url: string): CliRun {
+  const line = fix.replace(/ \(or: .*\)$/, '').replace(/^statusq /, `'${process.execPath}' '${cliBin}' `);
+  const run = spawnSync('sh', ['-c', line], { cwd: dir, encoding: 'utf8', timeout: 60_000, env: cliEnv({ STATUSQ_DATABASE_URL: url }) });
+  return { code: run.status, stdout: run.stdout.trim(), stderr: run.stderr.trim() };
+}
+
+export function checkOf(report: DoctorReport, name: string) {
   const found = report.checks.find((c) => c.name === name);
   if (!found) throw new Error(`no ${name} check in ${JSON.stringify(report.checks.map((c) => c.name))}`);
   return found;
@@ -40,9 +52,9 @@ export function doctorScenarios(ctx: () => CliContext, target: CliTarget): void 
       expect(report.ok).toBe(true);
       expect(report.checks.map((c) => c.name)).toEqual(['server', 'claim', 'clock', 'table', 'optional columns', 'pending index', 'claim plan', 'claim plan (--aging)', 'privileges', 'race']);
       for (const c of report.checks) expect(c.status, `${c.name}: ${c.detail}`).toBe('pass');
-      expect(check(report, 'pending index').detail).toBe('jobs_statusq_pending');
-      expect(check(report, 'claim plan').detail).toMatch(/^reads index jobs_statusq_pending, no sort/);
-      expect(check(report, 'privileges').detail).toBe('SELECT, UPDATE, INSERT on jobs');
+      expect(checkOf(report, 'pending index').detail).toBe('jobs_statusq_pending');
+      expect(checkOf(report, 'claim plan').detail).toMatch(/^reads index jobs_statusq_pending, no sort/);
+      expect(checkOf(report, 'privileges').detail).toBe('SELECT, UPDATE, INSERT on jobs');
       expect(report.server).toMatchObject({ version: expect.any(String), isolation: expect.any(String), timeZone: expect.any(String), claim: expect.stringMatching(/^(one statement|transaction)$/) });
       expect(report.server.capabilities).toMatchObject({ skipLocked: true, batchClaim: true });
       // Both clocks are this machine's (or a server beside it): well within the warning threshold.
@@ -79,25 +91,30 @@ export function doctorScenarios(ctx: () => CliContext, target: CliTarget): void 
       const report = reportOf(run);
       expect(report.ok).toBe(false);
       expect(report.race).toBeNull();
-      const index = check(report, 'pending index');
+      const index = checkOf(report, 'pending index');
       expect(index).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^no table_a_statusq_pending and no other index serves the claim/) });
-      // The command, and the adapter's own DDL for the index (CREATE INDEX, or ALTER TABLE ... ADD INDEX).
-      expect(index.fix).toMatch(/^statusq migrate --db '.*' --table table_a \(or: .*\btable_a_statusq_pending\b.*\)$/);
-      const plan = check(report, 'claim plan');
+      // The command, and the adapter's own DDL for the index (CREATE INDEX, or ALTER TABLE ... ADD INDEX); the
+      // URL as given when it holds no password, else the variable, never the redacted URL.
+      expect(index.fix).toMatch(/^statusq migrate --db (\S+) --table table_a \(or: .*\btable_a_statusq_pending\b.*\)$/);
+      expect(index.fix).not.toContain('***');
+      if (new URL(db.url).password !== '') expect(index.fix).toContain('--db "$STATUSQ_DATABASE_URL" ');
+      const plan = checkOf(report, 'claim plan');
       expect(plan.status, plan.detail).toBe('fail');
       expect(plan.detail).toMatch(/^(reads the whole table|reads index \S+, then sorts)/);
       // table_a has no claimed_at: a warning, never a failure.
-      expect(check(report, 'optional columns')).toMatchObject({ status: 'warn', fix: expect.stringMatching(/--with leases,retries$/) });
-      expect(check(report, 'table').status).toBe('pass');
-      expect(check(report, 'privileges').status).toBe('pass');
+      expect(checkOf(report, 'optional columns')).toMatchObject({ status: 'warn', fix: expect.stringMatching(/--with leases,retries$/) });
+      expect(checkOf(report, 'table').status).toBe('pass');
+      expect(checkOf(report, 'privileges').status).toBe('pass');
       expect(await rowsOf('table_a')).toEqual(before);
 
-      expect((await statusq('migrate', '--db', db.url, '--table', 'table_a')).code).toBe(0);
+      // The fix as printed, run by a shell, is what makes the table pass.
+      const migrated = runFix(index.fix!, ctx().dir, db.url);
+      expect(migrated.code, migrated.stderr).toBe(0);
       const fixed = await statusq('doctor', '--db', db.url, '--table', 'table_a', '--json', '--race-jobs', '0');
       expect(fixed.code, fixed.stdout).toBe(0);
       const after = reportOf(fixed);
-      expect(check(after, 'pending index')).toMatchObject({ status: 'pass', detail: 'table_a_statusq_pending' });
-      expect(check(after, 'claim plan').status).toBe('pass');
+      expect(checkOf(after, 'pending index')).toMatchObject({ status: 'pass', detail: 'table_a_statusq_pending' });
+      expect(checkOf(after, 'claim plan').status).toBe('pass');
       expect(await rowsOf('table_a')).toEqual(before);
     });
 
@@ -108,7 +125,43 @@ export function doctorScenarios(ctx: () => CliContext, target: CliTarget): void 
       const run = await statusq('doctor', '--db', db.url, '--table', 'table_a', '--json', '--race-jobs', '0');
       expect(run.code, run.stdout).toBe(0);
       const report = reportOf(run);
-      expect(check(report, 'pending index')).toMatchObject({ status: 'pass', detail: expect.stringMatching(/^no table_a_statusq_pending, but table_a_\w+ serves the claim$/) });
+      expect(checkOf(report, 'pending index')).toMatchObject({ status: 'pass', detail: expect.stringMatching(/^no table_a_statusq_pending, but table_a_\w+ serves the claim$/) });
+    });
+
+    it('an index on the order column alone does not serve the claim: status does not bound its read, so the pending index and claim plan fail (exit 1)', async () => {
+      const { statusq, db } = ctx();
+      for (const sql of target.fixtures.tableA('table_a', { ownIndex: false })) await db.query(sql);
+      await db.query('CREATE INDEX table_a_date ON table_a (date)');
+      await db.insertTableA(generateTableARows(40));
+      const run = await statusq('doctor', '--db', db.url, '--table', 'table_a', '--json', '--race-jobs', '0');
+      expect(run.code, run.stdout + run.stderr).toBe(1);
+      const report = reportOf(run);
+      expect(checkOf(report, 'pending index')).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^no table_a_statusq_pending and no other index serves the claim/) });
+      const plan = checkOf(report, 'claim plan');
+      expect(plan.status, plan.detail).toBe('fail');
+      // Whatever each planner picks (the date index walked in order, or the table read and sorted), status does not bound the read.
+      expect(plan.detail).toMatch(/^(reads index table_a_date unbounded by status|reads the whole table|reads index \S+, then sorts)/);
+      expect(checkOf(report, 'claim plan (--aging)').status).not.toBe('pass');
+    });
+
+    it('SIGINT while the race fills its scratch table: exit 130, the report says interrupted, and the scratch table is gone', async () => {
+      const { db, dir, statusq } = ctx();
+      // A database the doctor can open (a SQLite file exists only once something created it).
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      const cli = launchCli(dir, ['doctor', '--db', db.url, '--race-jobs', '100000', '--json']);
+      await until('the race to begin', () => cli.stderr().split('\n').some((line) => RACE_BEGINS.test(line)));
+      const table = /statusq_doctor_[0-9a-f]{10}/.exec(cli.stderr())![0];
+      cli.child.kill('SIGINT');
+      const run = await cli.ended;
+      expect(run.code, run.stdout + run.stderr).toBe(130);
+      expect(run.stderr).toMatch(/SIGINT: stopping the race and dropping statusq_doctor_/);
+      const report = JSON.parse(run.stdout) as DoctorReport;
+      expect(report.ok).toBe(false);
+      expect(checkOf(report, 'race')).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^interrupted by a signal; .*scratch table dropped$/) });
+      expect(report.race).toMatchObject({ table, dropped: true });
+      const gone = await statusq('stats', '--db', db.url, '--table', table);
+      expect(gone.code).toBe(2);
+      expect(gone.stderr).toMatch(/does not exist/);
     });
 
     it('an id that is not unique on its own, or a text status column, fails the table check (exit 1) with the fix; no row changes', async () => {
@@ -122,14 +175,14 @@ export function doctorScenarios(ctx: () => CliContext, target: CliTarget): void 
 
       const shared = await statusq('doctor', '--db', db.url, '--table', 'pairs', '--json', '--race-jobs', '0');
       expect(shared.code, shared.stdout).toBe(1);
-      const table = check(reportOf(shared), 'table');
+      const table = checkOf(reportOf(shared), 'table');
       expect(table).toMatchObject({ status: 'fail', detail: expect.stringMatching(/id column "id" is not unique/) });
       expect(table.fix).toMatch(/^make id the primary key, or CREATE UNIQUE INDEX .*pairs_id_unique.* ON .*pairs.* \(.id.\)$/);
       expect(await rowsOf('pairs')).toEqual(before);
 
       const texty = await statusq('doctor', '--db', db.url, '--table', 'texty', '--json', '--race-jobs', '0');
       expect(texty.code, texty.stdout).toBe(1);
-      expect(check(reportOf(texty), 'table')).toMatchObject({ status: 'fail', detail: expect.stringMatching(/status column "status" is .*, not an integer type/) });
+      expect(checkOf(reportOf(texty), 'table')).toMatchObject({ status: 'fail', detail: expect.stringMatching(/status column "status" is .*, not an integer type/) });
     });
 
     it.each([

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import {
   ConfigError,
+  EXIT,
   OPTIONAL_COLUMNS,
   Queue,
   SchemaError,
@@ -21,11 +22,12 @@ import {
 import {
   TransitionSql,
   candidateStatements,
+  configuredColumns,
   DEFAULT_OPTIONAL_COLUMN_NAMES,
+  derivedName,
   resolveTable,
   splitTableName,
   type ColumnInfo,
-  type ExecResult,
   type QueryPlan,
   type ResolvedTable,
   type Statement,
@@ -33,6 +35,7 @@ import {
 import { databaseUrl, optionalInteger, tableConfig, type Flags } from './args.js';
 import { openStore } from './adapters.js';
 import { adapterOf, type Io } from './commands.js';
+import { oneLine } from './main.js';
 import { renderReport, type Check, type ClockReading, type DoctorReport, type RaceReport, type ServerReport } from './doctor-report.js';
 
 /**
@@ -72,8 +75,9 @@ export async function doctor(flags: Flags, io: Io): Promise<number> {
   const server: ServerReport = { url: redactUrl(url), version: null, isolation: null, timeZone: null, settings: {}, clock: null, capabilities: null, claim: null };
   const checks: Check[] = [];
   let race: RaceReport | null = null;
+  let interrupted = false;
 
-  // A bad URL, a missing adapter or a missing table is bad input (exit 2), thrown before any check runs.
+  // A bad URL, a missing adapter or a missing table is bad input (exit 2), thrown before anything is printed.
   const store = await openStore(url, { create: false }, adapter).catch((error: unknown) => {
     if (error instanceof StoreError) return error;
     throw error;
@@ -82,14 +86,13 @@ export async function doctor(flags: Flags, io: Io): Promise<number> {
     checks.push({ name: 'connect', status: 'fail', detail: `${store.kind}: ${store.message}` });
   } else {
     try {
-      const columns = config ? await store.describeTable(config.table) : null;
-      if (config && columns === null) throw new SchemaError(`doctor: table ${JSON.stringify(config.table)} does not exist (statusq init creates a managed table; statusq migrate prepares an existing one)`);
       const reached = await checkServer(store, server, checks);
-      if (reached && config) await checkTable(store, config, columns!, server.url, checks);
+      if (reached && config) await checkTable(store, config, commandLine(url, adapter), checks);
       if (reached && raceJobs > 0) {
         const raced = await runRace(url, adapter, store, raceJobs, raceWorkers, io);
         race = raced.report;
-        checks.push(raceCheck(raced.report, raced.failure));
+        interrupted = raced.interrupted;
+        checks.push(raceCheck(raced.report, raced.failure, raced.skipped));
       }
     } finally {
       await store.close();
@@ -97,6 +100,7 @@ export async function doctor(flags: Flags, io: Io): Promise<number> {
   }
   const report: DoctorReport = { ok: checks.every((c) => c.status !== 'fail'), server, checks, race };
   io.out(flags.json === true ? JSON.stringify(report) : renderReport(report));
+  if (interrupted) return EXIT.stoppedHard;
   return report.ok ? 0 : 1;
 }
 
@@ -105,8 +109,17 @@ function bounded(value: number, flag: string, min: number, max: number): number 
   return value;
 }
 
-function message(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').trim();
+/** A word as a POSIX shell reads it back unchanged. */
+const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`);
+
+/**
+ * `statusq <command>` as a fix line prints it, runnable as printed: the URL itself when it holds no secret,
+ * else the environment variable, never the redacted URL (whose `***` would be taken for the password).
+ */
+function commandLine(url: string, adapter: string | undefined): (command: string, ...args: string[]) => string {
+  const db = redactUrl(url) === url ? shellWord(url) : '"$STATUSQ_DATABASE_URL"';
+  const via = adapter === undefined ? '' : ` --adapter ${shellWord(adapter)}`;
+  return (command, ...args) => `statusq ${command} --db ${db}${via}${args.map((a) => ` ${shellWord(a)}`).join('')}`;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -114,6 +127,13 @@ function message(error: unknown): string {
 
 /** Server facts, the claim it supports and its clock. False when the server cannot be reached at all. */
 async function checkServer(store: Store, server: ServerReport, checks: Check[]): Promise<boolean> {
+  // The first statement is the connection check; the others fail on their own.
+  try {
+    await store.execute({ sql: 'SELECT 1', params: [] });
+  } catch (error) {
+    checks.push({ name: 'connect', status: 'fail', detail: oneLine(error) });
+    return false;
+  }
   const inspection = store.inspection;
   if (inspection) {
     try {
@@ -122,24 +142,22 @@ async function checkServer(store: Store, server: ServerReport, checks: Check[]):
       const settings = Object.entries(facts.settings).map(([name, value]) => `${name} ${value}`).join(', ');
       checks.push({ name: 'server', status: 'pass', detail: `${facts.version}; isolation ${facts.isolation}; session time zone ${facts.timeZone}${settings ? ` (${settings})` : ''}` });
     } catch (error) {
-      checks.push({ name: 'connect', status: 'fail', detail: message(error) });
-      return false;
+      if (!(error instanceof StoreError)) throw error;
+      checks.push({ name: 'server', status: 'warn', detail: `the server's facts could not be read: ${oneLine(error)}` });
     }
   } else {
-    // Without inspection the first statement is the connection check.
-    try {
-      await store.execute({ sql: 'SELECT 1', params: [] });
-    } catch (error) {
-      checks.push({ name: 'connect', status: 'fail', detail: message(error) });
-      return false;
-    }
     checks.push({ name: 'server', status: 'warn', detail: `the ${store.dialect.name} adapter reports no server facts (no Store.inspection): version, clock and query plans unchecked` });
   }
   server.capabilities = { ...store.capabilities };
   checks.push(claimCheck(store, server));
   if (inspection) {
-    server.clock = await readClock(() => inspection.clockMs());
-    checks.push(clockCheck(server.clock));
+    try {
+      server.clock = await readClock(() => inspection.clockMs());
+      checks.push(clockCheck(server.clock));
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      checks.push({ name: 'clock', status: 'warn', detail: `the database's clock could not be read: ${oneLine(error)}` });
+    }
   }
   return true;
 }
@@ -194,13 +212,27 @@ function clockCheck({ offsetMs, errorMs }: ClockReading): Check {
 // ---------------------------------------------------------------------------------------------------------
 // The user's table
 
-async function checkTable(store: Store, config: TableConfig, columns: ColumnInfo[], shownUrl: string, checks: Check[]): Promise<void> {
+type CommandLine = ReturnType<typeof commandLine>;
+
+/** The checks of the user's table. A database error on the way is that check's failure, not an escape. */
+async function checkTable(store: Store, config: TableConfig, statusq: CommandLine, checks: Check[]): Promise<void> {
   const q = (name: string) => store.dialect.quoteIdentifier(name);
-  const migrate = `statusq migrate --db '${shownUrl}' --table ${config.table}${config.statusColumn ? ` --status-column ${config.statusColumn}` : ''}${config.orderColumn ? ` --order-column ${config.orderColumn}` : ''}`;
+  const named = configuredColumns(config);
+  const migrate = statusq('migrate', '--table', config.table, ...(config.statusColumn ? ['--status-column', config.statusColumn] : []), ...(config.orderColumn ? ['--order-column', config.orderColumn] : []));
+  let columns: ColumnInfo[] | null;
+  try {
+    columns = await store.describeTable(config.table);
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    checks.push({ name: 'table', status: 'fail', detail: `${config.table} could not be described: ${oneLine(error)}` });
+    return;
+  }
+  if (columns === null) throw new SchemaError(`doctor: table ${JSON.stringify(config.table)} does not exist (statusq init creates a managed table; statusq migrate prepares an existing one)`);
+  const byName = new Map(columns.map((c) => [c.name.toLowerCase(), c]));
   let table: ResolvedTable | null = null;
   try {
     table = resolveTable(config, columns, (column) => store.orderTimeEncoding(column));
-    const type = (name: string) => columns.find((c) => c.name === name)?.type ?? '?';
+    const type = (name: string) => byName.get(name.toLowerCase())?.type ?? '?';
     checks.push({
       name: 'table',
       status: 'pass',
@@ -208,7 +240,7 @@ async function checkTable(store: Store, config: TableConfig, columns: ColumnInfo
     });
   } catch (error) {
     if (!(error instanceof SchemaError)) throw error;
-    checks.push({ name: 'table', status: 'fail', detail: message(error), ...tableFix(config, columns, q, migrate) });
+    checks.push({ name: 'table', status: 'fail', detail: oneLine(error), ...tableFix(config, byName, named, q, migrate) });
   }
   if (table) {
     checks.push(optionalColumnsCheck(table, migrate));
@@ -218,13 +250,12 @@ async function checkTable(store: Store, config: TableConfig, columns: ColumnInfo
 }
 
 /** The fix for a table resolveTable refused, where one statement or command is it. */
-function tableFix(config: TableConfig, columns: ColumnInfo[], q: (name: string) => string, migrate: string): { fix?: string } {
-  const byName = new Map(columns.map((c) => [c.name.toLowerCase(), c]));
-  const id = byName.get((config.idColumn ?? 'id').toLowerCase());
-  if (!byName.has((config.statusColumn ?? 'status').toLowerCase())) return { fix: `${migrate} (adds the status column; every existing row is then pending)` };
+function tableFix(config: TableConfig, byName: ReadonlyMap<string, ColumnInfo>, named: { id: string; status: string }, q: (name: string) => string, migrate: string): { fix?: string } {
+  const id = byName.get(named.id.toLowerCase());
+  if (!byName.has(named.status.toLowerCase())) return { fix: `${migrate} (adds the status column; every existing row is then pending)` };
   if (id && !id.unique) {
     const [, name] = splitTableName(config.table);
-    return { fix: `make ${id.name} the primary key, or CREATE UNIQUE INDEX ${q(`${name}_${id.name}_unique`)} ON ${q(config.table)} (${q(id.name)})` };
+    return { fix: `make ${id.name} the primary key, or CREATE UNIQUE INDEX ${q(derivedName(`${name}_${id.name}_unique`, config.table))} ON ${q(config.table)} (${q(id.name)})` };
   }
   return {};
 }
@@ -241,14 +272,44 @@ function optionalColumnsCheck(table: ResolvedTable, migrate: string): Check {
   return { name: 'optional columns', status: 'pass', detail };
 }
 
+/** How a plan reads the candidates, and whether that serves the claim: the status column bounds the read, with no sort. */
+function planVerdict(plan: QueryPlan, status: string): { served: boolean | null; what: string } {
+  if (plan.index === null) return { served: false, what: 'reads the whole table' };
+  if (plan.sorts) return { served: false, what: `reads index ${plan.index}, then sorts` };
+  if (plan.bounded === false) return { served: false, what: `reads index ${plan.index} unbounded by ${status}, filtering on it: every claim reads the finished rows too` };
+  if (plan.bounded === undefined) return { served: null, what: `reads index ${plan.index}, no sort (the adapter does not say whether ${status} bounds the read)` };
+  return { served: true, what: `reads index ${plan.index}, no sort` };
+}
+
 /**
  * The claim's candidate SELECTs as a worker runs them (the configured order, and aged rows first as --aging
- * adds), explained as for a grown table: statusq's pending index must exist or another index serve them, with
- * no full scan and no sort.
+ * adds), explained as for a grown table: statusq's pending index must exist or another index serve them,
+ * that is, the status column bounds the read and nothing is sorted. Without Store.inspection only the
+ * pending index's name is checked.
  */
 async function planChecks(store: Store, table: ResolvedTable, migrate: string): Promise<Check[]> {
   const inspection = store.inspection;
-  if (!inspection) return [];
+  const indexName = pendingIndexName(table.table);
+  let ddl: string | null = null;
+  let indexes: string[] | null = null;
+  try {
+    if (store.schema) {
+      ddl = (await store.schema.createPendingIndex(table.table, { name: indexName, statusColumn: table.status, orderColumn: table.order })).map((s) => s.sql).join('; ');
+      const { rows } = await store.execute(store.schema.indexNames(...splitTableName(table.table)));
+      indexes = rows.map((r) => String(r.name));
+    }
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    return [{ name: 'pending index', status: 'fail', detail: `the indexes of ${table.table} could not be listed: ${oneLine(error)}` }];
+  }
+  const fix = `${migrate}${ddl ? ` (or: ${ddl})` : ''}`;
+  const own = indexes?.find((name) => name.toLowerCase() === indexName.toLowerCase());
+  if (!inspection) {
+    if (own) return [{ name: 'pending index', status: 'pass', detail: own }];
+    if (indexes === null) return [];
+    return [{ name: 'pending index', status: 'warn', detail: `no ${indexName}; whether another index serves the claim is unchecked (no Store.inspection to read plans)`, fix }];
+  }
+
   const native = store.nativeClaim;
   const sql = new TransitionSql(table, store.dialect);
   // As claim.ts reads candidates: whole rows (with the clock) only where a native claim builds rows from them.
@@ -258,74 +319,85 @@ async function planChecks(store: Store, table: ResolvedTable, migrate: string): 
   const statements: Array<[string, Statement]> = [['claim plan', plain]];
   if (table.direction === 'newest') statements.push(['claim plan (--aging)', candidateStatements(sql, { limit: 50, token: null, agingMs: 3_600_000 }, options)[0]!]);
 
-  const indexName = pendingIndexName(table.table);
-  const ddl = store.schema ? (await store.schema.createPendingIndex(table.table, { name: indexName, statusColumn: table.status, orderColumn: table.order })).map((s) => s.sql).join('; ') : null;
-  const fix = `${migrate}${ddl ? ` (or: ${ddl})` : ''}`;
   const checks: Check[] = [];
-  const plans: Array<QueryPlan | null> = [];
+  const verdicts: Array<{ plan: QueryPlan; served: boolean | null } | null> = [];
   for (const [name, statement] of statements) {
     let plan: QueryPlan;
     try {
-      plan = await inspection.explain(statement, { asIfLarge: true });
+      plan = await inspection.explain(statement, { asIfLarge: true, statusColumn: table.status });
     } catch (error) {
       // PostgreSQL checks a locking SELECT's UPDATE privilege even to EXPLAIN it; the privileges check says which.
-      plans.push(null);
-      checks.push({ name, status: 'fail', detail: `EXPLAIN refused: ${message(error)}` });
+      verdicts.push(null);
+      checks.push({ name, status: 'fail', detail: `EXPLAIN refused: ${oneLine(error)}` });
       continue;
     }
-    plans.push(plan);
-    const served = plan.index !== null && !plan.sorts;
-    const what = served ? `reads index ${plan.index}, no sort` : plan.index === null ? 'reads the whole table' : `reads index ${plan.index}, then sorts`;
+    const { served, what } = planVerdict(plan, table.status);
+    verdicts.push({ plan, served });
     // A table served for its configured order but not for aging still works; aging is off unless asked for.
-    const status = served ? 'pass' : name === 'claim plan' ? 'fail' : 'warn';
-    checks.push({ name, status, detail: `${what}: ${plan.text.replace(/\s+/g, ' ')}`, ...(served ? {} : { fix }) });
+    const status = served === true ? 'pass' : served === null || name !== 'claim plan' ? 'warn' : 'fail';
+    checks.push({ name, status, detail: `${what}: ${plan.text.replace(/\s+/g, ' ')}`, ...(served === true ? {} : { fix }) });
   }
 
-  let indexes: string[] | null = null;
-  if (store.schema) {
-    const { rows } = await store.execute(store.schema.indexNames(...splitTableName(table.table)));
-    indexes = rows.map((r) => String(r.name));
-  }
-  const own = indexes?.find((name) => name.toLowerCase() === indexName.toLowerCase());
-  const serving = plans[0] && plans[0].index !== null && !plans[0].sorts ? plans[0].index : null;
+  const [first] = verdicts;
   const index: Check = own
     ? { name: 'pending index', status: 'pass', detail: own }
-    : plans[0] === null
+    : !first
       ? { name: 'pending index', status: 'fail', detail: `no ${indexName}, and the claim's plan could not be read`, fix }
-      : serving
-      ? { name: 'pending index', status: 'pass', detail: `no ${indexName}, but ${serving} serves the claim` }
-      : { name: 'pending index', status: 'fail', detail: `no ${indexName} and no other index serves the claim: every claim reads every row, finished ones included`, fix };
+      : first.served === true
+        ? { name: 'pending index', status: 'pass', detail: `no ${indexName}, but ${first.plan.index} serves the claim` }
+        : first.served === null
+          ? { name: 'pending index', status: 'warn', detail: `no ${indexName}; ${first.plan.index} may serve the claim (the adapter does not say whether ${table.status} bounds the read)`, fix }
+          : { name: 'pending index', status: 'fail', detail: `no ${indexName} and no other index serves the claim: every claim reads every row, finished ones included`, fix };
   return [index, ...checks];
+}
+
+/** One identifier as the catalogue names it: quoteIdentifier would split `a.b` as schema and table. */
+function quoteColumn(store: Store, name: string): string {
+  const [open, close] = store.dialect.quoteIdentifier('_').split('_') as [string, string];
+  return `${open}${name.replaceAll(close, close + close)}${close}`;
 }
 
 /**
  * What the worker (SELECT, UPDATE) and enqueue (INSERT) need, probed with statements that match no row, each
- * in a transaction that is rolled back, so that not even a statement-level trigger leaves a trace.
+ * in a transaction that is rolled back, so that not even a statement-level trigger leaves a trace. A store
+ * without transactions is not probed: a statement there commits as it runs.
  */
 async function privilegesCheck(store: Store, config: TableConfig, columns: ColumnInfo[], table: ResolvedTable | null): Promise<Check> {
-  const q = (name: string) => store.dialect.quoteIdentifier(name);
-  const t = q(config.table);
-  const status = table?.status ?? config.statusColumn ?? 'status';
+  const transaction = store.transaction?.bind(store);
+  if (!transaction) {
+    return { name: 'privileges', status: 'warn', detail: `unchecked: the ${store.dialect.name} adapter has no transactions to roll the probes back in`, fix: `check by hand that this URL's user may SELECT, UPDATE and INSERT on ${config.table}` };
+  }
+  const q = (name: string) => quoteColumn(store, name);
+  const t = store.dialect.quoteIdentifier(config.table);
+  const status = table?.status ?? configuredColumns(config).status;
   // Column privileges exist: every column a worker writes is named.
-  const written = table ? [table.status, ...Object.values(table.columns)] : [config.statusColumn ?? 'status'];
+  const written = table ? [table.status, ...Object.values(table.columns)] : [status];
+  let generated: string[] = [];
+  try {
+    generated = (await store.inspection?.generatedColumns?.(config.table)) ?? [];
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    // Then every column is named, and a generated one refuses that probe: the status-only one still runs.
+  }
+  const skip = new Set(generated.map((name) => name.toLowerCase()));
   const insert = (names: readonly string[]) => ({
     sql: `INSERT INTO ${t} (${names.map(q).join(', ')}) SELECT ${names.map(() => 'NULL').join(', ')} FROM (SELECT 1 AS one) statusq_probe WHERE 1 = 0`,
     params: [],
   });
   // Each privilege is granted when one of its probes runs. INSERT of the status column alone is refused by
-  // MySQL when another NOT NULL column has no default, even for no row; naming every column is refused
-  // where a column may not be written (generated), so both are tried.
+  // MySQL when another NOT NULL column has no default, even for no row, so every column an INSERT may name
+  // (not a generated one, nor an identity GENERATED ALWAYS) is tried as well.
   const probes: Array<[privilege: string, needed: 'worker' | 'enqueue', statements: Statement[]]> = [
     ['SELECT', 'worker', [{ sql: `SELECT * FROM ${t} WHERE 1 = 0`, params: [] }]],
     ['UPDATE', 'worker', [{ sql: `UPDATE ${t} SET ${written.map((c) => `${q(c)} = ${q(c)}`).join(', ')} WHERE 1 = 0`, params: [] }]],
-    ['INSERT', 'enqueue', [insert([status]), insert(columns.map((c) => c.name))]],
+    ['INSERT', 'enqueue', [insert([status]), insert(columns.map((c) => c.name).filter((name) => !skip.has(name.toLowerCase())))]],
   ];
   const granted: string[] = [];
   const missing: Array<{ privilege: string; needed: string; why: string }> = [];
   for (const [privilege, needed, statements] of probes) {
     let failure: string | null = null;
     for (const statement of statements) {
-      failure = await rolledBack(store, statement);
+      failure = await rolledBack(transaction, statement);
       if (failure === null) break;
     }
     if (failure === null) granted.push(privilege);
@@ -345,16 +417,15 @@ async function privilegesCheck(store: Store, config: TableConfig, columns: Colum
 const ROLLBACK = Symbol('statusq doctor probe: roll back');
 
 /** Null when `statement` ran, else why it failed; whatever it did is rolled back. */
-async function rolledBack(store: Store, statement: Statement): Promise<string | null> {
-  const run = async (runner: { execute(s: Statement): Promise<ExecResult> }) => {
-    await runner.execute(statement);
-    throw ROLLBACK;
-  };
+async function rolledBack(transaction: NonNullable<Store['transaction']>, statement: Statement): Promise<string | null> {
   try {
-    await (store.transaction ? store.transaction(run) : run(store));
+    await transaction(async (tx) => {
+      await tx.execute(statement);
+      throw ROLLBACK;
+    });
   } catch (error) {
     if (error === ROLLBACK) return null;
-    return message(error);
+    return oneLine(error);
   }
   return null;
 }
@@ -362,24 +433,71 @@ async function rolledBack(store: Store, statement: Statement): Promise<string | 
 // ---------------------------------------------------------------------------------------------------------
 // The race
 
+/** Rows a scratch-table INSERT carries: a signal is heard between two of them. */
+const RACE_ENQUEUE_CHUNK = 1_000;
+
+interface RaceOutcome {
+  report: RaceReport;
+  /** Why the race failed; null when it ran to the end. */
+  failure: string | null;
+  /** The scratch table could not be created (no CREATE privilege): the race did not run, which is no failure of the claim. */
+  skipped: string | null;
+  interrupted: boolean;
+}
+
 /**
  * The conformance race in short, on this server: a managed scratch table with `jobs` rows, `workers` Workers
  * each on its own store (as separate processes would be) claiming natively at once; every job must run
- * exactly once and end done. The scratch table is always dropped.
+ * exactly once and end done. The scratch table is always dropped: SIGINT/SIGTERM, from before it is created
+ * until it is dropped, stops what runs, skips the rest and drops it (a second signal exits at once).
  */
-async function runRace(url: string, adapter: string | undefined, admin: Store, jobs: number, workers: number, io: Io): Promise<{ report: RaceReport; failure: string | null }> {
+async function runRace(url: string, adapter: string | undefined, admin: Store, jobs: number, workers: number, io: Io): Promise<RaceOutcome> {
   const table = `statusq_doctor_${randomBytes(5).toString('hex')}`;
   const report: RaceReport = { table, jobs, workers, done: 0, ranTwice: 0, neverRan: jobs, left: { pending: 0, processing: 0, failed: 0, abuse: 0, other: 0 }, candidatesLost: 0, errors: 0, ms: 0, jobsPerSecond: 0, dropped: false };
   let failure: string | null = null;
+  let skipped: string | null = null;
+  let interrupted = false;
+  let onInterrupt = () => {};
+  const interruption = new Promise<'interrupted'>((resolve) => (onInterrupt = () => resolve('interrupted')));
+  const unregister = io.onSignal((signal) => {
+    if (interrupted) {
+      io.err(`statusq doctor: ${signal} again: exiting now; drop the scratch table ${table} by hand if it is still there`);
+      process.exit(EXIT.stoppedHard);
+    }
+    interrupted = true;
+    io.err(`statusq doctor: ${signal}: stopping the race and dropping ${table}; send again to exit at once`);
+    onInterrupt();
+  });
+  io.err(`statusq doctor: race: ${jobs} jobs, ${workers} workers on scratch table ${table}`);
   try {
-    await initTable(admin, table);
+    try {
+      await initTable(admin, table);
+    } catch (error) {
+      if (!(error instanceof StoreError)) throw error;
+      skipped = oneLine(error);
+    }
+    if (skipped === null && !interrupted) await race();
+  } catch (error) {
+    failure = oneLine(error);
+  } finally {
+    report.dropped = await dropScratch(admin, table);
+    unregister();
+  }
+  if (interrupted) failure = 'interrupted by a signal';
+  return { report, failure, skipped, interrupted };
+
+  async function race(): Promise<void> {
     const queue = await Queue.open(admin, { table });
-    await queue.enqueue(Array.from({ length: jobs }, (_, n) => ({ n })));
+    for (let from = 0; from < jobs && !interrupted; from += RACE_ENQUEUE_CHUNK) {
+      await queue.enqueue(Array.from({ length: Math.min(RACE_ENQUEUE_CHUNK, jobs - from) }, (_, i) => ({ n: from + i })));
+    }
+    if (interrupted) return;
     const { rows } = await admin.execute({ sql: `SELECT ${admin.dialect.quoteIdentifier(queue.idColumn.name)} AS id FROM ${admin.dialect.quoteIdentifier(table)}`, params: [] });
     const runs = new Map<string, number>(rows.map((r) => [String(r.id), 0]));
     const stores: Store[] = [];
     try {
-      for (let i = 0; i < workers; i++) stores.push(await openStore(url, { create: false }, adapter));
+      for (let i = 0; i < workers && !interrupted; i++) stores.push(await openStore(url, { create: false }, adapter));
+      if (interrupted) return;
       const racers = await Promise.all(
         stores.map((store) =>
           Worker.create({
@@ -396,38 +514,32 @@ async function runRace(url: string, adapter: string | undefined, admin: Store, j
       for (const racer of racers) racer.on('error', () => void report.errors++);
       const started = performance.now();
       let timer: NodeJS.Timeout | undefined;
-      let unregister = () => {};
-      // Past the deadline, or on SIGINT/SIGTERM, the workers are stopped so that the scratch table is still dropped.
-      const cut = new Promise<'late' | 'interrupted'>((resolve) => {
-        timer = setTimeout(() => resolve('late'), RACE_DEADLINE_MS);
-        unregister = io.onSignal(() => resolve('interrupted'));
-      });
-      const finished = await Promise.race([Promise.all(racers.map((r) => r.run())), cut]).finally(() => {
-        clearTimeout(timer);
-        unregister();
-      });
+      const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), RACE_DEADLINE_MS)));
+      const running = racers.map((r) => r.run());
+      // One racer failing stops them all: the others must not go on claiming from stores about to close.
+      const finished = await Promise.race([Promise.all(running), late, interruption])
+        .catch((error: unknown) => ({ failed: error }))
+        .finally(() => clearTimeout(timer));
       report.ms = Math.round(performance.now() - started);
-      if (finished === 'late' || finished === 'interrupted') {
-        failure = finished === 'late' ? `the workers had not emptied the queue after ${RACE_DEADLINE_MS / 1000} s` : 'interrupted by a signal';
-        await Promise.all(racers.map((r) => r.stop(5_000)));
-      } else {
+      if (Array.isArray(finished)) {
         report.candidatesLost = finished.reduce((sum, c) => sum + c.candidatesLost, 0);
+      } else {
+        if (finished === 'late') failure = `the workers had not emptied the queue after ${RACE_DEADLINE_MS / 1000} s`;
+        else if (finished !== 'interrupted') failure = `a worker failed: ${oneLine(finished.failed)}`;
+        await Promise.allSettled(racers.map((r) => r.stop(5_000)));
+        await Promise.allSettled(running);
       }
     } finally {
       await Promise.all(stores.map((s) => s.close()));
     }
+    if (interrupted) return;
     const counts = await queue.counts();
     report.done = counts.done;
     report.left = { pending: counts.pending, processing: counts.processing, failed: counts.failed, abuse: counts.abuse, other: counts.other };
     report.ranTwice = [...runs.values()].filter((n) => n > 1).length;
     report.neverRan = [...runs.values()].filter((n) => n === 0).length;
     report.jobsPerSecond = report.ms > 0 ? Math.round((report.done * 1000) / report.ms) : report.done;
-  } catch (error) {
-    failure = message(error);
-  } finally {
-    report.dropped = await dropScratch(admin, table);
   }
-  return { report, failure };
 }
 
 /** Drops the scratch table (and, through the adapter, what init installed with it); true when it is gone. */
@@ -441,12 +553,21 @@ async function dropScratch(store: Store, table: string): Promise<boolean> {
   return (await store.describeTable(table).catch(() => 'unknown')) === null;
 }
 
-function raceCheck(race: RaceReport, failure: string | null): Check {
+function raceCheck(race: RaceReport, failure: string | null, skipped: string | null): Check {
+  if (skipped !== null && race.dropped) {
+    return {
+      name: 'race',
+      status: 'warn',
+      detail: `not run: the scratch table ${race.table} could not be created (${skipped})`,
+      fix: 'grant this URL\'s user CREATE on the schema (PostgreSQL 15+: not granted on public by default), or skip the race with --race-jobs 0',
+    };
+  }
   const { left } = race;
   const stuck = left.pending + left.processing + left.failed + left.abuse + left.other;
-  const ok = failure === null && race.done === race.jobs && race.ranTwice === 0 && race.neverRan === 0 && stuck === 0 && race.dropped;
+  const ok = failure === null && skipped === null && race.done === race.jobs && race.ranTwice === 0 && race.neverRan === 0 && stuck === 0 && race.dropped;
   const detail =
     (failure === null ? '' : `${failure}; `) +
+    (skipped === null ? '' : `the scratch table could not be created: ${skipped}; `) +
     `${race.jobs} jobs, ${race.workers} workers on ${race.table}: ${race.done} done in ${race.ms} ms (${race.jobsPerSecond} jobs/s), ` +
     `${race.ranTwice} ran twice, ${race.neverRan} never ran, ${stuck} left (${Object.entries(left).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}), ` +
     `${race.candidatesLost} candidates lost, ${race.errors} worker errors; scratch table ${race.dropped ? 'dropped' : 'NOT dropped'}`;

@@ -40,7 +40,8 @@ Durations need a unit: ms, s, m, h or d (250ms, 30s, 5m, 1h, 2d); at most 24d.
 Exit codes: 0 ok (queue empty, or drained after a signal), 1 database or runtime failure (or worker
 processes crashing at start-up), 2 bad input, 3 stopped past --stop-timeout (running jobs aborted and
 handed back), 4 recycled (a job ignored --job-timeout), 5 requeue left some of the --id rows
-it named (listed), 130 stopped hard; doctor: 0 every check passed (warnings allowed), 1 a check failed.`;
+it named (listed), 130 stopped hard; doctor: 0 every check passed (warnings allowed), 1 a check failed,
+130 interrupted (the scratch table still dropped).`;
 
 /** Runs one command line; returns the exit code. Bad input is one line on stderr and exit code 2. */
 export async function main(argv: string[], rawIo: Io): Promise<number> {
@@ -75,7 +76,7 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
       io.err(`statusq: ${oneLine(error.message)}`);
       return 2;
     }
-    io.err(`statusq: ${oneLine(error instanceof Error ? error.message : String(error))}`);
+    io.err(`statusq: ${oneLine(error)}`);
     return 1;
   }
 }
@@ -104,6 +105,7 @@ function scrubbed(io: Io, secrets: readonly string[]): Io {
   return { ...io, out: (line) => io.out(scrub(line)), err: (line) => io.err(scrub(line)) };
 }
 
-function oneLine(text: string): string {
-  return text.replace(/\s+/g, ' ').trim();
+/** An error's message (or any value) as one line of output. */
+export function oneLine(value: unknown): string {
+  return (value instanceof Error ? value.message : String(value)).replace(/\s+/g, ' ').trim();
 }

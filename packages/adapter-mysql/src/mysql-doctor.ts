@@ -2,7 +2,7 @@
  * What `statusq doctor` asks of a MySQL/MariaDB server (Store.inspection), and the one reader of its query
  * plans, which the adapter's `./testing` entry hands to the conformance suite as well.
  */
-import type { ExplainOptions, QueryPlan, Row, ServerFacts, Statement, Store, StoreInspection } from '@statusq/core/adapter';
+import { splitTableName, type ExplainOptions, type QueryPlan, type Row, type ServerFacts, type Statement, type Store, type StoreInspection } from '@statusq/core/adapter';
 import { mysqlDialect } from './mysql-dialect.js';
 import type { MysqlServerInfo } from './mysql-pool.js';
 
@@ -13,16 +13,25 @@ export async function analyzeMysqlTable(store: Store, table: string): Promise<vo
   await store.execute({ sql: `ANALYZE TABLE ${q(table)}`, params: [] });
 }
 
+/** Access types that look up a key or a range of it, as opposed to `index` (the whole index) or `ALL`. */
+const SEEKS = new Set(['const', 'eq_ref', 'ref', 'ref_or_null', 'range']);
+
 /**
  * EXPLAIN prints a row a table read: `key` is the index it reads through, `type` ALL a read of the whole
- * table, and `Extra` says `Using filesort` (or `Using temporary`) when the rows are sorted after reading. A
- * candidate SELECT reads one table, so a plan of more rows is not served by one index.
+ * table and `index` a walk of the whole index, and `Extra` says `Using filesort` (or `Using temporary`) when
+ * the rows are sorted after reading. A candidate SELECT reads one table, so a plan of more rows is not
+ * served by one index. The read is bounded by the status column when the access type seeks and the key
+ * starts with that column (`leading`: the first column of each index, from SHOW INDEX); an index on the
+ * order column alone seeks only by the aging cutoff.
  */
-export function readMysqlPlan(rows: readonly Row[]): QueryPlan {
+export function readMysqlPlan(rows: readonly Row[], statusColumn?: string, leading?: ReadonlyMap<string, string>): QueryPlan {
   const text = rows.map((r) => `${String(r.table)}: type ${String(r.type)}, key ${String(r.key)}, ${String(r.Extra)}`).join(' | ');
   const [only] = rows;
   const index = rows.length === 1 && only!.type !== 'ALL' && only!.key ? String(only!.key) : null;
-  return { index, sorts: rows.some((r) => /filesort|temporary/i.test(String(r.Extra))), text };
+  const plan: QueryPlan = { index, sorts: rows.some((r) => /filesort|temporary/i.test(String(r.Extra))), text };
+  if (statusColumn === undefined) return plan;
+  const first = index === null ? undefined : leading?.get(index.toLowerCase());
+  return { ...plan, bounded: index !== null && SEEKS.has(String(only!.type)) && first !== undefined && first.toLowerCase() === statusColumn.toLowerCase() };
 }
 
 /** The first table a SELECT reads, as core quotes it (`name` or `schema`.`name`). */
@@ -36,16 +45,29 @@ const FROM_TABLE = /\bFROM\s+(`(?:[^`]|``)+`(?:\.`(?:[^`]|``)+`)?)/;
  */
 export async function explainOnMysql(store: Store, { sql, params }: Statement, options: ExplainOptions = {}): Promise<QueryPlan> {
   let statement = sql;
-  const from = options.asIfLarge ? FROM_TABLE.exec(sql) : null;
+  const from = options.asIfLarge || options.statusColumn !== undefined ? FROM_TABLE.exec(sql) : null;
+  const leading = new Map<string, string>();
   if (from) {
     const { rows } = await store.execute({ sql: `SHOW INDEX FROM ${from[1]}`, params: [] });
-    const indexes = [...new Set(rows.map((r) => String(r.Key_name)))];
-    if (indexes.length > 0) {
+    for (const r of rows) if (Number(r.Seq_in_index) === 1) leading.set(String(r.Key_name).toLowerCase(), String(r.Column_name));
+    if (options.asIfLarge && leading.size > 0) {
       const at = from.index + from[0].length;
+      const indexes = [...new Set(rows.map((r) => String(r.Key_name)))];
       statement = `${sql.slice(0, at)} FORCE INDEX (${indexes.map(q).join(', ')})${sql.slice(at)}`;
     }
   }
-  return readMysqlPlan((await store.execute({ sql: `EXPLAIN ${statement}`, params })).rows);
+  return readMysqlPlan((await store.execute({ sql: `EXPLAIN ${statement}`, params })).rows, options.statusColumn, leading);
+}
+
+/** Generated (virtual, stored or persistent) columns: an INSERT may not give them a value. */
+export async function mysqlGeneratedColumns(store: Store, table: string): Promise<string[]> {
+  const [schema, name] = splitTableName(table);
+  // MySQL leaves GENERATION_EXPRESSION empty for an ordinary column, MariaDB leaves it NULL.
+  const { rows } = await store.execute({
+    sql: `SELECT COLUMN_NAME AS name FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = COALESCE(?, DATABASE()) AND TABLE_NAME = ? AND COALESCE(GENERATION_EXPRESSION, '') <> '' ORDER BY ORDINAL_POSITION`,
+    params: [schema, name],
+  });
+  return rows.map((r) => String(r.name));
 }
 
 async function isolationOf(store: Store): Promise<string> {
@@ -79,5 +101,6 @@ export function mysqlInspection(store: Store, server: MysqlServerInfo): StoreIns
       return Number(rows[0]!.ms);
     },
     explain: (statement, options) => explainOnMysql(store, statement, options),
+    generatedColumns: (table) => mysqlGeneratedColumns(store, table),
   };
 }

@@ -12,14 +12,44 @@ export async function analyzePostgresTable(store: Store, table: string): Promise
   await store.execute({ sql: `ANALYZE ${q(table)}`, params: [] });
 }
 
+/** A pattern of `column` as PostgreSQL prints it in a plan: bare when lower-case, else quoted. */
+function printed(column: string): string {
+  const name = /^[a-z_][a-z0-9_]*$/.test(column) ? column : q(column);
+  return `(?:^|[^"\\w])${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(?:[^"\\w]|$)`;
+}
+
 /**
  * EXPLAIN prints a tree of nodes: `Index [Only] Scan [Backward] using name on t` reads the table through an
- * index, `Seq Scan on t` reads all of it, a `Sort` node sorts what was read.
+ * index, `Seq Scan on t` reads all of it, a `Sort` node sorts what was read. The read is bounded by the
+ * status column when an `Index Cond` names it, or when the index is partial on `status IS NULL`
+ * (`predicate`: the index's predicate as pg_get_expr prints it); an index on the order column alone is
+ * walked whole with the status in a `Filter`.
  */
-export function readPostgresPlan(lines: readonly string[]): QueryPlan {
+export function readPostgresPlan(lines: readonly string[], statusColumn?: string, predicate?: string | null): QueryPlan {
   const text = lines.join('\n');
   const index = /Seq Scan/.test(text) ? null : (/Index (?:Only )?Scan(?: Backward)? using (\S+)/.exec(text)?.[1] ?? null);
-  return { index, sorts: /\bSort\b/.test(text), text };
+  const plan: QueryPlan = { index, sorts: /\bSort\b/.test(text), text };
+  if (statusColumn === undefined) return plan;
+  const column = new RegExp(printed(statusColumn));
+  const conditions = lines.filter((line) => /^\s*Index Cond:/.test(line));
+  // A partial index on `status IS NULL` (possibly with more conjuncts) holds the pending rows only.
+  const pending = predicate != null && new RegExp(`${printed(statusColumn)}IS NULL\\b`).test(predicate.replace(/[()]/g, ' '));
+  return { ...plan, bounded: index !== null && (conditions.some((line) => column.test(line)) || pending) };
+}
+
+/**
+ * The predicate of a partial index (as pg_get_expr prints it), null for a whole-table index. The plan names
+ * the index without its schema (quoted where it must be), so it is looked up by name; of two same-named
+ * indexes in different schemas, the one without a predicate wins, which can only under-report.
+ */
+async function indexPredicate(runner: StatementRunner, index: string): Promise<string | null> {
+  const name = index.startsWith('"') ? index.slice(1, -1).replaceAll('""', '"') : index;
+  const { rows } = await runner.execute({
+    sql: 'SELECT pg_get_expr(i.indpred, i.indrelid) AS predicate FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid WHERE c.relname = $1',
+    params: [name],
+  });
+  const predicates = rows.map((r) => r.predicate);
+  return predicates.length > 0 && predicates.every((p) => typeof p === 'string') ? String(predicates[0]) : null;
 }
 
 /**
@@ -28,12 +58,26 @@ export function readPostgresPlan(lines: readonly string[]): QueryPlan {
  * otherwise add JIT lines that say nothing about the claim.
  */
 export async function explainOnPostgres(store: Store, { sql, params }: Statement, options: ExplainOptions = {}): Promise<QueryPlan> {
-  const explain = async (runner: StatementRunner) => readPostgresPlan((await runner.execute({ sql: `EXPLAIN ${sql}`, params })).rows.map((r) => String(r['QUERY PLAN'])));
+  const explain = async (runner: StatementRunner) => {
+    const lines = (await runner.execute({ sql: `EXPLAIN ${sql}`, params })).rows.map((r) => String(r['QUERY PLAN']));
+    if (options.statusColumn === undefined) return readPostgresPlan(lines);
+    const index = readPostgresPlan(lines).index;
+    return readPostgresPlan(lines, options.statusColumn, index === null ? null : await indexPredicate(runner, index));
+  };
   if (!options.asIfLarge || !store.transaction) return explain(store);
   return store.transaction(async (tx) => {
     for (const setting of ['enable_seqscan', 'enable_sort', 'jit']) await tx.execute({ sql: `SET LOCAL ${setting} = off`, params: [] });
     return explain(tx);
   });
+}
+
+/** Generated columns and identities GENERATED ALWAYS: an INSERT may not give them a value. */
+export async function postgresGeneratedColumns(store: Store, table: string): Promise<string[]> {
+  const { rows } = await store.execute({
+    sql: `SELECT attname AS name FROM pg_attribute WHERE attrelid = to_regclass($1) AND attnum > 0 AND NOT attisdropped AND (attgenerated <> '' OR attidentity = 'a') ORDER BY attnum`,
+    params: [q(table)],
+  });
+  return rows.map((r) => String(r.name));
 }
 
 export function postgresInspection(store: Store): StoreInspection {
@@ -58,5 +102,6 @@ export function postgresInspection(store: Store): StoreInspection {
       return Number(rows[0]!.ms);
     },
     explain: (statement, options) => explainOnPostgres(store, statement, options),
+    generatedColumns: (table) => postgresGeneratedColumns(store, table),
   };
 }

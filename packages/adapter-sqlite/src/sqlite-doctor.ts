@@ -2,7 +2,7 @@
  * What `statusq doctor` asks of a SQLite database (Store.inspection), and the one reader of SQLite's query
  * plans, which the adapter's `./testing` entry hands to the conformance suite as well.
  */
-import type { QueryPlan, ServerFacts, Statement, Store, StoreInspection } from '@statusq/core/adapter';
+import { splitTableName, type ExplainOptions, type QueryPlan, type ServerFacts, type Statement, type Store, type StoreInspection } from '@statusq/core/adapter';
 import { sqliteDialect } from './sqlite-dialect.js';
 
 /** Refreshes the planner's statistics (of every table: SQLite's ANALYZE is cheap), so plans reflect the rows now stored. */
@@ -11,15 +11,35 @@ export async function analyzeSqlite(store: Store): Promise<void> {
 }
 
 /**
- * EXPLAIN QUERY PLAN prints one line a step: `SEARCH t USING [COVERING] INDEX name (...)` or
- * `SCAN t [USING INDEX name]` reads the table, `USE TEMP B-TREE FOR ORDER BY` sorts what was read.
+ * EXPLAIN QUERY PLAN prints one line a step: `SEARCH t USING [COVERING] INDEX name (status=? AND date<?)`
+ * seeks through the index by the columns in brackets, `SCAN t [USING INDEX name]` walks all of it, `USE TEMP
+ * B-TREE FOR ORDER BY` sorts what was read. A SEARCH bounds the read by the status column only when that
+ * column leads the bracketed constraints (an index on the order column alone SEARCHes by the aging cutoff).
+ */
+export function readSqlitePlan(details: readonly string[], statusColumn?: string): QueryPlan {
+  const text = details.join(' | ');
+  const index = /USING (?:COVERING )?INDEX (\S+)/.exec(text)?.[1] ?? null;
+  const plan: QueryPlan = { index, sorts: /TEMP B-TREE/.test(text), text };
+  if (statusColumn === undefined) return plan;
+  const search = /\bSEARCH \S+ USING (?:COVERING )?INDEX \S+ \(([^)]*)\)/.exec(text);
+  const leading = search ? /^([^=<> ]+)\s*(?:=|<|>|IS\b)/i.exec(search[1]!)?.[1] : undefined;
+  return { ...plan, bounded: leading !== undefined && leading.toLowerCase() === statusColumn.toLowerCase() };
+}
+
+/**
  * `asIfLarge` changes nothing: without ANALYZE statistics SQLite's planner already assumes a large table,
  * and a table the doctor looks at is never analyzed by it.
  */
-export async function explainOnSqlite(store: Store, { sql, params }: Statement): Promise<QueryPlan> {
+export async function explainOnSqlite(store: Store, { sql, params }: Statement, options: ExplainOptions = {}): Promise<QueryPlan> {
   const { rows } = await store.execute({ sql: `EXPLAIN QUERY PLAN ${sql}`, params });
-  const text = rows.map((r) => String(r.detail)).join(' | ');
-  return { index: /USING (?:COVERING )?INDEX (\S+)/.exec(text)?.[1] ?? null, sorts: /TEMP B-TREE/.test(text), text };
+  return readSqlitePlan(rows.map((r) => String(r.detail)), options.statusColumn);
+}
+
+/** Generated columns are hidden 2 (virtual) and 3 (stored) in table_xinfo; an INSERT may not name them. */
+export async function sqliteGeneratedColumns(store: Store, table: string): Promise<string[]> {
+  const [schema, name] = splitTableName(table);
+  const { rows } = await store.execute({ sql: `SELECT name FROM pragma_table_xinfo(?, ?) WHERE hidden IN (2, 3)`, params: [name, schema ?? 'main'] });
+  return rows.map((r) => String(r.name));
 }
 
 export function sqliteInspection(store: Store): StoreInspection {
@@ -43,6 +63,7 @@ export function sqliteInspection(store: Store): StoreInspection {
       const { rows } = await store.execute({ sql: `SELECT ${sqliteDialect.now} AS ms`, params: [] });
       return Number(rows[0]!.ms);
     },
-    explain: (statement) => explainOnSqlite(store, statement),
+    explain: (statement, options) => explainOnSqlite(store, statement, options),
+    generatedColumns: (table) => sqliteGeneratedColumns(store, table),
   };
 }

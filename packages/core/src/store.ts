@@ -237,6 +237,12 @@ export interface QueryPlan {
   sorts: boolean;
   /** The plan as the database prints it, for messages. */
   text: string;
+  /**
+   * A condition on ExplainOptions.statusColumn bounds the index read (a seek or range on that column, or a
+   * partial index whose predicate is the pending condition), as opposed to walking a whole index in order and
+   * filtering. Undefined when no statusColumn was given or the adapter cannot tell.
+   */
+  bounded?: boolean;
 }
 
 export interface ExplainOptions {
@@ -247,6 +253,8 @@ export interface ExplainOptions {
    * indexes where it can. Default false: the plan the planner picks now.
    */
   readonly asIfLarge?: boolean;
+  /** The status column, whose pending condition should bound the read: the plan then says `bounded`. */
+  readonly statusColumn?: string;
 }
 
 /** See Store.inspection. Every method reads only; none changes a row or a setting that outlives the call. */
@@ -256,6 +264,11 @@ export interface StoreInspection {
   clockMs(): Promise<number>;
   /** How the database would run `statement` (a SELECT on one table), without running it. */
   explain(statement: Statement, options?: ExplainOptions): Promise<QueryPlan>;
+  /**
+   * The columns of `table` an INSERT may not name (generated columns, identities GENERATED ALWAYS), which
+   * the doctor's INSERT privilege probe leaves out. Absent: none known, every column is named.
+   */
+  generatedColumns?(table: string): Promise<string[]>;
 }
 
 /** Options every adapter's `connect` understands. */

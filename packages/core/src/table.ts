@@ -29,6 +29,14 @@ export const DEFAULT_OPTIONAL_COLUMN_NAMES: Readonly<Record<OptionalColumn, stri
 
 export type Order = 'newest' | 'oldest';
 
+/** The id, status and order columns a TableConfig names when it leaves them out: the seed's. */
+export const DEFAULT_COLUMN_NAMES = { id: 'id', status: 'status', order: 'date' } as const;
+
+/** The id, status and order column names `config` asks for, defaults filled in (not yet checked against a table). */
+export function configuredColumns(config: Pick<TableConfig, 'idColumn' | 'statusColumn' | 'orderColumn'>): { id: string; status: string; order: string } {
+  return { id: config.idColumn ?? DEFAULT_COLUMN_NAMES.id, status: config.statusColumn ?? DEFAULT_COLUMN_NAMES.status, order: config.orderColumn ?? DEFAULT_COLUMN_NAMES.order };
+}
+
 /** How a table is described in configuration. Only `table` is required. */
 export interface TableConfig {
   table: string;
@@ -157,9 +165,10 @@ export function columnOverflow(text: string, limit: ColumnLimit | undefined): st
 export function validateTableConfig(config: TableConfig): void {
   if (config === null || typeof config !== 'object') throw new ConfigError('table config must be an object');
   validateTableName(config.table);
-  validateIdentifier(config.idColumn ?? 'id', 'id column');
-  validateIdentifier(config.statusColumn ?? 'status', 'status column');
-  validateIdentifier(config.orderColumn ?? 'date', 'order column');
+  const names = configuredColumns(config);
+  validateIdentifier(names.id, 'id column');
+  validateIdentifier(names.status, 'status column');
+  validateIdentifier(names.order, 'order column');
   if (config.order !== undefined && config.order !== 'newest' && config.order !== 'oldest') {
     throw new ConfigError(`order must be "newest" or "oldest", got ${JSON.stringify(config.order)}`);
   }
@@ -194,9 +203,10 @@ export function resolveTable(
     }
     return column;
   };
-  const idColumn = require(config.idColumn ?? 'id', 'id');
-  const statusColumn = require(config.statusColumn ?? 'status', 'status');
-  const orderColumn = require(config.orderColumn ?? 'date', 'order');
+  const names = configuredColumns(config);
+  const idColumn = require(names.id, 'id');
+  const statusColumn = require(names.status, 'status');
+  const orderColumn = require(names.order, 'order');
   const id = idColumn.name;
   const status = statusColumn.name;
   // Every settle is `WHERE id = ?`: with an id shared by two rows, one job's outcome lands on the other.
