@@ -35,7 +35,7 @@ import {
 import { databaseUrl, optionalInteger, tableConfig, type Flags } from './args.js';
 import { openStore } from './adapters.js';
 import { adapterOf, type Io } from './commands.js';
-import { oneLine } from './main.js';
+import { oneLine } from './text.js';
 import { renderReport, type Check, type ClockReading, type DoctorReport, type RaceReport, type ServerReport } from './doctor-report.js';
 
 /**

@@ -5,6 +5,7 @@ import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, parseCommandLine, type Command }
 import * as commands from './commands.js';
 import { doctor } from './doctor.js';
 import { COMMAND_HELP } from './help.js';
+import { oneLine } from './text.js';
 import type { Io } from './commands.js';
 
 /** This package's version, from its package.json (shipped beside dist). */
@@ -105,7 +106,3 @@ function scrubbed(io: Io, secrets: readonly string[]): Io {
   return { ...io, out: (line) => io.out(scrub(line)), err: (line) => io.err(scrub(line)) };
 }
 
-/** An error's message (or any value) as one line of output. */
-export function oneLine(value: unknown): string {
-  return (value instanceof Error ? value.message : String(value)).replace(/\s+/g, ' ').trim();
-}
