@@ -30,6 +30,10 @@ export const mysqlFixtures = {
     bounded: (table: string) => [
       `CREATE TABLE ${q(table)} (id BIGINT AUTO_INCREMENT PRIMARY KEY, date DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), status TINYINT NULL, payload VARCHAR(10) NULL, result VARCHAR(10) NULL, last_error VARCHAR(20) NULL) ${TAIL}`,
     ],
+    // An expression default needs MySQL 8.0.13 or MariaDB 10.2.
+    defaultId: (table: string) => [
+      `CREATE TABLE ${q(table)} (id CHAR(36) NOT NULL DEFAULT (UUID()) PRIMARY KEY, seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE, date DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), status TINYINT NULL, payload TEXT NULL) ${TAIL}`,
+    ],
   },
 };
 

@@ -26,6 +26,9 @@ export const postgresFixtures = {
     bounded: (table: string) => [
       `CREATE TABLE ${q(table)} (id BIGSERIAL PRIMARY KEY, date TIMESTAMPTZ(3) NOT NULL DEFAULT now(), status SMALLINT NULL, payload VARCHAR(10) NULL, result VARCHAR(10) NULL, last_error VARCHAR(20) NULL)`,
     ],
+    defaultId: (table: string) => [
+      `CREATE TABLE ${q(table)} (id TEXT PRIMARY KEY DEFAULT gen_random_uuid()::text, seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE, date TIMESTAMPTZ(3) NOT NULL DEFAULT now(), status SMALLINT NULL, payload TEXT NULL)`,
+    ],
   },
 };
 

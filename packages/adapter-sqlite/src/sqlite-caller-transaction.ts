@@ -3,7 +3,7 @@
  * application's better-sqlite3 Database while it is inside BEGIN ... COMMIT. Recognised by shape, so an
  * application's own copy of better-sqlite3 or knex works too.
  */
-import { ConfigError, KNEX_PLACEHOLDER, callerRunner, knexTransactionOf, unrecognisedHandle, type CallerRunner, type ExecResult, type Row } from '@statusq/core/adapter';
+import { ConfigError, KNEX_PLACEHOLDER, callerRunner, integerIdOf, knexTransactionOf, unrecognisedHandle, type CallerRunner, type ExecResult, type Row } from '@statusq/core/adapter';
 import { toStoreError } from './sqlite-errors.js';
 import { runPrepared, type PreparedSqlite } from './sqlite-statements.js';
 
@@ -24,7 +24,7 @@ function isBetterSqlite(handle: unknown): handle is BetterSqliteDatabase {
 /** See the file comment; anything else is a ConfigError. */
 export function sqliteRunnerFor(handle: unknown): CallerRunner {
   const raw = knexTransactionOf(handle, 'sqlite3');
-  if (raw) return callerRunner(async (statement) => fromKnex(await raw(statement.sql, statement.params)), toStoreError, KNEX_PLACEHOLDER);
+  if (raw) return callerRunner(async (statement) => fromKnex(await raw(statement.sql, statement.params)), toStoreError, { placeholder: KNEX_PLACEHOLDER });
   if (!isBetterSqlite(handle)) throw unrecognisedHandle(handle, ACCEPTED);
   const db = handle;
   if (!db.inTransaction) throw new ConfigError('enqueue: the better-sqlite3 Database has no open transaction; run BEGIN on it first (and COMMIT after enqueue)');
@@ -45,7 +45,7 @@ function fromKnex(result: unknown): ExecResult {
 function ids(result: ExecResult): ExecResult {
   for (const row of result.rows) {
     const id = row.id;
-    if (typeof id === 'bigint' && Number.isSafeInteger(Number(id))) row.id = Number(id);
+    if (typeof id === 'bigint') row.id = integerIdOf(id);
   }
   return result;
 }

@@ -28,6 +28,10 @@ export const sqliteFixtures = {
     bounded: (table: string) => [
       `CREATE TABLE ${q(table)} (id INTEGER PRIMARY KEY, date TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), status INTEGER NULL, payload VARCHAR(10) NULL, result VARCHAR(10) NULL, last_error VARCHAR(20) NULL)`,
     ],
+    // A TEXT primary key: the rowid beside it is the column SQLite numbers.
+    defaultId: (table: string) => [
+      `CREATE TABLE ${q(table)} (id TEXT PRIMARY KEY DEFAULT (lower(hex(randomblob(16)))), date TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), status INTEGER NULL, payload TEXT NULL)`,
+    ],
   },
 };
 

@@ -23,8 +23,12 @@ export type TableDdl = (table: string) => string[];
  * - bounded: payload VARCHAR(10), result VARCHAR(10) and last_error VARCHAR(20), and an id and a date the
  *   database fills (an auto-increment key, a default of the current time), for enqueue: accepted, with the
  *   bounds reported where the database enforces them (`ConformanceOptions.enforcesTextLength`).
+ * - defaultId: a text id the database fills with a default of its own (a random UUID), a payload column, a
+ *   date it fills, and an integer column it numbers itself where it has one beside the key (MySQL's
+ *   AUTO_INCREMENT `seq`, a PostgreSQL identity; SQLite's rowid is implicit), for enqueue: the ids it returns
+ *   are the id column's, never the numbered column's.
  */
-export type CheckedTable = 'sharedId' | 'uniqueId' | 'partialUniqueId' | 'textStatus' | 'untypedStatus' | 'bounded';
+export type CheckedTable = 'sharedId' | 'uniqueId' | 'partialUniqueId' | 'textStatus' | 'untypedStatus' | 'bounded' | 'defaultId';
 
 export interface FixtureTables {
   /**

@@ -4,7 +4,7 @@
  * error mapper.
  */
 import { ConfigError } from './errors.js';
-import type { CallerRunner, ExecResult, Statement } from './store.js';
+import type { CallerRunner, ExecResult, JobId, Statement } from './store.js';
 
 /** Runs one SQL text with positional `?` bindings on a knex transaction's connection (`trx.raw`). */
 export type KnexRaw = (sql: string, bindings: readonly unknown[]) => Promise<unknown>;
@@ -50,10 +50,20 @@ function describeHandle(handle: unknown): string {
   return typeof name === 'string' && name !== 'Object' ? `a ${name}` : 'an object';
 }
 
+/** What an adapter's runner adds to `callerRunner`'s: see CallerRunner. */
+export interface CallerRunnerOptions {
+  placeholder?: ((index: number) => string) | undefined;
+  /** Resolves to false when the connection is not inside an open transaction (its failure goes through `mapError`). */
+  inTransaction?: (() => Promise<boolean>) | undefined;
+  /** Says, after "enqueue: ", what `inTransaction` found and what to do (`the pg Client has no open transaction; ...`). */
+  notInTransaction?: string | undefined;
+}
+
 /** A CallerRunner over `run`, rejecting with what `mapError` (the adapter's error mapper) makes of a failure. */
-export function callerRunner(run: (statement: Statement) => Promise<ExecResult>, mapError: (error: unknown) => unknown, placeholder?: (index: number) => string): CallerRunner {
+export function callerRunner(run: (statement: Statement) => Promise<ExecResult>, mapError: (error: unknown) => unknown, options: CallerRunnerOptions = {}): CallerRunner {
+  const { inTransaction } = options;
   return {
-    placeholder,
+    placeholder: options.placeholder,
     async execute(statement) {
       try {
         return await run(statement);
@@ -61,5 +71,26 @@ export function callerRunner(run: (statement: Statement) => Promise<ExecResult>,
         throw mapError(error);
       }
     },
+    assertInTransaction: inTransaction
+      ? async () => {
+          let open: boolean;
+          try {
+            open = await inTransaction();
+          } catch (error) {
+            throw error instanceof ConfigError ? error : mapError(error);
+          }
+          if (!open) throw new ConfigError(`enqueue: ${options.notInTransaction ?? 'the connection has no open transaction; begin one first'}`);
+        }
+      : undefined,
   };
+}
+
+/**
+ * An id the application gave for an integer id column ('17', 17n), typed as stores read ids: a number where
+ * exact, else as given (PostgreSQL's and SQLite's stores read such an id as a bigint, MySQL's as a decimal string).
+ */
+export function integerIdOf(value: string | bigint): JobId {
+  if (typeof value === 'string' && !/^[-+]?\d+$/.test(value.trim())) return value;
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : value;
 }

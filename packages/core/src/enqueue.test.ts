@@ -44,6 +44,21 @@ describe('enqueue ids', () => {
     };
     expect(await plain.enqueue([{ n: 3 }, { n: 4 }])).toEqual([null, 42]);
     expect(ids(store, 'plain')).toEqual([7, 40, 41, 42]);
+    // An integer id the item gives as text or a bigint is the number a claim reads.
+    expect(await plain.enqueue([{ id: '43', n: 5 }, { id: 44n, n: 6 }])).toEqual([43, 44]);
+  });
+
+  it('without it: a reported key is not the id when the id column is not the one the database numbers (it is another column\'s)', async () => {
+    const { store } = await jobs(false);
+    store.db.run(`CREATE TABLE keyed (id TEXT PRIMARY KEY DEFAULT (lower(hex(randomblob(8)))), date INTEGER NOT NULL DEFAULT 0, status INTEGER, n INTEGER)`);
+    const keyed = await Queue.open(store, { table: 'keyed' });
+    expect(keyed.idColumn.autoIncrement).toBe(false);
+    const executeBatch = store.executeBatch.bind(store);
+    // The rowid SQLite numbered, reported as MySQL reports its AUTO_INCREMENT key.
+    store.executeBatch = async (statements: readonly Statement[]): Promise<ExecResult[]> =>
+      (await executeBatch(statements)).map((r) => ({ ...r, insertId: Number(store.rows('SELECT last_insert_rowid() AS id')[0]!.id) }));
+    expect(await keyed.enqueue([{ n: 1 }, { n: 2 }])).toEqual([null, null]);
+    expect(await keyed.enqueue([{ id: 'mine', n: 3 }])).toEqual(['mine']);
   });
 
   it('a rejected chunk: the EnqueueError carries the ids of the chunks committed before it', async () => {
@@ -102,6 +117,28 @@ describe('enqueue in the caller transaction', () => {
     const e = error as EnqueueError;
     expect({ kind: e.kind, item: e.item, committed: e.committed, ids: e.ids }).toEqual({ kind: 'Busy', item: 1, committed: 0, ids: [] });
     expect(e.message).toBe('item 2 was rejected by the database; statusq committed nothing, roll the transaction back: locked');
+  });
+
+  it('a runner that finds no open transaction: its ConfigError before any INSERT, after every item is checked', async () => {
+    const { store, queue } = await jobs(true);
+    const steps: string[] = [];
+    Object.assign(store, {
+      runnerFor: (): CallerRunner => ({
+        execute: async () => {
+          steps.push('insert');
+          return { rows: [{ id: 1 }], affected: 1 };
+        },
+        assertInTransaction: async () => {
+          steps.push('check');
+          throw new ConfigError('enqueue: no open transaction');
+        },
+      }),
+    });
+    await expect(queue.enqueue([{ n: 1 }], { transaction: {} })).rejects.toThrow(new ConfigError('enqueue: no open transaction'));
+    expect(steps).toEqual(['check']);
+    // A bad item is reported first: nothing about the connection is asked for a batch that cannot go in.
+    await expect(queue.enqueue([{ n: 1 }, undefined], { transaction: {} })).rejects.toThrow(/item 2: payload is not JSON-serialisable/);
+    expect(steps).toEqual(['check']);
   });
 
   it('is a ConfigError with chunk, and on a store without runnerFor', async () => {

@@ -1,5 +1,6 @@
 import { claimRows } from './claim.js';
 import { ConfigError, EnqueueError, SchemaError, StoreError } from './errors.js';
+import { integerIdOf } from './caller-transaction.js';
 import { validateIdentifier } from './identifiers.js';
 import { STORE_RETRY, withStoreRetry } from './retry.js';
 import { requeueCause, statusName, type StatusName } from './status.js';
@@ -57,8 +58,10 @@ export interface EnqueueOptions {
    * The application's open transaction, to write the rows in (the outbox pattern: the jobs commit with the
    * application's own writes, or not at all). What the adapter takes (Store.runnerFor): a knex transaction
    * (`trx`), or the driver's connection that began it (a pg Client or PoolClient, a mysql2 connection, a
-   * better-sqlite3 Database). statusq runs only the INSERTs on it: no BEGIN, COMMIT or ROLLBACK, and no retry,
-   * since a retry inside someone else's transaction could repeat or reorder writes the caller cannot see.
+   * better-sqlite3 Database). It must be inside an open transaction: one that is not (each INSERT would commit
+   * on its own) is a ConfigError before anything is written. statusq runs only the INSERTs on it: no BEGIN,
+   * COMMIT or ROLLBACK, and no retry, since a retry inside someone else's transaction could repeat or reorder
+   * writes the caller cannot see.
    */
   transaction?: unknown;
 }
@@ -215,11 +218,12 @@ export class Queue {
    * then leaves the chunks before it committed, and the EnqueueError says how many rows that is and their ids.
    * With `transaction`, the rows are written in the caller's transaction (see EnqueueOptions.transaction).
    *
-   * An id is the one the item set in the id column, else what the database returned for the INSERT: RETURNING
-   * on PostgreSQL and SQLite, the auto-increment value on MySQL/MariaDB. It is typed as the store reads ids
-   * (a number, or past 2^53 a bigint on PostgreSQL, a decimal string on MySQL). It is null only where the
-   * database cannot say: on MySQL/MariaDB, an id column without AUTO_INCREMENT, filled by a default or a
-   * trigger, that the item did not set. Every table initTable creates has known ids.
+   * An id is what the database returned for the INSERT (RETURNING, on PostgreSQL and SQLite), else the one the
+   * item set in the id column, else the id column's AUTO_INCREMENT value (MySQL/MariaDB). It is typed as the
+   * store reads ids (a number, or past 2^53 a bigint on PostgreSQL, a decimal string on MySQL; an item's '17'
+   * for an integer id column is 17). It is null only where the database cannot say: on MySQL/MariaDB, an id
+   * column that is not AUTO_INCREMENT, filled by a default or a trigger, that the item did not set (the
+   * generated key MySQL reports is then another column's). Every table initTable creates has known ids.
    */
   async enqueue(items: readonly unknown[], options: EnqueueOptions = {}): Promise<Array<JobId | null>> {
     const describe = options.describeItem ?? ((index: number) => `item ${index + 1}`);
@@ -256,6 +260,7 @@ export class Queue {
     const runner = this.store.runnerFor(handle);
     const returningId = this.store.capabilities.insertReturning;
     const rows = items.map((item, index) => this.rowFor(item, index, describe));
+    await runner.assertInTransaction?.();
     const ids: Array<JobId | null> = [];
     for (const [index, row] of rows.entries()) {
       let result: ExecResult;
@@ -279,7 +284,9 @@ export class Queue {
     const idColumn = this.table.id.toLowerCase();
     const given = Object.keys(row).find((key) => key.toLowerCase() === idColumn);
     const own = given === undefined ? null : row[given]!;
-    return own ?? result.insertId ?? null;
+    if (own !== null) return this.idColumn.integer && typeof own !== 'number' ? integerIdOf(own) : own;
+    // MySQL reports the key of whichever column is AUTO_INCREMENT: another column's when the id is not it.
+    return this.idColumn.autoIncrement === true ? (result.insertId ?? null) : null;
   }
 
   private rowFor(item: unknown, index: number, describe: (index: number) => string): Record<string, SqlValue> {

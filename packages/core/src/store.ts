@@ -114,6 +114,11 @@ export interface CallerRunner extends StatementRunner {
    * database and numbers them itself. Default: the dialect's `placeholder`.
    */
   readonly placeholder?: ((index: number) => string) | undefined;
+  /**
+   * Rejects with a ConfigError when the connection is not inside an open transaction, where each INSERT would
+   * commit on its own; enqueue awaits it once, before its first INSERT. Absent: runnerFor itself has checked.
+   */
+  assertInTransaction?(): Promise<void>;
 }
 
 /**

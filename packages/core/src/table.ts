@@ -124,6 +124,12 @@ export interface ColumnInfo {
   integer: boolean;
   /** How much text the column holds when the database bounds it; null when it does not (or not usefully). */
   maxLength: ColumnLimit | null;
+  /**
+   * The database numbers this column itself on INSERT (MySQL's AUTO_INCREMENT), so the generated key a driver
+   * reports for an INSERT (ExecResult.insertId) is this column's value. Absent or false: not known to be, and
+   * enqueue never takes a reported key for this column's value (on MySQL it may be another column's).
+   */
+  autoIncrement?: boolean | undefined;
 }
 
 /** Code points, which is what VARCHAR(n) counts on MySQL and PostgreSQL; JS `length` counts UTF-16 units. */

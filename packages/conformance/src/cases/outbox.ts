@@ -36,6 +36,45 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   return undefined;
 }
 
+/** Enqueues an order's two jobs on `handle` and checks that no other connection sees them yet; their ids. */
+type EnqueueInside = (queue: Queue, handle: unknown) => Promise<Array<JobId | null>>;
+
+/**
+ * The outbox promise on one way of holding a transaction. `transact(orderId, end, enqueue)` opens one of the
+ * application's transactions, writes order `orderId` in it, calls `enqueue` with its handle, ends it with
+ * `end` and returns the ids. After ROLLBACK neither the order nor its jobs are there; after COMMIT both are.
+ * Uses the two order ids after `lastOrderId` and returns the last one used.
+ */
+async function expectCommitsTogether(
+  store: Store,
+  label: string,
+  lastOrderId: number,
+  transact: (orderId: number, end: 'COMMIT' | 'ROLLBACK', enqueue: EnqueueInside) => Promise<Array<JobId | null>>,
+): Promise<number> {
+  const attempt = (orderId: number, end: 'COMMIT' | 'ROLLBACK') =>
+    transact(orderId, end, async (queue, handle) => {
+      const ids = await queue.enqueue([{ order: orderId }, { order: orderId, step: 2 }], { transaction: handle });
+      expect(ids, label).toHaveLength(2);
+      expect(ids.every((id) => id !== null), `${label}: ids`).toBe(true);
+      // Inside the application's transaction: no other connection sees the jobs before it ends.
+      expect([...(await payloadsById(store)).keys()], `${label}: jobs seen before ${end}`).not.toContain(String(ids[0]));
+      return ids;
+    });
+  const before = await payloadsById(store);
+  const rolledBack = lastOrderId + 1;
+  expect(await attempt(rolledBack, 'ROLLBACK'), `${label}: ids of the rolled-back jobs`).toHaveLength(2);
+  expect([...(await payloadsById(store)).keys()], `${label}: jobs after ROLLBACK`).toEqual([...before.keys()]);
+  expect(await orderIds(store), `${label}: orders after ROLLBACK`).not.toContain(rolledBack);
+
+  const committed = lastOrderId + 2;
+  const ids = await attempt(committed, 'COMMIT');
+  const after = await payloadsById(store);
+  expect(ids.map((id) => after.get(String(id))), `${label}: jobs after COMMIT`).toEqual([{ order: committed }, { order: committed, step: 2 }]);
+  expect(after.size, `${label}: jobs after COMMIT`).toBe(before.size + 2);
+  expect(await orderIds(store), `${label}: orders after COMMIT`).toContain(committed);
+  return committed;
+}
+
 /** A table_a row an application enqueues, with its own id. */
 function tableARow(id: number): Record<string, unknown> {
   return { id, date: '2024-01-01 00:00:00.000', url: `https://example.com/${id}`, kind: 'ok' };
@@ -84,6 +123,8 @@ export function outboxCases(env: () => TestEnv, options: ConformanceOptions): vo
       await createTableA(env().fixtures, store, []);
       const own = await Queue.open(store, { table: 'table_a' });
       expect(await own.enqueue([tableARow(17), tableARow(5)])).toEqual([17, 5]);
+      // An integer id given as text is the number the claim reads back.
+      expect(await own.enqueue([{ ...tableARow(23), id: '23' }])).toEqual([23]);
 
       // The database fills the id (an auto-increment key) of an application table: the ids it chose.
       await createCheckedTable(env().fixtures, store, 'bounded', 'bounded');
@@ -92,6 +133,58 @@ export function outboxCases(env: () => TestEnv, options: ConformanceOptions): vo
       const boundedRows = await readRows(store, 'bounded');
       expect(filled.map(String)).toEqual(boundedRows.map((row) => String(row.id)));
       expect(boundedRows.map((row) => JSON.parse(String(row.payload)) as unknown)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      await env().closeStores();
+    });
+
+    it('an id the database fills from a default is that row\'s id, never the key of another column it numbers; null only where the database cannot say', async () => {
+      const store = await env().store();
+      await createCheckedTable(env().fixtures, store, 'defaultId', 'filled');
+      const queue = await Queue.open(store, { table: 'filled' });
+      const payloads = [{ n: 1 }, { n: 2 }, { n: 3 }];
+      const plain = await queue.enqueue(payloads);
+      const inTransaction: Array<JobId | null> = [];
+      const [kind] = options.callerConnections?.(env().url) ?? [];
+      if (kind) {
+        const conn = await kind.open();
+        try {
+          await conn.run('BEGIN');
+          inTransaction.push(...(await queue.enqueue([{ n: 4 }], { transaction: conn.handle })));
+          await conn.run('COMMIT');
+        } finally {
+          await conn.close();
+        }
+      }
+      const idOf = new Map((await readRows(store, 'filled')).map((row) => [JSON.stringify(JSON.parse(String(row.payload))), String(row.id)]));
+      [...plain, ...inTransaction].forEach((id, i) => {
+        const label = `item ${i + 1}: ${String(id)}`;
+        // RETURNING says; MySQL reports only an AUTO_INCREMENT key, here seq's, which is no id of these rows.
+        if (store.capabilities.insertReturning) expect(String(id), label).toBe(idOf.get(JSON.stringify({ n: i + 1 })));
+        else expect(id, label).toBeNull();
+      });
+      await env().closeStores();
+    });
+
+    it('[needs callerConnections] a driver connection outside a transaction is a ConfigError before anything is written, as is one whose transaction ended', async (ctx) => {
+      if (!options.callerConnections) skipFor(ctx, 'callerConnections');
+      const store = await env().store();
+      const queue = await createJobs(store);
+      for (const kind of options.callerConnections!(env().url)) {
+        const conn = await kind.open();
+        try {
+          const refused = async (when: string) => {
+            const error = await rejection(queue.enqueue([{ n: 1 }, { n: 2 }], { transaction: conn.handle }));
+            expect(error, `${kind.label} ${when}`).toBeInstanceOf(ConfigError);
+            expect((error as Error).message, `${kind.label} ${when}`).toMatch(/^enqueue: .*no open transaction.*BEGIN/);
+          };
+          await refused('before BEGIN');
+          await conn.run('BEGIN');
+          await conn.run('COMMIT');
+          await refused('after COMMIT');
+        } finally {
+          await conn.close();
+        }
+      }
+      expect(await readRows(store, 'jobs')).toEqual([]);
       await env().closeStores();
     });
 
@@ -104,27 +197,13 @@ export function outboxCases(env: () => TestEnv, options: ConformanceOptions): vo
       for (const kind of options.callerConnections!(env().url)) {
         const conn = await kind.open();
         try {
-          const attempt = async (end: 'COMMIT' | 'ROLLBACK'): Promise<Array<JobId | null>> => {
-            orderId++;
+          orderId = await expectCommitsTogether(store, kind.label, orderId, async (id, end, enqueue) => {
             await conn.run('BEGIN');
-            await conn.run(insertOrderSql(store), [orderId, kind.label]);
-            const ids = await queue.enqueue([{ order: orderId }, { order: orderId, step: 2 }], { transaction: conn.handle });
-            expect(ids, kind.label).toHaveLength(2);
-            // Inside the application's transaction: no other connection sees the jobs before it commits.
-            expect([...(await payloadsById(store)).keys()], `${kind.label}: jobs seen before ${end}`).not.toContain(String(ids[0]));
+            await conn.run(insertOrderSql(store), [id, kind.label]);
+            const ids = await enqueue(queue, conn.handle);
             await conn.run(end);
             return ids;
-          };
-          const before = await payloadsById(store);
-          const rolledBack = await attempt('ROLLBACK');
-          expect([...(await payloadsById(store)).keys()], `${kind.label}: jobs after ROLLBACK`).toEqual([...before.keys()]);
-          expect(await orderIds(store), `${kind.label}: orders after ROLLBACK`).not.toContain(orderId);
-          expect(rolledBack.every((id) => id !== null)).toBe(true);
-
-          const committed = await attempt('COMMIT');
-          const after = await payloadsById(store);
-          expect(committed.map((id) => after.get(String(id))), `${kind.label}: jobs after COMMIT`).toEqual([{ order: orderId }, { order: orderId, step: 2 }]);
-          expect(await orderIds(store), `${kind.label}: orders after COMMIT`).toContain(orderId);
+          });
         } finally {
           await conn.close();
         }
@@ -138,25 +217,19 @@ export function outboxCases(env: () => TestEnv, options: ConformanceOptions): vo
       const queue = await createJobs(store);
       await createOrders(store);
       await withKnex(options.knexConfig!(env().url), async (db) => {
-        const failed = await rejection(
-          db.transaction(async (trx) => {
-            await trx(ORDERS).insert({ id: 1, note: 'rolled back' });
-            expect(await queue.enqueue([{ order: 1 }], { transaction: trx })).toHaveLength(1);
-            throw new Error('the application gives up');
-          }),
-        );
-        expect((failed as Error).message).toBe('the application gives up');
-        expect(await readRows(store, 'jobs')).toEqual([]);
-        expect(await orderIds(store)).toEqual([]);
-
-        const ids = await db.transaction(async (trx) => {
-          await trx(ORDERS).insert({ id: 2, note: 'committed' });
-          return queue.enqueue([{ order: 2 }, { order: 2, step: 2 }], { transaction: trx });
+        const givingUp = new Error('the application gives up');
+        await expectCommitsTogether(store, 'knex', 0, async (id, end, enqueue) => {
+          let ids: Array<JobId | null> = [];
+          const failed = await rejection(
+            db.transaction(async (trx) => {
+              await trx(ORDERS).insert({ id, note: 'knex' });
+              ids = await enqueue(queue, trx);
+              if (end === 'ROLLBACK') throw givingUp;
+            }),
+          );
+          expect(failed, 'knex').toBe(end === 'ROLLBACK' ? givingUp : undefined);
+          return ids;
         });
-        const stored = await payloadsById(store);
-        expect(ids.map((id) => stored.get(String(id)))).toEqual([{ order: 2 }, { order: 2, step: 2 }]);
-        expect(stored.size).toBe(2);
-        expect(await orderIds(store)).toEqual([2]);
       });
       await env().closeStores();
     });

@@ -146,7 +146,9 @@ export class SqlJsStore implements Store {
   async describeTable(table: string): Promise<ColumnInfo[] | null> {
     const rows = this.rows('SELECT name, type, pk FROM pragma_table_info(?)', [table]);
     if (rows.length === 0) return null;
-    return rows.map((r) => ({ name: String(r.name), type: String(r.type).toLowerCase(), unique: Number(r.pk) > 0, integer: /INT/i.test(String(r.type)), maxLength: null }));
+    // A lone INTEGER PRIMARY KEY is the rowid, which SQLite numbers itself.
+    const rowid = rows.filter((r) => Number(r.pk) > 0).length === 1 ? rows.find((r) => Number(r.pk) > 0 && /^integer$/i.test(String(r.type))) : undefined;
+    return rows.map((r) => ({ name: String(r.name), type: String(r.type).toLowerCase(), unique: Number(r.pk) > 0, integer: /INT/i.test(String(r.type)), maxLength: null, autoIncrement: r === rowid }));
   }
 
   orderTimeEncoding(column: ColumnInfo): OrderTimeEncoding {
