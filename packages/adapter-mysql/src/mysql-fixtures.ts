@@ -3,7 +3,7 @@
  * contracts are FixtureTables and QueryPlans in `@statusq/conformance`). Tables are InnoDB in utf8mb4, as
  * statusq's own.
  */
-import type { Statement, Store } from '@statusq/core/adapter';
+import type { ExplainOptions, Statement, Store } from '@statusq/core/adapter';
 import { mysqlDialect } from './mysql-dialect.js';
 import { analyzeMysqlTable, explainOnMysql } from './mysql-doctor.js';
 
@@ -40,5 +40,5 @@ export const mysqlFixtures = {
 /** The adapter's own plan reader (mysql-doctor.ts), as the conformance suite's QueryPlans. */
 export const mysqlQueryPlans = {
   analyze: analyzeMysqlTable,
-  explain: (store: Store, statement: Statement) => explainOnMysql(store, statement),
+  explain: (store: Store, statement: Statement, options?: ExplainOptions) => explainOnMysql(store, statement, options),
 };

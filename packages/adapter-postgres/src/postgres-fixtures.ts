@@ -2,7 +2,7 @@
  * The conformance suite's fixture tables in PostgreSQL's DDL, and how to read PostgreSQL's query plans (the
  * contracts are FixtureTables and QueryPlans in `@statusq/conformance`).
  */
-import type { Statement, Store } from '@statusq/core/adapter';
+import type { ExplainOptions, Statement, Store } from '@statusq/core/adapter';
 import { postgresDialect } from './postgres-dialect.js';
 import { analyzePostgresTable, explainOnPostgres } from './postgres-doctor.js';
 
@@ -35,5 +35,5 @@ export const postgresFixtures = {
 /** The adapter's own plan reader (postgres-doctor.ts), as the conformance suite's QueryPlans. */
 export const postgresQueryPlans = {
   analyze: analyzePostgresTable,
-  explain: (store: Store, statement: Statement) => explainOnPostgres(store, statement),
+  explain: (store: Store, statement: Statement, options?: ExplainOptions) => explainOnPostgres(store, statement, options),
 };

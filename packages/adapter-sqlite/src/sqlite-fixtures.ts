@@ -3,7 +3,7 @@
  * contracts are FixtureTables and QueryPlans in `@statusq/conformance`). Times are text in the
  * 'YYYY-MM-DD HH:MM:SS.SSS' form, which sorts as time.
  */
-import type { Statement, Store } from '@statusq/core/adapter';
+import type { ExplainOptions, Statement, Store } from '@statusq/core/adapter';
 import { sqliteDialect } from './sqlite-dialect.js';
 import { analyzeSqlite, explainOnSqlite } from './sqlite-doctor.js';
 
@@ -38,5 +38,5 @@ export const sqliteFixtures = {
 /** The adapter's own plan reader (sqlite-doctor.ts), as the conformance suite's QueryPlans. */
 export const sqliteQueryPlans = {
   analyze: (store: Store) => analyzeSqlite(store),
-  explain: (store: Store, statement: Statement) => explainOnSqlite(store, statement),
+  explain: (store: Store, statement: Statement, options?: ExplainOptions) => explainOnSqlite(store, statement, options),
 };

@@ -4,7 +4,7 @@
  * `./testing` entry; they need not import these types, the shapes are checked where they are passed to
  * `runConformance`.
  */
-import type { QueryPlan, Statement, Store } from '@statusq/core/adapter';
+import type { ExplainOptions, QueryPlan, Statement, Store } from '@statusq/core/adapter';
 
 /** Statements that create a table named `table` on an empty database, run in order. */
 export type TableDdl = (table: string) => string[];
@@ -49,6 +49,9 @@ export type { QueryPlan };
 export interface QueryPlans {
   /** Refreshes the planner's statistics of `table`, so plans reflect the rows now in it. */
   analyze(store: Store, table: string): Promise<void>;
-  /** How the database would run `statement` (a SELECT on one table), without running it. */
-  explain(store: Store, statement: Statement): Promise<QueryPlan>;
+  /**
+   * How the database would run `statement` (a SELECT on one table), without running it. With
+   * `statusColumn`, the plan says whether a condition on that column bounds the index read (`bounded`).
+   */
+  explain(store: Store, statement: Statement, options?: ExplainOptions): Promise<QueryPlan>;
 }
