@@ -4,7 +4,6 @@
  * every dialect, so ages and JSON read the same whatever the database.
  */
 import { ConfigError } from './errors.js';
-import type { StatusName } from './status.js';
 import type { JobId, Row } from './store.js';
 import type { ResolvedTable } from './table.js';
 
