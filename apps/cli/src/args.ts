@@ -13,6 +13,7 @@ export const COMMAND_FLAGS = {
   ],
   stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'json'],
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
+  inspect: ['db', 'adapter', 'table', 'status', 'limit', 'id', 'id-column', 'status-column', 'order-column', 'order', 'json'],
   doctor: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'race-jobs', 'race-workers', 'json'],
 } as const;
 
@@ -104,7 +105,7 @@ export function optionalDuration(flags: Flags, name: string): number | undefined
   return value === undefined ? undefined : parseDuration(value, `--${name}`);
 }
 
-/** The table description shared by work, stats, requeue and doctor. */
+/** The table description shared by work, stats, requeue, inspect and doctor. */
 export function tableConfig(flags: Flags, command: Command, defaultTable?: string): TableConfig {
   const table = optionalString(flags, 'table') ?? defaultTable;
   if (table === undefined) throw new ConfigError(`${command}: --table is required`);

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TcpProxy, waitFor, type CallDeadlines } from '@statusq/conformance';
 import { generateTableARows, handlerPath } from '@statusq/test-fixtures';
 import { doctorScenarios } from './cli-doctor-scenarios.js';
+import { inspectScenarios } from './cli-inspect-scenarios.js';
 import { lifecycleScenarios } from './cli-lifecycle-scenarios.js';
 import { launchCli, parseStats, runCliAsync, writeFixture } from './cli-harness.js';
 import type { CliContext, CliTarget } from './cli-target.js';
@@ -451,6 +452,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
 
     lifecycleScenarios(ctx, target);
     doctorScenarios(ctx, target);
+    inspectScenarios(ctx, target);
 
     extra(ctx);
   });

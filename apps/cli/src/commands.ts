@@ -20,7 +20,7 @@ export function adapterOf(flags: Flags): string | undefined {
 }
 
 /** Opens the store for one command and always closes it. */
-async function withStore<T>(flags: Flags, command: Command, create: boolean, body: (store: Store) => Promise<T>): Promise<T> {
+export async function withStore<T>(flags: Flags, command: Command, create: boolean, body: (store: Store) => Promise<T>): Promise<T> {
   const store = await openStore(databaseUrl(flags, command), { create }, adapterOf(flags));
   try {
     return await body(store);
@@ -258,7 +258,7 @@ export async function requeue(flags: Flags, io: Io): Promise<number> {
   const force = flags.force === true;
   return withStore(flags, 'requeue', false, async (store) => {
     const queue = await Queue.open(store, config);
-    const ids = texts?.map((text) => parseId(text, queue.idColumn));
+    const ids = texts?.map((text) => parseId(text, queue.idColumn, 'requeue'));
     const report = await queue.requeueReport(from, { ids, leaseMs, force });
     const rows = (n: number) => `${n} ${from} row${n === 1 ? '' : 's'}`;
     let line = `requeued ${rows(report.requeued)} of ${config.table}`;
@@ -278,10 +278,10 @@ export async function requeue(flags: Flags, io: Io): Promise<number> {
  * (bound as a number, so `010` is 10); any other column the exact text (`010` is not `10`, and MariaDB never
  * casts a text column to a number to compare it with one).
  */
-function parseId(text: string, column: ColumnInfo): JobId {
-  if (text.length === 0) throw new ConfigError('requeue: --id needs a value');
+export function parseId(text: string, column: ColumnInfo, command: Command): JobId {
+  if (text.length === 0) throw new ConfigError(`${command}: --id needs a value`);
   if (!column.integer) return text;
-  if (!/^[-+]?\d+$/.test(text)) throw new ConfigError(`requeue: --id ${JSON.stringify(text)} is not an integer, and id column ${column.name} is ${column.type}`);
+  if (!/^[-+]?\d+$/.test(text)) throw new ConfigError(`${command}: --id ${JSON.stringify(text)} is not an integer, and id column ${column.name} is ${column.type}`);
   const value = BigInt(text);
   return Number.isSafeInteger(Number(value)) ? Number(value) : value;
 }

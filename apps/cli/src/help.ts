@@ -74,6 +74,20 @@ ${DB}
 ${COLUMNS}
   --lease DURATION            processing rows: only those whose lease expired this long ago (default 5m)
   --force                     processing rows without leases: requeue them anyway (they may be running)`,
+  inspect: `usage: statusq inspect --db URL --table T [--status failed|abuse|processing|pending] [--limit N] [--json]
+       statusq inspect --db URL --table T --id ID [--json]
+Shows rows without writing SQL: id, order column, status and whichever of attempt_count, claimed_at, worker_id,
+next_attempt_at, last_error, finished_at the table has. failed and abuse: newest finished first; processing:
+oldest claim first (the stuck ones); pending: in claim order. --id shows one row whole (exit 5 when no row has it).
+
+${DB}
+  --table T                   the table (required)
+  --status S                  failed (default), abuse, processing or pending
+  --limit N                   at most N rows (default 20, at most 1000)
+  --id ID                     one row, every column
+${COLUMNS}
+  --order newest|oldest       the claim order pending rows are listed in (default newest)
+  --json                      a JSON array of rows (one object with --id), times as ISO 8601 UTC`,
   doctor: `usage: statusq doctor --db URL [--table T] [--race-jobs N] [--race-workers N] [--json]
 Checks a database before going live: the server's version, settings, claim and clock; with --table, that
 table's columns, pending index, claim plan (EXPLAIN) and privileges; then a short race of workers on a

@@ -4,6 +4,7 @@ import { urlSecrets } from '@statusq/core/adapter';
 import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, parseCommandLine, type Command } from './args.js';
 import * as commands from './commands.js';
 import { doctor } from './doctor.js';
+import { inspect } from './inspect.js';
 import { COMMAND_HELP } from './help.js';
 import { oneLine } from './text.js';
 import type { Io } from './commands.js';
@@ -24,6 +25,8 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
            [--processes P]
   stats    --db URL --table T [--json]
   requeue  --db URL --table T --status failed|abuse|processing [--id ID ...] [--lease DURATION] [--force]
+  inspect  --db URL --table T [--status failed|abuse|processing|pending] [--limit N] [--json]
+           [--id ID] [--id-column C] [--status-column C] [--order-column C] [--order newest|oldest]
   doctor   --db URL [--table T] [--id-column C] [--status-column C] [--order-column C] [--order newest|oldest]
            [--race-jobs N] [--race-workers N] [--json]
 
@@ -41,8 +44,8 @@ Durations need a unit: ms, s, m, h or d (250ms, 30s, 5m, 1h, 2d); at most 24d.
 Exit codes: 0 ok (queue empty, or drained after a signal), 1 database or runtime failure (or worker
 processes crashing at start-up), 2 bad input, 3 stopped past --stop-timeout (running jobs aborted and
 handed back), 4 recycled (a job ignored --job-timeout), 5 requeue left some of the --id rows
-it named (listed), 130 stopped hard; doctor: 0 every check passed (warnings allowed), 1 a check failed,
-130 interrupted (the scratch table still dropped).`;
+it named (listed), or inspect found no row with its --id, 130 stopped hard; doctor: 0 every check passed
+(warnings allowed), 1 a check failed, 130 interrupted (the scratch table still dropped).`;
 
 /** Runs one command line; returns the exit code. Bad input is one line on stderr and exit code 2. */
 export async function main(argv: string[], rawIo: Io): Promise<number> {
@@ -67,7 +70,7 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
   }
   try {
     const flags = parseCommandLine(command, rest);
-    return await { ...commands, doctor }[command](flags, io, rest);
+    return await { ...commands, doctor, inspect }[command](flags, io, rest);
   } catch (error) {
     if (error instanceof StoreError) {
       io.err(`statusq: database error (${error.kind}${error.nativeCode !== undefined ? ` ${error.nativeCode}` : ''}): ${oneLine(error.message)}`);

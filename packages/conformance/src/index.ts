@@ -36,6 +36,7 @@ import { leaseCases } from './cases/leases.js';
 import { configCases } from './cases/config.js';
 import { stopCases } from './cases/stop.js';
 import { schemaCases } from './cases/schema.js';
+import { inspectCases } from './cases/inspect.js';
 import { capabilityCases } from './cases/capabilities.js';
 import { outageCases } from './cases/outages.js';
 import { frozenNetworkCases } from './cases/frozen-network.js';
@@ -113,6 +114,7 @@ export function runConformance(options: ConformanceOptions): void {
     stopCases(env);
     configCases(env);
     schemaCases(env);
+    inspectCases(env);
     capabilityCases(env);
     outboxCases(env, options);
     raceCases(env, options);

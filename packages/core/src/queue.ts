@@ -6,6 +6,7 @@ import { STORE_RETRY, withStoreRetry } from './retry.js';
 import { requeueCause, statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
 import { columnOverflow, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
+import { INSPECT_CLOCK, InspectTimes, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
 import { TransitionSql } from './transition-sql.js';
 
 /**
@@ -117,6 +118,37 @@ export class Queue {
       counts[statusName(code, this.table.codes) ?? 'other'] += Number(row.n);
     }
     return counts;
+  }
+
+  /**
+   * Up to `limit` rows of one status (default the 20 newest failed), in the order that matters for that
+   * status; see TransitionSql.inspect for the order and what each costs. Read only.
+   */
+  async inspect(options: InspectOptions = {}): Promise<InspectReport> {
+    const { status, limit } = resolveInspectOptions(options);
+    const { rows } = await this.store.execute(this.sql.inspect(status, limit, INSPECT_CLOCK));
+    const times = new InspectTimes(this.table);
+    const read = rows.map((row) => times.read(row));
+    return { status, limit, columns: this.sql.inspectColumns(), rows: read.map((r) => r.row), clock: read[0]?.clock ?? null };
+  }
+
+  /** The rows with these ids, whole, and the ids no row has. Each id is compared as the id column holds it. */
+  async inspectIds(ids: readonly JobId[]): Promise<InspectIdsReport> {
+    const unique = [...new Map(ids.map((id) => [String(id), id])).values()];
+    if (unique.length === 0) return { rows: [], notFound: [], clock: null };
+    const { rows } = await this.store.execute(this.sql.inspectIds(unique, INSPECT_CLOCK));
+    const times = new InspectTimes(this.table);
+    const found = new Map(rows.map((row) => [String(row[this.table.id]), times.read(row)]));
+    const report: InspectIdsReport = { rows: [], notFound: [], clock: null };
+    for (const id of unique) {
+      const entry = found.get(String(id));
+      if (!entry) report.notFound.push(id);
+      else {
+        report.rows.push(entry.row);
+        report.clock = entry.clock;
+      }
+    }
+    return report;
   }
 
   async hasRowsWithStatus(name: StatusName): Promise<boolean> {

@@ -347,6 +347,60 @@ export class TransitionSql {
     return { sql: `SELECT ${what} FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])})`, params: p.values };
   }
 
+  /**
+   * The columns an operator's listing shows: id, order, status, then each optional column this table has that
+   * says where a job stands. Payload and result are left to the whole-row view (inspectIds).
+   */
+  inspectColumns(): string[] {
+    const t = this.table;
+    const names = [t.id, t.order, t.status];
+    for (const key of ['attemptCount', 'claimedAt', 'workerId', 'nextAttemptAt', 'lastError', 'finishedAt'] as const) {
+      const name = t.columns[key];
+      if (name !== undefined) names.push(name);
+    }
+    return [...new Set(names)];
+  }
+
+  /**
+   * Up to `limit` rows of one status for an operator, with the database's clock as `clock` (for ages). Order:
+   * - pending: the claim's own ORDER BY (the order column, the table's direction), rows scheduled for a
+   *   later retry included. The pending index serves it: a walk of the index that stops after `limit` rows,
+   *   however many finished rows the table keeps.
+   * - processing: oldest claim first (the stuck ones), claims without a claim time before all; by id without
+   *   claimed_at. No index is kept for it: the composite pending index of MySQL/MariaDB and SQLite finds the
+   *   processing rows by status and sorts those few; PostgreSQL's partial index covers pending rows only, so
+   *   it reads the table.
+   * - failed and abuse: newest finished first (finished_at, rows without one last), else newest id first.
+   *   A sort of that status's rows (MySQL/MariaDB and SQLite find them through the pending index's status
+   *   prefix; PostgreSQL reads the table, or walks the primary key backwards for id order): cost grows with
+   *   the table, which an operator's look can afford and a worker's loop could not.
+   */
+  inspect(status: StatusName, limit: number, clock: string): Statement {
+    const p = new Params(this.dialect);
+    const what = this.inspectColumns().map((name) => this.dialect.quoteIdentifier(name)).join(', ');
+    const { id } = this.q;
+    let orderBy: string;
+    if (status === 'pending') orderBy = `${this.q.order} ${this.table.direction === 'newest' ? 'DESC' : 'ASC'}`;
+    else if (status === 'processing') {
+      const claimed = this.q.claimedAt;
+      orderBy = claimed ? `CASE WHEN ${claimed} IS NULL THEN 0 ELSE 1 END, ${claimed} ASC, ${id} ASC` : `${id} ASC`;
+    } else {
+      const finished = this.q.finishedAt;
+      orderBy = finished ? `CASE WHEN ${finished} IS NULL THEN 1 ELSE 0 END, ${finished} DESC, ${id} DESC` : `${id} DESC`;
+    }
+    const sql =
+      `SELECT ${what}, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(clock)} FROM ${this.q.table} ` +
+      `WHERE ${this.statusIs(status)} ORDER BY ${orderBy} LIMIT ${p.add(limit)}`;
+    return { sql, params: p.values };
+  }
+
+  /** The named rows whole, with the database's clock as `clock`. */
+  inspectIds(ids: readonly JobId[], clock: string): Statement {
+    const p = new Params(this.dialect);
+    const sql = `SELECT *, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(clock)} FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])})`;
+    return { sql, params: p.values };
+  }
+
   /** How many rows hold one non-pending status code. */
   countWithStatus(code: number): Statement {
     return { sql: `SELECT COUNT(*) AS n FROM ${this.q.table} WHERE ${this.q.status} = ${code}`, params: [] };
