@@ -89,13 +89,13 @@ export function logSummary(log: Logger, counters: WorkerCounters, seconds: numbe
 export function logSupervisorEvent(log: Logger, event: SupervisorEvent): void {
   switch (event.type) {
     case 'started':
-      log.info({ slot: event.slot + 1, child: event.pid, restart: event.restart }, `worker process ${event.slot + 1} started (pid ${event.pid})`);
+      log.info({ slot: event.slot + 1, child: event.pid, restart: event.restart }, `worker process ${event.pid} started in slot ${event.slot + 1}`);
       break;
     case 'exited': {
       const fields = { slot: event.slot + 1, child: event.pid, code: event.code, signal: event.signal, uptimeMs: event.uptimeMs };
       const how = event.signal ? `killed by ${event.signal}` : `exited with code ${event.code}`;
-      if (event.code === 0) log.info(fields, `worker process ${event.slot + 1} (pid ${event.pid}) exited`);
-      else log.warn(fields, `worker process ${event.slot + 1} (pid ${event.pid}) ${how}`);
+      if (event.code === 0) log.info(fields, `worker process ${event.pid} exited`);
+      else log.warn(fields, `worker process ${event.pid} ${how}`);
       break;
     }
     case 'restarting':
