@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { readFileSync } from 'node:fs';
+import { stdoutLogDestination } from './log.js';
 import { main } from './main.js';
 
 const exitCode = await main(process.argv.slice(2), {
@@ -14,5 +15,6 @@ const exitCode = await main(process.argv.slice(2), {
     };
   },
   readStdin: () => readFileSync(0, 'utf8'),
+  logDestination: stdoutLogDestination,
 });
 process.exitCode = exitCode;

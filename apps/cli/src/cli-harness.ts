@@ -62,6 +62,22 @@ export function launchCli(cwd: string, args: readonly string[], timeoutMs = 90_0
   return { child, ended, stderr: () => stderr };
 }
 
+/** One line of `statusq work`'s JSON log. */
+export interface LogLine {
+  level: 'error' | 'warn' | 'info' | 'debug';
+  time: string;
+  pid: number;
+  msg: string;
+  workerId?: string;
+  err?: { type?: string; message: string; stack?: string };
+  [field: string]: unknown;
+}
+
+/** The JSON log lines a `work` run printed on stdout; a line that is not JSON fails the test. */
+export function logLines(stdout: string): LogLine[] {
+  return stdout === '' ? [] : stdout.split('\n').map((line) => JSON.parse(line) as LogLine);
+}
+
 /** Polls until `check` holds; fails naming `what` after the deadline. */
 export async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;

@@ -9,7 +9,8 @@ import { generateTableARows, handlerPath } from '@statusq/test-fixtures';
 import { doctorScenarios } from './cli-doctor-scenarios.js';
 import { inspectScenarios } from './cli-inspect-scenarios.js';
 import { lifecycleScenarios } from './cli-lifecycle-scenarios.js';
-import { launchCli, parseStats, runCliAsync, writeFixture } from './cli-harness.js';
+import { logScenarios } from './cli-log-scenarios.js';
+import { launchCli, logLines, parseStats, runCliAsync, writeFixture } from './cli-harness.js';
 import type { CliContext, CliTarget } from './cli-target.js';
 
 export type { CliContext, CliTarget, CliTestDatabase } from './cli-target.js';
@@ -311,8 +312,10 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
           const exitMs = Date.now() - signalled;
           expect(run.code, `the process did not exit by itself (killed after ${exitMs} ms); stderr: ${run.stderr}`).not.toBeNull();
           expect(exitMs, run.stderr).toBeLessThan(STOP_TIMEOUT_MS + EXIT_MARGIN_MS);
-          // The call the frozen database never answered is reported, naming the database.
-          expect(run.stderr).toMatch(/^statusq: .*(PostgreSQL|MySQL)/m);
+          // The call the frozen database never answered is logged, naming the database, once per outage.
+          const outage = logLines(run.stdout).filter((line) => line.level === 'warn' && line.msg.startsWith('database unavailable'));
+          expect(outage, run.stdout).toHaveLength(1);
+          expect(outage[0]!.msg).toMatch(/PostgreSQL|MySQL/);
           console.info(`[${target.dialect}] frozen network: statusq work exited ${exitMs} ms after SIGTERM (--stop-timeout ${STOP_TIMEOUT_MS}ms), code ${run.code}`);
         } finally {
           await proxy.close();
@@ -422,21 +425,27 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       const leaky = file('leaky.mjs', 'export default async () => { throw new Error(`cannot reach ${process.env.DATABASE_URL}`); };');
       const run = await statusqWith({ DATABASE_URL: 'postgres://app:S3cretPw@db.internal/app' }, 'work', '--db', db.url, '--table', 'jobs', '--handler', leaky, '--verbose', '--max-attempts', '1', '--exit-when-empty');
       expect(run.code, run.stderr).toBe(0);
-      expect(run.stdout).toMatch(/^failed 1: Error: cannot reach postgres:\/\/app:\*\*\*@db\.internal\/app$/m);
+      const [failed] = logLines(run.stdout).filter((line) => line.level === 'error');
+      expect(failed!.err!.message).toBe('cannot reach postgres://app:***@db.internal/app');
+      expect(failed!.err!.stack).toMatch(/^Error: cannot reach postgres:\/\/app:\*\*\*@db\.internal\/app\n/);
       expect(run.stdout).not.toMatch(/S3cretPw/);
     });
 
-    it('--verbose prints one bounded line per job, however long the error', async () => {
+    it('--verbose (--log-level debug) logs one bounded line per job, however long the error', async () => {
       const { statusq, db, file } = ctx();
       expect((await statusq('init', '--db', db.url)).code).toBe(0);
       expect((await statusq('enqueue', '--db', db.url, '--payload', '{"n":1}')).code).toBe(0);
       const handler = file('huge.mjs', `export default async () => { throw new Error('x'.repeat(1_000_000) + '\\nsecond line'); };`);
       const run = await statusq('work', '--db', db.url, '--table', 'jobs', '--handler', handler, '--verbose', '--max-attempts', '1', '--exit-when-empty');
       expect(run.code, run.stderr).toBe(0);
-      const lines = run.stdout.split('\n');
-      expect(lines).toHaveLength(2);
-      expect(lines[0]).toBe(`failed 1: Error: ${'x'.repeat(500 - 'Error: '.length)}… (1000019 chars)`);
-      expect(lines[1]).toMatch(/^worked 1 job in /);
+      const lines = logLines(run.stdout);
+      expect(lines.map((line) => line.level)).toEqual(['info', 'error', 'info']);
+      expect(lines[0]!.msg).toBe('worker started on jobs');
+      expect(lines[2]!.msg).toMatch(/^worked 1 job in /);
+      expect(lines[1]!.msg).toBe(`job failed: Error: ${'x'.repeat(500 - 'Error: '.length)}… (1000019 chars)`);
+      expect(lines[1]!.err!.message).toBe(`${'x'.repeat(500)}… (1000012 chars)`);
+      expect(lines[1]!.err!.stack).toMatch(/^Error: x{4089}… \(\d+ chars\)$/);
+      for (const line of run.stdout.split('\n')) expect(line.length).toBeLessThan(6_000);
     });
 
     it('stats counts rows whose status is none of the five codes as other, so the counts add up', async () => {
@@ -451,6 +460,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
     });
 
     lifecycleScenarios(ctx, target);
+    logScenarios(ctx, target);
     doctorScenarios(ctx, target);
     inspectScenarios(ctx, target);
 

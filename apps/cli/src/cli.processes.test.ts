@@ -1,7 +1,7 @@
 // `statusq work --processes P` as a user runs it: the launcher and its children are real OS processes
 // over one SQLite file.
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { launchCli, parseStats, runCli, until, writeFixture } from './cli-harness.js';
+import { launchCli, logLines, parseStats, runCli, until, writeFixture } from './cli-harness.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,9 +48,10 @@ describe('statusq work --processes', () => {
     const handler = file('slow.mjs', 'export default async () => { await new Promise((r) => setTimeout(r, 1)); };');
     const run = await launch('work', '--db', db, '--table', 'jobs', '--handler', handler, '--processes', '3', '--concurrency', '4', '--exit-when-empty').ended;
     expect(run.code, run.stderr).toBe(0);
-    const summaries = run.stdout.split('\n').filter((line) => line.startsWith('worked '));
+    const summaries = logLines(run.stdout).filter((line) => line.msg.startsWith('worked '));
     expect(summaries).toHaveLength(3);
-    const handled = summaries.map((line) => Number(/done (\d+)/.exec(line)![1]));
+    expect(new Set(summaries.map((line) => line.pid)).size).toBe(3);
+    const handled = summaries.map((line) => Number(/done (\d+)/.exec(line.msg)![1]));
     expect(handled.reduce((a, b) => a + b, 0)).toBe(1500);
     expect(stats()).toEqual({ pending: 0, processing: 0, done: 1500, abuse: 0, failed: 0, other: 0 });
   });
@@ -64,8 +65,9 @@ describe('statusq work --processes', () => {
     process.kill(victim!, 'SIGKILL');
     const result = await run.ended;
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stderr).toContain(`worker process ${victim} killed by SIGKILL`);
-    expect(result.stderr).toMatch(/restarting worker process \d in \d+ ms/);
+    const warnings = logLines(result.stdout).filter((line) => line.level === 'warn').map((line) => line.msg);
+    expect(warnings).toContain(`worker process ${victim} killed by SIGKILL`);
+    expect(warnings.filter((msg) => /^restarting worker process \d in \d+ ms$/.test(msg))).toHaveLength(1);
     expect(stats()).toEqual({ pending: 0, processing: 0, done: 1500, abuse: 0, failed: 0, other: 0 });
   });
 
@@ -76,7 +78,7 @@ describe('statusq work --processes', () => {
     run.child.kill('SIGTERM');
     const result = await run.ended;
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stderr).toContain('SIGTERM: draining 2 worker processes');
+    expect(result.stdout).toContain('SIGTERM: draining 2 worker processes');
     const after = stats();
     expect(after.processing).toBe(0);
     expect(after.pending + after.done).toBe(1500);
@@ -88,7 +90,9 @@ describe('statusq work --processes', () => {
     const handler = file('crash.mjs', "if (process.env.STATUSQ_SUPERVISED === '1') process.exit(3);\nexport default async () => {};");
     const run = await launch('work', '--db', db, '--table', 'jobs', '--handler', handler, '--processes', '2').ended;
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/crashed at start-up 5 times in a row \(last: exit code 3\); giving up/);
+    expect(logLines(run.stdout).filter((line) => line.level === 'error').map((line) => line.msg)).toEqual([
+      expect.stringMatching(/crashed at start-up 5 times in a row \(last: exit code 3\); giving up/),
+    ]);
     expect(stats()).toEqual({ pending: 1500, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
   });
 

@@ -4,6 +4,8 @@ import { ConfigError, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, 
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
 import { databaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
+import { createLogger, errorFields, logSettings, type LogDestination, type Logger, type LogSettings } from './log.js';
+import { logSummary, logSupervisorEvent, logWorkerEvents } from './log-events.js';
 
 export interface Io {
   out: (line: string) => void;
@@ -12,6 +14,14 @@ export interface Io {
   onSignal: (handler: (signal: string) => void) => () => void;
   /** Reads standard input, for `--file -`. */
   readStdin: () => string;
+  /** Where `work` writes its log (the bin: standard output, asynchronously). Default: io.out, not a terminal. */
+  logDestination?: () => Promise<LogDestination>;
+}
+
+/** The `work` command's logger; `base`: the fields every line carries besides time, level and pid. */
+async function workLogger(settings: LogSettings, io: Io, base: Record<string, unknown>): Promise<Logger> {
+  const destination: LogDestination = io.logDestination ? await io.logDestination() : { write: (text) => io.out(text.replace(/\n$/, '')), isTTY: false };
+  return createLogger(settings, destination, base);
 }
 
 /** The adapter module named by --adapter, else by STATUSQ_ADAPTER; undefined: the URL's scheme decides. */
@@ -144,7 +154,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     exitWhenEmpty: flags['exit-when-empty'] === true,
   };
   const stopTimeoutMs = optionalDuration(flags, 'stop-timeout') ?? 30_000;
-  const verbose = flags.verbose === true;
+  const logging = logSettings(flags);
   const processes = optionalInteger(flags, 'processes');
   // The handler is loaded before the database is opened: a bad handler touches nothing.
   const { handler, isAbuse } = await loadHandler(handlerFile);
@@ -157,25 +167,29 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     const adapter = adapterOf(flags);
     const env = { ...process.env, STATUSQ_DATABASE_URL: url, ...(adapter === undefined ? {} : { [ADAPTER_VARIABLE]: adapter }) };
     const recovery = { url, adapter, table: config, maxAttempts: checked.maxAttempts };
-    return supervise(['work', ...withoutFlag(withoutFlag(argv, 'processes'), 'db')], processes, stopTimeoutMs, env, io, recovery);
+    const log = await workLogger(logging, io, { role: 'supervisor' });
+    log.info({ table: config.table, handler: handlerFile, processes }, `starting ${processes} worker process${processes === 1 ? '' : 'es'} on ${config.table}`);
+    return supervise(['work', ...withoutFlag(withoutFlag(argv, 'processes'), 'db')], processes, stopTimeoutMs, env, io, log, recovery);
   }
   return withStore(flags, 'work', false, async (store) => {
     const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options });
     reportToLauncher(worker);
+    const log = await workLogger(logging, io, { workerId: worker.workerId });
     let stopReason = 'stop';
     worker.on('stopped', ({ reason }) => (stopReason = reason));
     let stopping: Promise<unknown> | null = null;
     const drain = () => {
       // Whatever the database does, this process is gone shortly after the stop timeout.
       setTimeout(() => {
-        io.err(`statusq: stop did not finish within ${stopTimeoutMs + STOP_MARGIN_MS} ms (the database is not answering); exiting; unfinished claims return to the queue by lease`);
+        log.error({ exitCode: EXIT.handedBack }, `stop did not finish within ${stopTimeoutMs + STOP_MARGIN_MS} ms (the database is not answering); exiting; unfinished claims return to the queue by lease`);
         process.exit(EXIT.handedBack);
       }, stopTimeoutMs + STOP_MARGIN_MS + 2_000).unref();
       stopping ??= worker.stop(stopTimeoutMs).then((report) => {
         if (report.abandoned === 0) return;
         // The rows may already run elsewhere: nothing this process started may go on running.
-        io.err(
-          `statusq: ${report.abandoned} job${report.abandoned === 1 ? '' : 's'} still running after the ${stopTimeoutMs} ms stop timeout: ` +
+        log.error(
+          { abandoned: report.abandoned, handedBack: report.handedBack, exitCode: EXIT.handedBack },
+          `${report.abandoned} job${report.abandoned === 1 ? '' : 's'} still running after the ${stopTimeoutMs} ms stop timeout: ` +
             `signalled abort, handed ${report.handedBack} row${report.handedBack === 1 ? '' : 's'} back to the queue; exiting now (code ${EXIT.handedBack})`,
         );
         process.exit(EXIT.handedBack);
@@ -187,44 +201,37 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       // The IPC channel is only a lifeline; it must not keep a finished worker alive.
       process.channel?.unref();
     }
-    worker.on('error', ({ error, during }) => io.err(`statusq: ${during}: ${clip(error instanceof Error ? error.message : String(error))}`));
-    if (verbose) {
-      const id = (job: { id: unknown }) => clip(String(job.id), 100);
-      worker.on('completed', ({ job }) => io.out(`done ${id(job)}`));
-      worker.on('failed', ({ job, error }) => io.out(`failed ${id(job)}: ${clip(error)}`));
-      worker.on('retried', ({ job, error, delayMs }) => io.out(`retry ${id(job)} in ${delayMs} ms: ${clip(error)}`));
-      worker.on('abused', ({ job, reason }) => io.out(`abuse ${id(job)}: ${clip(reason)}`));
-      worker.on('claim-lost', ({ job }) => io.out(`claim lost ${id(job)}`));
-    }
+    logWorkerEvents(worker, log, config.table);
     let signals = 0;
     const unregister = io.onSignal((signal) => {
       signals++;
       if (signals === 1) {
-        io.err(`statusq: ${signal}: draining (finishing running jobs, up to ${stopTimeoutMs} ms); send again to stop at once`);
+        log.info({ signal }, `${signal}: draining (finishing running jobs, up to ${stopTimeoutMs} ms); send again to stop at once`);
         drain();
       } else {
-        io.err(`statusq: ${signal} again: stopping now; unfinished claims return to the queue by lease or requeue`);
+        log.warn({ signal, exitCode: EXIT.stoppedHard }, `${signal} again: stopping now; unfinished claims return to the queue by lease or requeue`);
         process.exit(EXIT.stoppedHard);
       }
     });
+    log.info(
+      { table: config.table, handler: handlerFile, concurrency: options.concurrency, maxAttempts: worker.maxAttempts, exitWhenEmpty: options.exitWhenEmpty },
+      `worker started on ${config.table}`,
+    );
     const started = Date.now();
     try {
-      const c = await worker.run();
-      const seconds = (Date.now() - started) / 1000;
-      const settled = c.completed + c.failed + c.abused;
-      io.out(
-        `worked ${settled} job${settled === 1 ? '' : 's'} in ${seconds.toFixed(1)} s (${seconds > 0 ? Math.round(settled / seconds) : settled} jobs/s): ` +
-          `done ${c.completed}, failed ${c.failed}, abuse ${c.abused}, retried ${c.retried}, candidates lost ${c.candidatesLost}, claims taken over ${c.claimLost}` +
-          // Under --processes every child prints this line; the pid says whose it is.
-          (process.env.STATUSQ_SUPERVISED === '1' ? ` [pid ${process.pid}]` : ''),
-      );
+      const counters = await worker.run();
+      logSummary(log, counters, (Date.now() - started) / 1000, stopReason);
       // A stop past its timeout exits from its own callback, before the store is closed under it.
       await stopping;
+    } catch (error) {
+      // main() prints the one-line reason on stderr; the log says it too, for whoever reads only the log.
+      log.error({ err: errorFields(error) }, `worker stopped by an error it cannot retry: ${errorFields(error).message as string}`);
+      throw error;
     } finally {
       unregister();
     }
     if (stopReason === 'recycle') {
-      io.err(`statusq: a job outlived --job-timeout and ignored its abort; its row was settled as a failed attempt; exiting (code ${EXIT.recycled}) to end it`);
+      log.error({ exitCode: EXIT.recycled }, `a job outlived --job-timeout and ignored its abort; its row was settled as a failed attempt; exiting (code ${EXIT.recycled}) to end it`);
       // The stuck handler would keep this process alive; exiting is what ends it.
       process.exit(EXIT.recycled);
     }
@@ -290,33 +297,32 @@ export function parseId(text: string, column: ColumnInfo, command: Command): Job
  * `work --processes P`: runs P copies of this same command (without --processes) under the Supervisor.
  * Children drain within --stop-timeout; the launcher waits that long plus a margin before killing them.
  */
-async function supervise(args: string[], processes: number, stopTimeoutMs: number, env: NodeJS.ProcessEnv, io: Io, recovery: RecoveryTarget): Promise<number> {
+async function supervise(args: string[], processes: number, stopTimeoutMs: number, env: NodeJS.ProcessEnv, io: Io, log: Logger, recovery: RecoveryTarget): Promise<number> {
   const recoveries = new Set<Promise<void>>();
   const supervisor = new Supervisor(
     // Children exit by themselves within the stop timeout plus their margin; the launcher kills only past that.
     { processes, modulePath: fileURLToPath(new URL('./bin.js', import.meta.url)), args, env, gracePeriodMs: stopTimeoutMs + STOP_MARGIN_MS + 5_000 },
     (event) => {
-      if (event.type === 'exited' && event.code !== 0) {
+      // The signal handler below already said it drains.
+      if (event.type !== 'draining') logSupervisorEvent(log, event);
+      if (event.type === 'exited' && event.code !== 0 && (event.signal !== null || !CLEAN_EXITS.has(event.code ?? -1))) {
         const how = event.signal ? `killed by ${event.signal}` : `exited with code ${event.code}`;
-        io.err(`statusq: worker process ${event.pid} ${how}`);
-        if (event.signal !== null || !CLEAN_EXITS.has(event.code ?? -1)) {
-          const done = recoverDeadWorker(recovery, event.pid, how, event.report, io).finally(() => recoveries.delete(done));
-          recoveries.add(done);
-        }
-      } else if (event.type === 'restarting') io.err(`statusq: restarting worker process ${event.slot + 1} in ${event.delayMs} ms`);
-      else if (event.type === 'gave-up') io.err(`statusq: ${event.reason}`);
+        const done = recoverDeadWorker(recovery, event.pid, how, event.report, log).finally(() => recoveries.delete(done));
+        recoveries.add(done);
+      }
     },
   );
   let signals = 0;
   const unregister = io.onSignal((signal) => {
     signals++;
-    if (signals === 1) io.err(`statusq: ${signal}: draining ${processes} worker processes (up to ${stopTimeoutMs} ms); send again to stop at once`);
-    else io.err(`statusq: ${signal} again: killing worker processes; their claims return to the queue by lease or requeue`);
+    if (signals === 1) log.info({ signal }, `${signal}: draining ${processes} worker processes (up to ${stopTimeoutMs} ms); send again to stop at once`);
+    else log.warn({ signal }, `${signal} again: killing worker processes; their claims return to the queue by lease or requeue`);
     supervisor.stop(signal);
   });
   try {
     const code = await supervisor.run();
     while (recoveries.size > 0) await Promise.all(recoveries);
+    log.info({ exitCode: code }, `worker processes ended; exiting with code ${code}`);
     return code;
   } finally {
     unregister();
@@ -358,7 +364,7 @@ function reportToLauncher(worker: Worker): void {
  * A child died with claims in hand: those it never started go back at no cost, those whose handlers ran
  * cost one attempt each, at once rather than when their leases expire.
  */
-async function recoverDeadWorker(target: RecoveryTarget, pid: number, how: string, reportText: string, io: Io): Promise<void> {
+async function recoverDeadWorker(target: RecoveryTarget, pid: number, how: string, reportText: string, log: Logger): Promise<void> {
   const report: DeadWorkerReport = { workerId: '', unstarted: [] };
   for (const line of reportText.split('\n')) {
     if (line.trim() === '') continue;
@@ -377,23 +383,14 @@ async function recoverDeadWorker(target: RecoveryTarget, pid: number, how: strin
       const queue = await Queue.open(store, target.table);
       const { released, charged } = await queue.recoverDeadWorker(report, `worker process ${pid} ${how} while this job ran`, target.maxAttempts);
       if (released + charged > 0) {
-        io.err(`statusq: worker process ${pid}: ${charged} running job${charged === 1 ? '' : 's'} charged an attempt, ${released} claimed but not started handed back`);
+        log.warn({ child: pid, workerId: report.workerId, charged, released }, `worker process ${pid}: ${charged} running job${charged === 1 ? '' : 's'} charged an attempt, ${released} claimed but not started handed back`);
       }
     } finally {
       await store.close();
     }
   } catch (error) {
-    io.err(`statusq: could not recover the claims of worker process ${pid} (they return by lease): ${error instanceof Error ? error.message : String(error)}`);
+    log.error({ child: pid, err: errorFields(error) }, `could not recover the claims of worker process ${pid} (they return by lease): ${errorFields(error).message as string}`);
   }
-}
-
-/**
- * Text from a handler (an error, an abuse reason) as one bounded line: a handler that throws a 1 MB message
- * must not print 1 MB per job.
- */
-export function clip(text: string, max = 500): string {
-  const line = text.replace(/\s+/g, ' ').trim();
-  return line.length <= max ? line : `${line.slice(0, max)}… (${line.length} chars)`;
 }
 
 /** argv without `--name VALUE` / `--name=VALUE`. */

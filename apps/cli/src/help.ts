@@ -54,7 +54,9 @@ ${COLUMNS}
   --job-timeout-grace D       how long an aborted handler may take to end before the process recycles (default 5s)
   --exit-when-empty           exit 0 once nothing is pending or processing
   --processes P               run P worker processes under a supervisor
-  --verbose                   a line per job
+  --log-level L               error, warn, info (default) or debug (a line per job); every level logs those above it
+  --log-format F              json (default when standard output is not a terminal) or pretty (the default on one)
+  --verbose                   the same as --log-level debug
 
 Durations need a unit: 250ms, 30s, 5m, 1h, 2d; at most 24d.`,
   stats: `usage: statusq stats --db URL --table T [--json]

@@ -21,7 +21,7 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
            [--order newest|oldest] [--concurrency N] [--batch N] [--max-attempts N]
            [--retry-delay DURATION] [--lease DURATION] [--aging DURATION]
            [--claim-strategy native|conditional-update] [--stop-timeout DURATION] [--job-timeout DURATION] [--job-timeout-grace DURATION]
-           [--exit-when-empty] [--verbose]
+           [--exit-when-empty] [--log-level error|warn|info|debug] [--log-format json|pretty] [--verbose]
            [--processes P]
   stats    --db URL --table T [--json]
   requeue  --db URL --table T --status failed|abuse|processing [--id ID ...] [--lease DURATION] [--force]
@@ -103,9 +103,22 @@ function databaseUrlSecrets(argv: readonly string[]): string[] {
  */
 function scrubbed(io: Io, secrets: readonly string[]): Io {
   if (secrets.length === 0) return io;
+  // A JSON log line holds a password with `"` or `\` escaped: that spelling is hidden too.
+  const spellings = new Set(secrets.flatMap((secret) => [secret, JSON.stringify(secret).slice(1, -1)]));
   // Longest first, so a password that contains another secret is hidden whole.
-  const ordered = [...secrets].sort((a, b) => b.length - a.length);
+  const ordered = [...spellings].sort((a, b) => b.length - a.length);
   const scrub = (line: string) => ordered.reduce((text, secret) => text.split(secret).join('***'), line);
-  return { ...io, out: (line) => io.out(scrub(line)), err: (line) => io.err(scrub(line)) };
+  const logDestination = io.logDestination;
+  return {
+    ...io,
+    out: (line) => io.out(scrub(line)),
+    err: (line) => io.err(scrub(line)),
+    ...(logDestination && {
+      logDestination: async () => {
+        const destination = await logDestination();
+        return { ...destination, write: (text: string) => destination.write(scrub(text)) };
+      },
+    }),
+  };
 }
 

@@ -1,14 +1,19 @@
 import type { Job } from './handler.js';
 
+// `durationMs` on a settled job's event: how long its user code (the abuse rule and the handler) ran.
+
 export interface WorkerEvents {
   /** `candidatesLost`: candidates another claimer took first during this claim. */
   claimed: { jobs: Job[]; candidatesLost: number };
-  completed: { job: Job; result: unknown };
-  /** The job settled to failed (0): given up, or out of attempts. */
-  failed: { job: Job; error: string };
-  /** The attempt failed and a retry is scheduled. */
-  retried: { job: Job; error: string; delayMs: number };
-  abused: { job: Job; reason: string };
+  completed: { job: Job; result: unknown; durationMs: number };
+  /**
+   * The job settled to failed (0): given up, or out of attempts. `cause`: what the handler threw (or the
+   * timeout's error), for its stack; absent when it gave up through ctx.giveUp.
+   */
+  failed: { job: Job; error: string; durationMs: number; cause?: unknown };
+  /** The attempt failed and a retry is scheduled; `cause` as for `failed`. */
+  retried: { job: Job; error: string; delayMs: number; durationMs: number; cause?: unknown };
+  abused: { job: Job; reason: string; durationMs: number };
   /** This worker no longer owns the job (lease taken over, or settled by someone else); its settle changed nothing. */
   'claim-lost': { job: Job; during: 'settle' | 'heartbeat' };
   /** A database or internal error the worker survived (it retries or leaves the row to the lease reaper). */

@@ -32,6 +32,14 @@ export interface InFlight {
   timedOut: boolean;
   /** Still running past the timeout's grace: it no longer holds up a drain, and the run ends to recycle the process. */
   stuck: boolean;
+  /** performance.now() when its user code started (0 before), and how long that code ran once it ended. */
+  startedAt: number;
+  ranMs: number | null;
+}
+
+/** How long the job's user code ran: to its end, or until now for one still running (settled as stuck). */
+export function ranFor(flight: InFlight): number {
+  return flight.ranMs ?? performance.now() - flight.startedAt;
 }
 
 /** Claimed and not yet settling: the lease is ours to renew, and a timeout or a lost lease still changes the outcome. */
@@ -47,8 +55,8 @@ export function undecided(flight: InFlight): boolean {
 export type Outcome =
   | { kind: 'complete'; result: unknown; stored: string | null }
   | { kind: 'abuse'; reason: string }
-  | { kind: 'giveUp'; reason: string }
-  | { kind: 'retry'; reason: string; delayMs: number };
+  | { kind: 'giveUp'; reason: string; cause?: unknown }
+  | { kind: 'retry'; reason: string; delayMs: number; cause?: unknown };
 
 export function abortFlight(flight: InFlight, reason: Error): void {
   flight.abortReason = reason;
@@ -117,10 +125,10 @@ export class JobOutcomes {
   failure(job: Job, error: unknown): Extract<Outcome, { kind: 'giveUp' | 'retry' }> {
     const reason = describeError(error);
     const permanent = error instanceof HandlerResultError || (typeof error === 'object' && error !== null && (error as { retryable?: unknown }).retryable === false);
-    if (permanent || !this.queue.table.features.retries || job.attempt >= this.settings.maxAttempts) return { kind: 'giveUp', reason };
+    if (permanent || !this.queue.table.features.retries || job.attempt >= this.settings.maxAttempts) return { kind: 'giveUp', reason, cause: error };
     const delayMs = this.queue.table.features.backoff
       ? backoffDelay(job.attempt - 1, { baseMs: this.settings.retryDelayMs, maxMs: this.settings.maxRetryDelayMs, random: this.settings.random })
       : 0;
-    return { kind: 'retry', reason, delayMs };
+    return { kind: 'retry', reason, delayMs, cause: error };
   }
 }

@@ -10,7 +10,7 @@ import { ConfigError, JobTimeoutError, describeError, isRetryableStoreError } fr
 import { TypedEmitter } from './events.js';
 import type { IdOf, Job } from './handler.js';
 import { Queue } from './queue.js';
-import { JobOutcomes, abortFlight, beforeSettle, undecided, type InFlight, type Outcome } from './job-run.js';
+import { JobOutcomes, abortFlight, beforeSettle, ranFor, undecided, type InFlight, type Outcome } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { Settler } from './settler.js';
 import { defaultWorkerId, nonNegative, resolveWorkerOptions, type WorkerOptions, type WorkerSettings } from './worker-options.js';
@@ -267,7 +267,7 @@ export class Worker extends TypedEmitter {
    * first synchronous step leaves the rest listed as claimed but not started (see unstartedClaims).
    */
   private start(jobs: readonly Job[], token: string | null): void {
-    const flights = jobs.map((job): InFlight => ({ job, token, state: 'claimed', controller: null, abortReason: null, timer: null, timedOut: false, stuck: false }));
+    const flights = jobs.map((job): InFlight => ({ job, token, state: 'claimed', controller: null, abortReason: null, timer: null, timedOut: false, stuck: false, startedAt: 0, ranMs: null }));
     for (const flight of flights) this.inFlight.add(flight);
     for (const flight of flights) {
       if (this.settings.jobTimeoutMs !== null) flight.timer = setTimeout(() => this.timeOut(flight), this.settings.jobTimeoutMs);
@@ -279,7 +279,9 @@ export class Worker extends TypedEmitter {
   }
 
   private async execute(flight: InFlight): Promise<void> {
+    flight.startedAt = performance.now();
     let outcome = await this.outcomes.decide(flight);
+    flight.ranMs = performance.now() - flight.startedAt;
     if (flight.timer) clearTimeout(flight.timer);
     // Lost, handed back or settled as stuck while the handler ran: that already decided the row.
     if (flight.state !== 'running') return;
@@ -294,7 +296,7 @@ export class Worker extends TypedEmitter {
         // The database refuses this result (too large, not valid for the column): the row fails with that
         // reason instead of staying in processing and running again by lease.
         this.emit('error', { error, during: `settle of job ${String(job.id)}` });
-        outcome = { kind: 'giveUp', reason: `result could not be stored: ${describeError(error)}` };
+        outcome = { kind: 'giveUp', reason: `result could not be stored: ${describeError(error)}`, cause: error };
         try {
           applied = await this.submitSettle(flight, outcome);
         } catch (fallbackError) {
@@ -310,26 +312,28 @@ export class Worker extends TypedEmitter {
       this.emit('claim-lost', { job, during: 'settle' });
       return;
     }
-    this.countOutcome(job, outcome);
+    this.countOutcome(flight, outcome);
   }
 
-  private countOutcome(job: Job, outcome: Outcome): void {
+  private countOutcome(flight: InFlight, outcome: Outcome): void {
+    const { job } = flight;
+    const durationMs = ranFor(flight);
     switch (outcome.kind) {
       case 'complete':
         this.counters.completed++;
-        this.emit('completed', { job, result: outcome.result });
+        this.emit('completed', { job, result: outcome.result, durationMs });
         break;
       case 'abuse':
         this.counters.abused++;
-        this.emit('abused', { job, reason: outcome.reason });
+        this.emit('abused', { job, reason: outcome.reason, durationMs });
         break;
       case 'giveUp':
         this.counters.failed++;
-        this.emit('failed', { job, error: outcome.reason });
+        this.emit('failed', { job, error: outcome.reason, durationMs, cause: outcome.cause });
         break;
       case 'retry':
         this.counters.retried++;
-        this.emit('retried', { job, error: outcome.reason, delayMs: outcome.delayMs });
+        this.emit('retried', { job, error: outcome.reason, delayMs: outcome.delayMs, durationMs, cause: outcome.cause });
         break;
     }
   }
@@ -413,7 +417,7 @@ export class Worker extends TypedEmitter {
       const statement = this.settleStatement(flight, outcome);
       try {
         const [result] = await withStoreRetry(() => this.queue.apply([statement]), STORE_RETRY.settle);
-        if (result!.affected === 1) this.countOutcome(flight.job, outcome);
+        if (result!.affected === 1) this.countOutcome(flight, outcome);
       } catch (error) {
         this.emit('error', { error, during: `settle of timed-out job ${String(flight.job.id)}` });
       }
