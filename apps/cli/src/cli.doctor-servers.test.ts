@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminUrl, createTestDatabase, dropTestDatabase, postgresUnavailable, withClient } from '@statusq/adapter-postgres/testing';
 import { adminQuery, createDatabase, dropDatabase, mysqlUnavailable, urlFor } from '@statusq/adapter-mysql/testing';
-import { runCliAsync } from './cli-harness.js';
-import { checkOf, reportOf } from './cli-doctor-scenarios.js';
+import { runCliAsync } from './test/cli-harness.js';
+import { checkOf, reportOf } from './test/cli-doctor-scenarios.js';
 
 const PASSWORD = 'D0ctorPw';
 

@@ -5,7 +5,7 @@ import mysql from 'mysql2/promise';
 import { expect, it } from 'vitest';
 import { mysqlFixtures } from '@statusq/adapter-mysql/testing';
 import { routeThrough } from '@statusq/conformance';
-import { cliScenarios } from './cli-scenarios.js';
+import { cliScenarios } from './test/cli-scenarios.js';
 
 const base = new URL(process.env.STATUSQ_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test');
 const server = {

@@ -6,7 +6,7 @@ import { expect, it } from 'vitest';
 import { postgresDialect } from '@statusq/adapter-postgres';
 import { createTestDatabase, dropTestDatabase, postgresFixtures, postgresUnavailable } from '@statusq/adapter-postgres/testing';
 import { routeThrough } from '@statusq/conformance';
-import { cliScenarios } from './cli-scenarios.js';
+import { cliScenarios } from './test/cli-scenarios.js';
 
 async function withClient<T>(url: string, body: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });

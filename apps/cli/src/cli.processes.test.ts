@@ -1,7 +1,7 @@
 // `statusq work --processes P` as a user runs it: the launcher and its children are real OS processes
 // over one SQLite file.
 import { spawnSync, type ChildProcess } from 'node:child_process';
-import { launchCli, logLines, parseStats, runCli, until, writeFixture } from './cli-harness.js';
+import { launchCli, logLines, parseStats, runCli, until, writeFixture } from './test/cli-harness.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -7,7 +7,7 @@ import { expect, it } from 'vitest';
 import { sqliteDialect } from '@statusq/adapter-sqlite';
 import { sqliteFixtures } from '@statusq/adapter-sqlite/testing';
 import { COMMAND_FLAGS } from './args.js';
-import { cliScenarios } from './cli-scenarios.js';
+import { cliScenarios } from './test/cli-scenarios.js';
 
 cliScenarios(
   'statusq CLI on SQLite',

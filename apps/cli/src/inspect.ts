@@ -2,7 +2,8 @@
 // (Queue.inspect, Queue.inspectIds); this file only prints them, as a table or as JSON.
 import { ConfigError, Queue, resolveInspectOptions, statusName, validateTableConfig, type InspectStatus, type ResolvedTable, type Row } from '@statusq/core';
 import { optionalInteger, optionalString, tableConfig, type Flags } from './args.js';
-import { clip, parseId, withStore, type Io } from './commands.js';
+import { parseId, withStore, type Io } from './commands.js';
+import { clip } from './text.js';
 
 /** Widest a listing cell gets; last_error gets more, being the column read most. */
 const CELL_WIDTH = 40;

@@ -1,6 +1,7 @@
 // What `statusq work` logs about its worker and its worker processes, and at which level.
 import { isRetryableStoreError, type Job, type SupervisorEvent, type Worker, type WorkerCounters } from '@statusq/core';
-import { clip, errorFields, type Logger } from './log.js';
+import { errorFields, type Logger } from './log.js';
+import { clip } from './text.js';
 
 /**
  * After this long without a database error, the next one starts a new outage (one more warn line) even if

@@ -2,6 +2,7 @@
 import type { Logger } from 'pino';
 import { ConfigError, StoreError } from '@statusq/core';
 import { optionalString, type Flags } from './args.js';
+import { bounded, clip } from './text.js';
 
 export type { Logger } from 'pino';
 
@@ -101,14 +102,3 @@ export function errorFields(error: unknown, reason?: string): Record<string, unk
   return fields;
 }
 
-/**
- * Text from a handler (an error, an abuse reason) as one bounded line: a handler that throws a 1 MB message
- * must not print 1 MB per job.
- */
-export function clip(text: string, max = 500): string {
-  return bounded(text.replace(/\s+/g, ' ').trim(), max);
-}
-
-function bounded(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} chars)`;
-}

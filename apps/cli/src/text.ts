@@ -2,3 +2,16 @@
 export function oneLine(value: unknown): string {
   return (value instanceof Error ? value.message : String(value)).replace(/\s+/g, ' ').trim();
 }
+
+/**
+ * Text from a handler (an error, an abuse reason) as one bounded line: a handler that throws a 1 MB message
+ * must not print 1 MB per job.
+ */
+export function clip(text: string, max = 500): string {
+  return bounded(text.replace(/\s+/g, ' ').trim(), max);
+}
+
+/** `text` cut at `max` characters, saying how long it was. */
+export function bounded(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length} chars)`;
+}

@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const cliBin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
+export const cliBin = fileURLToPath(new URL('../../dist/bin.js', import.meta.url));
 
 export interface CliRun {
   code: number | null;

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { generateTableARows } from '@statusq/test-fixtures';
 import type { CliContext, CliTarget } from './cli-target.js';
 import { cliBin, cliEnv, launchCli, until, type CliRun } from './cli-harness.js';
-import type { DoctorReport } from './doctor-report.js';
+import type { DoctorReport } from '../doctor-report.js';
 
 /** Small enough to keep the scenarios quick, large enough that four workers' claims overlap. */
 const RACE_JOBS = '400';
