@@ -9,7 +9,7 @@ export const COMMAND_FLAGS = {
   work: [
     'db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
-    'log-level', 'log-format', 'processes',
+    'log-level', 'log-format', 'processes', 'metrics-port', 'metrics-host',
   ],
   stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'json'],
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],

@@ -6,6 +6,7 @@ import { databaseUrl, optionalDuration, optionalInteger, optionalString, require
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
 import { createLogger, errorFields, logSettings, type LogDestination, type Logger, type LogSettings } from './log.js';
 import { logSummary, logSupervisorEvent, logWorkerEvents } from './log-events.js';
+import { WorkerMetrics, metricsSettings, observeWorker, refreshQueueRows, serveMetrics, type MetricsServer } from './metrics.js';
 
 export interface Io {
   out: (line: string) => void;
@@ -156,6 +157,11 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   const stopTimeoutMs = optionalDuration(flags, 'stop-timeout') ?? 30_000;
   const logging = logSettings(flags);
   const processes = optionalInteger(flags, 'processes');
+  const metrics = metricsSettings(flags);
+  if (metrics !== null && processes !== undefined) {
+    // Children would each need a port; aggregating them in the launcher is not built yet.
+    throw new ConfigError('--metrics-port cannot be combined with --processes yet: run one worker per process, each with its own --metrics-port');
+  }
   // The handler is loaded before the database is opened: a bad handler touches nothing.
   const { handler, isAbuse } = await loadHandler(handlerFile);
   if (processes !== undefined) {
@@ -178,7 +184,9 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     let stopReason = 'stop';
     worker.on('stopped', ({ reason }) => (stopReason = reason));
     let stopping: Promise<unknown> | null = null;
+    let draining = false;
     const drain = () => {
+      draining = true;
       // Whatever the database does, this process is gone shortly after the stop timeout.
       setTimeout(() => {
         log.error({ exitCode: EXIT.handedBack }, `stop did not finish within ${stopTimeoutMs + STOP_MARGIN_MS} ms (the database is not answering); exiting; unfinished claims return to the queue by lease`);
@@ -202,6 +210,15 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       process.channel?.unref();
     }
     logWorkerEvents(worker, log, config.table);
+    let server: MetricsServer | null = null;
+    let stopRefresh = () => {};
+    if (metrics !== null) {
+      const registry = new WorkerMetrics();
+      observeWorker(worker, registry, config.table);
+      server = await serveMetrics(metrics, registry.registry, { draining: () => draining, ping: () => store.execute({ sql: 'SELECT 1', params: [] }) });
+      stopRefresh = refreshQueueRows(worker, registry, config.table, log);
+      log.info({ metricsHost: metrics.host, metricsPort: server.port }, `metrics on http://${metrics.host.includes(':') ? `[${metrics.host}]` : metrics.host}:${server.port}/metrics (and /healthz, /readyz)`);
+    }
     let signals = 0;
     const unregister = io.onSignal((signal) => {
       signals++;
@@ -228,7 +245,10 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       log.error({ err: errorFields(error) }, `worker stopped by an error it cannot retry: ${errorFields(error).message as string}`);
       throw error;
     } finally {
+      draining = true;
       unregister();
+      stopRefresh();
+      await server?.close();
     }
     if (stopReason === 'recycle') {
       log.error({ exitCode: EXIT.recycled }, `a job outlived --job-timeout and ignored its abort; its row was settled as a failed attempt; exiting (code ${EXIT.recycled}) to end it`);

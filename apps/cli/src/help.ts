@@ -57,6 +57,8 @@ ${COLUMNS}
   --log-level L               error, warn, info (default) or debug (a line per job); every level logs those above it
   --log-format F              json (default when standard output is not a terminal) or pretty (the default on one)
   --verbose                   the same as --log-level debug
+  --metrics-port PORT         serve Prometheus /metrics, /healthz and /readyz on PORT (0: any free port, logged)
+  --metrics-host H            the address to serve them on (default 127.0.0.1; 0.0.0.0 for every interface)
 
 Durations need a unit: 250ms, 30s, 5m, 1h, 2d; at most 24d.`,
   stats: `usage: statusq stats --db URL --table T [--json]

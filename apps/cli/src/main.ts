@@ -22,7 +22,7 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
            [--retry-delay DURATION] [--lease DURATION] [--aging DURATION]
            [--claim-strategy native|conditional-update] [--stop-timeout DURATION] [--job-timeout DURATION] [--job-timeout-grace DURATION]
            [--exit-when-empty] [--log-level error|warn|info|debug] [--log-format json|pretty] [--verbose]
-           [--processes P]
+           [--processes P] [--metrics-port PORT] [--metrics-host H]
   stats    --db URL --table T [--json]
   requeue  --db URL --table T --status failed|abuse|processing [--id ID ...] [--lease DURATION] [--force]
   inspect  --db URL --table T [--status failed|abuse|processing|pending] [--limit N] [--json]

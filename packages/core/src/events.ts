@@ -3,8 +3,11 @@ import type { Job } from './handler.js';
 // `durationMs` on a settled job's event: how long its user code (the abuse rule and the handler) ran.
 
 export interface WorkerEvents {
-  /** `candidatesLost`: candidates another claimer took first during this claim. */
-  claimed: { jobs: Job[]; candidatesLost: number };
+  /**
+   * `candidatesLost`: candidates another claimer took first during this claim. `durationMs`: how long the
+   * claim took, its store retries included (what the worker waited).
+   */
+  claimed: { jobs: Job[]; candidatesLost: number; durationMs: number };
   completed: { job: Job; result: unknown; durationMs: number };
   /**
    * The job settled to failed (0): given up, or out of attempts. `cause`: what the handler threw (or the

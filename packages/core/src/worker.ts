@@ -224,6 +224,7 @@ export class Worker extends TypedEmitter {
 
   private async claim(limit: number): Promise<Row[]> {
     const token = this.queue.table.features.fencing ? `${this.workerId}:${++this.claimSequence}` : null;
+    const claimStarted = performance.now();
     const { rows, candidatesLost } = await withStoreRetry(() => this.queue.claim({ limit, token, agingMs: this.options.agingMs }, this.settings.claimStrategy), {
       ...STORE_RETRY.claim,
       onRetry: (error) => this.emit('error', { error, during: 'claim (retrying)' }),
@@ -239,7 +240,7 @@ export class Worker extends TypedEmitter {
       await this.release(jobs.map((job) => ({ job, token })));
       return rows;
     }
-    this.emit('claimed', { jobs, candidatesLost });
+    this.emit('claimed', { jobs, candidatesLost, durationMs: performance.now() - claimStarted });
     this.start(jobs, token);
     return rows;
   }

@@ -10,6 +10,7 @@ import { doctorScenarios } from './cli-doctor-scenarios.js';
 import { inspectScenarios } from './cli-inspect-scenarios.js';
 import { lifecycleScenarios } from './cli-lifecycle-scenarios.js';
 import { logScenarios } from './cli-log-scenarios.js';
+import { metricsScenarios } from './cli-metrics-scenarios.js';
 import { launchCli, logLines, parseStats, runCliAsync, writeFixture } from './cli-harness.js';
 import type { CliContext, CliTarget } from './cli-target.js';
 
@@ -461,6 +462,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
 
     lifecycleScenarios(ctx, target);
     logScenarios(ctx, target);
+    metricsScenarios(ctx);
     doctorScenarios(ctx, target);
     inspectScenarios(ctx, target);
 

@@ -1,0 +1,169 @@
+// `statusq work --metrics-port`: Prometheus metrics of the worker, and the health probes Kubernetes asks.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ConfigError, type Job, type Worker } from '@statusq/core';
+import { raceDeadline } from '@statusq/core/adapter';
+import { optionalInteger, optionalString, type Flags } from './args.js';
+import { errorFields, type Logger } from './log.js';
+
+/** How often statusq_queue_rows is read from the table (one GROUP BY per interval, never per scrape). */
+export const QUEUE_ROWS_INTERVAL_MS = 15_000;
+/** How long /readyz waits for the database before it answers 503. */
+export const READY_DEADLINE_MS = 2_000;
+
+export interface MetricsSettings {
+  port: number;
+  host: string;
+}
+
+/** `--metrics-port` (0: any free port, which the log line names) and `--metrics-host`; null when not asked for. */
+export function metricsSettings(flags: Flags): MetricsSettings | null {
+  const port = optionalInteger(flags, 'metrics-port');
+  const host = optionalString(flags, 'metrics-host');
+  if (port === undefined) {
+    if (host !== undefined) throw new ConfigError('--metrics-host needs --metrics-port');
+    return null;
+  }
+  if (port < 0 || port > 65_535) throw new ConfigError(`--metrics-port must be 1 to 65535 (or 0 for any free port), got ${port}`);
+  if (host !== undefined && host.trim() === '') throw new ConfigError('--metrics-host is empty');
+  return { port, host: host ?? '127.0.0.1' };
+}
+
+// Job durations run from a millisecond no-op to a many-minute handler; claims are round trips.
+const JOB_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+const CLAIM_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5];
+const ROW_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
+
+/** The registry of one `work` process and the metrics its worker events feed. */
+export class WorkerMetrics {
+  readonly registry = new Registry();
+  readonly jobs = new Counter({ name: 'statusq_jobs_total', help: 'Jobs settled by this worker, by outcome (lost: another worker owns the job now; its outcome was dropped).', labelNames: ['table', 'outcome'], registers: [this.registry] });
+  readonly jobDuration = new Histogram({ name: 'statusq_job_duration_seconds', help: 'How long the abuse rule and the handler ran, by outcome.', labelNames: ['table', 'outcome'], buckets: JOB_BUCKETS, registers: [this.registry] });
+  readonly claimDuration = new Histogram({ name: 'statusq_claim_duration_seconds', help: 'How long a claim that took rows took, its retries included.', labelNames: ['table'], buckets: CLAIM_BUCKETS, registers: [this.registry] });
+  readonly claimRows = new Histogram({ name: 'statusq_claim_rows', help: 'Rows per claim that took any (empty polls are not counted).', labelNames: ['table'], buckets: ROW_BUCKETS, registers: [this.registry] });
+  readonly queueRows = new Gauge({ name: 'statusq_queue_rows', help: `Rows of the table by status, read every ${QUEUE_ROWS_INTERVAL_MS / 1000} s.`, labelNames: ['table', 'status'], registers: [this.registry] });
+  readonly reaped = new Counter({ name: 'statusq_lease_reaped_total', help: 'Rows whose lease expired, put back to pending by this worker.', labelNames: ['table'], registers: [this.registry] });
+  readonly restarts = new Counter({ name: 'statusq_worker_restarts_total', help: 'Worker processes restarted by the supervisor (--processes).', registers: [this.registry] });
+  /** Set by observeWorker: the table and the worker's live count of claimed, unsettled jobs. */
+  inFlightOf: { table: string; count: () => number } | null = null;
+  readonly inFlight = new Gauge({
+    name: 'statusq_jobs_in_flight',
+    help: 'Jobs claimed and not yet settled.',
+    labelNames: ['table'],
+    registers: [this.registry],
+    collect: () => {
+      if (this.inFlightOf) this.inFlight.set({ table: this.inFlightOf.table }, this.inFlightOf.count());
+    },
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+  }
+}
+
+/** Feeds `metrics` from a worker's events; the in-flight gauge is read from the worker at each scrape. */
+export function observeWorker(worker: Worker, metrics: WorkerMetrics, table: string): void {
+  const settled = (outcome: string) => (e: { job: Job; durationMs: number }) => {
+    metrics.jobs.inc({ table, outcome });
+    metrics.jobDuration.observe({ table, outcome }, e.durationMs / 1000);
+  };
+  worker.on('completed', settled('done'));
+  worker.on('failed', settled('failed'));
+  worker.on('abused', settled('abuse'));
+  worker.on('retried', settled('retried'));
+  worker.on('claim-lost', () => metrics.jobs.inc({ table, outcome: 'lost' }));
+  worker.on('reaped', (e) => metrics.reaped.inc({ table }, e.count));
+  worker.on('claimed', (e) => {
+    if (e.jobs.length === 0) return;
+    metrics.claimDuration.observe({ table }, e.durationMs / 1000);
+    metrics.claimRows.observe({ table }, e.jobs.length);
+  });
+  // The outcome series exist from the start at 0, so rate() and absent() work before the first job settles.
+  for (const outcome of ['done', 'failed', 'abuse', 'retried', 'lost']) metrics.jobs.inc({ table, outcome }, 0);
+  metrics.reaped.inc({ table }, 0);
+  metrics.inFlightOf = { table, count: () => worker.activeJobs };
+}
+
+/**
+ * Refreshes statusq_queue_rows from Queue.counts() now and then every interval until the returned stop is
+ * called. counts() is one `GROUP BY status` over the whole table: on SQLite and MariaDB the (status, order)
+ * pending index covers it, still one index entry read per row; on PostgreSQL the pending index is partial
+ * (pending rows only), so it is a scan of the table. On millions of finished rows that is seconds of I/O,
+ * which is why it runs on this bounded interval (never per scrape) and never overlaps itself.
+ * TODO: pending and processing counted through the pending index, the finished statuses from the planner's
+ * row estimate (pg_class.reltuples, information_schema TABLE_ROWS) instead of an exact count.
+ */
+export function refreshQueueRows(worker: Worker, metrics: WorkerMetrics, table: string, log: Logger, intervalMs = QUEUE_ROWS_INTERVAL_MS): () => void {
+  let running: Promise<void> | null = null;
+  const refresh = () => {
+    running ??= worker.queue
+      .counts()
+      .then((counts) => {
+        for (const [status, n] of Object.entries(counts)) metrics.queueRows.set({ table, status }, n);
+      })
+      .catch((error: unknown) => log.debug({ err: errorFields(error) }, 'statusq_queue_rows: counting rows failed; the gauge keeps its last values'))
+      .finally(() => (running = null));
+  };
+  refresh();
+  const timer = setInterval(refresh, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+export interface ProbeState {
+  /** True once the process drains or stops: /readyz then says 503, so no new traffic is sent its way. */
+  draining(): boolean;
+  /** One round trip to the database; rejects if it cannot answer. */
+  ping(): Promise<unknown>;
+}
+
+export interface MetricsServer {
+  /** The address it listens on (the port chosen when 0 was asked). */
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+/** Serves /metrics, /healthz and /readyz; every other path is 404. */
+export async function serveMetrics(settings: MetricsSettings, registry: Registry, probes: ProbeState): Promise<MetricsServer> {
+  const server: Server = createServer((request, response) => {
+    const path = (request.url ?? '/').split('?')[0];
+    const reply = (status: number, body: string, type = 'text/plain; charset=utf-8') => {
+      response.writeHead(status, { 'content-type': type });
+      response.end(body);
+    };
+    if (request.method !== 'GET' && request.method !== 'HEAD') return reply(405, 'method not allowed\n');
+    if (path === '/healthz') return reply(200, 'ok\n');
+    if (path === '/readyz') {
+      if (probes.draining()) return reply(503, 'draining\n');
+      raceDeadline(probes.ping(), READY_DEADLINE_MS, () => new Error(`the database did not answer within ${READY_DEADLINE_MS} ms`)).then(
+        () => reply(probes.draining() ? 503 : 200, probes.draining() ? 'draining\n' : 'ok\n'),
+        (error: unknown) => reply(503, `database unavailable: ${error instanceof Error ? error.message : String(error)}\n`),
+      );
+      return;
+    }
+    if (path === '/metrics') {
+      registry.metrics().then(
+        (text) => reply(200, text, registry.contentType),
+        (error: unknown) => reply(500, `${error instanceof Error ? error.message : String(error)}\n`),
+      );
+      return;
+    }
+    reply(404, 'not found: /metrics, /healthz or /readyz\n');
+  });
+  // Scrapers keep connections alive; those must not hold the process open once the worker is done.
+  server.keepAliveTimeout = 5_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', (error: NodeJS.ErrnoException) => reject(new ConfigError(`--metrics-port: cannot listen on ${settings.host}:${settings.port}: ${error.code ?? error.message}`)));
+    server.listen(settings.port, settings.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,108 @@
+// `statusq work --metrics-port`: Prometheus counters that match the table, the probes, and a server that
+// closes with the worker. Part of the CLI scenarios every dialect runs.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect, it } from 'vitest';
+import { launchCli, logLines, until } from './cli-harness.js';
+import type { CliContext } from './cli-target.js';
+
+/**
+ * Row 4 fails every attempt, row 5 is abuse, row 6 runs until the test creates the file `release` (bounded,
+ * so a broken test cannot leave it running), the others succeed.
+ */
+const handler = (release: string) => `import { existsSync } from 'node:fs';
+export default async (job, ctx) => {
+  if (job.payload.n === 4) throw new Error('always fails');
+  if (job.payload.n === 5) return ctx.abuse('rule');
+  if (job.payload.n !== 6) return;
+  for (let i = 0; i < 1500 && !existsSync(${JSON.stringify(release)}); i++) await new Promise((r) => setTimeout(r, 20));
+};`;
+
+/** The samples of one Prometheus text exposition, `name{labels}` → value. */
+function samples(text: string): Map<string, number> {
+  const map = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line === '' || line.startsWith('#')) continue;
+    const cut = line.lastIndexOf(' ');
+    map.set(line.slice(0, cut), Number(line.slice(cut + 1)));
+  }
+  return map;
+}
+
+export function metricsScenarios(ctx: () => CliContext): void {
+  it('work --metrics-port serves counters equal to the table, /healthz, and /readyz until it drains; the server closes with the worker', async () => {
+    const c = ctx();
+    expect((await c.statusq('init', '--db', c.db.url)).code).toBe(0);
+    expect((await c.statusq('enqueue', '--db', c.db.url, '--file', c.file('rows.ndjson', [1, 2, 3, 4, 5, 6].map((n) => `{"n":${n}}`).join('\n')))).code).toBe(0);
+    const release = join(c.dir, 'release');
+    const run = launchCli(c.dir, ['work', '--db', c.db.url, '--table', 'jobs', '--handler', c.file('h.mjs', handler(release)), '--concurrency', '6', '--max-attempts', '2', '--retry-delay', '1ms', '--metrics-port', '0']);
+    let stdout = '';
+    run.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    try {
+      let port = 0;
+      await until('the metrics line', () => {
+        const line = stdout.split('\n').find((l) => l.includes('"metricsPort"'));
+        if (line) port = (JSON.parse(line) as { metricsPort: number }).metricsPort;
+        return port > 0 || run.child.exitCode !== null;
+      });
+      expect(port, run.stderr()).toBeGreaterThan(0);
+      const get = async (path: string) => {
+        const response = await fetch(`http://127.0.0.1:${port}${path}`);
+        return { status: response.status, text: await response.text(), type: response.headers.get('content-type') };
+      };
+      const metric = async () => samples((await get('/metrics')).text);
+      const jobs = (m: Map<string, number>, outcome: string) => m.get(`statusq_jobs_total{table="jobs",outcome="${outcome}"}`);
+
+      expect(await get('/healthz')).toMatchObject({ status: 200 });
+      expect((await get('/nope')).status).toBe(404);
+      await until('five rows settled and row 6 running', async () => {
+        const m = await metric();
+        return jobs(m, 'done') === 3 && jobs(m, 'failed') === 1 && jobs(m, 'abuse') === 1 && m.get('statusq_jobs_in_flight{table="jobs"}') === 1;
+      });
+      const during = await get('/metrics');
+      expect(during.type).toMatch(/^text\/plain; version=0\.0\.4/);
+      const m = samples(during.text);
+      // Every settled outcome the counters saw is the table's.
+      const table = await c.stats();
+      expect(table).toMatchObject({ done: 3, failed: 1, abuse: 1, processing: 1, pending: 0 });
+      expect({ done: jobs(m, 'done'), failed: jobs(m, 'failed'), abuse: jobs(m, 'abuse'), retried: jobs(m, 'retried'), lost: jobs(m, 'lost') }).toEqual({ done: table.done, failed: table.failed, abuse: table.abuse, retried: 1, lost: 0 });
+      expect(m.get('statusq_job_duration_seconds_count{table="jobs",outcome="done"}')).toBe(3);
+      expect(m.get('statusq_job_duration_seconds_count{table="jobs",outcome="retried"}')).toBe(1);
+      // Rows 1-6 and the retry of row 4, each claimed once: the rows per claim add up to 7.
+      expect(m.get('statusq_claim_rows_sum{table="jobs"}')).toBe(7);
+      expect(m.get('statusq_claim_duration_seconds_count{table="jobs"}')).toBe(m.get('statusq_claim_rows_count{table="jobs"}'));
+      // Whenever the gauge was read, the table held its six rows.
+      const queued = ['pending', 'processing', 'done', 'abuse', 'failed', 'other'].map((s) => m.get(`statusq_queue_rows{table="jobs",status="${s}"}`) ?? NaN);
+      expect(queued.reduce((a, b) => a + b, 0)).toBe(6);
+      expect(m.get('statusq_lease_reaped_total{table="jobs"}')).toBe(0);
+      expect(m.has('process_cpu_user_seconds_total')).toBe(true);
+      expect(m.has('nodejs_eventloop_lag_seconds')).toBe(true);
+      expect(await get('/readyz')).toMatchObject({ status: 200, text: 'ok\n' });
+
+      // Draining: row 6 still runs, so the process (and its server) lives on, but is no longer ready.
+      run.child.kill('SIGTERM');
+      await until('readyz to say draining', async () => (await get('/readyz')).status === 503);
+      expect(await get('/readyz')).toMatchObject({ status: 503, text: 'draining\n' });
+      expect((await get('/healthz')).status).toBe(200);
+      writeFileSync(release, '');
+      const result = await run.ended;
+      // Exiting at all shows the server let go of the event loop.
+      expect(result.code, result.stderr).toBe(0);
+      expect(await c.stats()).toMatchObject({ done: 4, failed: 1, abuse: 1, processing: 0, pending: 0 });
+      await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+      expect(logLines(result.stdout).some((line) => line.msg.startsWith(`metrics on http://127.0.0.1:${port}/metrics`))).toBe(true);
+    } finally {
+      if (run.child.exitCode === null) run.child.kill('SIGKILL');
+      await run.ended;
+    }
+  });
+
+  it('work refuses a bad --metrics-port, --metrics-host alone, and --metrics-port with --processes, before touching the table', async () => {
+    const c = ctx();
+    const base = ['work', '--db', c.db.url, '--table', 'jobs', '--handler', c.file('ok.mjs', 'export default async () => {};')];
+    expect(await c.statusq(...base, '--metrics-port', '70000')).toMatchObject({ code: 2, stderr: 'statusq: --metrics-port must be 1 to 65535 (or 0 for any free port), got 70000' });
+    expect(await c.statusq(...base, '--metrics-port', 'http')).toMatchObject({ code: 2, stderr: 'statusq: --metrics-port must be a whole number, got "http"' });
+    expect(await c.statusq(...base, '--metrics-host', '0.0.0.0')).toMatchObject({ code: 2, stderr: 'statusq: --metrics-host needs --metrics-port' });
+    expect(await c.statusq(...base, '--metrics-port', '0', '--processes', '2')).toMatchObject({ code: 2, stderr: expect.stringMatching(/--metrics-port cannot be combined with --processes yet/) });
+  });
+}
