@@ -1,12 +1,12 @@
 import { readFileSync, writeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type JobId, type Store, type StatusCounts, type TableConfig } from '@statusq/core';
+import { ConfigError, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type JobId, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
 import { databaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
 import { createLogger, errorFields, logSettings, type LogDestination, type Logger, type LogSettings } from './log.js';
 import { logSummary, logSupervisorEvent, logWorkerEvents } from './log-events.js';
-import { WorkerMetrics, metricsSettings, observeWorker, refreshQueueRows, serveMetrics, type MetricsServer } from './metrics.js';
+import { LauncherMetrics, announceMetrics, WorkerMetrics, metricsSettings, observeWorker, refreshQueueRows, sendSnapshotsToLauncher, serveMetrics, type MetricsServer, type MetricsSettings } from './metrics.js';
 
 export interface Io {
   out: (line: string) => void;
@@ -158,10 +158,6 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   const logging = logSettings(flags);
   const processes = optionalInteger(flags, 'processes');
   const metrics = metricsSettings(flags);
-  if (metrics !== null && processes !== undefined) {
-    // Children would each need a port; aggregating them in the launcher is not built yet.
-    throw new ConfigError('--metrics-port cannot be combined with --processes yet: run one worker per process, each with its own --metrics-port');
-  }
   // The handler is loaded before the database is opened: a bad handler touches nothing.
   const { handler, isAbuse } = await loadHandler(handlerFile);
   if (processes !== undefined) {
@@ -171,15 +167,23 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     const url = databaseUrl(flags, 'work');
     // The URL reaches the children through the environment, never their argv (visible in `ps`).
     const adapter = adapterOf(flags);
-    const env = { ...process.env, STATUSQ_DATABASE_URL: url, ...(adapter === undefined ? {} : { [ADAPTER_VARIABLE]: adapter }) };
+    const env = { ...process.env, STATUSQ_DATABASE_URL: url, ...(adapter === undefined ? {} : { [ADAPTER_VARIABLE]: adapter }), ...(metrics === null ? {} : { [METRICS_IPC_VARIABLE]: '1' }) };
     const recovery = { url, adapter, table: config, maxAttempts: checked.maxAttempts };
     const log = await workLogger(logging, io, { role: 'supervisor' });
+    // Only the launcher listens; its children send it their metrics instead.
+    const args = ['work', ...['processes', 'db', 'metrics-port', 'metrics-host'].reduce(withoutFlag, argv)];
+    const launcher = metrics === null ? null : await serveLauncherMetrics(metrics, recovery, log);
     log.info({ table: config.table, handler: handlerFile, processes }, `starting ${processes} worker process${processes === 1 ? '' : 'es'} on ${config.table}`);
-    return supervise(['work', ...withoutFlag(withoutFlag(argv, 'processes'), 'db')], processes, stopTimeoutMs, env, io, log, recovery);
+    try {
+      return await supervise(args, processes, stopTimeoutMs, env, io, log, recovery, launcher?.observe ?? (() => {}));
+    } finally {
+      await launcher?.close();
+    }
   }
   return withStore(flags, 'work', false, async (store) => {
     const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options });
     reportToLauncher(worker);
+    const supervised = process.env.STATUSQ_SUPERVISED === '1' && process.connected;
     const log = await workLogger(logging, io, { workerId: worker.workerId });
     let stopReason = 'stop';
     worker.on('stopped', ({ reason }) => (stopReason = reason));
@@ -204,7 +208,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       });
     };
     // Under the launcher: if it dies, drain rather than run on unsupervised.
-    if (process.env.STATUSQ_SUPERVISED === '1' && process.connected) {
+    if (supervised) {
       process.once('disconnect', drain);
       // The IPC channel is only a lifeline; it must not keep a finished worker alive.
       process.channel?.unref();
@@ -212,12 +216,18 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     logWorkerEvents(worker, log, config.table);
     let server: MetricsServer | null = null;
     let stopRefresh = () => {};
-    if (metrics !== null) {
+    let lastSnapshot = async () => {};
+    if (supervised && process.env[METRICS_IPC_VARIABLE] === '1') {
+      const registry = new WorkerMetrics();
+      observeWorker(worker, registry, config.table);
+      // statusq_queue_rows is the launcher's: it reads the table once for all its children.
+      lastSnapshot = sendSnapshotsToLauncher(registry.registry);
+    } else if (metrics !== null) {
       const registry = new WorkerMetrics();
       observeWorker(worker, registry, config.table);
       server = await serveMetrics(metrics, registry.registry, { draining: () => draining, ping: () => store.execute({ sql: 'SELECT 1', params: [] }) });
-      stopRefresh = refreshQueueRows(worker, registry, config.table, log);
-      log.info({ metricsHost: metrics.host, metricsPort: server.port }, `metrics on http://${metrics.host.includes(':') ? `[${metrics.host}]` : metrics.host}:${server.port}/metrics (and /healthz, /readyz)`);
+      stopRefresh = refreshQueueRows(worker.queue, registry.queueRows, config.table, log);
+      announceMetrics(log, metrics, server.port);
     }
     let signals = 0;
     const unregister = io.onSignal((signal) => {
@@ -248,6 +258,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       draining = true;
       unregister();
       stopRefresh();
+      await lastSnapshot();
       await server?.close();
     }
     if (stopReason === 'recycle') {
@@ -317,12 +328,14 @@ export function parseId(text: string, column: ColumnInfo, command: Command): Job
  * `work --processes P`: runs P copies of this same command (without --processes) under the Supervisor.
  * Children drain within --stop-timeout; the launcher waits that long plus a margin before killing them.
  */
-async function supervise(args: string[], processes: number, stopTimeoutMs: number, env: NodeJS.ProcessEnv, io: Io, log: Logger, recovery: RecoveryTarget): Promise<number> {
+async function supervise(args: string[], processes: number, stopTimeoutMs: number, env: NodeJS.ProcessEnv, io: Io, log: Logger, recovery: RecoveryTarget, observe: (event: SupervisorEvent) => void): Promise<number> {
   const recoveries = new Set<Promise<void>>();
   const supervisor = new Supervisor(
     // Children exit by themselves within the stop timeout plus their margin; the launcher kills only past that.
     { processes, modulePath: fileURLToPath(new URL('./bin.js', import.meta.url)), args, env, gracePeriodMs: stopTimeoutMs + STOP_MARGIN_MS + 5_000 },
     (event) => {
+      observe(event);
+      if (event.type === 'message') return;
       // The signal handler below already said it drains.
       if (event.type !== 'draining') logSupervisorEvent(log, event);
       if (event.type === 'exited' && event.code !== 0 && (event.signal !== null || !CLEAN_EXITS.has(event.code ?? -1))) {
@@ -347,6 +360,50 @@ async function supervise(args: string[], processes: number, stopTimeoutMs: numbe
   } finally {
     unregister();
   }
+}
+
+/** Set by the launcher for its children when it serves --metrics-port: send snapshots over IPC, do not listen. */
+const METRICS_IPC_VARIABLE = 'STATUSQ_METRICS_IPC';
+
+/**
+ * The launcher's --metrics-port: it serves its children's merged snapshots, counts their restarts, and reads
+ * statusq_queue_rows itself with its own connection (one GROUP BY per interval whatever the number of
+ * children, and no child's restart leaves the gauge unset). Ready while not draining and a child is up.
+ */
+async function serveLauncherMetrics(settings: MetricsSettings, target: RecoveryTarget, log: Logger): Promise<{ observe: (event: SupervisorEvent) => void; close: () => Promise<void> }> {
+  const metrics = new LauncherMetrics(target.table.table);
+  const store = await openStore(target.url, { create: false }, target.adapter);
+  let draining = false;
+  let listening: MetricsServer;
+  let queue: Queue;
+  try {
+    queue = await Queue.open(store, target.table);
+    listening = await serveMetrics(settings, metrics.exposition, {
+      draining: () => draining,
+      ping: () => (metrics.childrenUp > 0 ? Promise.resolve() : Promise.reject(new Error('none has reported yet, or all have ended'))),
+      unready: 'no worker process is up',
+    });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  const stopRefresh = refreshQueueRows(queue, metrics.queueRows, target.table.table, log);
+  announceMetrics(log, settings, listening.port);
+  return {
+    observe: (event) => {
+      if (event.type === 'started') metrics.started(event.pid);
+      else if (event.type === 'message') metrics.received(event.pid, event.message);
+      else if (event.type === 'exited') metrics.exited(event.pid);
+      else if (event.type === 'restarting') metrics.restarts.inc();
+      else if (event.type === 'draining') draining = true;
+    },
+    close: async () => {
+      draining = true;
+      stopRefresh();
+      await listening.close();
+      await store.close();
+    },
+  };
 }
 
 /** Exits after which a child holds no claim of a running handler: nothing for the launcher to recover. */

@@ -1,8 +1,8 @@
 // `statusq work --metrics-port`: Prometheus metrics of the worker, and the health probes Kubernetes asks.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { ConfigError, type Job, type Worker } from '@statusq/core';
+import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
+import { ConfigError, type Job, type StatusCounts, type Worker } from '@statusq/core';
 import { raceDeadline } from '@statusq/core/adapter';
 import { optionalInteger, optionalString, type Flags } from './args.js';
 import { errorFields, type Logger } from './log.js';
@@ -11,6 +11,8 @@ import { errorFields, type Logger } from './log.js';
 export const QUEUE_ROWS_INTERVAL_MS = 15_000;
 /** How long /readyz waits for the database before it answers 503. */
 export const READY_DEADLINE_MS = 2_000;
+/** How often a worker process under `--processes` sends its registry to the launcher. */
+export const SNAPSHOT_INTERVAL_MS = 1_000;
 
 export interface MetricsSettings {
   port: number;
@@ -94,13 +96,13 @@ export function observeWorker(worker: Worker, metrics: WorkerMetrics, table: str
  * TODO: pending and processing counted through the pending index, the finished statuses from the planner's
  * row estimate (pg_class.reltuples, information_schema TABLE_ROWS) instead of an exact count.
  */
-export function refreshQueueRows(worker: Worker, metrics: WorkerMetrics, table: string, log: Logger, intervalMs = QUEUE_ROWS_INTERVAL_MS): () => void {
+export function refreshQueueRows(queue: { counts(): Promise<StatusCounts> }, gauge: Gauge, table: string, log: Logger, intervalMs = QUEUE_ROWS_INTERVAL_MS): () => void {
   let running: Promise<void> | null = null;
   const refresh = () => {
-    running ??= worker.queue
+    running ??= queue
       .counts()
       .then((counts) => {
-        for (const [status, n] of Object.entries(counts)) metrics.queueRows.set({ table, status }, n);
+        for (const [status, n] of Object.entries(counts)) gauge.set({ table, status }, n);
       })
       .catch((error: unknown) => log.debug({ err: errorFields(error) }, 'statusq_queue_rows: counting rows failed; the gauge keeps its last values'))
       .finally(() => (running = null));
@@ -114,8 +116,22 @@ export function refreshQueueRows(worker: Worker, metrics: WorkerMetrics, table: 
 export interface ProbeState {
   /** True once the process drains or stops: /readyz then says 503, so no new traffic is sent its way. */
   draining(): boolean;
-  /** One round trip to the database; rejects if it cannot answer. */
+  /** One round trip to the database (or, in the launcher, a check that a worker process is up); rejects if not ready. */
   ping(): Promise<unknown>;
+  /** What /readyz says before the reason when ping rejects. Default: `database unavailable`. */
+  unready?: string;
+}
+
+/** What /metrics serves: a Registry, or the launcher's merge of its children's. */
+export interface Exposition {
+  metrics(): Promise<string>;
+  readonly contentType: string;
+}
+
+/** The log line that names where the metrics are served (the port chosen, when 0 was asked). */
+export function announceMetrics(log: Logger, settings: MetricsSettings, port: number): void {
+  const host = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
+  log.info({ metricsHost: settings.host, metricsPort: port }, `metrics on http://${host}:${port}/metrics (and /healthz, /readyz)`);
 }
 
 export interface MetricsServer {
@@ -125,7 +141,7 @@ export interface MetricsServer {
 }
 
 /** Serves /metrics, /healthz and /readyz; every other path is 404. */
-export async function serveMetrics(settings: MetricsSettings, registry: Registry, probes: ProbeState): Promise<MetricsServer> {
+export async function serveMetrics(settings: MetricsSettings, registry: Exposition, probes: ProbeState): Promise<MetricsServer> {
   const server: Server = createServer((request, response) => {
     const path = (request.url ?? '/').split('?')[0];
     const reply = (status: number, body: string, type = 'text/plain; charset=utf-8') => {
@@ -138,7 +154,7 @@ export async function serveMetrics(settings: MetricsSettings, registry: Registry
       if (probes.draining()) return reply(503, 'draining\n');
       raceDeadline(probes.ping(), READY_DEADLINE_MS, () => new Error(`the database did not answer within ${READY_DEADLINE_MS} ms`)).then(
         () => reply(probes.draining() ? 503 : 200, probes.draining() ? 'draining\n' : 'ok\n'),
-        (error: unknown) => reply(503, `database unavailable: ${error instanceof Error ? error.message : String(error)}\n`),
+        (error: unknown) => reply(503, `${probes.unready ?? 'database unavailable'}: ${error instanceof Error ? error.message : String(error)}\n`),
       );
       return;
     }
@@ -166,4 +182,112 @@ export async function serveMetrics(settings: MetricsSettings, registry: Registry
         server.closeAllConnections();
       }),
   };
+}
+
+type Snapshot = MetricObjectWithValues<MetricValue<string>>[];
+
+/** The IPC message a worker process sends its launcher; `statusq` tells it from any other message. */
+interface SnapshotMessage {
+  statusq: 'metrics';
+  snapshot: Snapshot;
+}
+
+function isSnapshotMessage(message: unknown): message is SnapshotMessage {
+  return typeof message === 'object' && message !== null && (message as SnapshotMessage).statusq === 'metrics' && Array.isArray((message as SnapshotMessage).snapshot);
+}
+
+/**
+ * A worker process under `--processes` sends its registry to the launcher over the IPC channel every
+ * interval (children never listen on the port). The returned function stops the timer and sends the final
+ * snapshot, resolving once it is written, so the launcher's totals include the last jobs of a clean exit.
+ */
+export function sendSnapshotsToLauncher(registry: Registry, intervalMs = SNAPSHOT_INTERVAL_MS): () => Promise<void> {
+  const send = async () => {
+    const snapshot = await registry.getMetricsAsJSON();
+    if (!process.send || !process.connected) return;
+    const message: SnapshotMessage = { statusq: 'metrics', snapshot };
+    // The callback form: a launcher gone away is an error passed here, not an 'error' event that throws.
+    await new Promise<void>((resolve) => process.send!(message, undefined, {}, () => resolve()));
+  };
+  let sending: Promise<void> | null = null;
+  const tick = () => (sending ??= send().finally(() => (sending = null)));
+  void tick();
+  const timer = setInterval(tick, intervalMs);
+  timer.unref();
+  return async () => {
+    clearInterval(timer);
+    await sending;
+    await send();
+  };
+}
+
+/**
+ * The launcher's metrics under `--processes`: the last snapshot of every live child, merged with
+ * prom-client's AggregatorRegistry (counters and histograms summed, and so is statusq_jobs_in_flight),
+ * plus its own statusq_worker_restarts_total and statusq_queue_rows. A child that dies keeps its last
+ * counters and histograms in the totals (its gauges go), so no counter ever goes backwards on a restart.
+ */
+export class LauncherMetrics {
+  readonly registry = new Registry();
+  readonly restarts = new Counter({ name: 'statusq_worker_restarts_total', help: 'Worker processes restarted by the supervisor (--processes).', registers: [this.registry] });
+  readonly queueRows: Gauge;
+  /** Children running now, by pid, with their last snapshot once they sent one. */
+  private readonly running = new Set<number>();
+  private readonly live = new Map<number, Snapshot>();
+  /** Counters and histograms of children that ended, folded into one snapshot now and then. */
+  private retired: Snapshot[] = [];
+  private folding = false;
+
+  constructor(readonly table: string) {
+    // The child's own statusq_queue_rows is never set under the launcher: summed over P children it would be P times the table.
+    this.queueRows = new Gauge({ name: 'statusq_queue_rows', help: `Rows of the table by status, read every ${QUEUE_ROWS_INTERVAL_MS / 1000} s.`, labelNames: ['table', 'status'], registers: [this.registry] });
+    this.restarts.inc(0);
+  }
+
+  /** A supervisor 'message' event: a snapshot replaces the child's previous one; other messages are not ours. */
+  received(pid: number, message: unknown): void {
+    // A message late past its child's exit must not bring back a child that is gone.
+    if (isSnapshotMessage(message) && this.running.has(pid)) this.live.set(pid, message.snapshot);
+  }
+
+  started(pid: number): void {
+    this.running.add(pid);
+  }
+
+  /** The child ended: its last counters and histograms stay in the totals. */
+  exited(pid: number): void {
+    const last = this.live.get(pid);
+    this.running.delete(pid);
+    this.live.delete(pid);
+    if (!last) return;
+    // prom-client's typings call `type` an enum; at run time it is the exposition's word ('counter', ...).
+    this.retired.push(last.filter((metric) => ['counter', 'histogram'].includes(metric.type as unknown as string)));
+    void this.fold();
+  }
+
+  /** Children that are running and have reported (their worker is created, so their table and database answered). */
+  get childrenUp(): number {
+    return this.live.size;
+  }
+
+  /** The merged exposition, built at each scrape from the snapshots at hand. */
+  readonly exposition: Exposition = {
+    contentType: this.registry.contentType,
+    metrics: async () => AggregatorRegistry.aggregate([await this.registry.getMetricsAsJSON(), ...this.retired, ...this.live.values()]).metrics(),
+  };
+
+  /** A crash-looping child would otherwise keep one snapshot per death for the launcher's lifetime. */
+  private async fold(): Promise<void> {
+    if (this.folding || this.retired.length < 2) return;
+    this.folding = true;
+    try {
+      const taken = this.retired.slice();
+      const merged = await AggregatorRegistry.aggregate(taken).getMetricsAsJSON();
+      // Snapshots retired while merging were appended after the taken ones.
+      this.retired = [merged, ...this.retired.slice(taken.length)];
+    } finally {
+      this.folding = false;
+    }
+    await this.fold();
+  }
 }

@@ -58,6 +58,8 @@ export type SupervisorEvent =
    */
   | { type: 'exited'; slot: number; pid: number; code: number | null; signal: NodeJS.Signals | null; uptimeMs: number; report: string }
   | { type: 'restarting'; slot: number; delayMs: number }
+  /** A message the child sent over its IPC channel (`process.send`), e.g. its metrics; not logged. */
+  | { type: 'message'; slot: number; pid: number; message: unknown }
   | { type: 'draining'; signal: string }
   | { type: 'gave-up'; reason: string };
 
@@ -175,6 +177,9 @@ export class Supervisor {
     slot.child = child;
     slot.startedAt = Date.now();
     if (child.pid !== undefined) this.onEvent({ type: 'started', slot: slot.index, pid: child.pid, restart: slot.restarts });
+    child.on('message', (message: unknown) => {
+      if (child.pid !== undefined) this.onEvent({ type: 'message', slot: slot.index, pid: child.pid, message });
+    });
     child.on('error', () => {
       // A failed fork surfaces as an exit with no pid; the exit handler decides what follows.
     });

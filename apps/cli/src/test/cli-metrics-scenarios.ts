@@ -19,7 +19,7 @@ export default async (job, ctx) => {
 };`;
 
 /** The samples of one Prometheus text exposition, `name{labels}` → value. */
-function samples(text: string): Map<string, number> {
+export function samples(text: string): Map<string, number> {
   const map = new Map<string, number>();
   for (const line of text.split('\n')) {
     if (line === '' || line.startsWith('#')) continue;
@@ -97,12 +97,11 @@ export function metricsScenarios(ctx: () => CliContext): void {
     }
   });
 
-  it('work refuses a bad --metrics-port, --metrics-host alone, and --metrics-port with --processes, before touching the table', async () => {
+  it('work refuses a bad --metrics-port and --metrics-host alone, before touching the table', async () => {
     const c = ctx();
     const base = ['work', '--db', c.db.url, '--table', 'jobs', '--handler', c.file('ok.mjs', 'export default async () => {};')];
     expect(await c.statusq(...base, '--metrics-port', '70000')).toMatchObject({ code: 2, stderr: 'statusq: --metrics-port must be 1 to 65535 (or 0 for any free port), got 70000' });
     expect(await c.statusq(...base, '--metrics-port', 'http')).toMatchObject({ code: 2, stderr: 'statusq: --metrics-port must be a whole number, got "http"' });
     expect(await c.statusq(...base, '--metrics-host', '0.0.0.0')).toMatchObject({ code: 2, stderr: 'statusq: --metrics-host needs --metrics-port' });
-    expect(await c.statusq(...base, '--metrics-port', '0', '--processes', '2')).toMatchObject({ code: 2, stderr: expect.stringMatching(/--metrics-port cannot be combined with --processes yet/) });
   });
 }
