@@ -99,3 +99,9 @@ export function writeFixture(dir: string, name: string, text: string): string {
   writeFileSync(path, text);
   return path;
 }
+
+/** The pids of a process's children (`ps --ppid`): how a test finds a worker process of `work --processes`. */
+export function childPids(parentPid: number): number[] {
+  const ps = spawnSync('ps', ['-o', 'pid=', '--ppid', String(parentPid)], { encoding: 'utf8' });
+  return ps.stdout.split('\n').map((s) => Number(s.trim())).filter((n) => n > 0);
+}

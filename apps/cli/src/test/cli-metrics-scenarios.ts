@@ -1,9 +1,9 @@
 // `statusq work --metrics-port`: Prometheus counters that match the table, the probes, and a server that
 // closes with the worker. Part of the CLI scenarios every dialect runs.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { launchCli, logLines, until } from './cli-harness.js';
+import { childPids, launchCli, logLines, until } from './cli-harness.js';
 import type { CliContext } from './cli-target.js';
 
 /**
@@ -19,7 +19,7 @@ export default async (job, ctx) => {
 };`;
 
 /** The samples of one Prometheus text exposition, `name{labels}` → value. */
-export function samples(text: string): Map<string, number> {
+function samples(text: string): Map<string, number> {
   const map = new Map<string, number>();
   for (const line of text.split('\n')) {
     if (line === '' || line.startsWith('#')) continue;
@@ -96,6 +96,85 @@ export function metricsScenarios(ctx: () => CliContext): void {
       await run.ended;
     }
   });
+
+  it('work --processes 2 --metrics-port: the launcher serves its children\'s merged totals, equal to the table, and keeps a killed child\'s counts', async () => {
+    const c = ctx();
+    expect((await c.statusq('init', '--db', c.db.url)).code).toBe(0);
+    const rows = Array.from({ length: 1500 }, (_, i) => JSON.stringify({ n: i })).join('\n');
+    expect((await c.statusq('enqueue', '--db', c.db.url, '--file', c.file('rows.ndjson', rows))).code).toBe(0);
+    // Every 50th row fails both attempts, the next one is abuse. Each job leaves its process's pid in `pids`
+    // and waits (bounded) until both children have taken a job, so the child killed below has counts to lose.
+    const pids = join(c.dir, 'pids');
+    const handler = c.file('outcomes.mjs', `import { appendFileSync, readFileSync } from 'node:fs';
+export default async (job, ctx) => {
+  appendFileSync(${JSON.stringify(pids)}, process.pid + '\\n');
+  for (let i = 0; i < 1000 && new Set(readFileSync(${JSON.stringify(pids)}, 'utf8').split('\\n').filter(Boolean)).size < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  if (job.payload.n % 50 === 0) throw new Error('always fails');
+  if (job.payload.n % 50 === 1) return ctx.abuse('rule');
+};`);
+    const run = launchCli(c.dir, ['work', '--db', c.db.url, '--table', 'jobs', '--handler', handler, '--processes', '2', '--concurrency', '4', '--max-attempts', '2', '--retry-delay', '1ms', '--metrics-port', '0']);
+    try {
+      let stdout = '';
+      run.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      let port = 0;
+      await until('the metrics line', () => {
+        const line = stdout.split('\n').find((l) => l.includes('"metricsPort"'));
+        if (line) port = (JSON.parse(line) as { metricsPort: number }).metricsPort;
+        return port > 0 || run.child.exitCode !== null;
+      });
+      expect(port, run.stderr()).toBeGreaterThan(0);
+      const get = async (path: string) => {
+        const response = await fetch(`http://127.0.0.1:${port}${path}`);
+        return { status: response.status, text: await response.text() };
+      };
+      const totals = async () => {
+        const m = samples((await get('/metrics')).text);
+        const jobs = (outcome: string) => m.get(`statusq_jobs_total{table="jobs",outcome="${outcome}"}`);
+        return { done: jobs('done'), failed: jobs('failed'), abuse: jobs('abuse'), retried: jobs('retried'), lost: jobs('lost'), restarts: m.get('statusq_worker_restarts_total'), m };
+      };
+      expect((await get('/healthz')).status).toBe(200);
+
+      const final = { done: 1440, failed: 30, abuse: 30, retried: 30, lost: 0 };
+      await until('the merged totals to equal the final table', async () => {
+        const { m: _m, restarts: _r, ...jobs } = await totals();
+        return JSON.stringify(jobs) === JSON.stringify(final);
+      });
+      expect(await c.stats()).toEqual({ pending: 0, processing: 0, done: 1440, abuse: 30, failed: 30, other: 0 });
+      const before = await totals();
+      expect(before.restarts).toBe(0);
+      // The launcher read the table once for all its children: 1500 rows, not 1500 per child.
+      const queued = ['pending', 'processing', 'done', 'abuse', 'failed', 'other'].map((s) => before.m.get(`statusq_queue_rows{table="jobs",status="${s}"}`) ?? NaN);
+      expect(queued.reduce((a, b) => a + b, 0)).toBe(1500);
+      expect(before.m.get('statusq_claim_duration_seconds_count{table="jobs"}')).toBe(before.m.get('statusq_claim_rows_count{table="jobs"}'));
+      expect(await get('/readyz')).toMatchObject({ status: 200, text: 'ok\n' });
+
+      // Both children worked; the one killed takes its share of the counts with it unless the launcher keeps them.
+      const [victim, survivor] = childPids(run.child.pid!);
+      const handledBy = (pid: number) => readFileSync(pids, 'utf8').split('\n').filter((line) => line === String(pid)).length;
+      expect(handledBy(victim!)).toBeGreaterThan(0);
+      expect(handledBy(survivor!)).toBeGreaterThan(0);
+      process.kill(victim!, 'SIGKILL');
+      await until('the restart counted and the new child reporting', async () => {
+        const now = await totals();
+        // A counter never goes backwards, not even between the death and the restart.
+        expect(now.done).toBe(final.done);
+        const children = childPids(run.child.pid!);
+        return now.restarts === 1 && children.length === 2 && !children.includes(victim!) && (await get('/readyz')).status === 200;
+      });
+      const after = await totals();
+      expect({ done: after.done, failed: after.failed, abuse: after.abuse, retried: after.retried, lost: after.lost }).toEqual(final);
+      expect(after.m.get('statusq_job_duration_seconds_count{table="jobs",outcome="done"}')).toBe(1440);
+
+      run.child.kill('SIGTERM');
+      const result = await run.ended;
+      expect(result.code, result.stderr).toBe(0);
+      await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+    } finally {
+      if (run.child.exitCode === null) for (const pid of [...childPids(run.child.pid!), run.child.pid!]) process.kill(pid, 'SIGKILL');
+      await run.ended;
+    }
+  });
+
 
   it('work refuses a bad --metrics-port and --metrics-host alone, before touching the table', async () => {
     const c = ctx();
