@@ -3,7 +3,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { childPids, launchCli, logLines, until } from './cli-harness.js';
+import { childPids, launchCli, logLines, until, type LaunchedCli } from './cli-harness.js';
 import type { CliContext } from './cli-target.js';
 
 /**
@@ -29,6 +29,29 @@ function samples(text: string): Map<string, number> {
   return map;
 }
 
+/** Everything the command has written to stdout so far (its JSON log). */
+function collectStdout(run: LaunchedCli): { text: string } {
+  const out = { text: '' };
+  run.child.stdout!.on('data', (chunk: Buffer) => (out.text += chunk.toString()));
+  return out;
+}
+
+/** Waits for the `metrics on` log line (port 0: the server picked its port) and returns a GET on that port. */
+async function metricsEndpoint(run: LaunchedCli, stdout: { text: string }) {
+  let port = 0;
+  await until('the metrics line', () => {
+    const line = stdout.text.split('\n').find((l) => l.includes('"metricsPort"'));
+    if (line) port = (JSON.parse(line) as { metricsPort: number }).metricsPort;
+    return port > 0 || run.child.exitCode !== null;
+  });
+  expect(port, run.stderr()).toBeGreaterThan(0);
+  const get = async (path: string) => {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`);
+    return { status: response.status, text: await response.text(), type: response.headers.get('content-type') };
+  };
+  return { port, get };
+}
+
 export function metricsScenarios(ctx: () => CliContext): void {
   it('work --metrics-port serves counters equal to the table, /healthz, and /readyz until it drains; the server closes with the worker', async () => {
     const c = ctx();
@@ -36,20 +59,9 @@ export function metricsScenarios(ctx: () => CliContext): void {
     expect((await c.statusq('enqueue', '--db', c.db.url, '--file', c.file('rows.ndjson', [1, 2, 3, 4, 5, 6].map((n) => `{"n":${n}}`).join('\n')))).code).toBe(0);
     const release = join(c.dir, 'release');
     const run = launchCli(c.dir, ['work', '--db', c.db.url, '--table', 'jobs', '--handler', c.file('h.mjs', handler(release)), '--concurrency', '6', '--max-attempts', '2', '--retry-delay', '1ms', '--metrics-port', '0']);
-    let stdout = '';
-    run.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    const stdout = collectStdout(run);
     try {
-      let port = 0;
-      await until('the metrics line', () => {
-        const line = stdout.split('\n').find((l) => l.includes('"metricsPort"'));
-        if (line) port = (JSON.parse(line) as { metricsPort: number }).metricsPort;
-        return port > 0 || run.child.exitCode !== null;
-      });
-      expect(port, run.stderr()).toBeGreaterThan(0);
-      const get = async (path: string) => {
-        const response = await fetch(`http://127.0.0.1:${port}${path}`);
-        return { status: response.status, text: await response.text(), type: response.headers.get('content-type') };
-      };
+      const { port, get } = await metricsEndpoint(run, stdout);
       const metric = async () => samples((await get('/metrics')).text);
       const jobs = (m: Map<string, number>, outcome: string) => m.get(`statusq_jobs_total{table="jobs",outcome="${outcome}"}`);
 
@@ -114,19 +126,8 @@ export default async (job, ctx) => {
 };`);
     const run = launchCli(c.dir, ['work', '--db', c.db.url, '--table', 'jobs', '--handler', handler, '--processes', '2', '--concurrency', '4', '--max-attempts', '2', '--retry-delay', '1ms', '--metrics-port', '0']);
     try {
-      let stdout = '';
-      run.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-      let port = 0;
-      await until('the metrics line', () => {
-        const line = stdout.split('\n').find((l) => l.includes('"metricsPort"'));
-        if (line) port = (JSON.parse(line) as { metricsPort: number }).metricsPort;
-        return port > 0 || run.child.exitCode !== null;
-      });
-      expect(port, run.stderr()).toBeGreaterThan(0);
-      const get = async (path: string) => {
-        const response = await fetch(`http://127.0.0.1:${port}${path}`);
-        return { status: response.status, text: await response.text() };
-      };
+      const stdout = collectStdout(run);
+      const { port, get } = await metricsEndpoint(run, stdout);
       const totals = async () => {
         const m = samples((await get('/metrics')).text);
         const jobs = (outcome: string) => m.get(`statusq_jobs_total{table="jobs",outcome="${outcome}"}`);
