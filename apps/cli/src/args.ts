@@ -5,11 +5,11 @@ import { ConfigError, parseDuration, type TableConfig } from '@statusq/core';
 export const COMMAND_FLAGS = {
   init: ['db', 'adapter', 'table'],
   migrate: ['db', 'adapter', 'table', 'with', 'status-column', 'order-column'],
-  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk'],
+  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'progress'],
   work: [
     'db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
-    'log-level', 'log-format', 'processes', 'metrics-port', 'metrics-host',
+    'log-level', 'log-format', 'processes', 'metrics-port', 'metrics-host', 'progress',
   ],
   stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'json'],
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],

@@ -1,4 +1,5 @@
-import { readFileSync, writeSync } from 'node:fs';
+import { createReadStream, writeSync } from 'node:fs';
+import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type JobId, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
@@ -7,6 +8,7 @@ import { ADAPTER_VARIABLE, openStore } from './adapters.js';
 import { createLogger, errorFields, logSettings, type LogDestination, type Logger, type LogSettings } from './log.js';
 import { logSummary, logSupervisorEvent, logWorkerEvents } from './log-events.js';
 import { LauncherMetrics, announceMetrics, WorkerMetrics, metricsSettings, observeWorker, refreshQueueRows, sendSnapshotsToLauncher, serveMetrics, type MetricsServer, type MetricsSettings } from './metrics.js';
+import { enqueueProgress, launcherProgress, progressSurface, workProgress, type EnqueueProgress } from './progress.js';
 
 export interface Io {
   out: (line: string) => void;
@@ -20,9 +22,9 @@ export interface Io {
 }
 
 /** The `work` command's logger; `base`: the fields every line carries besides time, level and pid. */
-async function workLogger(settings: LogSettings, io: Io, base: Record<string, unknown>): Promise<Logger> {
+async function workLogger(settings: LogSettings, io: Io, base: Record<string, unknown>, beside: (destination: LogDestination) => LogDestination = (d) => d): Promise<Logger> {
   const destination: LogDestination = io.logDestination ? await io.logDestination() : { write: (text) => io.out(text.replace(/\n$/, '')), isTTY: false };
-  return createLogger(settings, destination, base);
+  return createLogger(settings, beside(destination), base);
 }
 
 /** The adapter module named by --adapter, else by STATUSQ_ADAPTER; undefined: the URL's scheme decides. */
@@ -82,24 +84,43 @@ export async function migrate(flags: Flags, io: Io): Promise<number> {
  * Parses every item before anything is written, so a bad line leaves the table untouched. `where` names
  * item i in messages: its file line (blank lines are skipped, so the item number is not the line).
  */
-function readItems(flags: Flags, io: Io): { items: unknown[]; where: (index: number) => string } {
+async function readItems(flags: Flags, io: Io, shown: EnqueueProgress | null): Promise<{ items: unknown[]; where: (index: number) => string }> {
   const payload = optionalString(flags, 'payload');
   const file = optionalString(flags, 'file');
   if ((payload === undefined) === (file === undefined)) throw new ConfigError('enqueue: give exactly one of --payload JSON or --file rows.ndjson');
   if (payload !== undefined) return { items: [parseJson(payload, '--payload')], where: () => '--payload' };
-  let text: string;
-  try {
-    text = file === '-' ? io.readStdin() : readFileSync(file!, 'utf8');
-  } catch (error) {
-    throw new ConfigError(`enqueue: cannot read ${file}: ${(error as Error).message}`);
-  }
   const items: unknown[] = [];
   const lines: number[] = [];
-  text.split(/\r?\n/).forEach((line, index) => {
+  let lineNumber = 0;
+  const parseLine = (line: string) => {
+    lineNumber++;
     if (line.trim().length === 0) return;
-    items.push(parseJson(line, `${file} line ${index + 1}`));
-    lines.push(index + 1);
-  });
+    items.push(parseJson(line, `${file} line ${lineNumber}`));
+    lines.push(lineNumber);
+    if (shown) shown.rowsRead++;
+  };
+  try {
+    if (file === '-') io.readStdin().split(/\r?\n/).forEach(parseLine);
+    else {
+      // Read in chunks, so the progress line can follow a big file.
+      const decoder = new StringDecoder('utf8');
+      let rest = '';
+      for await (const chunk of createReadStream(file!) as AsyncIterable<Buffer>) {
+        if (shown) shown.bytesRead += chunk.length;
+        const text = rest + decoder.write(chunk);
+        const cut = text.lastIndexOf('\n');
+        if (cut < 0) rest = text;
+        else {
+          text.slice(0, cut).split(/\r?\n/).forEach(parseLine);
+          rest = text.slice(cut + 1);
+        }
+      }
+      rest.concat(decoder.end()).split(/\r?\n/).forEach(parseLine);
+    }
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(`enqueue: cannot read ${file}: ${(error as Error).message}`);
+  }
   if (items.length === 0) throw new ConfigError(`enqueue: ${file} holds no rows`);
   return { items, where: (index) => `${file} line ${lines[index]}` };
 }
@@ -115,14 +136,21 @@ function parseJson(text: string, where: string): unknown {
 export async function enqueue(flags: Flags, io: Io): Promise<number> {
   const config = tableConfig(flags, 'enqueue', 'jobs');
   validateTableConfig(config);
-  const { items, where } = readItems(flags, io);
-  const chunk = optionalInteger(flags, 'chunk');
-  return withStore(flags, 'enqueue', false, async (store) => {
-    const queue = await Queue.open(store, { ...config, orderColumn: await existingOrderColumn(store, config.table) });
-    const count = (await queue.enqueue(items, { chunk, describeItem: where })).length;
-    io.out(`enqueued ${count} row${count === 1 ? '' : 's'} into ${config.table}`);
-    return 0;
-  });
+  const file = optionalString(flags, 'file');
+  const shown = enqueueProgress(progressSurface(flags), config.table, file);
+  try {
+    const { items, where } = await readItems(flags, io, shown);
+    const chunk = optionalInteger(flags, 'chunk');
+    return await withStore(flags, 'enqueue', false, async (store) => {
+      const queue = await Queue.open(shown?.countingInserts(store) ?? store, { ...config, orderColumn: await existingOrderColumn(store, config.table) });
+      const count = (await queue.enqueue(items, { chunk, describeItem: where })).length;
+      shown?.line.stop();
+      io.out(`enqueued ${count} row${count === 1 ? '' : 's'} into ${config.table}`);
+      return 0;
+    });
+  } finally {
+    shown?.line.stop();
+  }
 }
 
 /**
@@ -158,6 +186,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   const logging = logSettings(flags);
   const processes = optionalInteger(flags, 'processes');
   const metrics = metricsSettings(flags);
+  const progress = progressSurface(flags);
   // The handler is loaded before the database is opened: a bad handler touches nothing.
   const { handler, isAbuse } = await loadHandler(handlerFile);
   if (processes !== undefined) {
@@ -167,24 +196,32 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     const url = databaseUrl(flags, 'work');
     // The URL reaches the children through the environment, never their argv (visible in `ps`).
     const adapter = adapterOf(flags);
-    const env = { ...process.env, STATUSQ_DATABASE_URL: url, ...(adapter === undefined ? {} : { [ADAPTER_VARIABLE]: adapter }), ...(metrics === null ? {} : { [METRICS_IPC_VARIABLE]: '1' }) };
     const recovery = { url, adapter, table: config, maxAttempts: checked.maxAttempts };
-    const log = await workLogger(logging, io, { role: 'supervisor' });
+    // Only the launcher draws progress; its children send it their counters.
+    const shown = await launcherProgress(progress, () => openQueue(recovery), options.exitWhenEmpty);
+    const env = { ...process.env, STATUSQ_DATABASE_URL: url, ...(adapter === undefined ? {} : { [ADAPTER_VARIABLE]: adapter }), ...(metrics === null ? {} : { [METRICS_IPC_VARIABLE]: '1' }), ...shown.children };
+    const log = await workLogger(logging, io, { role: 'supervisor' }, shown.logBeside);
     // Only the launcher listens; its children send it their metrics instead.
-    const args = ['work', ...['processes', 'db', 'metrics-port', 'metrics-host'].reduce(withoutFlag, argv)];
-    const launcher = metrics === null ? null : await serveLauncherMetrics(metrics, recovery, log);
-    log.info({ table: config.table, handler: handlerFile, processes }, `starting ${processes} worker process${processes === 1 ? '' : 'es'} on ${config.table}`);
+    const args = ['work', ...['processes', 'db', 'metrics-port', 'metrics-host', 'progress'].reduce(withoutFlag, argv), '--progress', 'off'];
+    let launcher: Awaited<ReturnType<typeof serveLauncherMetrics>> | null = null;
     try {
-      return await supervise(args, processes, stopTimeoutMs, env, io, log, recovery, launcher?.observe ?? (() => {}));
+      launcher = metrics === null ? null : await serveLauncherMetrics(metrics, recovery, log);
+      log.info({ table: config.table, handler: handlerFile, processes }, `starting ${processes} worker process${processes === 1 ? '' : 'es'} on ${config.table}`);
+      return await supervise(args, processes, stopTimeoutMs, env, io, log, recovery, (event) => {
+        launcher?.observe(event);
+        shown.observe(event);
+      });
     } finally {
       await launcher?.close();
+      await shown.stop();
     }
   }
   return withStore(flags, 'work', false, async (store) => {
     const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options });
     reportToLauncher(worker);
     const supervised = process.env.STATUSQ_SUPERVISED === '1' && process.connected;
-    const log = await workLogger(logging, io, { workerId: worker.workerId });
+    const shown = workProgress(progress, worker, options.exitWhenEmpty);
+    const log = await workLogger(logging, io, { workerId: worker.workerId }, shown.logBeside);
     let stopReason = 'stop';
     worker.on('stopped', ({ reason }) => (stopReason = reason));
     let stopping: Promise<unknown> | null = null;
@@ -260,6 +297,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       stopRefresh();
       await lastSnapshot();
       await server?.close();
+      await shown.stop();
     }
     if (stopReason === 'recycle') {
       log.error({ exitCode: EXIT.recycled }, `a job outlived --job-timeout and ignored its abort; its row was settled as a failed attempt; exiting (code ${EXIT.recycled}) to end it`);
@@ -408,6 +446,17 @@ async function serveLauncherMetrics(settings: MetricsSettings, target: RecoveryT
 
 /** Exits after which a child holds no claim of a running handler: nothing for the launcher to recover. */
 const CLEAN_EXITS = new Set<number>([EXIT.ok, EXIT.badInput, EXIT.handedBack, EXIT.recycled]);
+
+/** The launcher's own connection to the table (its children open theirs). */
+async function openQueue(target: RecoveryTarget): Promise<{ queue: Queue; close: () => Promise<void> }> {
+  const store = await openStore(target.url, { create: false }, target.adapter);
+  try {
+    return { queue: await Queue.open(store, target.table), close: () => store.close() };
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
 
 interface RecoveryTarget {
   url: string;

@@ -5,6 +5,8 @@ import { RACE_DEFAULTS } from './doctor.js';
 const DB = '  --db URL                    sqlite:PATH, postgres://user:pass@host:port/db or mysql://user:pass@host:port/db\n' +
   '                              (default: $STATUSQ_DATABASE_URL, else $DATABASE_URL)\n' +
   '  --adapter MODULE            the adapter package or file to load (default: by the URL scheme; $STATUSQ_ADAPTER)';
+const PROGRESS = '  --progress auto|on|off      a live status line on stderr (default auto: on when stderr is a terminal and CI is\n' +
+  '                              not set; on without a terminal: a plain line every second)';
 const COLUMNS = '  --id-column C               the primary key (default id)\n' +
   '  --status-column C           the status column (default status)\n' +
   '  --order-column C            the queue order column (default date)';
@@ -33,7 +35,8 @@ ${DB}
   --table T                   the table (default jobs)
   --payload JSON              one row
   --file PATH                 one JSON value per line; - reads standard input
-  --chunk N                   commit every N rows (default: all rows in one transaction)`,
+  --chunk N                   commit every N rows (default: all rows in one transaction)
+${PROGRESS}`,
   work: `usage: statusq work --db URL --table T --handler PATH [flags]
 Claims pending rows and runs the handler on each until stopped (SIGTERM/SIGINT), or until the queue is empty.
 
@@ -59,6 +62,7 @@ ${COLUMNS}
   --verbose                   the same as --log-level debug
   --metrics-port PORT         serve Prometheus /metrics, /healthz and /readyz on PORT (0: any free port, logged)
   --metrics-host H            the address to serve them on (default 127.0.0.1; 0.0.0.0 for every interface)
+${PROGRESS}
 
 Durations need a unit: 250ms, 30s, 5m, 1h, 2d; at most 24d.`,
   stats: `usage: statusq stats --db URL --table T [--json]
