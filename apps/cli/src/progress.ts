@@ -112,8 +112,9 @@ export class StatusLine {
       this.stream.write(`${this.render()}\n`);
       return;
     }
-    // One column short of the width: a line that fills the row would wrap and leave its head behind.
-    const text = this.render().slice(0, Math.max(10, (this.stream.columns ?? 80) - 1));
+    // One column short of the width: a line that fills the row would wrap and leave its head behind. A
+    // terminal of unknown size (0 columns: `script` without a terminal) is taken as 80 wide.
+    const text = this.render().slice(0, (this.stream.columns || 80) - 1);
     if (!force && !this.sharedTerminal && this.shown && text === this.drawn) return;
     this.stream.write(`${ERASE_ROW}${text}`);
     this.drawn = text;
@@ -171,6 +172,17 @@ export function bar(fraction: number): string {
   const clamped = Math.min(1, Math.max(0, Number.isFinite(fraction) ? fraction : 0));
   const filled = Math.round(clamped * BAR_WIDTH);
   return `[${'#'.repeat(filled)}${'-'.repeat(BAR_WIDTH - filled)}] ${String(Math.floor(clamped * 100)).padStart(3)}%`;
+}
+
+/** Time to do `left` at `rate` per second; `?` while nothing moves. */
+function eta(left: number, rate: number): string {
+  if (left <= 0) return clock(0);
+  return rate > 0 ? clock((left / rate) * 1000) : '?';
+}
+
+/** part of whole, a whole of nothing being complete. */
+function fraction(part: number, whole: number): number {
+  return whole <= 0 ? 1 : part / whole;
 }
 
 function perSecond(rate: number): string {
@@ -261,15 +273,12 @@ export class WorkProgress {
     // The count is up to seconds old; the bar and the ETA take off what settled since (rows enqueued since
     // show at the next count).
     const left = this.backlog === null ? null : Math.max(0, this.backlog.pending + this.backlog.processing - (done - this.settledAtCount));
-    const parts: string[] = [];
-    if (this.untilEmpty) {
-      parts.push(bar(left === null ? 0 : done / (done + left || 1)));
-      parts.push(`ETA ${left === null || (left > 0 && rate === 0) ? '?' : clock((left / (rate || 1)) * 1000)}`);
-    }
-    parts.push(`done ${t.done}`, `failed ${t.failed}`, `abuse ${t.abuse}`, `retried ${t.retried}`);
-    parts.push(`pending ${this.backlog?.pending ?? '?'}`, `processing ${this.backlog?.processing ?? '?'}`);
-    parts.push(`${perSecond(rate)} jobs/s`, `elapsed ${clock(Date.now() - this.started)}`);
-    return `work: ${parts.join('  ')}`;
+    // Most telling first: a narrow terminal cuts the end of the line.
+    const parts = [`done ${t.done} failed ${t.failed} abuse ${t.abuse}`, `pending ${this.backlog?.pending ?? '?'}`, `${perSecond(rate)} jobs/s`];
+    if (this.untilEmpty) parts.push(`ETA ${left === null ? '?' : eta(left, rate)}`);
+    parts.push(`retried ${t.retried}`, `processing ${this.backlog?.processing ?? '?'}`, `elapsed ${clock(Date.now() - this.started)}`);
+    if (this.untilEmpty) parts.push(bar(left === null ? 0 : fraction(done, done + left)));
+    return `work: ${parts.join(' | ')}`;
   }
 }
 
@@ -363,22 +372,19 @@ export class EnqueueProgress {
   }
 
   text(): string {
-    const parts: string[] = [];
-    if (!this.inserting) {
-      const rate = this.window.rate(this.bytesRead);
-      if (this.fileSize !== null) {
-        parts.push(bar(this.fileSize === 0 ? 1 : this.bytesRead / this.fileSize), `ETA ${rate > 0 ? clock(((this.fileSize - this.bytesRead) / rate) * 1000) : '?'}`);
-        parts.push(`read ${megabytes(this.bytesRead)} of ${megabytes(this.fileSize)}`);
-      } else parts.push(`read ${megabytes(this.bytesRead)}`);
-      parts.push(`${this.rowsRead} rows parsed`);
-    } else {
+    const elapsed = `elapsed ${clock(Date.now() - this.started)}`;
+    let parts: string[];
+    if (this.inserting) {
       const rate = this.window.rate(this.rowsInserted);
       const left = this.rowsRead - this.rowsInserted;
-      parts.push(bar(this.rowsRead === 0 ? 1 : this.rowsInserted / this.rowsRead), `ETA ${left === 0 ? clock(0) : rate > 0 ? clock((left / rate) * 1000) : '?'}`);
-      parts.push(`${this.rowsInserted} of ${this.rowsRead} rows inserted`, `${perSecond(rate)} rows/s`);
+      parts = [`${this.rowsInserted} of ${this.rowsRead} rows inserted`, `${perSecond(rate)} rows/s`, `ETA ${eta(left, rate)}`, elapsed, bar(fraction(this.rowsInserted, this.rowsRead))];
+    } else if (this.fileSize === null) parts = [`${this.rowsRead} rows read`, megabytes(this.bytesRead), elapsed];
+    else {
+      const rate = this.window.rate(this.bytesRead);
+      const left = this.fileSize - this.bytesRead;
+      parts = [`${this.rowsRead} rows read`, `${megabytes(this.bytesRead)} of ${megabytes(this.fileSize)}`, `ETA ${eta(left, rate)}`, elapsed, bar(fraction(this.bytesRead, this.fileSize))];
     }
-    parts.push(`elapsed ${clock(Date.now() - this.started)}`);
-    return `enqueue ${this.table}: ${parts.join('  ')}`;
+    return `enqueue ${this.table}: ${parts.join(' | ')}`;
   }
 }
 

@@ -11,6 +11,7 @@ import { inspectScenarios } from './cli-inspect-scenarios.js';
 import { lifecycleScenarios } from './cli-lifecycle-scenarios.js';
 import { logScenarios } from './cli-log-scenarios.js';
 import { metricsScenarios } from './cli-metrics-scenarios.js';
+import { progressScenarios } from './cli-progress-scenarios.js';
 import { launchCli, logLines, parseStats, runCliAsync, writeFixture } from './cli-harness.js';
 import type { CliContext, CliTarget } from './cli-target.js';
 
@@ -465,6 +466,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
     metricsScenarios(ctx);
     doctorScenarios(ctx, target);
     inspectScenarios(ctx, target);
+    progressScenarios(ctx);
 
     extra(ctx);
   });
