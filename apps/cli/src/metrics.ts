@@ -275,8 +275,23 @@ export class LauncherMetrics {
   /** The merged exposition, built at each scrape from the snapshots at hand. */
   readonly exposition: Exposition = {
     contentType: this.registry.contentType,
-    metrics: async () => AggregatorRegistry.aggregate([await this.registry.getMetricsAsJSON(), ...this.retired, ...this.live.values()]).metrics(),
+    metrics: async () => (await this.merged()).metrics(),
   };
+
+  /**
+   * statusq_jobs_total by outcome, merged as /metrics serves it. The launcher logs it as it ends: a run of
+   * `--exit-when-empty` shorter than a scrape interval is over before any scraper saw its last counts.
+   */
+  async jobTotals(): Promise<Record<string, number>> {
+    const jobs = (await (await this.merged()).getMetricsAsJSON()).find((metric) => metric.name === 'statusq_jobs_total');
+    const totals: Record<string, number> = {};
+    for (const value of jobs?.values ?? []) totals[String(value.labels.outcome)] = (totals[String(value.labels.outcome)] ?? 0) + value.value;
+    return totals;
+  }
+
+  private async merged(): Promise<Registry> {
+    return AggregatorRegistry.aggregate([await this.registry.getMetricsAsJSON(), ...this.retired, ...this.live.values()]);
+  }
 
   /** A crash-looping child would otherwise keep one snapshot per death for the launcher's lifetime. */
   private async fold(): Promise<void> {
