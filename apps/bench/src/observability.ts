@@ -9,6 +9,12 @@
  * every variant alike; each variant's median is compared with the baseline's. Jobs/s is over the process's
  * whole life, start-up and shutdown included (what a batch run of `--exit-when-empty` costs), and `net`
  * also without the fixed cost of an empty queue's run of the same variant.
+ *
+ * Measured (20,000 jobs, concurrency 32, 3 rounds, PostgreSQL 15 on the 2-core machine, load average 8-18
+ * from other work): medians quiet 1,554-2,107, observed 1,841, progress 1,891 jobs/s; the overhead came out
+ * -18.5% in one run and +12.6% in the next, i.e. noise. A --cpu-prof of the observed variant: the process is
+ * 82% idle (waiting on the database); prom-client, metrics.ts and pino together took 0.3% of its wall time,
+ * under 2% of its CPU. At info no per-job line is logged (about 940 bytes of log a run).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
