@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [--quick] [--only s1,s2] [--dialects d1,d2] [--no-peers] [--workers 1,8] [--jobs N] [--strategies native] [--render FILE]`
+ * `pnpm bench [--quick] [--only s1,s2] [--dialects d1,d2] [--no-peers] [--workers 1,8] [--jobs N] [--strategies native] [--rounds N] [--progress] [--render FILE]`
  *
  * Runs the scenarios, prints a table per scenario and writes every measurement as a JSON line. A full run
  * also rewrites the generated part of docs/benchmarks.md and its chart; `--quick` (CI) and partial runs
@@ -14,6 +14,7 @@ import type { ClaimStrategy } from '@statusq/core';
 import { DIALECTS, openBenchDatabase, type Dialect } from './databases.js';
 import type { Peer } from './peer-contract.js';
 import type { BenchRecord } from './records.js';
+import { observability } from './observability.js';
 import { markdownReport, ratioLines, textReport, throughputSvg } from './report.js';
 import { FULL_PLAN, QUICK_PLAN, SCENARIOS, burnDown, costGrowth, peers, pickup, type BenchContext, type ScenarioName } from './scenarios.js';
 
@@ -35,6 +36,9 @@ interface Args {
   workers: number[] | null;
   jobs: number | null;
   strategies: ClaimStrategy[] | null;
+  /** The observability scenario: its rounds, and whether it runs the `progress` variant (`work --progress`). */
+  rounds: number | null;
+  progress: boolean;
 }
 
 function list<T extends string>(raw: string | undefined, allowed: readonly T[], what: string): T[] {
@@ -51,7 +55,7 @@ function counts(raw: string | undefined, what: string): number[] {
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { quick: false, only: [...SCENARIOS], dialects: [...DIALECTS], peers: true, render: null, workers: null, jobs: null, strategies: null };
+  const args: Args = { quick: false, only: [...SCENARIOS], dialects: [...DIALECTS], peers: true, render: null, workers: null, jobs: null, strategies: null, rounds: null, progress: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--') continue;
@@ -62,6 +66,8 @@ function parseArgs(argv: readonly string[]): Args {
     else if (arg === '--workers') args.workers = counts(argv[++i], '--workers');
     else if (arg === '--strategies') args.strategies = list(argv[++i], ['native', 'conditional-update'] as const, 'strategy');
     else if (arg === '--jobs') args.jobs = counts(argv[++i], '--jobs')[0]!;
+    else if (arg === '--rounds') args.rounds = counts(argv[++i], '--rounds')[0]!;
+    else if (arg === '--progress') args.progress = true;
     else if (arg === '--render') {
       args.render = argv[++i] ?? '';
       if (!args.render) throw new UsageError('--render needs a results file');
@@ -137,9 +143,9 @@ async function main(args: Args): Promise<void> {
     return;
   }
   const base = args.quick ? QUICK_PLAN : FULL_PLAN;
-  const plan = { ...base, ...(args.workers && { workerCounts: args.workers, handlerWorkerCounts: args.workers }), ...(args.jobs && { jobs: args.jobs }), ...(args.strategies && { strategies: args.strategies }) };
+  const plan = { ...base, ...(args.workers && { workerCounts: args.workers, handlerWorkerCounts: args.workers }), ...(args.jobs && { jobs: args.jobs }), ...(args.strategies && { strategies: args.strategies }), ...(args.rounds && { observabilityRounds: args.rounds }) };
   const partial =
-    args.workers !== null || args.jobs !== null || args.strategies !== null || !args.peers || args.only.length < SCENARIOS.length || args.dialects.length < DIALECTS.length;
+    args.workers !== null || args.jobs !== null || args.strategies !== null || args.rounds !== null || args.progress || !args.peers || args.only.length < SCENARIOS.length || args.dialects.length < DIALECTS.length;
   const resultsFile = args.quick || partial ? join(ROOT, 'apps', 'bench', 'results', args.quick ? 'quick.jsonl' : 'partial.jsonl') : join(DOCS_DATA, 'results.jsonl');
   mkdirSync(dirname(resultsFile), { recursive: true });
   writeFileSync(resultsFile, '');
@@ -163,6 +169,7 @@ async function main(args: Args): Promise<void> {
     else if (scenario === 'peers') await peers(ctx);
     else if (scenario === 'pickup') await pickup(ctx);
     else if (scenario === 'cost-growth') await costGrowth(ctx);
+    else if (scenario === 'observability') await observability(ctx, { rounds: plan.observabilityRounds, progress: args.progress });
     else {
       await burnDown(ctx, 'handler-5ms');
       await peers(ctx, 'handler-5ms');

@@ -61,7 +61,27 @@ export interface CostRecord {
   claimP99Ms: number;
 }
 
-export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord;
+/** The observability scenario's variants: see observability.ts. */
+export type ObservabilityVariant = 'quiet' | 'observed' | 'progress';
+
+export interface ObservabilityRecord {
+  scenario: 'observability';
+  system: 'statusq';
+  dialect: 'postgres';
+  variant: ObservabilityVariant;
+  round: number;
+  jobs: number;
+  concurrency: number;
+  seconds: number;
+  jobsPerSec: number;
+  /** Seconds the same variant took on an empty queue (start-up, shutdown): subtracted for `netJobsPerSec`. */
+  fixedSeconds: number;
+  netJobsPerSec: number;
+  scrapes: number;
+  logBytes: number;
+}
+
+export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ObservabilityRecord;
 
 /** The q-th quantile (0..1) by nearest rank; NaN for no samples. */
 export function quantile(samples: readonly number[], q: number): number {

@@ -22,6 +22,8 @@ export interface Plan {
   costPendingRows: number;
   handlerWorkerCounts: number[];
   runTimeoutMs: number;
+  /** Rounds of the observability scenario (each runs every variant once, in alternating order). */
+  observabilityRounds: number;
 }
 
 export const FULL_PLAN: Plan = {
@@ -37,6 +39,7 @@ export const FULL_PLAN: Plan = {
   handlerWorkerCounts: [1, 8, 32],
   // pg-boss polls at most every 0.5 s per worker, so one worker needs ~10 minutes for 20,000 jobs: cut off.
   runTimeoutMs: 60_000,
+  observabilityRounds: 5,
 };
 
 export const QUICK_PLAN: Plan = {
@@ -51,10 +54,11 @@ export const QUICK_PLAN: Plan = {
   costPendingRows: 500,
   handlerWorkerCounts: [8],
   runTimeoutMs: 5_000,
+  observabilityRounds: 1,
 };
 
-export type ScenarioName = 'burn-down' | 'peers' | 'pickup' | 'cost-growth' | 'handler-5ms';
-export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'pickup', 'cost-growth', 'handler-5ms'];
+export type ScenarioName = 'burn-down' | 'peers' | 'pickup' | 'cost-growth' | 'handler-5ms' | 'observability';
+export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'pickup', 'cost-growth', 'handler-5ms', 'observability'];
 
 export interface BenchContext {
   plan: Plan;

@@ -438,6 +438,8 @@ async function serveLauncherMetrics(settings: MetricsSettings, target: RecoveryT
     close: async () => {
       draining = true;
       stopRefresh();
+      const jobs = await metrics.jobTotals();
+      log.info({ jobs }, `worker processes' merged statusq_jobs_total: ${Object.entries(jobs).map(([outcome, n]) => `${outcome} ${n}`).join(', ')}`);
       await listening.close();
       await store.close();
     },

@@ -5,6 +5,7 @@
 import { splitTableName, type ExplainOptions, type QueryPlan, type Row, type ServerFacts, type Statement, type Store, type StoreInspection } from '@statusq/core/adapter';
 import { mysqlDialect } from './mysql-dialect.js';
 import type { MysqlServerInfo } from './mysql-pool.js';
+import { estimateRowsOnMysql } from './mysql-row-estimates.js';
 
 const q = (name: string) => mysqlDialect.quoteIdentifier(name);
 
@@ -101,6 +102,7 @@ export function mysqlInspection(store: Store, server: MysqlServerInfo): StoreIns
       return Number(rows[0]!.ms);
     },
     explain: (statement, options) => explainOnMysql(store, statement, options),
+    estimateRows: (statement) => estimateRowsOnMysql(store, statement),
     generatedColumns: (table) => mysqlGeneratedColumns(store, table),
   };
 }

@@ -4,6 +4,7 @@
  */
 import type { ExplainOptions, QueryPlan, ServerFacts, Statement, StatementRunner, Store, StoreInspection } from '@statusq/core/adapter';
 import { postgresDialect } from './postgres-dialect.js';
+import { estimateRowsOnPostgres } from './postgres-row-estimates.js';
 
 const q = (name: string) => postgresDialect.quoteIdentifier(name);
 
@@ -102,6 +103,7 @@ export function postgresInspection(store: Store): StoreInspection {
       return Number(rows[0]!.ms);
     },
     explain: (statement, options) => explainOnPostgres(store, statement, options),
+    estimateRows: (statement) => estimateRowsOnPostgres(store, statement),
     generatedColumns: (table) => postgresGeneratedColumns(store, table),
   };
 }

@@ -37,6 +37,7 @@ import { configCases } from './cases/config.js';
 import { stopCases } from './cases/stop.js';
 import { schemaCases } from './cases/schema.js';
 import { inspectCases } from './cases/inspect.js';
+import { monitoringCountCases } from './cases/monitoring-counts.js';
 import { capabilityCases } from './cases/capabilities.js';
 import { outageCases } from './cases/outages.js';
 import { frozenNetworkCases } from './cases/frozen-network.js';
@@ -115,6 +116,7 @@ export function runConformance(options: ConformanceOptions): void {
     configCases(env);
     schemaCases(env);
     inspectCases(env);
+    monitoringCountCases(env);
     capabilityCases(env);
     outboxCases(env, options);
     raceCases(env, options);

@@ -8,6 +8,7 @@ import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlVa
 import { columnOverflow, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { INSPECT_CLOCK, InspectTimes, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
 import { TransitionSql } from './transition-sql.js';
+import { monitoringCounts, type MonitoringCountOptions, type MonitoringCounts } from './monitoring-counts.js';
 
 /**
  * Rows per status, plus `other`: rows whose status is none of the five codes (a stray 7, -1, 'done'), so the
@@ -118,6 +119,15 @@ export class Queue {
       counts[statusName(code, this.table.codes) ?? 'other'] += Number(row.n);
     }
     return counts;
+  }
+
+  /**
+   * Rows by status for monitoring, cheap on a table with millions of finished rows: pending and processing
+   * counted exactly (up to `countUpTo` each), finished statuses estimated by the planner where an exact count
+   * would read them all; exact everywhere on a small table. `estimated` names the estimates; see monitoring-counts.ts.
+   */
+  monitoringCounts(options: MonitoringCountOptions = {}): Promise<MonitoringCounts> {
+    return monitoringCounts(this.store, this.table, this.sql, () => this.counts(), options);
   }
 
   /**

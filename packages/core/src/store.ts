@@ -214,7 +214,9 @@ export interface Store {
 
   /**
    * What `statusq doctor` asks of the server (its version and settings, its clock, the plan of a claim's
-   * candidate SELECT). Absent: the doctor reports those facts as unknown and checks everything else.
+   * candidate SELECT), and what Queue.monitoringCounts asks (row estimates, whether a status count is served
+   * by an index). Absent: the doctor reports those facts as unknown and checks everything else, and
+   * monitoringCounts counts exactly.
    */
   readonly inspection?: StoreInspection;
 
@@ -269,6 +271,12 @@ export interface StoreInspection {
   clockMs(): Promise<number>;
   /** How the database would run `statement` (a SELECT on one table), without running it. */
   explain(statement: Statement, options?: ExplainOptions): Promise<QueryPlan>;
+  /**
+   * The planner's estimate of how many rows `statement` (a SELECT on one table) returns, read from EXPLAIN
+   * without running it. Queue.monitoringCounts reads the statuses an exact count would scan from it. Absent
+   * (the default): no estimate, so monitoringCounts counts every status exactly, as Queue.counts does.
+   */
+  estimateRows?(statement: Statement): Promise<number>;
   /**
    * The columns of `table` an INSERT may not name (generated columns, identities GENERATED ALWAYS), which
    * the doctor's INSERT privilege probe leaves out. Absent: none known, every column is named.

@@ -156,3 +156,20 @@ describe('TransitionSql guards', () => {
     expect(bounded.giveUp(1, null, 'z'.repeat(5000)).params[0]).toBe(`${'z'.repeat(99)}…`);
   });
 });
+
+describe('monitoring count statements', () => {
+  it('spells the statuses that are none of the codes as the ranges between them, skipping empty ones', () => {
+    expect(sqlFor().rowsWithOtherStatus().sql).toBe('SELECT 1 AS one FROM "jobs" WHERE "status" < 0 OR ("status" > 2 AND "status" < 9) OR "status" > 9');
+    const custom = sqlFor(ALL_COLUMNS, { statusCodes: { processing: 10, done: 20, abuse: 21, failed: 30 } });
+    expect(custom.rowsWithOtherStatus().sql).toBe(
+      'SELECT 1 AS one FROM "jobs" WHERE "status" < 10 OR ("status" > 10 AND "status" < 20) OR ("status" > 21 AND "status" < 30) OR "status" > 30',
+    );
+  });
+
+  it('caps a count with LIMIT and refuses a cap that is not a positive integer', () => {
+    const sql = sqlFor();
+    expect(sql.countUpTo(sql.rowsWithStatus(null), 50).sql).toBe('SELECT COUNT(*) AS n FROM (SELECT 1 AS one FROM "jobs" WHERE "status" IS NULL LIMIT 50) capped');
+    expect(() => sql.countUpTo(sql.allRows(), 0)).toThrow(/positive integer/);
+    expect(() => sql.countUpTo(sql.allRows(), 1.5)).toThrow(/positive integer/);
+  });
+});

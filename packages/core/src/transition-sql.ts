@@ -6,6 +6,7 @@
  * guard from there (`guard`), so no builder writes a status condition of its own. (Slightly over 350 lines:
  * the builders share one guard, one parameter list and one table quoting, and read best side by side.)
  */
+import { ConfigError } from './errors.js';
 import { assertTransition, sourcesOf, statusCode, type StatusName, type TransitionCause } from './status.js';
 import type { JobId, SqlDialect, SqlValue, Statement } from './store.js';
 import { columnOverflow, type ColumnLimit, type ResolvedTable } from './table.js';
@@ -408,6 +409,39 @@ export class TransitionSql {
 
   countByStatus(): Statement {
     return { sql: `SELECT ${this.q.status} AS status, COUNT(*) AS n FROM ${this.q.table} GROUP BY ${this.q.status}`, params: [] };
+  }
+
+  /** The rows whose status holds `code` (null: pending), as a bare SELECT to plan, estimate or count. */
+  rowsWithStatus(code: number | null): Statement {
+    return { sql: `SELECT 1 AS one FROM ${this.q.table} WHERE ${this.statusHolds(code)}`, params: [] };
+  }
+
+  /**
+   * The rows whose status is none of the table's codes (and not NULL), spelled as the ranges between the
+   * codes: a status index seeks them, and PostgreSQL estimates them from its statistics. `NOT IN` was
+   * estimated as independent inequalities: 13,746 rows for 10 on a million (PostgreSQL 15).
+   */
+  rowsWithOtherStatus(): Statement {
+    const codes = [...new Set(Object.values(this.table.codes))].sort((a, b) => a - b);
+    const s = this.q.status;
+    const ranges = [`${s} < ${codes[0]!}`];
+    for (const [i, code] of codes.entries()) {
+      const next = codes[i + 1];
+      if (next === undefined) ranges.push(`${s} > ${code}`);
+      else if (next > code + 1) ranges.push(`(${s} > ${code} AND ${s} < ${next})`);
+    }
+    return { sql: `SELECT 1 AS one FROM ${this.q.table} WHERE ${ranges.join(' OR ')}`, params: [] };
+  }
+
+  /** Every row, as a bare SELECT for the planner's estimate of the table's size. */
+  allRows(): Statement {
+    return { sql: `SELECT 1 AS one FROM ${this.q.table}`, params: [] };
+  }
+
+  /** How many rows `select` returns, counting no further than `cap` (a positive integer). */
+  countUpTo(select: Statement, cap: number): Statement {
+    if (!Number.isSafeInteger(cap) || cap < 1) throw new ConfigError(`count cap must be a positive integer, got ${cap}`);
+    return { sql: `SELECT COUNT(*) AS n FROM (${select.sql} LIMIT ${cap}) capped`, params: select.params };
   }
 
   /** Whether any row is pending (due or scheduled) or, optionally, processing; cheap on the pending index. */

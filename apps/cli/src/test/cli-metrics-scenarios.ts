@@ -176,6 +176,28 @@ export default async (job, ctx) => {
     }
   });
 
+  it('work --processes 2 --metrics-port --exit-when-empty: a run shorter than a snapshot interval still ends with every job in the launcher\'s merged totals', async () => {
+    const c = ctx();
+    expect((await c.statusq('init', '--db', c.db.url)).code).toBe(0);
+    expect((await c.statusq('enqueue', '--db', c.db.url, '--file', c.file('rows.ndjson', [1, 2, 3, 4, 5, 6].map((n) => `{"n":${n}}`).join('\n')))).code).toBe(0);
+    // No job waits: both children drain the six rows and exit within a fraction of the 1 s snapshot
+    // interval, so their counts reach the launcher only through the snapshot each sends as it exits.
+    const handler = c.file('quick.mjs', `export default async (job, ctx) => {
+  if (job.payload.n === 4) throw new Error('always fails');
+  if (job.payload.n === 5) return ctx.abuse('rule');
+};`);
+    const result = await c.statusq('work', '--db', c.db.url, '--table', 'jobs', '--handler', handler, '--processes', '2', '--concurrency', '4', '--max-attempts', '2', '--retry-delay', '1ms', '--metrics-port', '0', '--exit-when-empty');
+    expect(result.code, result.stderr).toBe(0);
+    const table = await c.stats();
+    expect(table).toEqual({ pending: 0, processing: 0, done: 4, abuse: 1, failed: 1, other: 0 });
+    // The launcher exits as its children do, so no scrape can be relied on to come after their last
+    // snapshots: what it served last is the merged statusq_jobs_total it logs as it closes the endpoint.
+    const lines = logLines(result.stdout);
+    const last = lines.filter((line) => line.jobs !== undefined);
+    expect(last, result.stdout).toHaveLength(1);
+    expect(last[0]!.pid).toBe(lines.find((line) => String(line.msg).startsWith('worker processes ended'))?.pid);
+    expect(last[0]!.jobs).toEqual({ done: table.done, failed: table.failed, abuse: table.abuse, retried: 1, lost: 0 });
+  });
 
   it('work refuses a bad --metrics-port and --metrics-host alone, before touching the table', async () => {
     const c = ctx();
