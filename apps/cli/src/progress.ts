@@ -205,19 +205,20 @@ export function tallyOf(counters: WorkerCounters): WorkTally {
   return { done: counters.completed, failed: counters.failed, abuse: counters.abused, retried: counters.retried };
 }
 
-/** The table's unfinished rows as last counted. */
+/** The table's unfinished rows as last counted; `estimated`: past the count's cap, the planner's estimate. */
 export interface Backlog {
   pending: number;
   processing: number;
+  estimated: boolean;
 }
 
 /**
- * The one place the status line counts the table. Today the `GROUP BY status` of Queue.counts(), the whole
- * table; a cheaper count of the unfinished rows can replace it here alone.
+ * The one place the status line counts the table: Queue.monitoringCounts, as statusq_queue_rows, so a
+ * table with millions of finished rows is not read whole every few seconds.
  */
-export async function countBacklog(queue: Pick<Queue, 'counts'>): Promise<Backlog> {
-  const { pending, processing } = await queue.counts();
-  return { pending, processing };
+export async function countBacklog(queue: Pick<Queue, 'monitoringCounts'>): Promise<Backlog> {
+  const { counts, estimated } = await queue.monitoringCounts();
+  return { pending: counts.pending, processing: counts.processing, estimated: estimated.includes('pending') || estimated.includes('processing') };
 }
 
 /**
@@ -274,9 +275,10 @@ export class WorkProgress {
     // show at the next count).
     const left = this.backlog === null ? null : Math.max(0, this.backlog.pending + this.backlog.processing - (done - this.settledAtCount));
     // Most telling first: a narrow terminal cuts the end of the line.
-    const parts = [`done ${t.done} failed ${t.failed} abuse ${t.abuse}`, `pending ${this.backlog?.pending ?? '?'}`, `${perSecond(rate)} jobs/s`];
+    const about = this.backlog?.estimated ? '~' : '';
+    const parts = [`done ${t.done} failed ${t.failed} abuse ${t.abuse}`, `pending ${about}${this.backlog?.pending ?? '?'}`, `${perSecond(rate)} jobs/s`];
     if (this.untilEmpty) parts.push(`ETA ${left === null ? '?' : eta(left, rate)}`);
-    parts.push(`retried ${t.retried}`, `processing ${this.backlog?.processing ?? '?'}`, `elapsed ${clock(Date.now() - this.started)}`);
+    parts.push(`retried ${t.retried}`, `processing ${about}${this.backlog?.processing ?? '?'}`, `elapsed ${clock(Date.now() - this.started)}`);
     if (this.untilEmpty) parts.push(bar(left === null ? 0 : fraction(done, done + left)));
     return `work: ${parts.join(' | ')}`;
   }
