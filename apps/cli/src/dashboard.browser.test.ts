@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, dropTestDatabase, postgresUnavailable, withClient } from '@statusq/adapter-postgres/testing';
 import { launchCli, runCliAsync, until, type LaunchedCli } from './test/cli-harness.js';
@@ -24,6 +24,8 @@ interface BrowserTestDatabase {
   url: string;
   /** The status code of row `id` of `jobs`, read outside statusq. */
   row(id: number): Promise<{ status: number | null } | undefined>;
+  /** Drops `jobs`: from then on every query the dashboard runs is a database error. */
+  dropJobs(): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -55,6 +57,14 @@ const targets: Target[] = [
             conn.close();
           }
         },
+        async dropJobs() {
+          const conn = new Database(path);
+          try {
+            conn.exec('DROP TABLE jobs');
+          } finally {
+            conn.close();
+          }
+        },
         dispose: async () => undefined,
       };
     },
@@ -72,6 +82,7 @@ const targets: Target[] = [
             const row = (await client.query<{ status: unknown }>('SELECT status FROM jobs WHERE id = $1', [id])).rows[0];
             return row && { status: statusOf(row.status) };
           }),
+        dropJobs: () => withClient(url, async (client) => void (await client.query('DROP TABLE jobs'))),
         dispose: () => dropTestDatabase(url),
       };
     },
@@ -137,18 +148,19 @@ const required = process.env.STATUSQ_REQUIRE_DATABASES === '1';
 
 describe('statusq dashboard in Chromium', () => {
   const missingBrowser = browserUnavailable();
-  let browser: Browser | null = null;
+  let browser: BrowserContext | null = null;
   let profile: string | null = null;
 
   beforeAll(async () => {
     if (missingBrowser !== null) return;
     profile = mkdtempSync(join(tmpdir(), 'statusq-chromium-'));
-    browser = await chromium.launch({
+    // A throwaway profile (playwright passes it as --user-data-dir), and nothing that phones home or updates
+    // itself: the test touches no network beyond the loopback servers it starts.
+    browser = await chromium.launchPersistentContext(profile, {
       executablePath: CHROMIUM,
-      // A throwaway profile, and nothing that phones home or updates itself: the test touches no network
-      // beyond the loopback server.
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run', `--user-data-dir=${profile}`],
       headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--no-first-run'],
+      viewport: { width: 1280, height: 900 },
     });
   });
 
@@ -166,7 +178,7 @@ describe('statusq dashboard in Chromium', () => {
   });
 
   for (const target of targets) {
-    const title = `${target.dialect}: the page follows work, shows failures with their errors, and its confirmed requeue changes the row in the database; read-only shows no action`;
+    const title = `${target.dialect}: the page follows work, shows failures with their errors, and its confirmed requeue changes the row in the database; read-only shows no action; a lost database is a banner`;
     const unavailable = missingBrowser ?? target.unavailable;
     if (unavailable !== null) {
       if (required) {
@@ -195,15 +207,15 @@ describe('statusq dashboard in Chromium', () => {
       cleanup.push(() => stop(dashboard.run));
       // Enough concurrency to claim every row at once: the gated rows wait in processing, the others settle.
       const work = launchCli(dir, ['work', '--db', db.url, '--table', 'jobs', '--handler', join(dir, 'handler.mjs'), '--concurrency', String(ROWS + 4), '--max-attempts', '1', '--lease', '30s']);
-      cleanup.push(async () => {
+      const stopWorker = () => {
         writeFileSync(join(dir, 'release'), '');
         writeFileSync(join(dir, 'release-late'), '');
         return stop(work);
-      });
+      };
+      cleanup.push(stopWorker);
 
-      const context = await browser!.newContext({ viewport: { width: 1280, height: 900 } });
-      cleanup.push(() => context.close());
-      const page = await context.newPage();
+      const page = await browser!.newPage();
+      cleanup.push(() => page.close());
       const pageErrors: string[] = [];
       page.on('pageerror', (error) => pageErrors.push(error.message));
       await page.goto(dashboard.url);
@@ -239,7 +251,6 @@ describe('statusq dashboard in Chromium', () => {
       await untilText(page, 'count-done', '7');
       await untilText(page, 'count-failed', '1');
       expect(await failedRow.count()).toBe(0);
-      expect(pageErrors).toEqual([]);
 
       mkdirSync(SCREENSHOTS, { recursive: true });
       const screenshot = join(SCREENSHOTS, target.screenshot);
@@ -249,12 +260,29 @@ describe('statusq dashboard in Chromium', () => {
       // Read-only: the same table, every action gone.
       const readOnly = await startDashboard(dir, db.url, '--read-only');
       cleanup.push(() => stop(readOnly.run));
-      const view = await context.newPage();
+      const view = await browser!.newPage();
+      cleanup.push(() => view.close());
       await view.goto(readOnly.url);
       await untilText(view, 'count-failed', '1');
       expect(await view.getByTestId('read-only').isVisible()).toBe(true);
       expect(await view.locator('[data-testid="failed-row"][data-id="3"]').isVisible()).toBe(true);
       expect(await view.getByRole('button').count()).toBe(0);
+
+      // A phone-sized window: everything fits its width (wide tables scroll inside their own box).
+      await view.setViewportSize({ width: 390, height: 844 });
+      expect(await view.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth')).toBeLessThanOrEqual(0);
+      await view.screenshot({ path: join(SCREENSHOTS, `narrow-${target.screenshot}`), fullPage: true });
+
+      // The database goes away under the page: the API answers 503 and the page says so, keeping its figures.
+      await stopWorker();
+      await db.dropJobs();
+      const banner = page.getByTestId('banner');
+      await banner.waitFor({ timeout: PAGE_WAIT_MS });
+      expect(await banner.getAttribute('data-kind')).toBe('database');
+      expect(await banner.innerText()).toContain('The database is not answering (503)');
+      expect(await text(page, 'count-done')).toBe('7');
+      expect(await page.getByTestId('requeue-row').count()).toBe(0);
+      expect(pageErrors).toEqual([]);
     });
   }
 });

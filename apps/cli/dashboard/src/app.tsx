@@ -57,6 +57,7 @@ export function App() {
         </div>
       </header>
       {problem && <Banner problem={problem} />}
+      <Result outcome={outcome} running={running} onDismiss={() => setOutcome(null)} />
       {snapshot === null ? (
         problem === null && <p class="loading">Loading…</p>
       ) : (
@@ -71,7 +72,6 @@ export function App() {
           <Settled status="abuse" title="Abuse" overview={snapshot.overview} report={snapshot.abuse} ask={ask} />
         </main>
       )}
-      <Result outcome={outcome} running={running} onDismiss={() => setOutcome(null)} />
       <ConfirmDialog action={pending} onConfirm={(action) => void run(action)} onCancel={() => setPending(null)} />
     </>
   );
@@ -215,7 +215,7 @@ function Processing({ snapshot, ask }: { snapshot: Snapshot; ask: Ask }) {
             <tr>
               <th scope="col">{id}</th>
               {worker && <th scope="col">worker</th>}
-              {attempts && <th scope="col">attempt</th>}
+              {attempts && <th scope="col">attempts</th>}
               {claimed && <th scope="col">lease age</th>}
             </tr>
           </thead>
@@ -397,7 +397,7 @@ function Result({ outcome, running, onDismiss }: { outcome: Outcome | null; runn
   // Always in the page, so screen readers announce what is put in it.
   return (
     <div class={`result${body === null ? ' result-empty' : ''}${outcome && 'error' in outcome ? ' result-error' : ''}`} role="status" data-testid="action-result">
-      {body}
+      <div>{body}</div>
       {body !== null && !running && (
         <button type="button" class="small secondary" onClick={onDismiss}>
           Dismiss

@@ -16,7 +16,8 @@ function options(width: number): uPlot.Options {
       { label: 'jobs/s', stroke: '#2563eb', fill: 'rgba(37, 99, 235, 0.12)', width: 2, value: (_u, v) => (v === null ? '-' : v.toFixed(2)) },
       { label: 'failed + abuse/s', stroke: '#dc2626', width: 1.5, value: (_u, v) => (v === null ? '-' : v.toFixed(2)) },
     ],
-    axes: [{}, { label: 'per second', size: 56 }],
+    // Clock times on the x axis: uPlot's own ticks show milliseconds while the window spans only seconds.
+    axes: [{ values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' })) }, { label: 'per second', size: 56 }],
     scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
     cursor: { drag: { x: false, y: false } },
   };
