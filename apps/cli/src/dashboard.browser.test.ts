@@ -235,9 +235,16 @@ describe('statusq dashboard in Chromium', () => {
       await untilText(page, 'count-done', '6');
       await untilText(page, 'count-processing', '3');
 
+      // Asked, then cancelled with Escape: nothing is sent (row 5 is still abuse at the end).
+      await page.getByTestId('requeue-all-abuse').click();
+      const dialog = page.getByTestId('confirm-dialog');
+      await dialog.waitFor({ state: 'visible' });
+      expect(await dialog.innerText()).toContain('Requeue all abuse rows?');
+      await page.keyboard.press('Escape');
+      await dialog.waitFor({ state: 'hidden' });
+
       // Requeue row 4 from the page: a dialog asks first, then the result is shown.
       await failedRow.getByRole('button', { name: 'Requeue failed row 4' }).click();
-      const dialog = page.getByTestId('confirm-dialog');
       await dialog.waitFor({ state: 'visible' });
       expect(await dialog.innerText()).toContain('Requeue failed row 4?');
       await dialog.getByTestId('confirm-ok').click();
@@ -248,6 +255,7 @@ describe('statusq dashboard in Chromium', () => {
       // second attempt succeeds).
       await until('row 4 done in the database', async () => (await db.row(4))?.status === 1, PAGE_WAIT_MS);
       expect(await db.row(3)).toEqual({ status: 0 });
+      expect(await db.row(5)).toEqual({ status: 2 });
       await untilText(page, 'count-done', '7');
       await untilText(page, 'count-failed', '1');
       expect(await failedRow.count()).toBe(0);
@@ -270,17 +278,19 @@ describe('statusq dashboard in Chromium', () => {
 
       // A phone-sized window: everything fits its width (wide tables scroll inside their own box).
       await view.setViewportSize({ width: 390, height: 844 });
-      expect(await view.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth')).toBeLessThanOrEqual(0);
+      await expect.poll(() => view.evaluate<number>('document.documentElement.scrollWidth - window.innerWidth'), { timeout: PAGE_WAIT_MS }).toBeLessThanOrEqual(0);
       await view.screenshot({ path: join(SCREENSHOTS, `narrow-${target.screenshot}`), fullPage: true });
 
       // The database goes away under the page: the API answers 503 and the page says so, keeping its figures.
+      // The worker stops first, its last three rows released: every row but 3 (failed) and 5 (abuse) done.
       await stopWorker();
+      await untilText(page, 'count-done', '10');
       await db.dropJobs();
       const banner = page.getByTestId('banner');
       await banner.waitFor({ timeout: PAGE_WAIT_MS });
       expect(await banner.getAttribute('data-kind')).toBe('database');
       expect(await banner.innerText()).toContain('The database is not answering (503)');
-      expect(await text(page, 'count-done')).toBe('7');
+      expect(await text(page, 'count-done')).toBe('10');
       expect(await page.getByTestId('requeue-row').count()).toBe(0);
       expect(pageErrors).toEqual([]);
     });
