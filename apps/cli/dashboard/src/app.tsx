@@ -240,6 +240,7 @@ function Processing({ snapshot, ask }: { snapshot: Snapshot; ask: Ask }) {
           </tbody>
         </table>
       </Listed>
+      {overview.features.leases && rows.length > 0 && expired === 0 && leaseMs !== null && <p class="hint">No claim has outlived its lease ({formatAge(leaseMs)}).</p>}
       {!overview.features.leases && <p class="hint">This table has no lease column (claimed_at), so a crashed worker's rows cannot be told from running ones.</p>}
     </section>
   );

@@ -5,6 +5,9 @@ import 'uplot/dist/uPlot.min.css';
 import type { Rates } from './format.ts';
 
 const HEIGHT = 220;
+/** Steps between x-axis ticks, in seconds (the axis unit): never less than one, up to the 10 minutes kept. */
+const TICK_SECONDS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600];
+const clockTime = (seconds: number) => new Date(seconds * 1000).toLocaleTimeString('en-GB', { hour: '2-digit', minute: '2-digit', second: '2-digit', hourCycle: 'h23' });
 
 function options(width: number): uPlot.Options {
   return {
@@ -16,8 +19,8 @@ function options(width: number): uPlot.Options {
       { label: 'jobs/s', stroke: '#2563eb', fill: 'rgba(37, 99, 235, 0.12)', width: 2, value: (_u, v) => (v === null ? '-' : v.toFixed(2)) },
       { label: 'failed + abuse/s', stroke: '#dc2626', width: 1.5, value: (_u, v) => (v === null ? '-' : v.toFixed(2)) },
     ],
-    // Clock times on the x axis: uPlot's own ticks show milliseconds while the window spans only seconds.
-    axes: [{ values: (_u, ticks) => ticks.map((t) => new Date(t * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' })) }, { label: 'per second', size: 56 }],
+    // Clock times on whole seconds: uPlot's own ticks show milliseconds while the window spans only seconds.
+    axes: [{ space: 70, incrs: TICK_SECONDS, values: (_u, ticks) => ticks.map(clockTime) }, { label: 'per second', size: 56 }],
     scales: { y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
     cursor: { drag: { x: false, y: false } },
   };
