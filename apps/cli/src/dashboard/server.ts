@@ -84,11 +84,12 @@ export function dashboardApp(options: DashboardAppOptions): Hono<DashboardEnv> {
   });
   app.get(
     '/assets/*',
-    serveStatic({
-      root: options.assetsDir,
+    async (c, next) => {
+      await next();
       // vite names assets by their content hash: a changed file is a new name.
-      onFound: (_path, c) => void c.header('Cache-Control', 'public, max-age=31536000, immutable'),
-    }),
+      if (c.res.status === 200) c.header('Cache-Control', 'public, max-age=31536000, immutable');
+    },
+    serveStatic({ root: options.assetsDir }),
   );
 
   app.get('/api/stats', async (c) => json(c, await database.read(() => queue.counts())));
