@@ -63,7 +63,7 @@ export function dashboardApp(options: DashboardAppOptions): Hono<DashboardEnv> {
   });
   app.use('*', guards(options.guards));
   app.use('*', async (c, next) => {
-    if (c.req.method === 'GET' || c.req.method === 'HEAD') return next();
+    if (c.req.method !== 'POST') return next();
     if (options.readOnly) return fail(c, 403, 'ReadOnly', 'this dashboard runs with --read-only: no action is allowed');
     // A cross-site form can post text/plain or a form without a preflight; it can never post application/json.
     const type = (c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
@@ -84,11 +84,12 @@ export function dashboardApp(options: DashboardAppOptions): Hono<DashboardEnv> {
   });
   app.get(
     '/assets/*',
-    serveStatic({
-      root: options.assetsDir,
+    async (c, next) => {
+      await next();
       // vite names assets by their content hash: a changed file is a new name.
-      onFound: (_path, c) => void c.header('Cache-Control', 'public, max-age=31536000, immutable'),
-    }),
+      if (c.res.status === 200) c.header('Cache-Control', 'public, max-age=31536000, immutable');
+    },
+    serveStatic({ root: options.assetsDir }),
   );
 
   app.get('/api/stats', async (c) => json(c, await database.read(() => queue.counts())));

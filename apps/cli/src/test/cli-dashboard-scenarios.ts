@@ -3,7 +3,8 @@
 // rows they should (checked in the database); one with a token and --read-only refuses what it must; bad
 // flags exit 2 without listening. Part of the CLI scenarios (cli-scenarios.ts).
 import { existsSync, readFileSync } from 'node:fs';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { expect, it } from 'vitest';
 import { TcpProxy, type CallDeadlines } from '@statusq/conformance';
@@ -271,7 +272,7 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
     }
   });
 
-  it('dashboard refuses bad flags and a non-loopback --host without a token: exit 2, one line, never listening', async () => {
+  it('dashboard refuses bad flags, a non-loopback --host without a token and a port in use: exit 2, one line, never listening', async () => {
     const c = ctx();
     expect((await c.statusq('init', '--db', c.db.url)).code).toBe(0);
     const cases: Array<[string[], RegExp]> = [
@@ -284,7 +285,14 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
       [['--status', 'failed'], /^statusq: dashboard: Unknown option '--status'/],
       [['--table', 'nope'], /^statusq: table "nope" does not exist$/],
     ];
-    const runs = await Promise.all(cases.map(([args]) => c.statusq('dashboard', '--db', c.db.url, '--table', 'jobs', '--port', '0', ...args)));
+    // A port another process holds.
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const takenPort = (taken.address() as AddressInfo).port;
+    cases.push([['--port', String(takenPort)], new RegExp(`^statusq: dashboard: cannot listen on 127\\.0\\.0\\.1:${takenPort}: EADDRINUSE$`)]);
+    const runs = await Promise.all(cases.map(([args]) => c.statusq('dashboard', '--db', c.db.url, '--table', 'jobs', '--port', '0', ...args))).finally(
+      () => new Promise((resolve) => taken.close(resolve)),
+    );
     runs.forEach((run, i) => {
       const what = cases[i]![0].join(' ');
       expect(run.code, `${what}: ${run.stderr}`).toBe(2);
