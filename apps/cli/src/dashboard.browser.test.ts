@@ -166,7 +166,14 @@ describe('statusq dashboard in Chromium', () => {
 
   /** What the running test started, undone newest first after it, pass or fail. */
   const cleanup: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
+  /** The page of the running test, photographed if the test fails (CI keeps test-artifacts/). */
+  let shown: { page: Page; file: string } | null = null;
+  afterEach(async ({ task }) => {
+    if (task.result?.state === 'fail' && shown) {
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      await shown.page.screenshot({ path: join(SCREENSHOTS, shown.file), fullPage: true }).catch(() => undefined);
+    }
+    shown = null;
     const failures: unknown[] = [];
     for (const step of cleanup.splice(0).reverse()) await step().catch((error: unknown) => failures.push(error));
     if (failures.length > 0) throw failures[0];
@@ -216,6 +223,7 @@ describe('statusq dashboard in Chromium', () => {
 
       const page = await browser!.newPage();
       cleanup.push(() => page.close());
+      shown = { page, file: `failed-${target.screenshot}` };
       const pageErrors: string[] = [];
       page.on('pageerror', (error) => pageErrors.push(error.message));
       await page.goto(dashboard.url);
