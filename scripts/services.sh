@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Starts the database servers the test suites use, installing them from Debian's packages when missing.
-# Idempotent: a server that already answers is left alone. Everything listens on 127.0.0.1 only.
+# Starts the database servers the test suites use, installing them from Debian's packages when missing, and
+# installs Debian's Chromium for the dashboard's browser test (playwright-core drives /usr/bin/chromium; it
+# never downloads a browser). Idempotent: a server that already answers is left alone. Everything listens
+# on 127.0.0.1 only.
 #   PostgreSQL: 127.0.0.1:5432, user postgres (password "postgres" where password auth is in force)
 #   MariaDB:    127.0.0.1:3306, user root with an empty password
 set -euo pipefail
@@ -59,5 +61,15 @@ start_mariadb() {
   echo "services: MariaDB started"
 }
 
+ensure_chromium() {
+  if [ -x /usr/bin/chromium ]; then
+    echo "services: Chromium already installed"
+  else
+    apt_install chromium
+    echo "services: Chromium installed"
+  fi
+}
+
 start_postgres
 start_mariadb
+ensure_chromium

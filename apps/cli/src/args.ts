@@ -15,6 +15,7 @@ export const COMMAND_FLAGS = {
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
   inspect: ['db', 'adapter', 'table', 'status', 'limit', 'id', 'id-column', 'status-column', 'order-column', 'order', 'json'],
   doctor: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'race-jobs', 'race-workers', 'json'],
+  dashboard: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'lease', 'port', 'host', 'read-only', 'token'],
 } as const;
 
 export type Command = keyof typeof COMMAND_FLAGS;
@@ -22,7 +23,7 @@ export type Command = keyof typeof COMMAND_FLAGS;
 /** Flags that were renamed: using the old name is a usage error that names the new one, never silently accepted. */
 const RENAMED_FLAGS: Readonly<Record<string, string>> = { strategy: 'claim-strategy' };
 
-const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose', 'force']);
+const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose', 'force', 'read-only']);
 const REPEATABLE_FLAGS = new Set(['id']);
 
 export type Flags = Record<string, string | string[] | boolean | undefined>;
@@ -105,7 +106,7 @@ export function optionalDuration(flags: Flags, name: string): number | undefined
   return value === undefined ? undefined : parseDuration(value, `--${name}`);
 }
 
-/** The table description shared by work, stats, requeue, inspect and doctor. */
+/** The table description shared by work, stats, requeue, inspect, doctor and dashboard. */
 export function tableConfig(flags: Flags, command: Command, defaultTable?: string): TableConfig {
   const table = optionalString(flags, 'table') ?? defaultTable;
   if (table === undefined) throw new ConfigError(`${command}: --table is required`);

@@ -21,8 +21,8 @@ export interface Io {
   logDestination?: () => Promise<LogDestination>;
 }
 
-/** The `work` command's logger; `base`: the fields every line carries besides time, level and pid. */
-async function workLogger(settings: LogSettings, io: Io, base: Record<string, unknown>, beside: (destination: LogDestination) => LogDestination = (d) => d): Promise<Logger> {
+/** The logger of `work` (and `dashboard`); `base`: the fields every line carries besides time, level and pid. */
+export async function workLogger(settings: LogSettings, io: Io, base: Record<string, unknown>, beside: (destination: LogDestination) => LogDestination = (d) => d): Promise<Logger> {
   const destination: LogDestination = io.logDestination ? await io.logDestination() : { write: (text) => io.out(text.replace(/\n$/, '')), isTTY: false };
   return createLogger(settings, beside(destination), base);
 }
@@ -354,10 +354,10 @@ export async function requeue(flags: Flags, io: Io): Promise<number> {
  * (bound as a number, so `010` is 10); any other column the exact text (`010` is not `10`, and MariaDB never
  * casts a text column to a number to compare it with one).
  */
-export function parseId(text: string, column: ColumnInfo, command: Command): JobId {
-  if (text.length === 0) throw new ConfigError(`${command}: --id needs a value`);
+export function parseId(text: string, column: ColumnInfo, command: Command, what = '--id'): JobId {
+  if (text.length === 0) throw new ConfigError(`${command}: ${what} needs a value`);
   if (!column.integer) return text;
-  if (!/^[-+]?\d+$/.test(text)) throw new ConfigError(`${command}: --id ${JSON.stringify(text)} is not an integer, and id column ${column.name} is ${column.type}`);
+  if (!/^[-+]?\d+$/.test(text)) throw new ConfigError(`${command}: ${what} ${JSON.stringify(text)} is not an integer, and id column ${column.name} is ${column.type}`);
   const value = BigInt(text);
   return Number.isSafeInteger(Number(value)) ? Number(value) : value;
 }

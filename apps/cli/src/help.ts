@@ -109,4 +109,20 @@ ${COLUMNS}
   --race-jobs N               rows in the race (default ${RACE_DEFAULTS.jobs}; 0 skips the race; at most 100000)
   --race-workers N            workers racing, each with its own connections (default ${RACE_DEFAULTS.workers}; at most 32)
   --json                      one JSON object: { ok, server, checks: [{ name, status, detail, fix? }], race }`,
+  dashboard: `usage: statusq dashboard --db URL --table T [--port 4300] [--host 127.0.0.1] [--read-only] [--token TOKEN]
+A web page and a JSON API (/api/) over one table: counts, throughput, the oldest pending row, rows in processing
+with their lease, failures with their last error, and requeue actions (failed, abuse, expired processing rows).
+Runs until SIGINT or SIGTERM (exit 0). Logs one line with the URL it serves (the port chosen with --port 0).
+
+${DB}
+  --table T                   the table (required)
+${COLUMNS}
+  --order newest|oldest       the claim order pending rows are listed in (default newest)
+  --lease DURATION            processing rows count as expired (requeueable) past this lease (default 5m)
+  --port P                    the port to listen on (default 4300; 0: any free port)
+  --host H                    the address to listen on (default 127.0.0.1); any other than a loopback address
+                              (127.0.0.0/8, ::1, localhost) needs a token
+  --token TOKEN               every request needs Authorization: Bearer TOKEN, or Basic auth with TOKEN as the
+                              password (default: $STATUSQ_DASHBOARD_TOKEN; prefer it, --token shows in ps)
+  --read-only                 no actions: every POST is refused (403)`,
 };

@@ -3,6 +3,7 @@
 import { ConfigError, Queue, resolveInspectOptions, statusName, validateTableConfig, type InspectStatus, type ResolvedTable, type Row } from '@statusq/core';
 import { optionalInteger, optionalString, tableConfig, type Flags } from './args.js';
 import { parseId, withStore, type Io } from './commands.js';
+import { toJson } from './json.js';
 import { clip } from './text.js';
 
 /** Widest a listing cell gets; last_error gets more, being the column read most. */
@@ -107,9 +108,4 @@ function table(header: readonly string[], rows: readonly string[][]): string[] {
   const widths = header.map((name, i) => Math.max(name.length, ...rows.map((row) => [...row[i]!].length)));
   const line = (cells: readonly string[]) => cells.map((cell, i) => (i === cells.length - 1 ? cell : cell + ' '.repeat(widths[i]! - [...cell].length))).join('  ');
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)];
-}
-
-/** JSON with times as ISO strings (Date's own toJSON) and big integers as numbers when exact, else strings. */
-function toJson(value: unknown): string {
-  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? (Number.isSafeInteger(Number(v)) ? Number(v) : v.toString()) : v));
 }

@@ -3,6 +3,7 @@ import { StatusqError, StoreError } from '@statusq/core';
 import { urlSecrets } from '@statusq/core/adapter';
 import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, parseCommandLine, type Command } from './args.js';
 import * as commands from './commands.js';
+import { dashboard } from './dashboard/command.js';
 import { doctor } from './doctor.js';
 import { inspect } from './inspect.js';
 import { COMMAND_HELP } from './help.js';
@@ -29,6 +30,8 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
            [--id ID] [--id-column C] [--status-column C] [--order-column C] [--order newest|oldest]
   doctor   --db URL [--table T] [--id-column C] [--status-column C] [--order-column C] [--order newest|oldest]
            [--race-jobs N] [--race-workers N] [--json]
+  dashboard --db URL --table T [--port 4300] [--host 127.0.0.1] [--read-only] [--token TOKEN] [--lease DURATION]
+           [--id-column C] [--status-column C] [--order-column C] [--order newest|oldest]
 
 --db may be left out when STATUSQ_DATABASE_URL (or else DATABASE_URL) holds the URL; prefer that for a
 URL with a password, which --db shows to every user through ps.
@@ -70,7 +73,7 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
   }
   try {
     const flags = parseCommandLine(command, rest);
-    return await { ...commands, doctor, inspect }[command](flags, io, rest);
+    return await { ...commands, doctor, inspect, dashboard }[command](flags, io, rest);
   } catch (error) {
     if (error instanceof StoreError) {
       io.err(`statusq: database error (${error.kind}${error.nativeCode !== undefined ? ` ${error.nativeCode}` : ''}): ${oneLine(error.message)}`);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TcpProxy, waitFor, type CallDeadlines } from '@statusq/conformance';
 import { generateTableARows, handlerPath } from '@statusq/test-fixtures';
+import { dashboardScenarios } from './cli-dashboard-scenarios.js';
 import { doctorScenarios } from './cli-doctor-scenarios.js';
 import { inspectScenarios } from './cli-inspect-scenarios.js';
 import { lifecycleScenarios } from './cli-lifecycle-scenarios.js';
@@ -467,6 +468,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
     doctorScenarios(ctx, target);
     inspectScenarios(ctx, target);
     progressScenarios(ctx);
+    dashboardScenarios(ctx, target);
 
     extra(ctx);
   });
