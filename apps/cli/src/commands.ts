@@ -251,21 +251,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       process.channel?.unref();
     }
     logWorkerEvents(worker, log, config.table);
-    let server: MetricsServer | null = null;
-    let stopRefresh = () => {};
-    let lastSnapshot = async () => {};
-    if (supervised && process.env[METRICS_IPC_VARIABLE] === '1') {
-      const registry = new WorkerMetrics();
-      observeWorker(worker, registry, config.table);
-      // statusq_queue_rows is the launcher's: it reads the table once for all its children.
-      lastSnapshot = sendSnapshotsToLauncher(registry.registry);
-    } else if (metrics !== null) {
-      const registry = new WorkerMetrics();
-      observeWorker(worker, registry, config.table);
-      server = await serveMetrics(metrics, registry.registry, { draining: () => draining, ping: () => store.execute({ sql: 'SELECT 1', params: [] }) });
-      stopRefresh = refreshQueueRows(worker.queue, registry.queueRows, config.table, log);
-      announceMetrics(log, metrics, server.port);
-    }
+    const stopMetrics = await workerMetrics(worker, store, supervised ? 'launcher' : metrics, log, () => draining);
     let signals = 0;
     const unregister = io.onSignal((signal) => {
       signals++;
@@ -294,9 +280,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     } finally {
       draining = true;
       unregister();
-      stopRefresh();
-      await lastSnapshot();
-      await server?.close();
+      await stopMetrics();
       await shown.stop();
     }
     if (stopReason === 'recycle') {
@@ -306,6 +290,26 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     }
     return EXIT.ok;
   });
+}
+
+/**
+ * The metrics of one `work` process: sent to the launcher under `--processes` when it serves --metrics-port
+ * (statusq_queue_rows is the launcher's then: it reads the table once for all its children), else served
+ * here. Returns what stops them: after it, the launcher has the last snapshot and the port is closed.
+ */
+async function workerMetrics(worker: Worker, store: Store, serve: MetricsSettings | 'launcher' | null, log: Logger, draining: () => boolean): Promise<() => Promise<void>> {
+  const toLauncher = serve === 'launcher' && process.env[METRICS_IPC_VARIABLE] === '1';
+  if (serve === null || (serve === 'launcher' && !toLauncher)) return async () => {};
+  const registry = new WorkerMetrics();
+  observeWorker(worker, registry, worker.queue.table.table);
+  if (serve === 'launcher') return sendSnapshotsToLauncher(registry.registry);
+  const server = await serveMetrics(serve, registry.registry, { draining, ping: () => store.execute({ sql: 'SELECT 1', params: [] }) });
+  const stopRefresh = refreshQueueRows(worker.queue, registry.queueRows, worker.queue.table.table, log);
+  announceMetrics(log, serve, server.port);
+  return async () => {
+    stopRefresh();
+    await server.close();
+  };
 }
 
 export async function stats(flags: Flags, io: Io): Promise<number> {
@@ -410,19 +414,17 @@ const METRICS_IPC_VARIABLE = 'STATUSQ_METRICS_IPC';
  */
 async function serveLauncherMetrics(settings: MetricsSettings, target: RecoveryTarget, log: Logger): Promise<{ observe: (event: SupervisorEvent) => void; close: () => Promise<void> }> {
   const metrics = new LauncherMetrics(target.table.table);
-  const store = await openStore(target.url, { create: false }, target.adapter);
+  const { queue, close: closeQueue } = await openQueue(target);
   let draining = false;
   let listening: MetricsServer;
-  let queue: Queue;
   try {
-    queue = await Queue.open(store, target.table);
     listening = await serveMetrics(settings, metrics.exposition, {
       draining: () => draining,
       ping: () => (metrics.childrenUp > 0 ? Promise.resolve() : Promise.reject(new Error('none has reported yet, or all have ended'))),
       unready: 'no worker process is up',
     });
   } catch (error) {
-    await store.close();
+    await closeQueue();
     throw error;
   }
   const stopRefresh = refreshQueueRows(queue, metrics.queueRows, target.table.table, log);
@@ -441,7 +443,7 @@ async function serveLauncherMetrics(settings: MetricsSettings, target: RecoveryT
       const jobs = await metrics.jobTotals();
       log.info({ jobs }, `worker processes' merged statusq_jobs_total: ${Object.entries(jobs).map(([outcome, n]) => `${outcome} ${n}`).join(', ')}`);
       await listening.close();
-      await store.close();
+      await closeQueue();
     },
   };
 }

@@ -123,6 +123,7 @@ ${COLUMNS}
   --host H                    the address to listen on (default 127.0.0.1); any other than a loopback address
                               (127.0.0.0/8, ::1, localhost) needs a token
   --token TOKEN               every request needs Authorization: Bearer TOKEN, or Basic auth with TOKEN as the
-                              password (default: $STATUSQ_DASHBOARD_TOKEN; prefer it, --token shows in ps)
+                              password (default: $STATUSQ_DASHBOARD_TOKEN; prefer it, --token shows in ps);
+                              at least 12 characters (openssl rand -hex 24)
   --read-only                 no actions: every POST is refused (403)`,
 };

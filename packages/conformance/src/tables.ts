@@ -4,7 +4,7 @@
  */
 import { Queue, initTable, migrateTable, type ColumnGroup, type SqlValue, type Store } from '@statusq/core';
 import { formatUtcTime, type TableARow } from '@statusq/test-fixtures';
-import type { CheckedTable, FixtureTables } from './fixtures.js';
+import type { CheckedTable, FixtureTables, QueryPlans } from './fixtures.js';
 import { placeholders } from './rows.js';
 
 const INSERT_CHUNK = 500;
@@ -63,6 +63,19 @@ export async function insertTableA(store: Store, rows: readonly TableARow[], tab
 export async function createJobs(store: Store, table = 'jobs'): Promise<Queue> {
   await initTable(store, table);
   return Queue.open(store, { table });
+}
+
+/**
+ * `jobs` as a queue looks after a long life: 5,000 rows, all done but the first 20 still pending, and the
+ * statistics refreshed, so a plan shows what a claim, a count or a listing costs on a mostly finished table.
+ */
+export async function createMostlyFinishedJobs(store: Store, queryPlans: QueryPlans): Promise<Queue> {
+  const jobs = await createJobs(store);
+  await jobs.enqueue(Array.from({ length: 5000 }, (_, n) => ({ n })));
+  const q = (name: string) => store.dialect.quoteIdentifier(name);
+  await store.execute({ sql: `UPDATE ${q(jobs.table.table)} SET ${q(jobs.table.status)} = ${jobs.table.codes.done} WHERE ${q(jobs.table.id)} > ${store.dialect.placeholder(1)}`, params: [20] });
+  await queryPlans.analyze(store, jobs.table.table);
+  return jobs;
 }
 
 /** Enqueues payloads on a managed table and returns their ids in enqueue order. */

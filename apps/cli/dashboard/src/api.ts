@@ -1,6 +1,10 @@
 // The JSON API `statusq dashboard` serves (the contract in apps/cli/src/dashboard/), as the page reads it.
 // URLs are relative to the page, so a reverse proxy may mount the dashboard under any path.
 
+import type { ErrorKind, ThroughputSample } from '../../src/dashboard/api-types.ts';
+
+export type { ErrorKind, ThroughputSample };
+
 /** A row id as the API sends it: a number when exact, else a string (big integers, text ids). */
 export type RowId = number | string;
 
@@ -17,15 +21,6 @@ export interface Overview {
   oldestPending: { id: RowId; order: unknown; ageMs: number | null } | null;
   clock: string;
   leaseMs: number | null;
-}
-
-export interface ThroughputSample {
-  t: number;
-  done: number;
-  failed: number;
-  abuse: number;
-  pending: number;
-  processing: number;
 }
 
 export interface Throughput {
@@ -60,7 +55,8 @@ export interface RequeueResult {
 export class ApiError extends Error {
   constructor(
     readonly status: number,
-    readonly kind: string,
+    /** One of the API's ErrorKinds, or `HTTP <status>` when the answer was not the API's (a proxy's page). */
+    readonly kind: ErrorKind | `HTTP ${number}`,
     message: string,
   ) {
     super(message);
@@ -79,7 +75,7 @@ async function call<T>(path: string, init?: RequestInit): Promise<T> {
     // A proxy's HTML error page, say: reported below by status.
   }
   if (!response.ok) {
-    const error = (body as { error?: { kind?: string; message?: string } } | null)?.error;
+    const error = (body as { error?: { kind?: ErrorKind; message?: string } } | null)?.error;
     throw new ApiError(response.status, error?.kind ?? `HTTP ${response.status}`, error?.message ?? (text.slice(0, 200) || response.statusText));
   }
   return body as T;

@@ -175,6 +175,15 @@ function idColumn(overview: Overview): string {
 
 type Ask = ((action: Action) => void) | null;
 
+/** A card's requeue-everything button: nothing happens until the operator confirms `action` in the dialog. */
+function RequeueAll({ testId, label, disabled, ask, action }: { testId: string; label: string; disabled: boolean; ask: (action: Action) => void; action: Action }) {
+  return (
+    <button type="button" data-testid={testId} disabled={disabled} onClick={() => ask(action)}>
+      {label}
+    </button>
+  );
+}
+
 function Processing({ snapshot, ask }: { snapshot: Snapshot; ask: Ask }) {
   const { overview, processing: report } = snapshot;
   const id = idColumn(overview);
@@ -193,20 +202,17 @@ function Processing({ snapshot, ask }: { snapshot: Snapshot; ask: Ask }) {
       <div class="card-head">
         <h2 id="processing-title">Processing</h2>
         {canRequeue && (
-          <button
-            type="button"
-            data-testid="requeue-expired"
+          <RequeueAll
+            testId="requeue-expired"
+            label="Requeue expired"
             disabled={expired === 0}
-            onClick={() =>
-              ask({
-                title: 'Requeue expired processing rows?',
-                detail: `Every processing row of ${overview.table} whose lease (${formatAge(leaseMs ?? 0)}) has run out goes back to pending; its interrupted attempt counts. Rows with a live lease are left alone.`,
-                request: { status: 'processing', all: true },
-              })
-            }
-          >
-            Requeue expired
-          </button>
+            ask={ask}
+            action={{
+              title: 'Requeue expired processing rows?',
+              detail: `Every processing row of ${overview.table} whose lease (${formatAge(leaseMs ?? 0)}) has run out goes back to pending; its interrupted attempt counts. Rows with a live lease are left alone.`,
+              request: { status: 'processing', all: true },
+            }}
+          />
         )}
       </div>
       <Listed report={report} total={overview.counts.processing} empty="No row is being processed.">
@@ -258,20 +264,17 @@ function Settled({ status, title, overview, report, ask }: { status: 'failed' | 
       <div class="card-head">
         <h2 id={titleId}>{title}</h2>
         {ask && (
-          <button
-            type="button"
-            data-testid={`requeue-all-${status}`}
+          <RequeueAll
+            testId={`requeue-all-${status}`}
+            label={`Requeue all ${status}`}
             disabled={report.rows.length === 0}
-            onClick={() =>
-              ask({
-                title: `Requeue all ${status} rows?`,
-                detail: `Every ${status} row of ${overview.table} (${formatCount(total)} now) goes back to pending and starts its attempts over.`,
-                request: { status, all: true },
-              })
-            }
-          >
-            Requeue all {status}
-          </button>
+            ask={ask}
+            action={{
+              title: `Requeue all ${status} rows?`,
+              detail: `Every ${status} row of ${overview.table} (${formatCount(total)} now) goes back to pending and starts its attempts over.`,
+              request: { status, all: true },
+            }}
+          />
         )}
       </div>
       <Listed report={report} total={total} empty={`No ${status} rows.`}>

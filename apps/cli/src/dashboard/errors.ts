@@ -1,7 +1,6 @@
 // The API's error bodies: `{ error: { kind, message } }`, one kind per HTTP status the contract names.
 import { toJson } from '../json.js';
-
-export type ErrorKind = 'BadRequest' | 'ReadOnly' | 'Unauthorized' | 'NotFound' | 'Database' | 'UnsupportedMediaType' | 'Forbidden' | 'Internal';
+import type { ErrorKind } from './api-types.js';
 
 /** What a request carries past the guards: the Basic auth user name, for the action log. */
 export interface DashboardEnv {

@@ -1,16 +1,7 @@
 // /api/throughput: the row counts sampled over time, so the page can draw jobs per second without every
 // open page (or every poll) running its own GROUP BY over the whole table.
 import type { StatusCounts } from '@statusq/core';
-
-export interface ThroughputSample {
-  /** When the count finished, epoch milliseconds. */
-  t: number;
-  done: number;
-  failed: number;
-  abuse: number;
-  pending: number;
-  processing: number;
-}
+import type { ThroughputSample } from './api-types.js';
 
 export interface SamplerOptions {
   /** Never sample more often than this (default 2 s). */

@@ -14,7 +14,8 @@ import { parseId } from '../commands.js';
 import { toJson } from '../json.js';
 import { errorFields, type Logger } from '../log.js';
 import { oneLine } from '../text.js';
-import { errorBody, JSON_TYPE, type DashboardEnv, type ErrorKind } from './errors.js';
+import type { ErrorKind } from './api-types.js';
+import { errorBody, JSON_TYPE, type DashboardEnv } from './errors.js';
 import { guards, type GuardOptions } from './guards.js';
 import type { ThroughputSampler } from './sampler.js';
 

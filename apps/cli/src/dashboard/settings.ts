@@ -5,6 +5,8 @@ import { optionalDuration, optionalInteger, optionalString, type Flags } from '.
 
 /** Where the token may come from instead of --token, which every user sees through `ps`. */
 export const TOKEN_VARIABLE = 'STATUSQ_DASHBOARD_TOKEN';
+/** A token guessable by trying is no guard; 12 characters also keep a typo'd one-word token out. */
+export const MIN_TOKEN_LENGTH = 12;
 export const DEFAULT_PORT = 4300;
 export const DEFAULT_HOST = '127.0.0.1';
 
@@ -26,6 +28,10 @@ export function dashboardSettings(flags: Flags): DashboardSettings {
   const flag = optionalString(flags, 'token');
   if (flag === '') throw new ConfigError('dashboard: --token is empty');
   const token = flag ?? (process.env[TOKEN_VARIABLE] || null);
+  if (token !== null && token.length < MIN_TOKEN_LENGTH) {
+    // Never echoed: even a weak token is a secret.
+    throw new ConfigError(`dashboard: the token (${flag === undefined ? TOKEN_VARIABLE : '--token'}) must be at least ${MIN_TOKEN_LENGTH} characters; make one with: openssl rand -hex 24`);
+  }
   if (token === null && !isLoopback(host)) {
     throw new ConfigError(`dashboard: --host ${host} is not a loopback address, so anyone who reaches it could requeue rows; set ${TOKEN_VARIABLE} (or --token), or bind to 127.0.0.1`);
   }

@@ -281,6 +281,7 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
       [['--port', '70000'], /^statusq: dashboard: --port must be 1 to 65535 \(or 0 for any free port\), got 70000$/],
       [['--port', 'http'], /^statusq: --port must be a whole number, got "http"$/],
       [['--token', ''], /^statusq: dashboard: --token is empty$/],
+      [['--token', 'hunter2'], /^statusq: dashboard: the token \(--token\) must be at least 12 characters; make one with: openssl rand -hex 24$/],
       [['--lease', '5'], /^statusq: .*--lease/],
       [['--status', 'failed'], /^statusq: dashboard: Unknown option '--status'/],
       [['--table', 'nope'], /^statusq: table "nope" does not exist$/],

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { pendingIndexName } from '@statusq/core';
 import { TransitionSql } from '@statusq/core/adapter';
 import type { TestEnv } from '../harness.js';
-import { createJobs } from '../tables.js';
+import { createMostlyFinishedJobs } from '../tables.js';
 
 /**
  * What `statusq inspect` reads. Queue.inspect itself is run by the CLI scenarios on every dialect; here its
@@ -15,11 +15,7 @@ export function inspectCases(env: () => TestEnv): void {
       const plans = env().options.queryPlans;
       if (!plans) return skipFor(ctx, 'queryPlans');
       const store = await env().store();
-      const jobs = await createJobs(store);
-      await jobs.enqueue(Array.from({ length: 5000 }, (_, n) => ({ n })));
-      const q = (n: string) => store.dialect.quoteIdentifier(n);
-      await store.execute({ sql: `UPDATE ${q('jobs')} SET ${q('status')} = 1 WHERE ${q('id')} > ${store.dialect.placeholder(1)}`, params: [20] });
-      await plans.analyze(store, 'jobs');
+      const jobs = await createMostlyFinishedJobs(store, plans);
       for (const direction of ['newest', 'oldest'] as const) {
         const statement = new TransitionSql({ ...jobs.table, direction }, store.dialect).inspect('pending', 20, 'clock');
         const plan = await plans.explain(store, statement);

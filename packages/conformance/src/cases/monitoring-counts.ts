@@ -2,7 +2,7 @@ import { skipFor } from '../skips.js';
 import { describe, expect, it } from 'vitest';
 import { pendingIndexName, type Queue, type StatusBucket, type StatusCounts } from '@statusq/core';
 import type { TestEnv } from '../harness.js';
-import { createJobs, enqueueJobs } from '../tables.js';
+import { createJobs, createMostlyFinishedJobs, enqueueJobs } from '../tables.js';
 
 /** The rows of each status the cases lay out (`other`: a code that is none of the table's). */
 const LAYOUT: StatusCounts = { pending: 5, processing: 3, done: 40, abuse: 2, failed: 3, other: 1 };
@@ -77,11 +77,7 @@ export function monitoringCountCases(env: () => TestEnv): void {
       const plans = env().options.queryPlans;
       if (!plans) return skipFor(ctx, 'queryPlans');
       const store = await env().store();
-      const jobs = await createJobs(store);
-      await jobs.enqueue(Array.from({ length: 5000 }, (_, n) => ({ n })));
-      const q = (n: string) => store.dialect.quoteIdentifier(n);
-      await store.execute({ sql: `UPDATE ${q('jobs')} SET ${q('status')} = ${jobs.table.codes.done} WHERE ${q('id')} > ${store.dialect.placeholder(1)}`, params: [20] });
-      await plans.analyze(store, 'jobs');
+      const jobs = await createMostlyFinishedJobs(store, plans);
       const plan = await plans.explain(store, jobs.sql.rowsWithStatus(null), { statusColumn: 'status' });
       expect(plan.index, plan.text).toBe(pendingIndexName('jobs'));
       expect(plan.bounded, plan.text).toBe(true);
