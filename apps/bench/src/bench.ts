@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [--quick] [--only s1,s2] [--dialects d1,d2] [--no-peers] [--workers 1,8] [--jobs N] [--strategies native] [--rounds N] [--progress] [--render FILE]`
+ * `pnpm bench [--quick] [--only s1,s2] [--dialects d1,d2] [--no-peers] [--workers 1,8] [--jobs N] [--strategies native] [--rounds N] [--progress] [--variants quiet,logs,metrics,observed,progress] [--render FILE]`
  *
  * Runs the scenarios, prints a table per scenario and writes every measurement as a JSON line. A full run
  * also rewrites the generated part of docs/benchmarks.md and its chart; `--quick` (CI) and partial runs
@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import type { ClaimStrategy } from '@statusq/core';
 import { DIALECTS, openBenchDatabase, type Dialect } from './databases.js';
 import type { Peer } from './peer-contract.js';
-import type { BenchRecord } from './records.js';
+import { OBSERVABILITY_VARIANTS, type BenchRecord, type ObservabilityVariant } from './records.js';
 import { observability } from './observability.js';
 import { markdownReport, ratioLines, textReport, throughputSvg } from './report.js';
 import { FULL_PLAN, QUICK_PLAN, SCENARIOS, burnDown, costGrowth, peers, pickup, type BenchContext, type ScenarioName } from './scenarios.js';
@@ -36,9 +36,10 @@ interface Args {
   workers: number[] | null;
   jobs: number | null;
   strategies: ClaimStrategy[] | null;
-  /** The observability scenario: its rounds, and whether it runs the `progress` variant (`work --progress`). */
+  /** The observability scenario: its rounds, and which variants it runs (`--progress` adds `progress`). */
   rounds: number | null;
   progress: boolean;
+  variants: ObservabilityVariant[] | null;
 }
 
 function list<T extends string>(raw: string | undefined, allowed: readonly T[], what: string): T[] {
@@ -55,7 +56,7 @@ function counts(raw: string | undefined, what: string): number[] {
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { quick: false, only: [...SCENARIOS], dialects: [...DIALECTS], peers: true, render: null, workers: null, jobs: null, strategies: null, rounds: null, progress: false };
+  const args: Args = { quick: false, only: [...SCENARIOS], dialects: [...DIALECTS], peers: true, render: null, workers: null, jobs: null, strategies: null, rounds: null, progress: false, variants: null };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--') continue;
@@ -68,12 +69,19 @@ function parseArgs(argv: readonly string[]): Args {
     else if (arg === '--jobs') args.jobs = counts(argv[++i], '--jobs')[0]!;
     else if (arg === '--rounds') args.rounds = counts(argv[++i], '--rounds')[0]!;
     else if (arg === '--progress') args.progress = true;
+    else if (arg === '--variants') args.variants = list(argv[++i], OBSERVABILITY_VARIANTS, 'variant');
     else if (arg === '--render') {
       args.render = argv[++i] ?? '';
       if (!args.render) throw new UsageError('--render needs a results file');
     } else throw new UsageError(`unknown option ${JSON.stringify(arg)}`);
   }
   return args;
+}
+
+/** The observability variants to run: `--variants` as given, else quiet and observed, plus progress with `--progress`. */
+function observabilityVariants(args: Args): ObservabilityVariant[] {
+  if (args.variants !== null) return args.progress && !args.variants.includes('progress') ? [...args.variants, 'progress'] : args.variants;
+  return args.progress ? ['quiet', 'observed', 'progress'] : ['quiet', 'observed'];
 }
 
 async function loadPeers(): Promise<Peer[]> {
@@ -145,7 +153,7 @@ async function main(args: Args): Promise<void> {
   const base = args.quick ? QUICK_PLAN : FULL_PLAN;
   const plan = { ...base, ...(args.workers && { workerCounts: args.workers, handlerWorkerCounts: args.workers }), ...(args.jobs && { jobs: args.jobs }), ...(args.strategies && { strategies: args.strategies }), ...(args.rounds && { observabilityRounds: args.rounds }) };
   const partial =
-    args.workers !== null || args.jobs !== null || args.strategies !== null || args.rounds !== null || args.progress || !args.peers || args.only.length < SCENARIOS.length || args.dialects.length < DIALECTS.length;
+    args.workers !== null || args.jobs !== null || args.strategies !== null || args.rounds !== null || args.progress || args.variants !== null || !args.peers || args.only.length < SCENARIOS.length || args.dialects.length < DIALECTS.length;
   const resultsFile = args.quick || partial ? join(ROOT, 'apps', 'bench', 'results', args.quick ? 'quick.jsonl' : 'partial.jsonl') : join(DOCS_DATA, 'results.jsonl');
   mkdirSync(dirname(resultsFile), { recursive: true });
   writeFileSync(resultsFile, '');
@@ -169,7 +177,7 @@ async function main(args: Args): Promise<void> {
     else if (scenario === 'peers') await peers(ctx);
     else if (scenario === 'pickup') await pickup(ctx);
     else if (scenario === 'cost-growth') await costGrowth(ctx);
-    else if (scenario === 'observability') await observability(ctx, { rounds: plan.observabilityRounds, progress: args.progress });
+    else if (scenario === 'observability') await observability(ctx, { rounds: plan.observabilityRounds, variants: observabilityVariants(args) });
     else {
       await burnDown(ctx, 'handler-5ms');
       await peers(ctx, 'handler-5ms');

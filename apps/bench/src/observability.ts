@@ -17,7 +17,8 @@
  * under 2% of its CPU. At info no per-job line is logged (about 940 bytes of log a run).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,20 +31,35 @@ const SCRAPE_INTERVAL_MS = 1_000;
 
 export interface ObservabilityOptions {
   rounds: number;
-  /** Adds the `progress` variant (needs `statusq work --progress`). */
-  progress: boolean;
+  /** The variants to run; the first is the baseline the others are compared with. */
+  variants: readonly ObservabilityVariant[];
 }
 
 interface RunResult {
   seconds: number;
+  cpuSeconds: number;
   scrapes: number;
   logBytes: number;
 }
 
-function argsOf(variant: ObservabilityVariant, url: string, table: string, handler: string, concurrency: number): string[] {
+/** A port free on 127.0.0.1 now: the `metrics` variant logs nothing at info, so it cannot announce the one it got. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+function argsOf(variant: ObservabilityVariant, url: string, table: string, handler: string, concurrency: number, metricsPort: number): string[] {
   const base = ['work', '--db', url, '--table', table, '--handler', handler, '--concurrency', String(concurrency), '--exit-when-empty'];
-  if (variant === 'quiet') return [...base, '--log-level', 'error'];
-  const observed = [...base, '--log-format', 'json', '--metrics-port', '0'];
+  const logs = ['--log-format', 'json'];
+  const quiet = ['--log-level', 'error'];
+  const metrics = ['--metrics-port', String(metricsPort)];
+  if (variant === 'quiet') return [...base, ...quiet];
+  if (variant === 'logs') return [...base, ...logs];
+  if (variant === 'metrics') return [...base, ...quiet, ...metrics];
+  const observed = [...base, ...logs, ...metrics];
   return variant === 'observed' ? observed : [...observed, '--progress', 'on'];
 }
 
@@ -51,8 +67,13 @@ function argsOf(variant: ObservabilityVariant, url: string, table: string, handl
 const shellWord = (word: string) => `'${word.replaceAll("'", "'\\''")}'`;
 
 /** One `statusq work` process to its exit, its output drained (and its metrics scraped every second). */
-async function runCli(variant: ObservabilityVariant, args: string[]): Promise<RunResult> {
-  const command = [process.execPath, CLI, ...args];
+async function runCli(variant: ObservabilityVariant, url: string, table: string, handler: string, concurrency: number): Promise<RunResult> {
+  const port = await freePort();
+  const args = argsOf(variant, url, table, handler, concurrency, port);
+  const scraped = variant !== 'quiet' && variant !== 'logs';
+  // GNU time reports the CLI's own CPU time (not script's), in a file so it never mixes with the output.
+  const timeFile = join(tmpdir(), `statusq-bench-time-${process.pid}-${port}`);
+  const command = ['/usr/bin/time', '-f', '%U %S', '-o', timeFile, process.execPath, CLI, ...args];
   // Under `script` the CLI's stdout and stderr are a terminal, as an operator's are; script copies them here.
   const child =
     variant === 'progress'
@@ -60,20 +81,17 @@ async function runCli(variant: ObservabilityVariant, args: string[]): Promise<Ru
       : spawn(command[0]!, command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   let logBytes = 0;
-  let port = 0;
   let scrapes = 0;
   let scraping: Promise<void> = Promise.resolve();
   const scrape = setInterval(() => {
-    if (port === 0) return;
+    if (!scraped) return;
     scraping = fetch(`http://127.0.0.1:${port}/metrics`)
       .then((response) => response.text())
       .then(() => void scrapes++, () => undefined);
   }, SCRAPE_INTERVAL_MS);
   const read = (chunk: Buffer) => {
     logBytes += chunk.length;
-    if (port !== 0) return;
-    output += chunk.toString();
-    port = Number(/"metricsPort":(\d+)/.exec(output)?.[1] ?? 0);
+    output = (output + chunk.toString()).slice(-2000);
   };
   const started = performance.now();
   child.stdout!.on('data', read);
@@ -87,7 +105,9 @@ async function runCli(variant: ObservabilityVariant, args: string[]): Promise<Ru
   clearInterval(scrape);
   await scraping;
   if (code !== 0) throw new Error(`statusq ${args.join(' ')} (${variant}) exited with ${code}: ${stderr || output.slice(-2000)}`);
-  return { seconds, scrapes, logBytes };
+  const [user, system] = readFileSync(timeFile, 'utf8').trim().split(/\s+/).slice(-2).map(Number);
+  rmSync(timeFile, { force: true });
+  return { seconds, cpuSeconds: user! + system!, scrapes, logBytes };
 }
 
 /** The observability scenario on PostgreSQL: rounds of every variant, then medians and overhead against `quiet`. */
@@ -95,7 +115,8 @@ export async function observability(ctx: BenchContext, options: ObservabilityOpt
   if (!ctx.dialects.includes('postgres')) return;
   const { jobs } = ctx.plan;
   const concurrency = 32;
-  const variants: ObservabilityVariant[] = options.progress ? ['quiet', 'observed', 'progress'] : ['quiet', 'observed'];
+  const variants = options.variants;
+  const baseline = variants[0]!;
   const dir = mkdtempSync(join(tmpdir(), 'statusq-bench-observability-'));
   const handler = join(dir, 'noop.mjs');
   writeFileSync(handler, 'export default async () => {};\n');
@@ -105,14 +126,17 @@ export async function observability(ctx: BenchContext, options: ObservabilityOpt
     const fixed = new Map<ObservabilityVariant, number>();
     for (const variant of variants) {
       await db.createTable(table, { pending: 0, finished: 0 });
-      const empty = [await runCli(variant, argsOf(variant, db.url, table, handler, concurrency)), await runCli(variant, argsOf(variant, db.url, table, handler, concurrency))];
+      const empty = [await runCli(variant, db.url, table, handler, concurrency), await runCli(variant, db.url, table, handler, concurrency)];
       fixed.set(variant, quantile(empty.map((r) => r.seconds), 0.5));
     }
+    // The first full run of a session was 10-20% slower for every variant (the server's caches filling): not measured.
+    await db.createTable(table, { pending: jobs, finished: 0 });
+    await runCli(baseline, db.url, table, handler, concurrency);
     const records: ObservabilityRecord[] = [];
     for (let round = 0; round < options.rounds; round++) {
       for (const variant of round % 2 === 0 ? variants : [...variants].reverse()) {
         await db.createTable(table, { pending: jobs, finished: 0 });
-        const result = await runCli(variant, argsOf(variant, db.url, table, handler, concurrency));
+        const result = await runCli(variant, db.url, table, handler, concurrency);
         const fixedSeconds = fixed.get(variant)!;
         const record: ObservabilityRecord = {
           scenario: 'observability',
@@ -128,16 +152,29 @@ export async function observability(ctx: BenchContext, options: ObservabilityOpt
           netJobsPerSec: Math.round(jobs / Math.max(0.001, result.seconds - fixedSeconds)),
           scrapes: result.scrapes,
           logBytes: result.logBytes,
+          cpuMsPer1000Jobs: Math.round((10_000_000 * result.cpuSeconds) / jobs) / 10,
         };
         records.push(record);
         ctx.record(record);
       }
     }
-    const median = (variant: ObservabilityVariant, key: 'jobsPerSec' | 'netJobsPerSec') => quantile(records.filter((r) => r.variant === variant).map((r) => r[key]), 0.5);
-    ctx.log(`\nobservability: ${jobs} no-op jobs, concurrency ${concurrency}, ${options.rounds} rounds; median jobs/s (net of an empty run), overhead vs quiet`);
+    type Key = 'jobsPerSec' | 'netJobsPerSec' | 'cpuMsPer1000Jobs';
+    const of = (variant: ObservabilityVariant) => records.filter((r) => r.variant === variant);
+    const median = (variant: ObservabilityVariant, key: Key) => quantile(of(variant).map((r) => r[key]), 0.5);
+    // Paired by round: the baseline and the variant ran next to each other, so a slow minute of the machine
+    // falls on both; the median of the rounds' overheads is steadier than the overhead of the medians.
+    const overheads = (variant: ObservabilityVariant, key: 'jobsPerSec' | 'netJobsPerSec') =>
+      of(variant).map((r) => {
+        const base = records.find((b) => b.variant === baseline && b.round === r.round)![key];
+        return (100 * (base - r[key])) / base;
+      });
+    const spread = (values: number[]) => `${round(quantile(values, 0.5), 1)}% [${round(quantile(values, 0.25), 1)}..${round(quantile(values, 0.75), 1)}]`;
+    ctx.log(`\nobservability: ${jobs} no-op jobs, concurrency ${concurrency}, ${options.rounds} rounds; medians, and the overhead vs ${baseline} paired by round: median [quartiles]`);
     for (const variant of variants) {
-      const overhead = (key: 'jobsPerSec' | 'netJobsPerSec') => round((100 * (median('quiet', key) - median(variant, key))) / median('quiet', key), 1);
-      ctx.log(`  ${variant.padEnd(9)} ${String(median(variant, 'jobsPerSec')).padStart(6)} jobs/s (${overhead('jobsPerSec')}%)   net ${String(median(variant, 'netJobsPerSec')).padStart(6)} jobs/s (${overhead('netJobsPerSec')}%)`);
+      ctx.log(
+        `  ${variant.padEnd(9)} ${String(median(variant, 'jobsPerSec')).padStart(6)} jobs/s  overhead ${spread(overheads(variant, 'jobsPerSec'))}` +
+          `   net ${String(median(variant, 'netJobsPerSec')).padStart(6)} jobs/s  overhead ${spread(overheads(variant, 'netJobsPerSec'))}   cpu ${median(variant, 'cpuMsPer1000Jobs')} ms/1000 jobs`,
+      );
     }
   } finally {
     await db.dropTable(table).catch(() => undefined);

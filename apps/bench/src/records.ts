@@ -62,7 +62,8 @@ export interface CostRecord {
 }
 
 /** The observability scenario's variants: see observability.ts. */
-export type ObservabilityVariant = 'quiet' | 'observed' | 'progress';
+export const OBSERVABILITY_VARIANTS = ['quiet', 'logs', 'metrics', 'observed', 'progress'] as const;
+export type ObservabilityVariant = (typeof OBSERVABILITY_VARIANTS)[number];
 
 export interface ObservabilityRecord {
   scenario: 'observability';
@@ -79,6 +80,8 @@ export interface ObservabilityRecord {
   netJobsPerSec: number;
   scrapes: number;
   logBytes: number;
+  /** CPU seconds (user + system) of the `statusq work` process, per 1,000 jobs: steadier than throughput. */
+  cpuMsPer1000Jobs: number;
 }
 
 export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ObservabilityRecord;
