@@ -8,7 +8,7 @@ export const COMMAND_FLAGS = {
   enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'progress'],
   work: [
     'db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'concurrency', 'batch',
-    'max-attempts', 'retry-delay', 'lease', 'aging', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
+    'max-attempts', 'retry-delay', 'lease', 'aging', 'poll-max', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
     'log-level', 'log-format', 'processes', 'metrics-port', 'metrics-host', 'progress',
   ],
   stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'json'],

@@ -1,7 +1,7 @@
 import { createReadStream, writeSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type JobId, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
+import { ConfigError, DEFAULT_POLL_MIN_MS, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type JobId, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
 import { databaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
@@ -170,8 +170,13 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   if (claimStrategy !== undefined && claimStrategy !== 'native' && claimStrategy !== 'conditional-update') {
     throw new ConfigError(`--claim-strategy must be native or conditional-update, got ${JSON.stringify(claimStrategy)}`);
   }
+  const pollMaxMs = optionalDuration(flags, 'poll-max');
+  // Below this an idle worker would claim in a tight loop; a wake-up (NOTIFY, SQLite's file watch) is the way to sub-10 ms pick-up.
+  if (pollMaxMs !== undefined && pollMaxMs < MIN_POLL_MAX_MS) throw new ConfigError(`--poll-max must be at least ${MIN_POLL_MAX_MS}ms, got ${flags['poll-max'] as string}`);
   const options = {
     concurrency: optionalInteger(flags, 'concurrency'),
+    // The backoff starts at 25 ms (the worker's default) or at --poll-max if that is shorter.
+    ...(pollMaxMs !== undefined && { pollMaxMs, pollMinMs: Math.min(DEFAULT_POLL_MIN_MS, pollMaxMs) }),
     batch: optionalInteger(flags, 'batch'),
     maxAttempts: optionalInteger(flags, 'max-attempts'),
     retryDelayMs: optionalDuration(flags, 'retry-delay'),
@@ -406,6 +411,8 @@ async function supervise(args: string[], processes: number, stopTimeoutMs: numbe
 
 /** Set by the launcher for its children when it serves --metrics-port: send snapshots over IPC, do not listen. */
 const METRICS_IPC_VARIABLE = 'STATUSQ_METRICS_IPC';
+/** The shortest --poll-max: an idle worker below it would claim in a tight loop. */
+const MIN_POLL_MAX_MS = 10;
 
 /**
  * The launcher's --metrics-port: it serves its children's merged snapshots, counts their restarts, and reads

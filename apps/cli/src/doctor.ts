@@ -164,7 +164,7 @@ async function checkServer(store: Store, server: ServerReport, checks: Check[]):
 
 function claimCheck(store: Store, server: ServerReport): Check {
   const { capabilities: c, nativeClaim } = store;
-  const wakeUps = c.listenNotify ? 'idle workers woken by the database' : 'idle workers poll';
+  const wakeUps = c.listenNotify ? 'idle workers woken when rows arrive' : 'idle workers poll';
   if (!nativeClaim) {
     server.claim = 'conditional update';
     return {

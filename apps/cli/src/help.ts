@@ -51,6 +51,8 @@ ${COLUMNS}
   --retry-delay DURATION      first backoff step, doubling, with next_attempt_at (default 1s)
   --lease DURATION            a claim's lease, with claimed_at (default 5m)
   --aging DURATION            rows older than this are claimed first, oldest first (default off)
+  --poll-max DURATION         longest an idle worker waits between claims (default 1s, at least 10ms); PostgreSQL
+                              (with init's triggers) and SQLite wake it at once when rows arrive, MySQL has no wake-up
   --claim-strategy S          native (default) or conditional-update
   --stop-timeout DURATION     how long a stop waits for running jobs before handing them back (default 30s)
   --job-timeout DURATION      abort and fail an attempt running longer (default none)

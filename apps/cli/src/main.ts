@@ -20,7 +20,7 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
   enqueue  --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--chunk N] [--progress auto|on|off]
   work     --db URL --table T --handler PATH [--id-column C] [--status-column C] [--order-column C]
            [--order newest|oldest] [--concurrency N] [--batch N] [--max-attempts N]
-           [--retry-delay DURATION] [--lease DURATION] [--aging DURATION]
+           [--retry-delay DURATION] [--lease DURATION] [--aging DURATION] [--poll-max DURATION]
            [--claim-strategy native|conditional-update] [--stop-timeout DURATION] [--job-timeout DURATION] [--job-timeout-grace DURATION]
            [--exit-when-empty] [--log-level error|warn|info|debug] [--log-format json|pretty] [--verbose]
            [--processes P] [--metrics-port PORT] [--metrics-host H] [--progress auto|on|off]

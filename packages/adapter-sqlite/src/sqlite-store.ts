@@ -9,6 +9,7 @@ import {
   validateTableName,
   type ColumnInfo,
   type ExecResult,
+  type NativeClaim,
   type CallerRunner,
   type SchemaSupport,
   type Statement,
@@ -24,6 +25,7 @@ import { sqliteInspection } from './sqlite-doctor.js';
 import { toStoreError } from './sqlite-errors.js';
 import { sqliteSchema } from './sqlite-schema.js';
 import { runPrepared } from './sqlite-statements.js';
+import { SqliteWakeUps } from './sqlite-wake-ups.js';
 
 export interface SqliteStoreOptions {
   /** Path of the database file, or `:memory:`. */
@@ -52,12 +54,14 @@ const STATEMENT_CACHE_SIZE = 256;
 export class SqliteStore implements Store {
   readonly dialect = sqliteDialect;
   readonly schema: SchemaSupport = sqliteSchema;
-  readonly capabilities: StoreCapabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true, insertReturning: true };
-  readonly nativeClaim = sqliteNativeClaim;
+  readonly capabilities: StoreCapabilities;
+  readonly nativeClaim: NativeClaim;
   readonly inspection: StoreInspection = sqliteInspection(this);
   private readonly db: Database.Database;
   private readonly cache = new Map<string, Database.Statement>();
   private readonly gate = new ConnectionGate();
+  /** Watches the database file for other connections' commits; null for `:memory:`, which no one else writes. */
+  private readonly wakeUps: SqliteWakeUps | null;
 
   constructor(options: SqliteStoreOptions) {
     if (!options || typeof options.filename !== 'string' || options.filename.length === 0) {
@@ -77,6 +81,25 @@ export class SqliteStore implements Store {
       }
       throw toStoreError(error);
     }
+    this.wakeUps = options.filename === ':memory:' ? null : new SqliteWakeUps(options.filename);
+    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true, insertReturning: true, listenNotify: this.wakeUps !== null };
+    const wakeUps = this.wakeUps;
+    this.nativeClaim = wakeUps ? { ...sqliteNativeClaim, beforeClaim: () => wakeUps.claimStarts() } : sqliteNativeClaim;
+    // A :memory: database is polled: no waitForWork at all.
+    if (!wakeUps) (this as { waitForWork?: unknown }).waitForWork = undefined;
+  }
+
+  /**
+   * Resolves when the database file changed (another connection committed; see SqliteWakeUps), after
+   * `timeoutMs`, or at once when `signal` aborts.
+   */
+  waitForWork(timeoutMs: number, signal: AbortSignal): Promise<void> {
+    return this.wakeUps ? this.wakeUps.wait(timeoutMs, signal) : Promise.resolve();
+  }
+
+  /** Whether the database's directory is watched yet (a commit before that is heard only by polling). */
+  get watchingForWork(): boolean {
+    return this.wakeUps?.watching ?? false;
   }
 
   execute(statement: Statement): Promise<ExecResult> {
@@ -163,6 +186,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.wakeUps?.close();
     this.cache.clear();
     if (this.db.open) this.db.close();
   }

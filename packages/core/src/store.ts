@@ -57,7 +57,10 @@ export interface StoreCapabilities {
   skipLocked: boolean;
   /** UPDATE ... RETURNING is available, so a claim can return the rows it changed. Default false. */
   returning: boolean;
-  /** `waitForWork` is woken by the database when rows arrive (LISTEN/NOTIFY). Default false: polling only. */
+  /**
+   * `waitForWork` is woken when rows may have arrived: PostgreSQL's LISTEN/NOTIFY, SQLite's watch on the
+   * database file. Default false: polling only.
+   */
   listenNotify: boolean;
   /**
    * INSERT ... RETURNING is available, so enqueue reads each new row's id from its own INSERT. Default false:
@@ -208,7 +211,8 @@ export interface Store {
 
   /**
    * Resolves when new work may have arrived or after `timeoutMs`, whichever is first, or at once when the
-   * signal aborts. Only stores with `listenNotify` implement it; others are polled.
+   * signal aborts. Only stores with `listenNotify` implement it; others are polled. A wake-up is a hint, not
+   * a promise of a row: the worker's next claim decides.
    */
   waitForWork?(timeoutMs: number, signal: AbortSignal): Promise<void>;
 

@@ -38,7 +38,12 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
   heartbeatMs?: number | undefined;
   /** How often this worker looks for expired leases. Default half the lease. */
   reapIntervalMs?: number | undefined;
-  /** Idle polling starts at this delay and doubles up to pollMaxMs. Defaults 25 ms and 1 s. */
+  /**
+   * Idle polling starts at this delay and doubles up to pollMaxMs. Defaults DEFAULT_POLL_MIN_MS (25 ms) and
+   * DEFAULT_POLL_MAX_MS (1 s). A store that wakes its idle workers when rows arrive (PostgreSQL NOTIFY,
+   * SQLite's file watch) ends the wait early; on MySQL/MariaDB pollMaxMs bounds how long a row enqueued
+   * after a quiet spell waits.
+   */
   pollMinMs?: number | undefined;
   pollMaxMs?: number | undefined;
   /** Aging: rows older than this (by the order column) are claimed first, oldest first. Off by default. */
@@ -63,6 +68,11 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
 
 /** Longest timer Node can arm (about 24.8 days); longer ones fire at once. */
 const MAX_TIMER_MS = 2_147_483_647;
+
+/** An idle worker's first wait between empty claims; it doubles from here. */
+export const DEFAULT_POLL_MIN_MS = 25;
+/** The longest an idle worker waits between empty claims. */
+export const DEFAULT_POLL_MAX_MS = 1_000;
 
 /** The options a Worker runs with: validated, and every default filled in from the table's features. */
 export interface WorkerSettings {
@@ -103,8 +113,8 @@ export function resolveWorkerOptions(options: WorkerOptions, table: Pick<Resolve
   if (features.leases && leaseMs < 10) throw new ConfigError('lease must be at least 10 ms');
   const heartbeatMs = nonNegative(options.heartbeatMs, Math.max(5, Math.floor(leaseMs / 3)), 'heartbeat');
   const reapIntervalMs = nonNegative(options.reapIntervalMs, Math.max(5, Math.floor(leaseMs / 2)), 'reapInterval');
-  const pollMinMs = nonNegative(options.pollMinMs, 25, 'pollMin');
-  const pollMaxMs = Math.max(pollMinMs, nonNegative(options.pollMaxMs, 1000, 'pollMax'));
+  const pollMinMs = nonNegative(options.pollMinMs, DEFAULT_POLL_MIN_MS, 'pollMin');
+  const pollMaxMs = Math.max(pollMinMs, nonNegative(options.pollMaxMs, DEFAULT_POLL_MAX_MS, 'pollMax'));
   if (options.agingMs !== undefined) nonNegative(options.agingMs, 0, 'aging');
   if ((options as { strategy?: unknown }).strategy !== undefined) throw new ConfigError('the worker option "strategy" was renamed "claimStrategy"');
   const claimStrategy = options.claimStrategy ?? 'native';

@@ -13,12 +13,12 @@ import { Queue } from './queue.js';
 import { JobOutcomes, abortFlight, beforeSettle, ranFor, undecided, type InFlight, type Outcome } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { Settler } from './settler.js';
-import { defaultWorkerId, nonNegative, resolveWorkerOptions, type WorkerOptions, type WorkerSettings } from './worker-options.js';
+import { DEFAULT_POLL_MAX_MS, DEFAULT_POLL_MIN_MS, defaultWorkerId, nonNegative, resolveWorkerOptions, type WorkerOptions, type WorkerSettings } from './worker-options.js';
 import { STORE_RETRY, backoffDelay, withStoreRetry } from './retry.js';
 import type { JobId, Row, Statement, Store } from './store.js';
 
 // The option types and the default worker id keep their historical home in this module's exports.
-export { defaultWorkerId, type WorkerOptions };
+export { DEFAULT_POLL_MAX_MS, DEFAULT_POLL_MIN_MS, defaultWorkerId, type WorkerOptions };
 
 /**
  * How a stop() ended. `drained`: every running job finished within the timeout. Otherwise the unfinished

@@ -93,7 +93,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
            return { doubled: job.payload.n * 2, text: job.payload.text };
          };`,
       );
-      const run = await statusq('work', '--db', db.url, '--table', 'tasks', '--handler', handler, '--exit-when-empty', '--max-attempts', '3', '--retry-delay', '5ms');
+      const run = await statusq('work', '--db', db.url, '--table', 'tasks', '--handler', handler, '--exit-when-empty', '--max-attempts', '3', '--retry-delay', '5ms', '--poll-max', '50ms');
       expect(run.code, run.stderr).toBe(0);
       expect(run.stdout).toMatch(/done 2, failed 1, abuse 1, retried 2/);
       expect(await stats('tasks')).toEqual({ pending: 0, processing: 0, done: 2, abuse: 1, failed: 1, other: 0 });
@@ -348,6 +348,7 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
         ['a bad --concurrency', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--concurrency', '0'], /concurrency must be an integer/],
         ['a bad --retry-delay', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--retry-delay', 'soon'], /invalid --retry-delay/],
         ['a duration without a unit', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--lease', '30'], /^statusq: --lease 30 has no unit: write 30s or 30ms/],
+        ['a --poll-max that would spin', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--poll-max', '1ms'], /^statusq: --poll-max must be at least 10ms, got 1ms$/],
         ['a lease past the timer limit', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--lease', '100d'], /--lease 100d is too long: at most 24d/],
         ['a stop timeout past the timer limit', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--stop-timeout', '30d'], /--stop-timeout 30d is too long: at most 24d/],
         ['a negative --concurrency', () => ['work', '--db', db(), '--table', 'jobs', '--handler', handler(), '--concurrency', '-1'], /concurrency must be an integer from 1 to 10000, got -1$/],
