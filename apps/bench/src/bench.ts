@@ -16,7 +16,7 @@ import type { Peer } from './peer-contract.js';
 import { OBSERVABILITY_VARIANTS, type BenchRecord, type ObservabilityVariant } from './records.js';
 import { observability } from './observability.js';
 import { markdownReport, ratioLines, textReport, throughputSvg } from './report.js';
-import { FULL_PLAN, QUICK_PLAN, SCENARIOS, burnDown, costGrowth, peers, pickup, type BenchContext, type ScenarioName } from './scenarios.js';
+import { FULL_PLAN, QUICK_PLAN, SCENARIOS, burnDown, costGrowth, idlePickup, peers, pickup, type BenchContext, type ScenarioName } from './scenarios.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const DOCS = join(ROOT, 'docs', 'benchmarks.md');
@@ -176,6 +176,7 @@ async function main(args: Args): Promise<void> {
     if (scenario === 'burn-down') await burnDown(ctx);
     else if (scenario === 'peers') await peers(ctx);
     else if (scenario === 'pickup') await pickup(ctx);
+    else if (scenario === 'idle-pickup') await idlePickup(ctx);
     else if (scenario === 'cost-growth') await costGrowth(ctx);
     else if (scenario === 'observability') await observability(ctx, { rounds: plan.observabilityRounds, variants: observabilityVariants(args) });
     else {

@@ -39,8 +39,11 @@ export interface CpuShare {
   server: number | null;
 }
 
-/** Starts measuring; the returned function gives the shares since then, adding CPU seconds child processes report. */
-export function measureCpu(dialect: Dialect): (childSeconds?: number) => CpuShare {
+/**
+ * Starts measuring; the returned function gives the shares since then, adding CPU seconds child processes
+ * report, rounded to `digits` decimals (4 for an idle worker's fraction of a percent).
+ */
+export function measureCpu(dialect: Dialect, digits = 2): (childSeconds?: number) => CpuShare {
   const pattern = SERVER_PROCESS[dialect] === null ? null : new RegExp(`^(${SERVER_PROCESS[dialect]})$`);
   const started = performance.now();
   const self = process.cpuUsage();
@@ -49,10 +52,8 @@ export function measureCpu(dialect: Dialect): (childSeconds?: number) => CpuShar
     const wall = (performance.now() - started) / 1000;
     const bench = ownCpuSeconds(self) + childSeconds;
     const serverNow = pattern ? processCpuSeconds(pattern) : null;
-    return {
-      bench: Math.round((bench / wall) * 100) / 100,
-      server: server === null || serverNow === null ? null : Math.round(((serverNow - server) / wall) * 100) / 100,
-    };
+    const share = (seconds: number) => Math.round((seconds / wall) * 10 ** digits) / 10 ** digits;
+    return { bench: share(bench), server: server === null || serverNow === null ? null : share(serverNow - server) };
   };
 }
 

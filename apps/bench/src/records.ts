@@ -61,6 +61,23 @@ export interface CostRecord {
   claimP99Ms: number;
 }
 
+export interface IdlePickupRecord {
+  scenario: 'idle-pickup';
+  system: 'statusq';
+  dialect: Dialect;
+  /** How the idle worker learns of a row: `listen`, `file watch`, `polling`, `polling, pollMaxMs 50`. */
+  variant: string;
+  idleSeconds: number;
+  /** CPU of the waiting worker's process and of the database server over the idle spell, % of one core. */
+  idleWorkerCpuPercent: number;
+  idleServerCpuPercent: number | null;
+  rows: number;
+  received: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+}
+
 /** The observability scenario's variants: see observability.ts. */
 export const OBSERVABILITY_VARIANTS = ['quiet', 'logs', 'metrics', 'observed', 'progress'] as const;
 export type ObservabilityVariant = (typeof OBSERVABILITY_VARIANTS)[number];
@@ -84,7 +101,7 @@ export interface ObservabilityRecord {
   cpuMsPer1000Jobs: number;
 }
 
-export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ObservabilityRecord;
+export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | IdlePickupRecord | ObservabilityRecord;
 
 /** The q-th quantile (0..1) by nearest rank; NaN for no samples. */
 export function quantile(samples: readonly number[], q: number): number {

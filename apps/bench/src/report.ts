@@ -2,7 +2,7 @@
  * Turns bench records into tables (plain text for the terminal, Markdown for docs/benchmarks.md), the
  * headline ratios against the peers, and an SVG bar chart of jobs/s per system and worker count.
  */
-import type { BenchRecord, BurnDownRecord, CostRecord, PickupRecord } from './records.js';
+import type { BenchRecord, BurnDownRecord, CostRecord, IdlePickupRecord, PickupRecord } from './records.js';
 
 type Cell = string | number;
 
@@ -66,6 +66,14 @@ function sections(records: readonly BenchRecord[]): Section[] {
       title: 'Pick-up latency (idle worker, one row every 10 ms)',
       header: ['system', 'rows', 'received', 'p50 ms', 'p99 ms', 'max ms'],
       rows: pickups.map((r) => [systemLabel(r), r.rows, r.received, r.p50Ms, r.p99Ms, r.maxMs]),
+    });
+  }
+  const idle = records.filter((r): r is IdlePickupRecord => r.scenario === 'idle-pickup');
+  if (idle.length > 0) {
+    out.push({
+      title: `Pick-up after an idle spell (one worker idle ${format(idle[0]!.idleSeconds)} s, then one row at a time)`,
+      header: ['system', 'idle CPU worker %', 'idle CPU server %', 'rows', 'received', 'p50 ms', 'p99 ms', 'max ms'],
+      rows: idle.map((r) => [`statusq ${r.dialect} ${r.variant}`, r.idleWorkerCpuPercent, r.idleServerCpuPercent ?? '', r.rows, r.received, r.p50Ms, r.p99Ms, r.maxMs]),
     });
   }
   const costs = records.filter((r): r is CostRecord => r.scenario === 'cost-growth');

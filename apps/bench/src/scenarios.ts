@@ -6,6 +6,7 @@ import type { ClaimStrategy, Worker, WorkerCounters } from '@statusq/core';
 import { openBenchDatabase, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
 import type { Peer } from './peer-contract.js';
 import { quantile, round, type BenchRecord, type BurnDownRecord, type CostRecord, type PickupRecord } from './records.js';
+import { idlePickup as idlePickupRun, idlePickupVariants, type IdlePickupPlan } from './idle-pickup.js';
 import { burnDownInProcess, burnDownInProcesses, pickupLatency, type StatusqBurnDownResult, type StatusqRunOptions } from './statusq-runs.js';
 
 export interface Plan {
@@ -24,6 +25,8 @@ export interface Plan {
   runTimeoutMs: number;
   /** Rounds of the observability scenario (each runs every variant once, in alternating order). */
   observabilityRounds: number;
+  /** The idle-pickup scenario: how long the worker idles first, then rows one at a time, gaps in ms. */
+  idlePickup: IdlePickupPlan;
 }
 
 export const FULL_PLAN: Plan = {
@@ -40,6 +43,7 @@ export const FULL_PLAN: Plan = {
   // pg-boss polls at most every 0.5 s per worker, so one worker needs ~10 minutes for 20,000 jobs: cut off.
   runTimeoutMs: 60_000,
   observabilityRounds: 5,
+  idlePickup: { idleMs: 10_000, rows: 20, gapMs: [2_000, 3_000] },
 };
 
 export const QUICK_PLAN: Plan = {
@@ -55,10 +59,11 @@ export const QUICK_PLAN: Plan = {
   handlerWorkerCounts: [8],
   runTimeoutMs: 5_000,
   observabilityRounds: 1,
+  idlePickup: { idleMs: 1_000, rows: 2, gapMs: [100, 200] },
 };
 
-export type ScenarioName = 'burn-down' | 'peers' | 'pickup' | 'cost-growth' | 'handler-5ms' | 'observability';
-export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'pickup', 'cost-growth', 'handler-5ms', 'observability'];
+export type ScenarioName = 'burn-down' | 'peers' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'handler-5ms' | 'observability';
+export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'pickup', 'idle-pickup', 'cost-growth', 'handler-5ms', 'observability'];
 
 export interface BenchContext {
   plan: Plan;
@@ -212,6 +217,20 @@ export async function pickup(ctx: BenchContext): Promise<void> {
   for (const peer of ctx.peers) {
     const { latenciesMs } = await peer.pickup({ url, rows: plan.pickupRows, intervalMs: plan.pickupIntervalMs, timeoutMs });
     ctx.record(pickupRecord(peer.system as PickupRecord['system'], peer.variant, 'postgres', plan.pickupRows, latenciesMs));
+  }
+}
+
+/** Pick-up after an idle spell, per dialect and wake-up (see idle-pickup.ts). */
+export async function idlePickup(ctx: BenchContext): Promise<void> {
+  for (const dialect of ctx.dialects) {
+    await withDatabase(dialect, async (db) => {
+      const table = 'bench_idle_pickup';
+      for (const variant of idlePickupVariants(dialect)) {
+        await db.createTable(table, { pending: 0, finished: 0 });
+        ctx.record(await idlePickupRun(db, table, variant, ctx.plan.idlePickup));
+      }
+      await db.dropTable(table);
+    });
   }
 }
 
