@@ -4,7 +4,7 @@ import { MysqlStore } from './mysql-store.js';
 
 export { MysqlStore, type MysqlStoreStats } from './mysql-store.js';
 export { bindValue } from './mysql-results.js';
-export { parseServerVersion, type MysqlServerInfo } from './mysql-pool.js';
+export { parseServerVersion, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
 export type { MysqlIsolation, MysqlStoreOptions } from './mysql-options.js';
 export { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 export { toStoreError, isConnectionLost } from './mysql-errors.js';

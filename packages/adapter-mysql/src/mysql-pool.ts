@@ -18,6 +18,38 @@ export interface MysqlServerInfo {
   skipLocked: boolean;
 }
 
+/**
+ * The server settings read at open, in the probe that reads VERSION(), that decide how statusq can run
+ * there (issue 18: production MySQL). Every one exists on MySQL 5.7+/8 and MariaDB 10.x, so the probe never
+ * fails on a missing variable; @@autocommit is the session's after statusq's set-up ran.
+ */
+export interface MysqlServerSettings {
+  logBin: boolean;
+  /** ROW, STATEMENT or MIXED (upper case). */
+  binlogFormat: string;
+  readOnly: boolean;
+  maxAllowedPacket: number;
+  /** 0 as created, 1 names stored in lower case and compared without case, 2 stored as given, compared in lower case. */
+  lowerCaseTableNames: number;
+  autocommit: boolean;
+}
+
+/** The one probe a new store runs: the version and the settings (see MysqlServerSettings). */
+export const SERVER_PROBE_SQL =
+  'SELECT VERSION() AS version, @@log_bin AS log_bin, @@binlog_format AS binlog_format, @@read_only AS read_only, ' +
+  '@@max_allowed_packet AS max_allowed_packet, @@lower_case_table_names AS lower_case_table_names, @@autocommit AS autocommit';
+
+export function readServerSettings(row: Row): MysqlServerSettings {
+  return {
+    logBin: Number(row.log_bin) === 1,
+    binlogFormat: String(row.binlog_format ?? '').toUpperCase(),
+    readOnly: Number(row.read_only) === 1,
+    maxAllowedPacket: Number(row.max_allowed_packet),
+    lowerCaseTableNames: Number(row.lower_case_table_names),
+    autocommit: Number(row.autocommit) === 1,
+  };
+}
+
 /** A pool whose sessions are set up for statusq, with what MysqlStore needs to run and close it. */
 export interface OpenedMysqlPool {
   pool: Pool;
@@ -25,6 +57,7 @@ export interface OpenedMysqlPool {
   sockets: Set<Socket>;
   deadlines: StoreCallDeadlines;
   server: MysqlServerInfo;
+  settings: MysqlServerSettings;
 }
 
 
@@ -93,11 +126,11 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
       });
     }
   });
-  let version: string;
+  let probe: Row;
   try {
     const probeMs = connectTimeout + deadlines.queryTimeoutMs;
-    const [rows] = await raceDeadline(pool.query('SELECT VERSION() AS version'), probeMs, () => deadlineError(probeMs));
-    version = String((rows as Row[])[0]?.version ?? '');
+    const [rows] = await raceDeadline(pool.query(SERVER_PROBE_SQL), probeMs, () => deadlineError(probeMs));
+    probe = (rows as Row[])[0] ?? {};
   } catch (error) {
     await endPool(pool, sockets);
     throw toStoreError(error);
@@ -106,7 +139,7 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
     await endPool(pool, sockets);
     throw toStoreError(errors[0]);
   }
-  return { pool, sockets, deadlines, server: parseServerVersion(version) };
+  return { pool, sockets, deadlines, server: parseServerVersion(String(probe.version ?? '')), settings: readServerSettings(probe) };
 }
 
 export function deadlineError(ms: number): StoreError {

@@ -32,7 +32,7 @@ import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 import { mysqlInspection } from './mysql-doctor.js';
 import { isConnectionLost, isDeadlock, isLockWaitTimeout, toStoreError } from './mysql-errors.js';
 import { claimStrategyOption, type MysqlStoreOptions } from './mysql-options.js';
-import { deadlineError, endPool, openMysqlPool, socketOf, type MysqlServerInfo } from './mysql-pool.js';
+import { deadlineError, endPool, openMysqlPool, socketOf, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
 import { mysqlSchema } from './mysql-schema.js';
 
 /** Counters of the conflicts this store met, so tests and operators can see a deadlock storm. */
@@ -71,6 +71,8 @@ export class MysqlStore implements Store {
     private readonly sockets: Set<Socket>,
     private readonly deadlines: StoreCallDeadlines,
     readonly server: MysqlServerInfo,
+    /** The server's settings as read at open (binlog, read_only, max_allowed_packet, ...). */
+    readonly settings: MysqlServerSettings,
     strategy: ClaimStrategy,
   ) {
     this.claimStrategy = strategy === 'conditional-update' || !server.skipLocked ? 'conditional-update' : 'native';
@@ -85,8 +87,8 @@ export class MysqlStore implements Store {
     const strategy = claimStrategyOption(options.claimStrategy);
     if ('connectionLimit' in options) throw new ConfigError('the MySQL option connectionLimit was renamed maxConnections');
     if ('deadlockRetries' in options) throw new ConfigError("the MySQL option deadlockRetries was removed: the store no longer retries, a deadlock reaches the worker's retry policy as WriteConflict");
-    const { pool, sockets, deadlines, server } = await openMysqlPool(options);
-    return new MysqlStore(pool, sockets, deadlines, server, strategy);
+    const { pool, sockets, deadlines, server, settings } = await openMysqlPool(options);
+    return new MysqlStore(pool, sockets, deadlines, server, settings, strategy);
   }
 
   async execute(statement: Statement): Promise<ExecResult> {

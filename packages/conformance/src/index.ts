@@ -24,7 +24,7 @@
 import { afterAll, afterEach, beforeEach, describe } from 'vitest';
 import { skipSummary } from './skips.js';
 import { TestEnv } from './harness.js';
-import type { ConformanceOptions } from './options.js';
+import { CONFORMANCE_GROUPS, type ConformanceGroup, type ConformanceOptions } from './options.js';
 import { stateMachineCases } from './cases/state-machine.js';
 import { fencingCases } from './cases/fencing.js';
 import { raceCases } from './cases/race.js';
@@ -43,7 +43,8 @@ import { outageCases } from './cases/outages.js';
 import { frozenNetworkCases } from './cases/frozen-network.js';
 import { outboxCases } from './cases/outbox.js';
 
-export type { CallDeadlines, CallerConnection, ConformanceOptions, DisposableServer, OpenCallerConnection, RaceRun, RaceScale, WriteLock } from './options.js';
+export { CONFORMANCE_GROUPS } from './options.js';
+export type { CallDeadlines, CallerConnection, ConformanceGroup, ConformanceOptions, DisposableServer, OpenCallerConnection, RaceRun, RaceScale, WriteLock } from './options.js';
 export type { CheckedTable, FixtureTables, QueryPlan, QueryPlans, TableDdl } from './fixtures.js';
 export { PrivateServer, type ServerSpec } from './private-server.js';
 export { TcpProxy, routeThrough, type ProxyAddress } from './tcp-proxy.js';
@@ -77,6 +78,9 @@ export function runConformance(options: ConformanceOptions): void {
   // Real workers, processes and servers: a case takes seconds, far past vitest's 5 s default, so the suite
   // sets its own bounds and a project's vitest config needs nothing.
   const timeout = options.testTimeoutMs ?? CASE_TIMEOUT_MS;
+  const unknown = (options.groups ?? []).filter((group) => !(CONFORMANCE_GROUPS as readonly string[]).includes(group));
+  if (unknown.length > 0) throw new TypeError(`runConformance: unknown groups ${unknown.join(', ')}; the groups are ${CONFORMANCE_GROUPS.join(', ')}`);
+  const groups = options.groups ?? CONFORMANCE_GROUPS;
   const suite = `statusq conformance: ${options.name}`;
   describe(suite, { timeout }, () => {
     // A user's CI log says what was not checked on their database and why, without a verbose reporter.
@@ -106,22 +110,25 @@ export function runConformance(options: ConformanceOptions): void {
       if (leaks.length > 0) throw new Error(`leak check failed: ${leaks.join('; ')}`);
     }, HOOK_TIMEOUT_MS);
 
-    stateMachineCases(env);
-    fencingCases(env);
-    outcomeCases(env);
-    orderCases(env);
-    retryCases(env);
-    leaseCases(env);
-    stopCases(env);
-    configCases(env);
-    schemaCases(env);
-    inspectCases(env);
-    monitoringCountCases(env);
-    capabilityCases(env);
-    outboxCases(env, options);
-    raceCases(env, options);
-    processCases(env, options);
-    outageCases(env, options);
-    frozenNetworkCases(env, options);
+    const cases: Record<ConformanceGroup, () => void> = {
+      'state-machine': () => stateMachineCases(env),
+      fencing: () => fencingCases(env),
+      outcomes: () => outcomeCases(env),
+      order: () => orderCases(env),
+      retries: () => retryCases(env),
+      leases: () => leaseCases(env),
+      stop: () => stopCases(env),
+      config: () => configCases(env),
+      schema: () => schemaCases(env),
+      inspect: () => inspectCases(env),
+      'monitoring-counts': () => monitoringCountCases(env),
+      capabilities: () => capabilityCases(env),
+      outbox: () => outboxCases(env, options),
+      race: () => raceCases(env, options),
+      processes: () => processCases(env, options),
+      outages: () => outageCases(env, options),
+      'frozen-network': () => frozenNetworkCases(env, options),
+    };
+    for (const group of groups) cases[group]();
   });
 }

@@ -28,8 +28,25 @@ async function withConnection<T>(port: number, body: (conn: mysql.Connection) =>
   }
 }
 
+/** A private server started with settings of its own: the setting cases of issue 18 (binlog, read_only, limits). */
+export interface PrivateMariadbSettings {
+  /** More mariadbd options (`--binlog-format=STATEMENT`, `--lower-case-table-names=1`, ...), after the defaults. */
+  serverArgs?: readonly string[];
+  /** SQL run as root once the database exists (CREATE USER, GRANT, SET GLOBAL ...). */
+  setup?: readonly string[];
+  /** The account in the URL instead of root (one that `setup` created): `user` or `user:password`. */
+  account?: string;
+}
+
+/** A started private server, as the outage cases take it, plus root's own SQL on it for the setting cases. */
+export interface PrivateMariadb extends DisposableServer {
+  port: number;
+  /** Runs one statement as root on the private server (not through statusq): flip read_only, read a variable. */
+  admin(sql: string, params?: readonly unknown[]): Promise<unknown>;
+}
+
 /** Starts a private MariaDB server with an empty database `statusq_outage`; `query` is added to its URL. */
-export async function startPrivateMariadb(query = ''): Promise<DisposableServer> {
+export async function startPrivateMariadb(query = '', settings: PrivateMariadbSettings = {}): Promise<PrivateMariadb> {
   const [server, install] = [binary('mariadbd'), binary('mariadb-install-db')];
   const spec: ServerSpec = {
     name: 'MariaDB',
@@ -53,6 +70,7 @@ export async function startPrivateMariadb(query = ''): Promise<DisposableServer>
         '--innodb-buffer-pool-dump-at-shutdown=OFF',
         '--innodb-buffer-pool-load-at-startup=OFF',
         '--innodb-flush-log-at-trx-commit=2',
+        ...(settings.serverArgs ?? []),
       ],
     }),
     // A normal shutdown: every connection is ended, open transactions roll back, InnoDB stops cleanly.
@@ -65,13 +83,18 @@ export async function startPrivateMariadb(query = ''): Promise<DisposableServer>
   };
   const running = await PrivateServer.start(spec);
   try {
-    await withConnection(running.port, (c) => c.query(`CREATE DATABASE ${DATABASE} CHARACTER SET utf8mb4`));
+    await withConnection(running.port, async (c) => {
+      await c.query(`CREATE DATABASE ${DATABASE} CHARACTER SET utf8mb4`);
+      for (const sql of settings.setup ?? []) await c.query(sql);
+    });
   } catch (error) {
     await running.stop();
     throw error;
   }
   return {
-    url: `mysql://root@127.0.0.1:${running.port}/${DATABASE}${query ? `?${query}` : ''}`,
+    url: `mysql://${settings.account ?? 'root'}@127.0.0.1:${running.port}/${DATABASE}${query ? `?${query}` : ''}`,
+    port: running.port,
+    admin: (sql, params = []) => withConnection(running.port, async (c) => (await c.query(sql, [...params]))[0]),
     restart: (downMs) => running.restart(downMs),
     dropConnections: () =>
       withConnection(running.port, async (c) => {
