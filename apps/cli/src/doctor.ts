@@ -145,6 +145,14 @@ async function checkServer(store: Store, server: ServerReport, checks: Check[]):
       if (!(error instanceof StoreError)) throw error;
       checks.push({ name: 'server', status: 'warn', detail: `the server's facts could not be read: ${oneLine(error)}` });
     }
+    if (inspection.serverChecks) {
+      try {
+        for (const check of await inspection.serverChecks()) checks.push({ ...check });
+      } catch (error) {
+        if (!(error instanceof StoreError)) throw error;
+        checks.push({ name: 'server settings', status: 'warn', detail: `the server's settings could not be read: ${oneLine(error)}` });
+      }
+    }
   } else {
     checks.push({ name: 'server', status: 'warn', detail: `the ${store.dialect.name} adapter reports no server facts (no Store.inspection): version, clock and query plans unchecked` });
   }

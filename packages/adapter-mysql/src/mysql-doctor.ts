@@ -4,7 +4,8 @@
  */
 import { splitTableName, type ExplainOptions, type QueryPlan, type Row, type ServerFacts, type Statement, type Store, type StoreInspection } from '@statusq/core/adapter';
 import { mysqlDialect } from './mysql-dialect.js';
-import type { MysqlServerInfo } from './mysql-pool.js';
+import type { MysqlServerInfo, MysqlServerSettings } from './mysql-pool.js';
+import { mysqlServerChecks } from './mysql-server-checks.js';
 import { estimateRowsOnMysql } from './mysql-row-estimates.js';
 
 const q = (name: string) => mysqlDialect.quoteIdentifier(name);
@@ -80,7 +81,7 @@ async function isolationOf(store: Store): Promise<string> {
   }
 }
 
-export function mysqlInspection(store: Store, server: MysqlServerInfo): StoreInspection {
+export function mysqlInspection(store: Store, server: MysqlServerInfo, settings: MysqlServerSettings): StoreInspection {
   return {
     async serverFacts(): Promise<ServerFacts> {
       const { rows } = await store.execute({
@@ -104,5 +105,6 @@ export function mysqlInspection(store: Store, server: MysqlServerInfo): StoreIns
     explain: (statement, options) => explainOnMysql(store, statement, options),
     estimateRows: (statement) => estimateRowsOnMysql(store, statement),
     generatedColumns: (table) => mysqlGeneratedColumns(store, table),
+    serverChecks: async () => mysqlServerChecks({ server, settings }),
   };
 }

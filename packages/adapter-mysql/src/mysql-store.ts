@@ -79,7 +79,7 @@ export class MysqlStore implements Store {
     const native = this.claimStrategy === 'native';
     this.nativeClaim = native ? { ...mysqlNativeClaim, claimWritesAreKnown: (table) => this.claimWritesAreKnown(table) } : undefined;
     this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false };
-    this.inspection = mysqlInspection(this, server);
+    this.inspection = mysqlInspection(this, server, settings);
   }
 
   /** Opens the pool, checks the server is reachable and detects its flavor and version. */

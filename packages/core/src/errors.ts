@@ -83,9 +83,13 @@ export class JobTimeoutError extends StatusqError {
  * - WriteConflict: deadlock, serialization failure or lock wait timeout; the transaction was rolled back.
  * - ConnectionLost: the connection is gone; reconnect and try again.
  * - UniqueViolation: an insert collided with an existing key.
+ * - ReadOnly: the server refuses writes for now (a replica, a standby, or a primary a failover turned
+ *   read-only); the worker waits a bounded time for it to become writable again.
+ * - Unsupported: the server is set up in a way statusq cannot run safely on (the message names the setting
+ *   and the fix); never retried.
  * - Unknown: anything else; not retried.
  */
-export type StoreErrorKind = 'Busy' | 'WriteConflict' | 'ConnectionLost' | 'UniqueViolation' | 'Unknown';
+export type StoreErrorKind = 'Busy' | 'WriteConflict' | 'ConnectionLost' | 'UniqueViolation' | 'ReadOnly' | 'Unsupported' | 'Unknown';
 
 export class StoreError extends StatusqError {
   readonly kind: StoreErrorKind;

@@ -286,6 +286,23 @@ export interface StoreInspection {
    * the doctor's INSERT privilege probe leaves out. Absent: none known, every column is named.
    */
   generatedColumns?(table: string): Promise<string[]>;
+  /**
+   * The server's own settings that decide whether statusq runs safely there (MySQL: binary log format,
+   * read_only, max_allowed_packet, autocommit, ...), each a verdict with the fix; `statusq doctor` lists
+   * them after the server line. Absent (the default): the adapter knows of no such setting.
+   */
+  serverChecks?(): Promise<ServerCheck[]>;
+}
+
+/** One setting of the server, judged (see StoreInspection.serverChecks). */
+export interface ServerCheck {
+  /** Short and stable, for the report and `--json`: `binlog`, `read_only`, `max_allowed_packet`. */
+  readonly name: string;
+  /** `fail`: statusq refuses to run there (or would lose or double-run jobs); `warn`: it runs, with a cost said in detail. */
+  readonly status: 'pass' | 'warn' | 'fail';
+  readonly detail: string;
+  /** What to change on the server or in statusq's options, when the check did not pass. */
+  readonly fix?: string;
 }
 
 /** Options every adapter's `connect` understands. */
