@@ -72,13 +72,9 @@ export async function mysqlGeneratedColumns(store: Store, table: string): Promis
   return rows.map((r) => String(r.name));
 }
 
-async function isolationOf(store: Store): Promise<string> {
-  try {
-    return String((await store.execute({ sql: 'SELECT @@transaction_isolation AS level', params: [] })).rows[0]!.level);
-  } catch {
-    // MariaDB before 11.1 and MySQL before 5.7.20 name it tx_isolation only.
-    return String((await store.execute({ sql: 'SELECT @@tx_isolation AS level', params: [] })).rows[0]!.level);
-  }
+async function isolationOf(store: Store, server: MysqlServerInfo): Promise<string> {
+  const { rows } = await store.execute({ sql: `SELECT @@${server.isolationVariable} AS level`, params: [] });
+  return String(rows[0]!.level);
 }
 
 export function mysqlInspection(store: Store, server: MysqlServerInfo, settings: MysqlServerSettings): StoreInspection {
@@ -92,7 +88,7 @@ export function mysqlInspection(store: Store, server: MysqlServerInfo, settings:
       const serverZone = String(row.server_zone) === 'SYSTEM' ? `SYSTEM (${String(row.system_zone)})` : String(row.server_zone);
       return {
         version: `${server.flavor === 'mariadb' ? 'MariaDB' : 'MySQL'} ${server.version}`,
-        isolation: await isolationOf(store),
+        isolation: await isolationOf(store, server),
         timeZone: String(row.zone),
         settings: { 'server time_zone': serverZone, innodb_lock_wait_timeout: String(row.lock_wait), max_connections: String(row.max_connections) },
       };

@@ -6,7 +6,12 @@ import { ConfigError, SERVER_CONNECTION, StoreError, endWithin, serverConnection
 import { toStoreError } from './mysql-errors.js';
 import type { MysqlStoreOptions } from './mysql-options.js';
 
-/** The server behind the store, as detected at connect. */
+/**
+ * The server behind the store, as detected at connect from VERSION(): what statusq relies on, each flag with
+ * the first version that has it. Verified on MariaDB 10.11 here (and the no-SKIP-LOCKED path on a MariaDB
+ * reporting 10.5 through `--version`, mysql.server-detection.test.ts); the MySQL versions are MySQL's
+ * release notes, not runs.
+ */
 export interface MysqlServerInfo {
   /** VERSION() as the server reports it. */
   version: string;
@@ -14,8 +19,53 @@ export interface MysqlServerInfo {
   major: number;
   minor: number;
   patch: number;
-  /** FOR UPDATE SKIP LOCKED: MySQL >= 8.0.1, MariaDB >= 10.6. */
+  /** FOR UPDATE SKIP LOCKED, the native batch claim: MySQL >= 8.0.1, MariaDB >= 10.6. Else the conditional-update claim. */
   skipLocked: boolean;
+  /**
+   * The JSON column type: `native` (MySQL >= 5.7.8: binary JSON, which mysql2 returns parsed), `alias` (MariaDB
+   * >= 10.2.7: LONGTEXT with a JSON_VALID check, returned as text), `none`. statusq's own payload and result
+   * columns are LONGTEXT everywhere (see mysql-schema.ts); an application's JSON column works either way.
+   */
+  jsonType: 'native' | 'alias' | 'none';
+  /** The session variable naming the isolation level: transaction_isolation (MySQL >= 5.7.20, MariaDB >= 11.1), else tx_isolation. */
+  isolationVariable: 'transaction_isolation' | 'tx_isolation';
+}
+
+/**
+ * The oldest servers statusq runs on: DATETIME(3) and NOW(3) (the claim's clock and every lease and retry time)
+ * and utf8mb4 index keys of VARCHAR(255) (innodb_large_prefix on by default) came in MySQL 5.7.7 and MariaDB 10.2.2.
+ * Both lines are past their end of life; anything older is refused at open (StoreError Unsupported).
+ */
+export const MINIMUM_VERSIONS: Readonly<Record<MysqlServerInfo['flavor'], Version>> = { mysql: [5, 7, 7], mariadb: [10, 2, 2] };
+
+type Version = readonly [number, number, number];
+const versionAtLeast = ([major, minor, patch]: Version, [a, b, c]: Version) => major > a || (major === a && (minor > b || (minor === b && patch >= c)));
+
+export function parseServerVersion(version: string): MysqlServerInfo {
+  const flavor = /mariadb/i.test(version) ? 'mariadb' : 'mysql';
+  // MariaDB's handshake (and a proxy that repeats it) prefixes 5.5.5- for clients that parse versions naively.
+  const m = /(\d+)\.(\d+)\.(\d+)/.exec(flavor === 'mariadb' ? version.replace(/^5\.5\.5-/, '') : version);
+  const [major, minor, patch]: Version = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [0, 0, 0];
+  const atLeast = (a: number, b: number, c: number) => versionAtLeast([major, minor, patch], [a, b, c]);
+  const mariadb = flavor === 'mariadb';
+  return {
+    version,
+    flavor,
+    major,
+    minor,
+    patch,
+    skipLocked: mariadb ? atLeast(10, 6, 0) : atLeast(8, 0, 1),
+    jsonType: mariadb ? (atLeast(10, 2, 7) ? 'alias' : 'none') : atLeast(5, 7, 8) ? 'native' : 'none',
+    isolationVariable: (mariadb ? atLeast(11, 1, 0) : atLeast(5, 7, 20)) ? 'transaction_isolation' : 'tx_isolation',
+  };
+}
+
+/** Why statusq cannot run on `server`, or null when it can (see MINIMUM_VERSIONS). */
+export function unsupportedVersion(server: MysqlServerInfo): string | null {
+  const [a, b, c] = MINIMUM_VERSIONS[server.flavor];
+  if (versionAtLeast([server.major, server.minor, server.patch], [a, b, c])) return null;
+  const product = server.flavor === 'mariadb' ? 'MariaDB' : 'MySQL';
+  return `${product} ${server.version} is older than statusq supports: it needs ${product} ${a}.${b}.${c} or later (DATETIME(3) and NOW(3) for claim, lease and retry times; utf8mb4 index keys)`;
 }
 
 /**
@@ -61,14 +111,6 @@ export interface OpenedMysqlPool {
 }
 
 
-export function parseServerVersion(version: string): MysqlServerInfo {
-  const flavor = /mariadb/i.test(version) ? 'mariadb' : 'mysql';
-  const m = /(\d+)\.(\d+)\.(\d+)/.exec(version);
-  const [major, minor, patch] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [0, 0, 0];
-  const atLeast = (a: number, b: number, c: number) => major > a || (major === a && (minor > b || (minor === b && patch >= c)));
-  const skipLocked = flavor === 'mariadb' ? atLeast(10, 6, 0) : atLeast(8, 0, 1);
-  return { version, flavor, major, minor, patch, skipLocked };
-}
 
 /**
  * Opens the pool, checks the server is reachable and detects its flavor and version. Every pooled
@@ -139,7 +181,13 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
     await endPool(pool, sockets);
     throw toStoreError(errors[0]);
   }
-  return { pool, sockets, deadlines, server: parseServerVersion(String(probe.version ?? '')), settings: readServerSettings(probe) };
+  const server = parseServerVersion(String(probe.version ?? ''));
+  const tooOld = unsupportedVersion(server);
+  if (tooOld !== null) {
+    await endPool(pool, sockets);
+    throw new StoreError('Unsupported', tooOld, 'SERVER_VERSION');
+  }
+  return { pool, sockets, deadlines, server, settings: readServerSettings(probe) };
 }
 
 export function deadlineError(ms: number): StoreError {

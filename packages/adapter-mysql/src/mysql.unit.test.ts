@@ -1,7 +1,8 @@
 // Pure functions of the adapter: no server needed.
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '@statusq/core';
-import { MysqlStore, bindValue, connect, mysqlDialect, mysqlOrderTimeEncoding, optionsFromUrl, parseServerVersion, toStoreError, type MysqlStoreOptions } from './index.js';
+import { MysqlStore, bindValue, connect, mysqlDialect, mysqlOrderTimeEncoding, optionsFromUrl, parseServerVersion, toStoreError, type MysqlServerInfo, type MysqlStoreOptions } from './index.js';
+import { unsupportedVersion } from './mysql-pool.js';
 
 const native = (errno: number | undefined, code: string, extra: Record<string, unknown> = {}) => Object.assign(new Error(code), { errno, code, ...extra });
 
@@ -54,6 +55,30 @@ describe('mysql adapter, without a server', () => {
     expect(parseServerVersion('8.0.36')).toMatchObject({ flavor: 'mysql', skipLocked: true });
     expect(parseServerVersion('8.0.0-dmr')).toMatchObject({ skipLocked: false });
     expect(parseServerVersion('5.7.44-log')).toMatchObject({ flavor: 'mysql', skipLocked: false });
+  });
+
+  it('detects what each server version has, and refuses servers older than statusq supports', () => {
+    const cases: Array<[string, Partial<MysqlServerInfo>, boolean]> = [
+      ['8.0.36', { flavor: 'mysql', skipLocked: true, jsonType: 'native', isolationVariable: 'transaction_isolation' }, true],
+      ['8.4.3-commercial', { flavor: 'mysql', major: 8, minor: 4, skipLocked: true }, true],
+      ['5.7.44-log', { skipLocked: false, jsonType: 'native', isolationVariable: 'transaction_isolation' }, true],
+      ['5.7.19', { skipLocked: false, jsonType: 'native', isolationVariable: 'tx_isolation' }, true],
+      ['5.7.6', { skipLocked: false }, false],
+      ['5.6.51', { skipLocked: false, jsonType: 'none' }, false],
+      ['11.4.2-MariaDB', { flavor: 'mariadb', skipLocked: true, jsonType: 'alias', isolationVariable: 'transaction_isolation' }, true],
+      ['10.11.19-MariaDB-0+deb12u1', { flavor: 'mariadb', skipLocked: true, isolationVariable: 'tx_isolation' }, true],
+      ['10.5.23-MariaDB-log', { flavor: 'mariadb', skipLocked: false, jsonType: 'alias' }, true],
+      // MariaDB's handshake prefix, as a proxy may repeat it: not version 5.5.5.
+      ['5.5.5-10.6.12-MariaDB-log', { flavor: 'mariadb', major: 10, minor: 6, patch: 12, skipLocked: true }, true],
+      ['10.2.1-MariaDB', { flavor: 'mariadb', jsonType: 'none' }, false],
+      ['10.1.48-MariaDB', { flavor: 'mariadb', skipLocked: false }, false],
+    ];
+    for (const [version, expected, supported] of cases) {
+      const server = parseServerVersion(version);
+      expect(server, version).toMatchObject(expected);
+      if (supported) expect(unsupportedVersion(server), version).toBeNull();
+      else expect(unsupportedVersion(server), version).toMatch(/older than statusq supports: it needs (MySQL 5\.7\.7|MariaDB 10\.2\.2) or later/);
+    }
   });
 
   it('parses mysql:// and mariadb:// URLs with adapter options', () => {

@@ -34,7 +34,7 @@ export interface PrivateMariadbSettings {
   serverArgs?: readonly string[];
   /** SQL run as root once the database exists (CREATE USER, GRANT, SET GLOBAL ...). */
   setup?: readonly string[];
-  /** The account in the URL instead of root (one that `setup` created): `user` or `user:password`. */
+  /** The account in the URL instead of root (one that `setup` created as 'user'@'%'): `user` or `user:password`. */
   account?: string;
 }
 
@@ -43,6 +43,10 @@ export interface PrivateMariadb extends DisposableServer {
   port: number;
   /** Runs one statement as root on the private server (not through statusq): flip read_only, read a variable. */
   admin(sql: string, params?: readonly unknown[]): Promise<unknown>;
+  /** A fresh empty database on this server (its URL, with the server's account and query), for one conformance test. */
+  createDatabase(): Promise<string>;
+  /** Drops a database that createDatabase made. */
+  dropDatabase(url: string): Promise<void>;
 }
 
 /** Starts a private MariaDB server with an empty database `statusq_outage`; `query` is added to its URL. */
@@ -91,10 +95,25 @@ export async function startPrivateMariadb(query = '', settings: PrivateMariadbSe
     await running.stop();
     throw error;
   }
+  const urlOf = (database: string) => `mysql://${settings.account ?? 'root'}@127.0.0.1:${running.port}/${database}${query ? `?${query}` : ''}`;
+  let databases = 0;
   return {
-    url: `mysql://${settings.account ?? 'root'}@127.0.0.1:${running.port}/${DATABASE}${query ? `?${query}` : ''}`,
+    url: urlOf(DATABASE),
     port: running.port,
     admin: (sql, params = []) => withConnection(running.port, async (c) => (await c.query(sql, [...params]))[0]),
+    createDatabase: async () => {
+      const name = `${DATABASE}_${++databases}`;
+      await withConnection(running.port, (c) => c.query(`CREATE DATABASE ${name} CHARACTER SET utf8mb4`));
+      // An account of the setting's own (see PrivateMariadbSettings.account) gets the same rights on it as on statusq_outage.
+      const user = settings.account?.split(':')[0];
+      if (user !== undefined && user !== 'root') await withConnection(running.port, (c) => c.query(`GRANT ALL ON ${name}.* TO ?@'%'`, [user]));
+      return urlOf(name);
+    },
+    dropDatabase: async (url) => {
+      const name = decodeURIComponent(new URL(url).pathname.slice(1));
+      if (!name.startsWith(`${DATABASE}_`)) throw new Error(`refusing to drop ${name}: not a database createDatabase made`);
+      await withConnection(running.port, (c) => c.query(`DROP DATABASE IF EXISTS \`${name}\``));
+    },
     restart: (downMs) => running.restart(downMs),
     dropConnections: () =>
       withConnection(running.port, async (c) => {
