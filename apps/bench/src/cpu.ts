@@ -8,8 +8,32 @@ import type { Dialect } from './databases.js';
 const SERVER_PROCESS: Record<Dialect, string | null> = { sqlite: null, postgres: 'postgres', mysql: 'mariadbd|mysqld' };
 const TICKS_PER_SECOND = 100;
 
-/** Seconds of CPU used so far by every process whose command name matches. */
+/** Seconds of CPU used so far by every process whose command name matches (see cpuSecondsOf). */
 function processCpuSeconds(namePattern: RegExp): number | null {
+  return cpuSecondsOf((name) => namePattern.test(name));
+}
+
+/** CPU seconds of one server: its main process and its children (a PostgreSQL postmaster and its backends). */
+export function serverTreeCpuSeconds(mainPid: number): number | null {
+  return cpuSecondsOf((_name, pid, parent) => pid === mainPid || parent === mainPid);
+}
+
+/** The parent of a process (a PostgreSQL backend's is its postmaster), from /proc; null where unreadable. */
+export function parentPid(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Seconds of CPU used so far by the matching processes, with what their exited children used (cutime, cstime):
+ * a PostgreSQL backend exits when its connection closes, and its time then lives on in the postmaster that
+ * reaped it, so a run's backends are counted even when they are gone by the second reading.
+ */
+function cpuSecondsOf(matches: (name: string, pid: number, parent: number) => boolean): number | null {
   let ticks = 0;
   try {
     for (const pid of readdirSync('/proc')) {
@@ -23,9 +47,10 @@ function processCpuSeconds(namePattern: RegExp): number | null {
       // The command name is in parentheses and may contain spaces; the fields after it are fixed.
       const close = stat.lastIndexOf(')');
       const name = stat.slice(stat.indexOf('(') + 1, close);
-      if (!namePattern.test(name)) continue;
       const fields = stat.slice(close + 2).split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
+      if (!matches(name, Number(pid), Number(fields[1]))) continue;
+      // utime, stime, cutime, cstime (proc(5) fields 14-17).
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     }
   } catch {
     return null;
@@ -44,7 +69,8 @@ export interface CpuShare {
  * report, rounded to `digits` decimals (4 for an idle worker's fraction of a percent).
  */
 export function measureCpu(dialect: Dialect, digits = 2): (childSeconds?: number) => CpuShare {
-  const pattern = SERVER_PROCESS[dialect] === null ? null : new RegExp(`^(${SERVER_PROCESS[dialect]})$`);
+  const names = SERVER_PROCESS[dialect];
+  const pattern = names === null ? null : new RegExp(`^(${names})$`);
   const started = performance.now();
   const self = process.cpuUsage();
   const server = pattern ? processCpuSeconds(pattern) : null;

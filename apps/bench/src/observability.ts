@@ -31,6 +31,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openBenchDatabase } from './databases.js';
+import { parentPid, serverTreeCpuSeconds } from './cpu.js';
 import { quantile, round, type ObservabilityRecord, type ObservabilityVariant } from './records.js';
 import type { BenchContext } from './scenarios.js';
 
@@ -130,6 +131,7 @@ export async function observability(ctx: BenchContext, options: ObservabilityOpt
   writeFileSync(handler, 'export default async () => {};\n');
   const db = await openBenchDatabase('postgres');
   const table = 'bench_observability';
+  const postmaster = await postmasterPid(db);
   try {
     const fixed = new Map<ObservabilityVariant, number>();
     for (const variant of variants) {
@@ -144,7 +146,10 @@ export async function observability(ctx: BenchContext, options: ObservabilityOpt
     for (let round = 0; round < options.rounds; round++) {
       for (const variant of round % 2 === 0 ? variants : [...variants].reverse()) {
         await db.createTable(table, { pending: jobs, finished: 0 });
+        const serverBefore = postmaster === null ? null : serverTreeCpuSeconds(postmaster);
         const result = await runCli(variant, db.url, table, handler, concurrency);
+        const serverAfter = postmaster === null ? null : serverTreeCpuSeconds(postmaster);
+        const serverCpu = serverBefore === null || serverAfter === null ? null : serverAfter - serverBefore;
         const fixedSeconds = fixed.get(variant)!;
         const record: ObservabilityRecord = {
           scenario: 'observability',
@@ -160,15 +165,16 @@ export async function observability(ctx: BenchContext, options: ObservabilityOpt
           netJobsPerSec: Math.round(jobs / Math.max(0.001, result.seconds - fixedSeconds)),
           scrapes: result.scrapes,
           logBytes: result.logBytes,
-          cpuMsPer1000Jobs: Math.round((10_000_000 * result.cpuSeconds) / jobs) / 10,
+          cpuMsPer1000Jobs: perThousandJobs(result.cpuSeconds, jobs),
+          ...(serverCpu !== null && { serverCpuMsPer1000Jobs: perThousandJobs(serverCpu, jobs), totalCpuMsPer1000Jobs: perThousandJobs(result.cpuSeconds + serverCpu, jobs) }),
         };
         records.push(record);
         ctx.record(record);
       }
     }
-    type Key = 'jobsPerSec' | 'netJobsPerSec' | 'cpuMsPer1000Jobs';
+    type Key = 'jobsPerSec' | 'netJobsPerSec' | 'cpuMsPer1000Jobs' | 'totalCpuMsPer1000Jobs';
     const of = (variant: ObservabilityVariant) => records.filter((r) => r.variant === variant);
-    const median = (variant: ObservabilityVariant, key: Key) => quantile(of(variant).map((r) => r[key]), 0.5);
+    const median = (variant: ObservabilityVariant, key: Key) => quantile(of(variant).map((r) => r[key] ?? Number.NaN), 0.5);
     // Paired by round: the baseline and the variant ran next to each other, so a slow minute of the machine
     // falls on both; the median of the rounds' overheads is steadier than the overhead of the medians.
     const overheads = (variant: ObservabilityVariant, key: 'jobsPerSec' | 'netJobsPerSec') =>
@@ -176,12 +182,20 @@ export async function observability(ctx: BenchContext, options: ObservabilityOpt
         const base = records.find((b) => b.variant === baseline && b.round === r.round)![key];
         return (100 * (base - r[key])) / base;
       });
+    // On this CPU-bound machine (worker and server share 2 cores) throughput is cores / CPU per job, so the CPU a
+    // variant adds per job, CLI and server together, is its throughput cost without the run-to-run wall-clock noise.
+    const cpuOverheads = (variant: ObservabilityVariant) =>
+      of(variant).flatMap((r) => {
+        const base = records.find((b) => b.variant === baseline && b.round === r.round)!.totalCpuMsPer1000Jobs;
+        return base === undefined || r.totalCpuMsPer1000Jobs === undefined ? [] : [(100 * (r.totalCpuMsPer1000Jobs - base)) / base];
+      });
     const spread = (values: number[]) => `${round(quantile(values, 0.5), 1)}% [${round(quantile(values, 0.25), 1)}..${round(quantile(values, 0.75), 1)}]`;
     ctx.log(`\nobservability: ${jobs} no-op jobs, concurrency ${concurrency}, ${options.rounds} rounds; medians, and the overhead vs ${baseline} paired by round: median [quartiles]`);
     for (const variant of variants) {
       ctx.log(
         `  ${variant.padEnd(9)} ${String(median(variant, 'jobsPerSec')).padStart(6)} jobs/s  overhead ${spread(overheads(variant, 'jobsPerSec'))}` +
-          `   net ${String(median(variant, 'netJobsPerSec')).padStart(6)} jobs/s  overhead ${spread(overheads(variant, 'netJobsPerSec'))}   cpu ${median(variant, 'cpuMsPer1000Jobs')} ms/1000 jobs`,
+          `   net ${String(median(variant, 'netJobsPerSec')).padStart(6)} jobs/s  overhead ${spread(overheads(variant, 'netJobsPerSec'))}   cpu ${median(variant, 'cpuMsPer1000Jobs')} ms/1000 jobs` +
+          (postmaster === null ? '' : `   cli+server cpu ${median(variant, 'totalCpuMsPer1000Jobs')} ms/1000 jobs, added ${spread(cpuOverheads(variant))}`),
       );
     }
   } finally {
@@ -192,3 +206,15 @@ export async function observability(ctx: BenchContext, options: ObservabilityOpt
 }
 
 const round3 = (value: number) => round(value, 3);
+const perThousandJobs = (cpuSeconds: number, jobs: number) => Math.round((10_000_000 * cpuSeconds) / jobs) / 10;
+
+/** The PostgreSQL server's main process, so its CPU (backends included) can be read from /proc; null when not local. */
+async function postmasterPid(db: Awaited<ReturnType<typeof openBenchDatabase>>): Promise<number | null> {
+  const store = await db.connect();
+  try {
+    const { rows } = await store.execute({ sql: 'SELECT pg_backend_pid() AS pid', params: [] });
+    return parentPid(Number(rows[0]!.pid));
+  } finally {
+    await store.close();
+  }
+}

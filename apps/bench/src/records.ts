@@ -99,6 +99,10 @@ export interface ObservabilityRecord {
   logBytes: number;
   /** CPU seconds (user + system) of the `statusq work` process, per 1,000 jobs: steadier than throughput. */
   cpuMsPer1000Jobs: number;
+  /** The PostgreSQL server's CPU (postmaster and backends) during the run, per 1,000 jobs; absent when not readable. */
+  serverCpuMsPer1000Jobs?: number;
+  /** cpuMsPer1000Jobs + serverCpuMsPer1000Jobs: what one job costs the machine. */
+  totalCpuMsPer1000Jobs?: number;
 }
 
 export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | IdlePickupRecord | ObservabilityRecord;
