@@ -41,7 +41,9 @@ export function describeMysqlTable(runner: StatementRunner, table: string): Prom
 export function mysqlTextLimit(dataType: string, maxChars: unknown, maxBytes: unknown, packet: unknown): ColumnLimit | null {
   const isText = maxBytes !== null && maxBytes !== undefined;
   if (!isText && dataType !== 'json') return null;
-  const statementBytes = Math.max(0, Math.floor((Number(packet) - STATEMENT_OVERHEAD_BYTES) / 2));
+  // A packet of less than 16 KB (MariaDB takes 1 KB) leaves a quarter of itself for the statement around the value.
+  const overhead = Math.min(STATEMENT_OVERHEAD_BYTES, Math.floor(Number(packet) / 4));
+  const statementBytes = Math.max(0, Math.floor((Number(packet) - overhead) / 2));
   if (dataType === 'char' || dataType === 'varchar') return { chars: Number(maxChars), bytes: statementBytes };
   return { bytes: isText ? Math.min(Number(maxBytes), statementBytes) : statementBytes };
 }
