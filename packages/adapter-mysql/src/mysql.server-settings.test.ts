@@ -8,12 +8,12 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runConformance, type ConformanceGroup } from '@statusq/conformance';
 import mysql from 'mysql2/promise';
-import { ConfigError, Queue, StoreError, Worker, initTable } from '@statusq/core';
+import { ConfigError, Queue, StoreError, Worker, initTable, migrateTable } from '@statusq/core';
 import { statementBytes } from '@statusq/core/adapter';
 import { withDeadline } from '@statusq/conformance';
 import { connect, optionsFromUrl, type MysqlStore } from './index.js';
 import { toStoreError } from './mysql-errors.js';
-import { mysqlConformance } from './testing.js';
+import { mysqlConformance, mysqlFixtures } from './testing.js';
 import { mysqlSuite } from './test/mysql-test-db.js';
 import { startPrivateMariadb, type PrivateMariadb, type PrivateMariadbSettings } from './test/private-mariadb.js';
 
@@ -82,9 +82,43 @@ mysqlSuite('mysql on production server settings (private MariaDB per setting)', 
           expect(new Set(rows.map((r) => r.cid)).size).toBeGreaterThan(1);
           for (const r of rows) expect(Number(r.t)).toBe(want);
         }
+        // Connections opened after the server dropped every one get the same set-up.
+        const sessions = (await s.admin('SELECT ID AS id FROM information_schema.PROCESSLIST WHERE DB = ?', [optionsFromUrl(url).database])) as Array<{ id: number }>;
+        expect(sessions.length).toBeGreaterThan(1);
+        for (const { id } of sessions) await s.admin(`KILL CONNECTION ${Number(id)}`).catch(() => undefined);
+        // The first call on a killed pooled connection meets ConnectionLost (the store drops it); once more takes a fresh one.
+        const again = await Promise.all(Array.from({ length: 3 }, () => store.execute(sql).catch(() => store.execute(sql))));
+        for (const r of again) expect(Number(r.rows[0]!.t)).toBe(10);
+        expect(await store.inspection.serverChecks!()).toContainEqual({ name: 'innodb_lock_wait_timeout', status: 'pass', detail: "server default 1 s; statusq's sessions use 10 s (lockWaitTimeoutSeconds)" });
       } finally {
         await store.close();
         await custom.close();
+        await dropFresh(s, url);
+      }
+    });
+
+    it("a settle waiting on another session's row lock waits statusq's timeout (2 s here), not the server's 1 s, then fails as WriteConflict", async () => {
+      const s = server();
+      const url = await freshDatabase(s);
+      const store = (await connect(`${url}?lockWaitTimeout=2`)) as MysqlStore;
+      const { host, port, database } = optionsFromUrl(url);
+      const holder = await mysql.createConnection({ host, port, user: 'root', database });
+      try {
+        await initTable(store, 'jobs');
+        const queue = await Queue.open(store, { table: 'jobs' });
+        const [id] = await queue.enqueue([{ a: 1 }]);
+        await holder.query('START TRANSACTION');
+        await holder.query('SELECT id FROM jobs WHERE id = ? FOR UPDATE', [id]);
+        const started = performance.now();
+        const error = await store.execute({ sql: 'UPDATE jobs SET status = 9 WHERE id = ? AND status IS NULL', params: [id as number] }).then(() => null, (e: unknown) => e);
+        const waitedMs = performance.now() - started;
+        console.info(`[innodb_lock_wait_timeout=1] statusq's session (2 s) waited ${Math.round(waitedMs)} ms`);
+        expect(error).toMatchObject({ kind: 'WriteConflict', nativeCode: 1205 });
+        expect(waitedMs).toBeGreaterThan(1900);
+        expect(store.stats.lockWaitTimeouts).toBe(1);
+      } finally {
+        await holder.end();
+        await store.close();
         await dropFresh(s, url);
       }
     });
@@ -119,6 +153,11 @@ mysqlSuite('mysql on production server settings (private MariaDB per setting)', 
         const rows = (await Promise.all(Array.from({ length: 6 }, () => store.execute(sql)))).map((r) => r.rows[0]!);
         expect(new Set(rows.map((r) => r.cid)).size).toBeGreaterThan(1);
         for (const r of rows) expect(Number(r.a)).toBe(1);
+        expect(await store.inspection.serverChecks!()).toContainEqual({
+          name: 'autocommit',
+          status: 'pass',
+          detail: 'the server turns autocommit off (init_connect = "SET autocommit=0"); statusq turns it back on in each of its own sessions',
+        });
       } finally {
         await store.close();
         await dropFresh(s, url);
@@ -135,11 +174,80 @@ mysqlSuite('mysql on production server settings (private MariaDB per setting)', 
       await expect(server().admin('CREATE TABLE statusq_outage.no_key (a INT) ENGINE=InnoDB')).rejects.toThrow(/primary key/i);
     });
 
+    it('initTable creates a primary key; migrateTable works, on MariaDB even on a table without one; the doctor says the setting is on', async () => {
+      const url = await freshDatabase(server());
+      const store = (await connect(url)) as MysqlStore;
+      const database = optionsFromUrl(url).database!;
+      try {
+        expect(await initTable(store, 'jobs')).toMatchObject({ created: true });
+        const keys = (await server().admin("SELECT COUNT(*) AS n FROM information_schema.TABLE_CONSTRAINTS WHERE TABLE_SCHEMA = ? AND TABLE_NAME = 'jobs' AND CONSTRAINT_TYPE = 'PRIMARY KEY'", [database])) as Array<{ n: number }>;
+        expect(Number(keys[0]!.n)).toBe(1);
+        // A table made before the setting was turned on (a dynamic variable on MariaDB): unique id, no primary key.
+        await server().admin('SET GLOBAL innodb_force_primary_key = OFF');
+        try {
+          await server().admin(`CREATE TABLE \`${database}\`.legacy (id BIGINT NOT NULL, date DATETIME(3) NOT NULL, status TINYINT NULL, UNIQUE KEY legacy_id (id)) ENGINE=InnoDB`);
+        } finally {
+          await server().admin('SET GLOBAL innodb_force_primary_key = ON');
+        }
+        // MariaDB's setting checks CREATE TABLE only (measured: the ALTERs of migrate run). MySQL 8's
+        // sql_require_primary_key refuses them too (3750), which mysql-errors.ts makes Unsupported with the fix.
+        const migrated = await migrateTable(store, { table: 'legacy', with: ['leases'] });
+        expect(migrated.addedColumns).toEqual(['claimed_at', 'worker_id']);
+        expect(migrated.createdIndex).not.toBeNull();
+        expect(toStoreError({ errno: 3750, sqlMessage: 'Unable to create or change a table without a primary key, when the system variable sql_require_primary_key is set.' })).toMatchObject({
+          kind: 'Unsupported',
+          message: expect.stringMatching(/give the table a PRIMARY KEY/),
+        });
+        const checks = await store.inspection.serverChecks!();
+        expect(checks.find((c) => c.name === 'primary_key_required')).toMatchObject({ status: 'pass', detail: expect.stringMatching(/^innodb_force_primary_key = ON: every table statusq creates has a primary key/) });
+      } finally {
+        await store.close();
+        await dropFresh(server(), url);
+      }
+    });
+
     conformanceOn(server, 'mysql, innodb_force_primary_key=ON', ['race', 'schema']);
   });
 
   describe('lower_case_table_names = 1', () => {
-    const server = privateServer({ serverArgs: ['--lower-case-table-names=1'] });
+    const server = privateServer({ installArgs: ['--lower-case-table-names=1'], serverArgs: ['--lower-case-table-names=1'] });
+
+    it('a table configured as Jobs (initTable) or Table_A (the application\'s, migrated) is found, claimed and settled by both claims', async () => {
+      const url = await freshDatabase(server());
+      const store = (await connect(url)) as MysqlStore;
+      try {
+        expect(store.settings.lowerCaseTableNames).toBe(1);
+        expect(await initTable(store, 'Jobs')).toMatchObject({ table: 'Jobs', created: true });
+        expect(await initTable(store, 'Jobs')).toMatchObject({ created: false, migrated: { addedColumns: [], createdIndex: null, addedStatus: false } });
+        // The server keeps the name in lower case; statusq's catalog look-ups still find it by the configured one.
+        expect(await server().admin('SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [optionsFromUrl(url).database])).toEqual([{ t: 'jobs' }]);
+        for (const s of mysqlFixtures.tableA('Table_A')) await store.execute({ sql: s, params: [] });
+        await store.execute({ sql: "INSERT INTO Table_A (id, date, url, kind) VALUES (1, NOW(3), 'u', 'k'), (2, NOW(3), 'u', 'k'), (3, NOW(3), 'u', 'k')", params: [] });
+        const migrated = await migrateTable(store, { table: 'Table_A', with: ['leases', 'retries', 'results'] });
+        expect(migrated.addedColumns.length).toBeGreaterThan(0);
+        expect(await migrateTable(store, { table: 'Table_A', with: ['leases', 'retries', 'results'] })).toEqual({ table: 'Table_A', addedColumns: [], createdIndex: null, addedStatus: false });
+        const jobs = await Queue.open(store, { table: 'Jobs' });
+        expect(jobs.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true });
+        const tableA = await Queue.open(store, { table: 'Table_A' });
+        expect(tableA.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true });
+        for (const [queue, claimStrategy, n] of [[jobs, 'native', 100], [jobs, 'conditional-update', 100], [tableA, 'native', 0]] as const) {
+          if (n > 0) await queue.enqueue(Array.from({ length: n }, (_, i) => ({ i })));
+          const errors: unknown[] = [];
+          const worker = await Worker.create({ store, table: { table: queue.table.table }, claimStrategy, concurrency: 8, exitWhenEmpty: true, pollMinMs: 2, pollMaxMs: 20, handler: async () => ({ ok: 1 }) });
+          worker.on('error', (e) => errors.push(e));
+          const counters = await withDeadline(worker.run(), 30_000, `a worker to drain ${queue.table.table}`);
+          expect(errors).toEqual([]);
+          expect(counters).toMatchObject({ claimed: n || 3, completed: n || 3, claimLost: 0 });
+        }
+        expect(await jobs.counts()).toEqual({ pending: 0, processing: 0, done: 200, abuse: 0, failed: 0, other: 0 });
+        expect(await tableA.counts()).toEqual({ pending: 0, processing: 0, done: 3, abuse: 0, failed: 0, other: 0 });
+        const checks = await store.inspection.serverChecks!();
+        expect(checks.find((c) => c.name === 'lower_case_table_names')).toMatchObject({ status: 'pass', detail: expect.stringMatching(/^1: table names are stored in lower case/) });
+      } finally {
+        await store.close();
+        await dropFresh(server(), url);
+      }
+    });
 
     conformanceOn(server, 'mysql, lower_case_table_names=1', ['race', 'schema']);
   });
