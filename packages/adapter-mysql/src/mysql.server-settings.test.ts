@@ -6,11 +6,10 @@
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runConformance, type ConformanceGroup } from '@statusq/conformance';
+import { runConformance, withDeadline, type ConformanceGroup } from '@statusq/conformance';
 import mysql from 'mysql2/promise';
 import { ConfigError, Queue, StoreError, Worker, initTable, migrateTable } from '@statusq/core';
 import { statementBytes } from '@statusq/core/adapter';
-import { withDeadline } from '@statusq/conformance';
 import { connect, optionsFromUrl, type MysqlStore } from './index.js';
 import { toStoreError } from './mysql-errors.js';
 import { mysqlConformance, mysqlFixtures } from './testing.js';
