@@ -381,4 +381,23 @@ mysqlSuite('mysql on production server settings (private MariaDB per setting)', 
 
     conformanceOn(server, 'mysql, max_allowed_packet=16K', ['race', 'state-machine', 'outcomes', 'retries']);
   });
+
+  describe("max_allowed_packet = 1K, MariaDB's minimum (and net_buffer_length 1K, without which MariaDB takes up to 16 KB)", () => {
+    const server = privateServer({ serverArgs: ['--max-allowed-packet=1K', '--net-buffer-length=1K'] });
+
+    it('the store reads the packet; the value columns hold 256 bytes', async () => {
+      const url = await freshDatabase(server());
+      const store = (await connect(url)) as MysqlStore;
+      try {
+        expect(store.settings.maxAllowedPacket).toBe(1024);
+        await initTable(store, 'jobs');
+        expect((await Queue.open(store, { table: 'jobs' })).table.limits).toEqual({ payload: { bytes: 256 }, result: { bytes: 256 }, lastError: { bytes: 256 } });
+      } finally {
+        await store.close();
+        await dropFresh(server(), url);
+      }
+    });
+
+    conformanceOn(server, 'mysql, max_allowed_packet=1K', ['race']);
+  });
 });

@@ -120,7 +120,7 @@ describe('mysql adapter, without a server', () => {
     expect(check(64 * 1024 * 1024)).toMatchObject({ status: 'pass' });
     expect(check(1024 * 1024)).toMatchObject({ status: 'pass', detail: '1048576 bytes: payloads and results up to 522240 bytes (64M suggested)' });
     expect(check(1024 * 1024 - 1024)).toMatchObject({ status: 'warn', fix: expect.stringMatching(/^SET GLOBAL max_allowed_packet = 64M/) });
-    // MariaDB's minimum: statusq still runs there (measured), so a warning, with values up to 384 bytes.
-    expect(check(1024)).toMatchObject({ status: 'warn', detail: expect.stringMatching(/^1024 bytes: payloads and results above 384 bytes are refused/) });
+    // MariaDB's minimum: statusq still runs there (measured), so a warning, with values up to 256 bytes.
+    expect(check(1024)).toMatchObject({ status: 'warn', detail: expect.stringMatching(/^1024 bytes: payloads and results above 256 bytes are refused/) });
   });
 });
