@@ -41,7 +41,10 @@ export function describeMysqlTable(runner: StatementRunner, table: string): Prom
 export function mysqlTextLimit(dataType: string, maxChars: unknown, maxBytes: unknown, packet: unknown): ColumnLimit | null {
   const isText = maxBytes !== null && maxBytes !== undefined;
   if (!isText && dataType !== 'json') return null;
-  const statementBytes = Math.max(0, Math.floor((Number(packet) - STATEMENT_OVERHEAD_BYTES) / 2));
+  // A packet of less than 8 KB (MariaDB takes 1 KB) keeps half of itself for the statement around the value:
+  // a settle's SQL is 200-400 bytes, and a value of all quotes takes twice its size.
+  const overhead = Math.min(STATEMENT_OVERHEAD_BYTES, Math.floor(Number(packet) / 2));
+  const statementBytes = Math.max(0, Math.floor((Number(packet) - overhead) / 2));
   if (dataType === 'char' || dataType === 'varchar') return { chars: Number(maxChars), bytes: statementBytes };
   return { bytes: isText ? Math.min(Number(maxBytes), statementBytes) : statementBytes };
 }

@@ -101,6 +101,6 @@ export function mysqlInspection(store: Store, server: MysqlServerInfo, settings:
     explain: (statement, options) => explainOnMysql(store, statement, options),
     estimateRows: (statement) => estimateRowsOnMysql(store, statement),
     generatedColumns: (table) => mysqlGeneratedColumns(store, table),
-    serverChecks: async () => mysqlServerChecks({ server, settings }),
+    serverChecks: () => mysqlServerChecks({ server, settings, runner: store }),
   };
 }

@@ -18,7 +18,18 @@ const UNIQUE_VIOLATION = new Set([1062, 1586]);
  * inactivity (MySQL 8), 1927 connection killed (MariaDB), 1053 server shutdown in progress, 2055 lost
  * connection at a system error, 1152/1184 aborted connection, 3169 session killed (MySQL 8).
  */
-const CONNECTION_LOST_ERRNO = new Set([2006, 2013, 4031, 1927, 1053, 2055, 1152, 1184, 3169]);
+const CONNECTION_LOST_ERRNO = new Set([2006, 2013, 4031, 1927, 1053, 2055, 1152, 1184, 3169, 1153]);
+/**
+ * Server settings that refuse a statement whatever is retried (StoreError Unsupported, never retried), with the fix:
+ * 1153 ER_NET_PACKET_TOO_LARGE (the server then closes the connection, hence also in CONNECTION_LOST_ERRNO);
+ * 1173 ER_REQUIRES_PRIMARY_KEY (MariaDB's innodb_force_primary_key) and 3750 ER_TABLE_WITHOUT_PK (MySQL 8's
+ * sql_require_primary_key) on a table without a primary key.
+ */
+const UNSUPPORTED = new Map<number, string>([
+  [1153, 'the statement is larger than the server\'s max_allowed_packet; SET GLOBAL max_allowed_packet = 64M (and in the server\'s configuration)'],
+  [1173, 'the server requires a primary key on every table (innodb_force_primary_key); give the table a PRIMARY KEY (its id column)'],
+  [3750, 'the server requires a primary key on every table (sql_require_primary_key); give the table a PRIMARY KEY (its id column)'],
+]);
 const CONNECTION_LOST_CODES = new Set([
   'PROTOCOL_CONNECTION_LOST',
   'PROTOCOL_SEQUENCE_TIMEOUT',
@@ -67,6 +78,10 @@ export function toStoreError(error: unknown): unknown {
   const code = typeof e.code === 'string' ? e.code : undefined;
   const native = errno ?? code;
   const message = typeof e.sqlMessage === 'string' ? e.sqlMessage : error instanceof Error ? error.message : String(error);
+  // Before the lost-connection check: the server closes the connection after 1153, but the same statement
+  // would be refused again on any other.
+  const unsupported = errno === undefined ? undefined : UNSUPPORTED.get(errno);
+  if (unsupported) return new StoreError('Unsupported', `${message}: ${unsupported}`, errno, { cause: error });
   if (errno !== undefined && WRITE_CONFLICT.has(errno)) {
     return new StoreError('WriteConflict', `${errno === 1213 ? 'deadlock' : 'lock wait timeout'}: ${message}`, errno, { cause: error });
   }

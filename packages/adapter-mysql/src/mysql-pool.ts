@@ -2,7 +2,7 @@ import { Socket } from 'node:net';
 import mysql from 'mysql2/promise';
 import type { Pool } from 'mysql2/promise';
 import type { PoolConnection as CorePoolConnection } from 'mysql2';
-import { ConfigError, SERVER_CONNECTION, StoreError, endWithin, serverConnectionOptions, raceDeadline, type Row, type StoreCallDeadlines } from '@statusq/core/adapter';
+import { ConfigError, SERVER_CONNECTION, StoreError, endWithin, serverConnectionOptions, raceDeadline, type Row, type StatementLimit, type StoreCallDeadlines } from '@statusq/core/adapter';
 import { toStoreError } from './mysql-errors.js';
 import type { MysqlStoreOptions } from './mysql-options.js';
 
@@ -100,6 +100,24 @@ export function readServerSettings(row: Row): MysqlServerSettings {
   };
 }
 
+/** The value `statusq doctor` and the messages suggest: MySQL 8's default, and room for any payload statusq's own tables take in practice. */
+export const SUGGESTED_MAX_ALLOWED_PACKET = '64M';
+
+/**
+ * One statement's bound on this server. Measured on MariaDB 10.11 (16 KB and 1 KB packets): a COM_QUERY of up
+ * to max_allowed_packet - 2 bytes of SQL runs, one byte more gets 1153. 16 bytes of margin cover a server
+ * that counts a header byte or two more; core's statementBytes already counts high (each `?` as well as the value).
+ * (MariaDB takes up to net_buffer_length even when max_allowed_packet is smaller; reading only
+ * max_allowed_packet errs on the safe side.)
+ */
+export function mysqlStatementLimit(maxAllowedPacket: number): StatementLimit {
+  return {
+    bytes: Math.max(0, maxAllowedPacket - 16),
+    setting: `max_allowed_packet = ${maxAllowedPacket}`,
+    fix: `SET GLOBAL max_allowed_packet = ${SUGGESTED_MAX_ALLOWED_PACKET}, and max_allowed_packet = ${SUGGESTED_MAX_ALLOWED_PACKET} under [mysqld] in the server's configuration`,
+  };
+}
+
 /** A pool whose sessions are set up for statusq, with what MysqlStore needs to run and close it. */
 export interface OpenedMysqlPool {
   pool: Pool;
@@ -114,7 +132,8 @@ export interface OpenedMysqlPool {
 
 /**
  * Opens the pool, checks the server is reachable and detects its flavor and version. Every pooled
- * connection runs with time_zone '+00:00', statusq's lock wait timeout and (by default) READ COMMITTED.
+ * connection runs with time_zone '+00:00', statusq's lock wait timeout (whatever the server's default), autocommit on
+ * (whatever init_connect did) and (by default) READ COMMITTED.
  */
 export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedMysqlPool> {
   const isolation = options.isolation ?? 'read-committed';
@@ -148,7 +167,16 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
     multipleStatements: false,
   });
   const level = isolation === 'read-committed' ? 'READ COMMITTED' : 'REPEATABLE READ';
-  const setup: string[] = [`SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${lockWait}`, `SET SESSION TRANSACTION ISOLATION LEVEL ${level}`];
+  // autocommit = 1: a server may turn it off for the account (init_connect = 'SET autocommit=0', which runs
+  // for every account without SUPER), and then each of statusq's single statements would open a transaction
+  // that nothing commits: claims and settles invisible to other sessions, their row locks held until the
+  // connection's next START TRANSACTION. Measured on MariaDB 10.11 with that init_connect and without this:
+  // the conditional-update race (8 workers, 1,500 jobs) never drained (timed out after 150 s); the native
+  // race drained only because each claim's START TRANSACTION commits what the connection left open.
+  const setup: string[] = [
+    `SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${lockWait}, autocommit = 1`,
+    `SET SESSION TRANSACTION ISOLATION LEVEL ${level}`,
+  ];
   const errors: unknown[] = [];
   const sockets = new Set<Socket>();
   // Runs before any command a caller sends on a new connection: mysql2 queues commands per connection.

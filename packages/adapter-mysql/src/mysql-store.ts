@@ -6,8 +6,10 @@ import {
   StoreError,
   atStatement,
   deadlineOf,
+  fitsStatementLimit,
   inTransaction,
   runInOrder,
+  statementTooLarge,
   withPooledConnection,
   type PooledConnectionOps,
   type ClaimStrategy,
@@ -18,6 +20,7 @@ import {
   type ResolvedTable,
   type SchemaSupport,
   type Statement,
+  type StatementLimit,
   type StatementRunner,
   type Store,
   type StoreCallDeadlines,
@@ -32,7 +35,7 @@ import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 import { mysqlInspection } from './mysql-doctor.js';
 import { isConnectionLost, isDeadlock, isLockWaitTimeout, toStoreError } from './mysql-errors.js';
 import { claimStrategyOption, type MysqlStoreOptions } from './mysql-options.js';
-import { deadlineError, endPool, openMysqlPool, socketOf, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
+import { deadlineError, endPool, mysqlStatementLimit, openMysqlPool, socketOf, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
 import { mysqlSchema } from './mysql-schema.js';
 
 /** Counters of the conflicts this store met, so tests and operators can see a deadlock storm. */
@@ -63,6 +66,8 @@ export class MysqlStore implements Store {
   readonly claimStrategy: ClaimStrategy;
   readonly nativeClaim: NativeClaim | undefined;
   readonly inspection: StoreInspection;
+  /** One statement's bound, from max_allowed_packet (see mysqlStatementLimit). */
+  readonly statementLimit: StatementLimit;
   private closed = false;
   private readonly knownClaimWrites = new Map<string, Promise<boolean>>();
 
@@ -80,6 +85,7 @@ export class MysqlStore implements Store {
     this.nativeClaim = native ? { ...mysqlNativeClaim, claimWritesAreKnown: (table) => this.claimWritesAreKnown(table) } : undefined;
     this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false };
     this.inspection = mysqlInspection(this, server, settings);
+    this.statementLimit = mysqlStatementLimit(settings.maxAllowedPacket);
   }
 
   /** Opens the pool, checks the server is reachable and detects its flavor and version. */
@@ -178,6 +184,12 @@ export class MysqlStore implements Store {
   }
 
   private async run(conn: PoolConnection, statement: Statement): Promise<ExecResult> {
+    // Refused here rather than by the server, which answers a statement over max_allowed_packet with 1153
+    // and closes the connection, or, when the statement is still being written, with a reset socket that
+    // looks like any lost connection (measured both on MariaDB 10.11 with a 16 KB packet), and is retried.
+    if (!fitsStatementLimit(statement, this.statementLimit)) {
+      throw new StoreError('Unsupported', `statement refused: ${statementTooLarge(statement, this.statementLimit)}`, 'ER_NET_PACKET_TOO_LARGE');
+    }
     const [result] = await conn.query({ sql: statement.sql, values: statement.params.map(bindValue) });
     return mysqlExecResult(result);
   }

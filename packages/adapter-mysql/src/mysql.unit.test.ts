@@ -1,8 +1,10 @@
 // Pure functions of the adapter: no server needed.
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '@statusq/core';
+import { isConnectionLost } from './mysql-errors.js';
+import { mysqlStatementLimit, unsupportedVersion } from './mysql-pool.js';
+import { maxAllowedPacketCheck } from './mysql-server-checks.js';
 import { MysqlStore, bindValue, connect, mysqlDialect, mysqlOrderTimeEncoding, optionsFromUrl, parseServerVersion, toStoreError, type MysqlServerInfo, type MysqlStoreOptions } from './index.js';
-import { unsupportedVersion } from './mysql-pool.js';
 
 const native = (errno: number | undefined, code: string, extra: Record<string, unknown> = {}) => Object.assign(new Error(code), { errno, code, ...extra });
 
@@ -124,5 +126,25 @@ describe('mysql adapter, without a server', () => {
     expect(bindValue('"2024-01-02T03:04:05.678Z"')).toBe('"2024-01-02T03:04:05.678Z"');
     expect(bindValue(5)).toBe(5);
     expect(bindValue(null)).toBeNull();
+  });
+
+  it('maps the settings that refuse a statement whatever is retried to Unsupported: packet too large (and drops that connection), primary key required', () => {
+    for (const errno of [1153, 1173, 3750]) {
+      const error = toStoreError(native(errno, 'ER_X'));
+      expect(error).toMatchObject({ kind: 'Unsupported', nativeCode: errno, retryable: false });
+    }
+    expect((toStoreError(native(1153, 'ER_NET_PACKET_TOO_LARGE')) as Error).message).toMatch(/SET GLOBAL max_allowed_packet = 64M/);
+    expect(isConnectionLost(native(1153, 'ER_NET_PACKET_TOO_LARGE'))).toBe(true);
+  });
+
+  it('max_allowed_packet: the statement limit and the doctor verdict follow the packet', () => {
+    expect(mysqlStatementLimit(16384)).toMatchObject({ bytes: 16368, setting: 'max_allowed_packet = 16384' });
+    const settings = { logBin: false, binlogFormat: 'ROW', readOnly: false, lowerCaseTableNames: 0, autocommit: true };
+    const check = (maxAllowedPacket: number) => maxAllowedPacketCheck({ server: parseServerVersion('10.11.6-MariaDB'), settings: { ...settings, maxAllowedPacket } });
+    expect(check(64 * 1024 * 1024)).toMatchObject({ status: 'pass' });
+    expect(check(1024 * 1024)).toMatchObject({ status: 'pass', detail: '1048576 bytes: payloads and results up to 522240 bytes (64M suggested)' });
+    expect(check(1024 * 1024 - 1024)).toMatchObject({ status: 'warn', fix: expect.stringMatching(/^SET GLOBAL max_allowed_packet = 64M/) });
+    // MariaDB's minimum: statusq still runs there (measured), so a warning, with values up to 256 bytes.
+    expect(check(1024)).toMatchObject({ status: 'warn', detail: expect.stringMatching(/^1024 bytes: payloads and results above 256 bytes are refused/) });
   });
 });

@@ -10,6 +10,7 @@ export function withLatency(inner: Store): Store {
   const store: Store = {
     dialect: inner.dialect,
     capabilities: inner.capabilities,
+    statementLimit: inner.statementLimit,
     execute: async (s) => {
       await hop();
       return inner.execute(s);

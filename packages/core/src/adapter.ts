@@ -12,6 +12,7 @@ export * from './store.js';
 export * from './caller-transaction.js';
 export * from './transition-sql.js';
 export * from './claim.js';
+export * from './statement-size.js';
 export * from './deadline.js';
 export { ConnectionGate } from './connection-gate.js';
 export { POOL_URL_PARAMETER, poolFromUrl } from './server-url.js';

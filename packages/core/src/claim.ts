@@ -1,6 +1,7 @@
 import { StoreError } from './errors.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, JobId, NativeClaim, Row, SqlValue, Statement, StatementRunner, Store } from './store.js';
 import type { ResolvedTable } from './table.js';
+import { splitToFit } from './statement-size.js';
 import { Params, TransitionSql } from './transition-sql.js';
 
 /** The column a candidate SELECT carries the database's clock in (NativeClaim.clockWithCandidates); not a column of the table. */
@@ -40,11 +41,19 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
     if (candidates.length === 0) return [];
     // By primary key, ascending, over rows this transaction already holds: claimers never lock in opposite orders.
     const ids = sortIds(candidates.map((r) => r[table.id] as JobId));
-    if (returning) return ownedInOrder(candidates, (await tx.execute(sql.claimByIds(ids, request.token, true))).rows, table, request.token);
+    // A batch's ids may not fit one statement (store.statementLimit): then several UPDATEs in this same
+    // transaction, each over an ascending run of the ids, so the lock order stays ascending.
+    if (returning) {
+      const claimed: Row[] = [];
+      for (const run of splitToFit(ids, (some) => sql.claimByIds(some, request.token, true), store.statementLimit)) claimed.push(...(await tx.execute(run.statement)).rows);
+      return ownedInOrder(candidates, claimed, table, request.token);
+    }
     const clock = buildRows ? claimClock(candidates[0]!) : undefined;
-    const { affected } = await tx.execute(sql.claimByIds(ids, request.token, false, clock instanceof Date ? clock.toISOString() : clock));
+    const clockValue = clock instanceof Date ? clock.toISOString() : clock;
+    let affected = 0;
+    for (const run of splitToFit(ids, (some) => sql.claimByIds(some, request.token, false, clockValue), store.statementLimit)) affected += (await tx.execute(run.statement)).affected;
     if (writesKnown && affected === ids.length) return candidates.map((row) => asClaimed(row, table, request.token, clock!));
-    return ownedInOrder(candidates, (await tx.execute(sql.selectByIds(ids))).rows, table, request.token);
+    return ownedInOrder(candidates, await selectByIds(tx, sql, ids, store), table, request.token);
   });
   return { rows, candidatesLost: 0 };
 }
@@ -82,10 +91,17 @@ export async function claimConditionalUpdate(store: Store, table: ResolvedTable,
   }
   // A claim writes claimed_at from the database clock; read it back only when leases need the real value.
   if (rows.length > 0 && table.features.leases) {
-    const fresh = await store.execute(sql.selectByIds(rows.map((r) => r[table.id] as JobId)));
-    return { rows: orderLike(rows, fresh.rows, table), candidatesLost };
+    const fresh = await selectByIds(store, sql, rows.map((r) => r[table.id] as JobId), store);
+    return { rows: orderLike(rows, fresh, table), candidatesLost };
   }
   return { rows, candidatesLost };
+}
+
+/** The rows of `ids`, in as many SELECTs as the store's statement limit needs (see splitToFit). */
+async function selectByIds(runner: StatementRunner, sql: TransitionSql, ids: readonly JobId[], store: Store): Promise<Row[]> {
+  const rows: Row[] = [];
+  for (const run of splitToFit(ids, (some) => sql.selectByIds(some), store.statementLimit)) rows.push(...(await runner.execute(run.statement)).rows);
+  return rows;
 }
 
 /** Aging changes the claim: aged rows first (oldest first), before the configured newest-first order. */

@@ -8,6 +8,7 @@ import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlVa
 import { columnOverflow, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { INSPECT_CLOCK, InspectTimes, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
 import { TransitionSql } from './transition-sql.js';
+import { fitsStatementLimit, statementTooLarge } from './statement-size.js';
 import { monitoringCounts, type MonitoringCountOptions, type MonitoringCounts } from './monitoring-counts.js';
 
 /**
@@ -275,6 +276,7 @@ export class Queue {
     const returningId = this.store.capabilities.insertReturning;
     const rows = items.map((item, index) => this.rowFor(item, index, describe));
     const statements = rows.map((row) => this.sql.insert(row, { returningId }));
+    statements.forEach((statement, index) => this.checkStatementSize(statement, index, describe));
     const ids: Array<JobId | null> = [];
     for (let start = 0; start < statements.length; start += chunk) {
       const slice = statements.slice(start, start + chunk);
@@ -302,6 +304,7 @@ export class Queue {
     const runner = this.store.runnerFor(handle);
     const returningId = this.store.capabilities.insertReturning;
     const rows = items.map((item, index) => this.rowFor(item, index, describe));
+    rows.forEach((row, index) => this.checkStatementSize(this.sql.insert(row, { returningId, placeholder: runner.placeholder }), index, describe));
     await runner.assertInTransaction?.();
     const ids: Array<JobId | null> = [];
     for (const [index, row] of rows.entries()) {
@@ -315,6 +318,16 @@ export class Queue {
       ids.push(this.insertedId(result, row, returningId));
     }
     return ids;
+  }
+
+  /**
+   * Refuses, before anything is written, a row whose INSERT the database would not take as one statement
+   * (Store.statementLimit): MySQL answers one larger than max_allowed_packet by dropping the connection,
+   * which looks like a network failure and would be retried to no end.
+   */
+  private checkStatementSize(statement: Statement, index: number, describe: (index: number) => string): void {
+    const limit = this.store.statementLimit;
+    if (limit && !fitsStatementLimit(statement, limit)) throw new ConfigError(`${describe(index)}: the row takes ${statementTooLarge(statement, limit)}`);
   }
 
   /** The id of the row `row` inserted (see enqueue). */

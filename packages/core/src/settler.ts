@@ -1,6 +1,7 @@
 import { keyOf } from './claim.js';
 import type { Queue } from './queue.js';
 import { STORE_RETRY, withStoreRetry } from './retry.js';
+import { splitToFit } from './statement-size.js';
 import type { ExecResult, JobId, Statement } from './store.js';
 
 /**
@@ -89,33 +90,44 @@ export class Settler {
       else byToken.set(b.completion.token, [b]);
     }
     const grouped = new Set<PendingSettle>();
-    for (const [token, members] of byToken) {
-      if (members.length < 2) continue;
-      for (const m of members) grouped.add(m);
-      const ids = members.map((m) => m.completion!.id);
-      const returning = this.target.store.capabilities.returning;
-      steps.push({
-        statement: this.target.sql.completeMany(ids, token, returning),
-        resolve: async (result, retried) => {
-          let changed: Set<string> | null = null;
-          if (returning && !retried) changed = new Set(result.rows.map((row) => keyOf(row.id)));
-          else if (retried || result.affected < members.length) {
-            try {
-              const { rows } = await withStoreRetry(() => this.target.store.execute(this.target.sql.completedUnder(ids, token)), { ...STORE_RETRY.settle, onRetry: this.onRetry });
-              changed = new Set(rows.map((row) => keyOf(row.id)));
-            } catch (error) {
-              for (const m of members) m.reject(error);
-              return;
-            }
-          }
-          for (const m of members) m.resolve(changed === null || changed.has(keyOf(m.completion!.id)));
-        },
-      });
+    const returning = this.target.store.capabilities.returning;
+    const limit = this.target.store.statementLimit;
+    for (const [token, all] of byToken) {
+      if (all.length < 2) continue;
+      for (const m of all) grouped.add(m);
+      // Within the store's statement limit (MySQL's max_allowed_packet): one UPDATE per run of ids that fits,
+      // all in this same commit, instead of one the server refuses (and drops the connection for).
+      for (const run of splitToFit(all, (some) => this.target.sql.completeMany(some.map((m) => m.completion!.id), token, returning), limit)) {
+        steps.push(this.groupedStep(run.items, run.statement, token, returning));
+      }
     }
     for (const b of batch) {
       if (!grouped.has(b)) steps.push({ statement: b.statement, resolve: (result) => b.resolve(result.affected === 1) });
     }
     return steps;
+  }
+
+  /** One grouped completion: `statement` completes `members` (claimed under `token`), and each learns whether its row changed. */
+  private groupedStep(members: PendingSettle[], statement: Statement, token: string, returning: boolean): SettleStep {
+    const ids = members.map((m) => m.completion!.id);
+    return {
+      statement,
+      resolve: async (result, retried) => {
+        let changed: Set<string> | null = null;
+        if (returning && !retried) changed = new Set(result.rows.map((row) => keyOf(row.id)));
+        else if (retried || result.affected < members.length) {
+          try {
+            // No longer than the UPDATE of the same ids, which fit the statement limit.
+            const { rows } = await withStoreRetry(() => this.target.store.execute(this.target.sql.completedUnder(ids, token)), { ...STORE_RETRY.settle, onRetry: this.onRetry });
+            changed = new Set(rows.map((row) => keyOf(row.id)));
+          } catch (error) {
+            for (const m of members) m.reject(error);
+            return;
+          }
+        }
+        for (const m of members) m.resolve(changed === null || changed.has(keyOf(m.completion!.id)));
+      },
+    };
   }
 }
 

@@ -77,6 +77,16 @@ export const DEFAULT_CAPABILITIES: Readonly<StoreCapabilities> = Object.freeze({
   insertReturning: false,
 });
 
+/** See Store.statementLimit. */
+export interface StatementLimit {
+  /** Bytes one statement may take as core's `statementBytes` counts it (SQL text with its values inline, UTF-8). */
+  readonly bytes: number;
+  /** The server setting behind the bound, for messages: `max_allowed_packet = 16384`. */
+  readonly setting: string;
+  /** What raises it: `SET GLOBAL max_allowed_packet = 64M`. */
+  readonly fix: string;
+}
+
 /**
  * `native`: the adapter's best safe claim (one statement or one transaction per batch; see NativeClaim),
  * which is the conditional update on a store that declares none (a MySQL server without SKIP LOCKED).
@@ -170,6 +180,12 @@ export interface NativeClaim {
 export interface Store {
   readonly dialect: SqlDialect;
   readonly capabilities: StoreCapabilities;
+  /**
+   * The most one statement may take, when the database bounds it (MySQL's max_allowed_packet). Core splits
+   * the id lists it builds (claims, grouped completions) into statements within it, and enqueue refuses a
+   * row whose INSERT exceeds it before writing anything. Absent: no bound worth checking.
+   */
+  readonly statementLimit?: StatementLimit | undefined;
   /** The native claim's dialect hooks. Absent: `native` claims run the portable conditional update. */
   readonly nativeClaim?: NativeClaim | undefined;
 

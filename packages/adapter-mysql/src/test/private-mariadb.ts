@@ -32,6 +32,13 @@ async function withConnection<T>(port: number, body: (conn: mysql.Connection) =>
 export interface PrivateMariadbSettings {
   /** More mariadbd options (`--binlog-format=STATEMENT`, `--lower-case-table-names=1`, ...), after the defaults. */
   serverArgs?: readonly string[];
+  /**
+   * More mariadb-install-db options (it passes what it does not know to the bootstrapping mariadbd): a setting
+   * the datadir must be created with. MySQL 8 refuses to start with a lower_case_table_names other than the
+   * one its datadir was initialised with; MariaDB 10.11 starts either way (measured), but a datadir made with
+   * the same setting is what production has.
+   */
+  installArgs?: readonly string[];
   /** SQL run as root once the database exists (CREATE USER, GRANT, SET GLOBAL ...). */
   setup?: readonly string[];
   /** The account in the URL instead of root (one that `setup` created as 'user'@'%'): `user` or `user:password`. */
@@ -57,7 +64,7 @@ export async function startPrivateMariadb(query = '', settings: PrivateMariadbSe
     user: 'mysql',
     init: (dir) => ({
       file: install,
-      args: ['--no-defaults', `--datadir=${join(dir, 'data')}`, '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve'],
+      args: ['--no-defaults', `--datadir=${join(dir, 'data')}`, '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve', ...(settings.installArgs ?? [])],
     }),
     run: (dir, port) => ({
       file: server,

@@ -10,6 +10,7 @@ function spyStore(inner: Store): { store: Store; calls: string[] } {
   const store: Store = {
     dialect: inner.dialect,
     capabilities: inner.capabilities,
+    statementLimit: inner.statementLimit,
     execute: (s) => {
       calls.push(`execute: ${s.sql}`);
       return inner.execute(s);

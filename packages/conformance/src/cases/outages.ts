@@ -36,6 +36,7 @@ function losingConnectionAfterEmptyClaim(inner: Store, failures: number): Store 
   const store: Store & { failed(): number } = {
     dialect: inner.dialect,
     capabilities: inner.capabilities,
+    statementLimit: inner.statementLimit,
     nativeClaim: inner.nativeClaim,
     execute: async (s) => {
       if (/^\s*SELECT\b/i.test(s.sql)) gate();
