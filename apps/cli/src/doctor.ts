@@ -82,7 +82,11 @@ export async function doctor(flags: Flags, io: Io): Promise<number> {
     if (error instanceof StoreError) return error;
     throw error;
   });
-  if (store instanceof StoreError) {
+  if (store instanceof StoreError && store.check) {
+    // The server answered, and refused by a setting of its own (StoreError Unsupported): that setting's check.
+    checks.push({ name: 'connect', status: 'pass', detail: `the server answers; statusq refuses to run there (${store.check.name})` });
+    checks.push({ ...store.check });
+  } else if (store instanceof StoreError) {
     checks.push({ name: 'connect', status: 'fail', detail: `${store.kind}: ${store.message}` });
   } else {
     try {

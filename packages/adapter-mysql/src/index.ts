@@ -1,11 +1,12 @@
 import { ConfigError, deadlinesFromUrl, parseServerUrl, poolFromUrl, type ClaimStrategy, type AdapterModule, type ConnectOptions } from '@statusq/core/adapter';
-import type { MysqlIsolation, MysqlStoreOptions } from './mysql-options.js';
+import type { MysqlBinlogFallback, MysqlIsolation, MysqlStoreOptions } from './mysql-options.js';
 import { MysqlStore } from './mysql-store.js';
 
 export { MysqlStore, type MysqlStoreStats } from './mysql-store.js';
 export { bindValue } from './mysql-results.js';
 export { parseServerVersion, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
-export type { MysqlIsolation, MysqlStoreOptions } from './mysql-options.js';
+export type { MysqlBinlogMode, MysqlBinlogPlan } from './mysql-binlog.js';
+export type { MysqlBinlogFallback, MysqlIsolation, MysqlStoreOptions } from './mysql-options.js';
 export { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 export { toStoreError, isConnectionLost } from './mysql-errors.js';
 export { mysqlNativeClaim } from './mysql-claim-sql.js';
@@ -16,7 +17,8 @@ export const schemes: readonly string[] = ['mysql', 'mariadb'];
 /**
  * Parses `mysql://user:password@host:port/database` (or `mariadb://...`). Query parameters set adapter
  * options: `claimStrategy` (native | conditional-update), `maxConnections`, `isolation`
- * (read-committed | repeatable-read), `lockWaitTimeout` (seconds), and the deadlines `connectTimeout`,
+ * (read-committed | repeatable-read), `binlogFallback` (refuse | conditional-update: what to do on a server
+ * logging by statement where this account may not switch to ROW), `lockWaitTimeout` (seconds), and the deadlines `connectTimeout`,
  * `queryTimeout` and `schemaTimeout` (ms; see MysqlStoreOptions). The old names (`connectionLimit`,
  * `claimStrategy=auto|skip-locked`) are refused, naming the new one.
  */
@@ -41,6 +43,8 @@ export function optionsFromUrl(url: string): MysqlStoreOptions {
   if (strategy !== null) options.claimStrategy = strategy as ClaimStrategy;
   const isolation = parsed.searchParams.get('isolation');
   if (isolation !== null) options.isolation = isolation as MysqlIsolation;
+  const fallback = parsed.searchParams.get('binlogFallback');
+  if (fallback !== null) options.binlogFallback = fallback as MysqlBinlogFallback;
   const lockWait = integer('lockWaitTimeout');
   if (lockWait !== undefined) options.lockWaitTimeoutSeconds = lockWait;
   return { ...options, ...poolFromUrl(parsed.searchParams, 'the MySQL URL'), ...deadlinesFromUrl(parsed.searchParams, 'the MySQL URL') };

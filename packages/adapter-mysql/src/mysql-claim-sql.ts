@@ -43,6 +43,48 @@ export const mysqlNativeClaim: NativeClaim = {
 };
 
 /**
+ * The claim on a server that writes its binary log by statement, when statusq's sessions may not switch to
+ * ROW (mysql-binlog.ts, fallback b): core's conditional-update claim with every session at REPEATABLE READ,
+ *
+ *   SELECT * FROM t WHERE <due> ORDER BY <order> LIMIT n                      (autocommit: a fresh snapshot, no lock)
+ *   UPDATE t SET status = 9, claimed_at = NOW(3), worker_id = ? WHERE id = ? AND <due>   (one per candidate, autocommit)
+ *
+ * Why it is safe there. Statement logging refuses InnoDB writes at READ COMMITTED (1665), so REPEATABLE READ;
+ * under it, the skip-locked batch claim's locking read through the (status, order) index takes next-key locks
+ * and livelocks (the reasoning above). This claim takes no lock to find candidates, and each UPDATE finds its
+ * row by primary key equality, which under REPEATABLE READ locks that one record and no gap; it re-reads the
+ * row's latest version, so the guard decides who owns it and a row is claimed once. Its only insert into a
+ * gap of the (status, order) index is the claimed row's new entry, which only the lease reaper's and an
+ * operator's range UPDATEs ever lock (both rare, and the reaper runs only after a plain read found an expired
+ * lease). Every statement statusq writes replicates as a statement: no UPDATE ... LIMIT, no UUID() or RAND();
+ * NOW(3) is logged with the statement's timestamp; the settles (`WHERE id = ?` or `WHERE id IN (...) AND
+ * status = 9 AND worker_id = ?`), retries, the reaper and requeue are deterministic on the replica's copy of
+ * the rows; enqueue's one-row INSERTs log their AUTO_INCREMENT value. Checked, not assumed:
+ * mysql.binlog.test.ts runs the state-machine, fencing, retries, leases and race groups there and finds no
+ * "Unsafe statement" warning in the server's log.
+ *
+ * What it costs. Measured on MariaDB 10.11.19, 2 cores shared with other test runs, log_bin ON, 20,000 no-op
+ * jobs, in-process workers each on its own pool; jobs/s (the fallback's lost candidates per 100):
+ *
+ *   workers x slots   native, sessions ROW, READ COMMITTED   conditional-update, READ COMMITTED   fallback (REPEATABLE READ)
+ *   1 x 16            3,250                                  2,650                                2,190-2,440 (0)
+ *   8 x 4             2,690                                  1,070                                920-1,220 (62)
+ *   8 x 16            5,910                                  1,140                                740-910 (77)
+ *   32 x 4            2,100                                  330                                  290-370 (89)
+ *   32 x 16           2,270-3,560                            170                                  240-270 (95)
+ *
+ * No deadlock, no lock wait timeout, no job run twice and every row done, in every run. REPEATABLE READ costs
+ * this claim little (0-35%, about the spread between runs on this shared machine); the claim itself costs the
+ * rest: it loses most candidates to other workers, one round trip each. Against the native claim the fallback
+ * is 1.3-1.5x slower with one worker, 2-8x with 8 and 6-15x with 32, which is why it is taken only when asked for
+ * (binlogFallback) or when the store runs this claim anyway. Not settled yet: the native claim at REPEATABLE
+ * READ on the same server (isolation=repeatable-read, which statement logging accepts) ran 4,640 jobs/s with
+ * one worker and 2,040-5,560 with 8 (5 to 12 deadlocks a run, each retried), not the storm measured above
+ * (6,651 in 60 s); it stays out of the fallback until that difference is understood.
+ */
+export const STATEMENT_BINLOG_FALLBACK = { claimStrategy: 'conditional-update', isolation: 'repeatable-read' } as const;
+
+/**
  * Whether the claim's UPDATE leaves a row exactly as the locked candidate plus the three values it writes,
  * so the claimed rows need not be read back: the query counts `surprises`, and there are none unless the
  * table has a column the server changes on UPDATE (ON UPDATE CURRENT_TIMESTAMP, a generated column), an

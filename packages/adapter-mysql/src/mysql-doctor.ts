@@ -4,6 +4,7 @@
  */
 import { splitTableName, type ExplainOptions, type QueryPlan, type Row, type ServerFacts, type Statement, type Store, type StoreInspection } from '@statusq/core/adapter';
 import { mysqlDialect } from './mysql-dialect.js';
+import type { MysqlBinlogPlan } from './mysql-binlog.js';
 import type { MysqlServerInfo, MysqlServerSettings } from './mysql-pool.js';
 import { mysqlServerChecks } from './mysql-server-checks.js';
 import { estimateRowsOnMysql } from './mysql-row-estimates.js';
@@ -77,7 +78,7 @@ async function isolationOf(store: Store, server: MysqlServerInfo): Promise<strin
   return String(rows[0]!.level);
 }
 
-export function mysqlInspection(store: Store, server: MysqlServerInfo, settings: MysqlServerSettings): StoreInspection {
+export function mysqlInspection(store: Store, server: MysqlServerInfo, settings: MysqlServerSettings, binlog: MysqlBinlogPlan): StoreInspection {
   return {
     async serverFacts(): Promise<ServerFacts> {
       const { rows } = await store.execute({
@@ -101,6 +102,6 @@ export function mysqlInspection(store: Store, server: MysqlServerInfo, settings:
     explain: (statement, options) => explainOnMysql(store, statement, options),
     estimateRows: (statement) => estimateRowsOnMysql(store, statement),
     generatedColumns: (table) => mysqlGeneratedColumns(store, table),
-    serverChecks: () => mysqlServerChecks({ server, settings, runner: store }),
+    serverChecks: () => mysqlServerChecks({ server, settings, binlog, runner: store }),
   };
 }

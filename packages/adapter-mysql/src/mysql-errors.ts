@@ -10,9 +10,15 @@ import { StoreError } from '@statusq/core/adapter';
  * - A connection that is gone (killed, server restarted, network dropped, idle timeout): ConnectionLost;
  *   the store drops that connection and the next call takes a fresh one.
  * - 1062 ER_DUP_ENTRY (and 1586 ER_DUP_ENTRY_WITH_KEY_NAME): UniqueViolation.
+ * - 1665 ER_BINLOG_STMT_MODE_AND_ROW_ENGINE (statement-based binary log, a READ COMMITTED write): Unsupported,
+ *   never retried. The store decides at open how to run on such a server (mysql-binlog.ts), so on its own
+ *   connections this means the setting changed under it (SET GLOBAL binlog_format before a new pooled
+ *   connection); on an application's connection (enqueue's `transaction`), that the application's session
+ *   runs READ COMMITTED there.
  */
 const WRITE_CONFLICT = new Set([1213, 1205]);
 const UNIQUE_VIOLATION = new Set([1062, 1586]);
+const BINLOG_STATEMENT_AT_READ_COMMITTED = 1665;
 /**
  * 2006 server gone away, 2013 lost connection during query, 4031 disconnected by the server for
  * inactivity (MySQL 8), 1927 connection killed (MariaDB), 1053 server shutdown in progress, 2055 lost
@@ -86,6 +92,16 @@ export function toStoreError(error: unknown): unknown {
     return new StoreError('WriteConflict', `${errno === 1213 ? 'deadlock' : 'lock wait timeout'}: ${message}`, errno, { cause: error });
   }
   if (errno !== undefined && UNIQUE_VIOLATION.has(errno)) return new StoreError('UniqueViolation', `unique constraint violated: ${message}`, errno, { cause: error });
+  if (errno === BINLOG_STATEMENT_AT_READ_COMMITTED) {
+    return new StoreError(
+      'Unsupported',
+      `the server refused a write to its statement-based binary log: ${message} (statusq's own sessions are set up for the server's binlog_format when ` +
+        "the store opens, so it changed since: open the store again; an application's own connection, in enqueue's `transaction`, needs REPEATABLE READ " +
+        "or SET SESSION binlog_format = 'ROW' there; or SET GLOBAL binlog_format = 'ROW')",
+      errno,
+      { cause: error },
+    );
+  }
   if (isConnectionLost(error)) return new StoreError('ConnectionLost', `MySQL connection lost: ${message}`, native, { cause: error });
   if (errno !== undefined || (code !== undefined && (code.startsWith('ER_') || code.startsWith('PROTOCOL_')))) {
     return new StoreError('Unknown', `MySQL error: ${message}`, native, { cause: error });

@@ -4,6 +4,14 @@ import type { PoolOptions } from 'mysql2/promise';
 /** Isolation of every transaction statusq runs on its connections. */
 export type MysqlIsolation = 'read-committed' | 'repeatable-read';
 
+/**
+ * What the store does on a server that writes its binary log by statement (log_bin ON, binlog_format
+ * STATEMENT) when this account may not switch its own sessions to ROW (see mysql-binlog.ts):
+ * `refuse` (default) fails open with StoreError Unsupported naming the setting and the fixes;
+ * `conditional-update` runs the portable claim at REPEATABLE READ instead, which statement logging accepts.
+ */
+export type MysqlBinlogFallback = 'refuse' | 'conditional-update';
+
 /** The pool and deadline options (maxConnections, connectTimeoutMs, queryTimeoutMs, schemaTimeoutMs) are every server adapter's: ServerConnectionOptions. */
 export interface MysqlStoreOptions extends ServerConnectionOptions {
   host?: string;
@@ -23,6 +31,16 @@ export interface MysqlStoreOptions extends ServerConnectionOptions {
    * on each other's gaps (see mysql-claim-sql.ts). `repeatable-read` exists to measure the difference.
    */
   isolation?: MysqlIsolation;
+  /**
+   * A server with log_bin ON and binlog_format STATEMENT refuses InnoDB writes at READ COMMITTED (error 1665).
+   * statusq first switches its own sessions to ROW (SET SESSION binlog_format, which needs SUPER or BINLOG
+   * ADMIN on MariaDB, SYSTEM_VARIABLES_ADMIN or SESSION_VARIABLES_ADMIN on MySQL); when the account may
+   * not, `refuse` (default) fails open with StoreError Unsupported, and `conditional-update` runs the
+   * conditional-update claim at REPEATABLE READ (slower; see mysql-claim-sql.ts for the numbers). A store
+   * that runs the conditional-update claim anyway (forced, or a server without SKIP LOCKED) takes that
+   * fallback without being asked: it costs it nothing. See mysql-binlog.ts.
+   */
+  binlogFallback?: MysqlBinlogFallback;
   /** innodb_lock_wait_timeout for statusq's sessions, in seconds. Default 10 (the server's is usually 50). */
   lockWaitTimeoutSeconds?: number;
   /** Any other mysql2 pool options (ssl, socketPath, ...). statusq's own settings win where they overlap. */
@@ -34,4 +52,10 @@ export function claimStrategyOption(value: unknown): ClaimStrategy {
   if (value === undefined || value === 'native' || value === 'conditional-update') return value ?? 'native';
   if (value === 'auto' || value === 'skip-locked') throw new ConfigError(`claimStrategy ${value} was renamed native (SKIP LOCKED where the server has it, else conditional-update)`);
   throw new ConfigError(`claimStrategy must be native or conditional-update, got ${JSON.stringify(value)}`);
+}
+
+/** The store's binlogFallback: `refuse` unless `conditional-update` is asked for. */
+export function binlogFallbackOption(value: unknown): MysqlBinlogFallback {
+  if (value === undefined || value === 'refuse' || value === 'conditional-update') return value ?? 'refuse';
+  throw new ConfigError(`binlogFallback must be refuse or conditional-update, got ${JSON.stringify(value)}`);
 }

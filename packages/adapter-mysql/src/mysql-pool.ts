@@ -3,8 +3,9 @@ import mysql from 'mysql2/promise';
 import type { Pool } from 'mysql2/promise';
 import type { PoolConnection as CorePoolConnection } from 'mysql2';
 import { ConfigError, SERVER_CONNECTION, StoreError, endWithin, serverConnectionOptions, raceDeadline, type Row, type StatementLimit, type StoreCallDeadlines } from '@statusq/core/adapter';
+import { SESSION_ROW_SQL, planBinlog, type MysqlBinlogPlan } from './mysql-binlog.js';
 import { toStoreError } from './mysql-errors.js';
-import type { MysqlStoreOptions } from './mysql-options.js';
+import { binlogFallbackOption, type MysqlIsolation, type MysqlStoreOptions } from './mysql-options.js';
 
 /**
  * The server behind the store, as detected at connect from VERSION(): what statusq relies on, each flag with
@@ -126,20 +127,24 @@ export interface OpenedMysqlPool {
   deadlines: StoreCallDeadlines;
   server: MysqlServerInfo;
   settings: MysqlServerSettings;
+  /** How statusq's writes reach the server's binary log, and the isolation its sessions run at (mysql-binlog.ts). */
+  binlog: MysqlBinlogPlan;
 }
 
 
 
 /**
- * Opens the pool, checks the server is reachable and detects its flavor and version. Every pooled
+ * Opens the pool, checks the server is reachable and detects its flavor, version and settings. Every pooled
  * connection runs with time_zone '+00:00', statusq's lock wait timeout (whatever the server's default), autocommit on
- * (whatever init_connect did) and (by default) READ COMMITTED.
+ * (whatever init_connect did) and (by default) READ COMMITTED; on a server that logs by statement, also
+ * binlog_format ROW, or REPEATABLE READ instead (mysql-binlog.ts).
  */
 export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedMysqlPool> {
   const isolation = options.isolation ?? 'read-committed';
   if (isolation !== 'read-committed' && isolation !== 'repeatable-read') {
     throw new ConfigError(`isolation must be read-committed or repeatable-read, got ${JSON.stringify(isolation)}`);
   }
+  const binlogFallback = binlogFallbackOption(options.binlogFallback);
   const { maxConnections, connectTimeoutMs: connectTimeout, deadlines } = serverConnectionOptions(options);
   const lockWait = options.lockWaitTimeoutSeconds ?? 10;
   if (!Number.isSafeInteger(lockWait) || lockWait < 1) throw new ConfigError('lockWaitTimeoutSeconds must be a positive integer');
@@ -166,17 +171,15 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
     charset: 'utf8mb4',
     multipleStatements: false,
   });
-  const level = isolation === 'read-committed' ? 'READ COMMITTED' : 'REPEATABLE READ';
   // autocommit = 1: a server may turn it off for the account (init_connect = 'SET autocommit=0', which runs
   // for every account without SUPER), and then each of statusq's single statements would open a transaction
   // that nothing commits: claims and settles invisible to other sessions, their row locks held until the
   // connection's next START TRANSACTION. Measured on MariaDB 10.11 with that init_connect and without this:
   // the conditional-update race (8 workers, 1,500 jobs) never drained (timed out after 150 s); the native
   // race drained only because each claim's START TRANSACTION commits what the connection left open.
-  const setup: string[] = [
-    `SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${lockWait}, autocommit = 1`,
-    `SET SESSION TRANSACTION ISOLATION LEVEL ${level}`,
-  ];
+  // Every connection's set-up, as it stands when the connection opens: the probe's connection decides the
+  // binary log plan and completes the list before any other connection exists (see below).
+  const setup: string[] = [`SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${lockWait}, autocommit = 1`, isolationSql(isolation)];
   const errors: unknown[] = [];
   const sockets = new Set<Socket>();
   // Runs before any command a caller sends on a new connection: mysql2 queues commands per connection.
@@ -190,32 +193,61 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
       connection.query(sql, (error: unknown) => {
         if (!error) return;
         errors.push(error);
-        // A session without UTC or the isolation level must not run statusq's SQL: drop it, so the
-        // caller meets ConnectionLost and its retry gets a fresh connection.
+        // A session without UTC, the isolation level or the binlog format must not run statusq's SQL: drop
+        // it, so the caller meets ConnectionLost and its retry gets a fresh connection.
         connection.destroy();
       });
     }
   });
-  let probe: Row;
+  let opened: { server: MysqlServerInfo; settings: MysqlServerSettings; binlog: MysqlBinlogPlan };
   try {
-    const probeMs = connectTimeout + deadlines.queryTimeoutMs;
-    const [rows] = await raceDeadline(pool.query(SERVER_PROBE_SQL), probeMs, () => deadlineError(probeMs));
-    probe = (rows as Row[])[0] ?? {};
+    // The probe holds its connection until the plan is complete, so it is the pool's only connection until
+    // then, and every later one opens with the final set-up.
+    const probeMs = connectTimeout + 2 * deadlines.queryTimeoutMs;
+    opened = await raceDeadline(
+      (async () => {
+        const conn = await pool.getConnection();
+        try {
+          const [rows] = await conn.query(SERVER_PROBE_SQL);
+          const probe = (rows as Row[])[0] ?? {};
+          const server = parseServerVersion(String(probe.version ?? ''));
+          const tooOld = unsupportedVersion(server);
+          if (tooOld !== null) throw new StoreError('Unsupported', tooOld, 'SERVER_VERSION');
+          const settings = readServerSettings(probe);
+          const binlog = await planBinlog(
+            {
+              flavor: server.flavor,
+              logBin: settings.logBin,
+              binlogFormat: settings.binlogFormat,
+              isolation,
+              binlogFallback,
+              conditionalUpdateAnyway: options.claimStrategy === 'conditional-update' || !server.skipLocked,
+            },
+            { query: (sql) => conn.query(sql) },
+          );
+          if (binlog.mode === 'session-row') setup.push(SESSION_ROW_SQL);
+          setup[1] = isolationSql(binlog.isolation);
+          return { server, settings, binlog };
+        } finally {
+          conn.release();
+        }
+      })(),
+      probeMs,
+      () => deadlineError(probeMs),
+    );
   } catch (error) {
     await endPool(pool, sockets);
-    throw toStoreError(error);
+    throw toStoreError(errors[0] ?? error);
   }
   if (errors.length > 0) {
     await endPool(pool, sockets);
     throw toStoreError(errors[0]);
   }
-  const server = parseServerVersion(String(probe.version ?? ''));
-  const tooOld = unsupportedVersion(server);
-  if (tooOld !== null) {
-    await endPool(pool, sockets);
-    throw new StoreError('Unsupported', tooOld, 'SERVER_VERSION');
-  }
-  return { pool, sockets, deadlines, server, settings: readServerSettings(probe) };
+  return { pool, sockets, deadlines, ...opened };
+}
+
+function isolationSql(isolation: MysqlIsolation): string {
+  return `SET SESSION TRANSACTION ISOLATION LEVEL ${isolation === 'read-committed' ? 'READ COMMITTED' : 'REPEATABLE READ'}`;
 }
 
 export function deadlineError(ms: number): StoreError {

@@ -30,6 +30,7 @@ import {
 import { mysqlRunnerFor } from './mysql-caller-transaction.js';
 import { bindValue, mysqlExecResult } from './mysql-results.js';
 import { describeMysqlTable } from './mysql-catalog.js';
+import type { MysqlBinlogPlan } from './mysql-binlog.js';
 import { mysqlNativeClaim, mysqlClaimWritesQuery } from './mysql-claim-sql.js';
 import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 import { mysqlInspection } from './mysql-doctor.js';
@@ -62,7 +63,10 @@ export class MysqlStore implements Store {
   readonly schema: SchemaSupport = mysqlSchema;
   readonly capabilities: StoreCapabilities;
   readonly stats: MysqlStoreStats = { deadlocks: 0, lockWaitTimeouts: 0, connectionsLost: 0, claims: 0 };
-  /** The claim this store runs: `native` (SKIP LOCKED) or `conditional-update` (forced, or the server has no SKIP LOCKED). */
+  /**
+   * The claim this store runs: `native` (SKIP LOCKED) or `conditional-update` (forced, the server has no SKIP
+   * LOCKED, or it logs by statement and this account may not switch to ROW: `binlog.fallback`).
+   */
   readonly claimStrategy: ClaimStrategy;
   readonly nativeClaim: NativeClaim | undefined;
   readonly inspection: StoreInspection;
@@ -78,13 +82,15 @@ export class MysqlStore implements Store {
     readonly server: MysqlServerInfo,
     /** The server's settings as read at open (binlog, read_only, max_allowed_packet, ...). */
     readonly settings: MysqlServerSettings,
+    /** How statusq's writes reach the binary log, and the isolation its sessions run at (mysql-binlog.ts). */
+    readonly binlog: MysqlBinlogPlan,
     strategy: ClaimStrategy,
   ) {
-    this.claimStrategy = strategy === 'conditional-update' || !server.skipLocked ? 'conditional-update' : 'native';
+    this.claimStrategy = strategy === 'conditional-update' || !server.skipLocked || binlog.fallback ? 'conditional-update' : 'native';
     const native = this.claimStrategy === 'native';
     this.nativeClaim = native ? { ...mysqlNativeClaim, claimWritesAreKnown: (table) => this.claimWritesAreKnown(table) } : undefined;
     this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false };
-    this.inspection = mysqlInspection(this, server, settings);
+    this.inspection = mysqlInspection(this, server, settings, binlog);
     this.statementLimit = mysqlStatementLimit(settings.maxAllowedPacket);
   }
 
@@ -93,8 +99,8 @@ export class MysqlStore implements Store {
     const strategy = claimStrategyOption(options.claimStrategy);
     if ('connectionLimit' in options) throw new ConfigError('the MySQL option connectionLimit was renamed maxConnections');
     if ('deadlockRetries' in options) throw new ConfigError("the MySQL option deadlockRetries was removed: the store no longer retries, a deadlock reaches the worker's retry policy as WriteConflict");
-    const { pool, sockets, deadlines, server, settings } = await openMysqlPool(options);
-    return new MysqlStore(pool, sockets, deadlines, server, settings, strategy);
+    const { pool, sockets, deadlines, server, settings, binlog } = await openMysqlPool({ ...options, claimStrategy: strategy });
+    return new MysqlStore(pool, sockets, deadlines, server, settings, binlog, strategy);
   }
 
   async execute(statement: Statement): Promise<ExecResult> {

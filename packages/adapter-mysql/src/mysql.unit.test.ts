@@ -1,6 +1,7 @@
 // Pure functions of the adapter: no server needed.
 import { describe, expect, it } from 'vitest';
 import { StoreError } from '@statusq/core';
+import { planBinlog, type BinlogPlanInput } from './mysql-binlog.js';
 import { isConnectionLost } from './mysql-errors.js';
 import { mysqlStatementLimit, unsupportedVersion } from './mysql-pool.js';
 import { maxAllowedPacketCheck } from './mysql-server-checks.js';
@@ -23,6 +24,7 @@ describe('mysql adapter, without a server', () => {
       [native(1927, 'ER_CONNECTION_KILLED'), 'ConnectionLost', 1927],
       [native(1146, 'ER_NO_SUCH_TABLE'), 'Unknown', 1146],
       [native(1064, 'ER_PARSE_ERROR'), 'Unknown', 1064],
+      [native(1665, 'ER_BINLOG_STMT_MODE_AND_ROW_ENGINE'), 'Unsupported', 1665],
     ];
     for (const [error, kind, code] of cases) {
       const mapped = toStoreError(error);
@@ -140,11 +142,82 @@ describe('mysql adapter, without a server', () => {
   it('max_allowed_packet: the statement limit and the doctor verdict follow the packet', () => {
     expect(mysqlStatementLimit(16384)).toMatchObject({ bytes: 16368, setting: 'max_allowed_packet = 16384' });
     const settings = { logBin: false, binlogFormat: 'ROW', readOnly: false, lowerCaseTableNames: 0, autocommit: true };
-    const check = (maxAllowedPacket: number) => maxAllowedPacketCheck({ server: parseServerVersion('10.11.6-MariaDB'), settings: { ...settings, maxAllowedPacket } });
+    const check = (maxAllowedPacket: number) => maxAllowedPacketCheck({ server: parseServerVersion('10.11.6-MariaDB'), settings: { ...settings, maxAllowedPacket }, binlog: { mode: 'off', isolation: 'read-committed', fallback: false } });
     expect(check(64 * 1024 * 1024)).toMatchObject({ status: 'pass' });
     expect(check(1024 * 1024)).toMatchObject({ status: 'pass', detail: '1048576 bytes: payloads and results up to 522240 bytes (64M suggested)' });
     expect(check(1024 * 1024 - 1024)).toMatchObject({ status: 'warn', fix: expect.stringMatching(/^SET GLOBAL max_allowed_packet = 64M/) });
     // MariaDB's minimum: statusq still runs there (measured), so a warning, with values up to 256 bytes.
     expect(check(1024)).toMatchObject({ status: 'warn', detail: expect.stringMatching(/^1024 bytes: payloads and results above 256 bytes are refused/) });
+  });
+
+  describe('the binary log plan at open (mysql-binlog.ts)', () => {
+    const input = (over: Partial<BinlogPlanInput> = {}): BinlogPlanInput => ({
+      flavor: 'mariadb',
+      logBin: true,
+      binlogFormat: 'STATEMENT',
+      isolation: 'read-committed',
+      binlogFallback: 'refuse',
+      conditionalUpdateAnyway: false,
+      ...over,
+    });
+    /** A probe connection that answers each statement as `answer` says, and records what it ran. */
+    const session = (answer: (sql: string) => unknown = () => [[]]) => {
+      const ran: string[] = [];
+      return {
+        ran,
+        query: async (sql: string) => {
+          ran.push(sql);
+          const result = answer(sql);
+          if (result instanceof Error) throw result;
+          return result;
+        },
+      };
+    };
+    const denied = native(1227, 'ER_SPECIFIC_ACCESS_DENIED_ERROR', { sqlMessage: 'Access denied; you need (at least one of) the SUPER, BINLOG ADMIN privilege(s) for this operation' });
+    const refusing = () => session((sql) => (sql.startsWith('SET SESSION binlog_format') ? denied : sql.startsWith('SELECT CURRENT_USER') ? [[{ account: 'app@%' }]] : [[]]));
+
+    it('no binary log, ROW, MIXED, or REPEATABLE READ asked for: nothing to run', async () => {
+      for (const [over, mode] of [
+        [{ logBin: false }, 'off'],
+        [{ binlogFormat: 'ROW' }, 'row'],
+        [{ binlogFormat: 'MIXED' }, 'mixed'],
+        [{ isolation: 'repeatable-read' }, 'statement'],
+      ] as const) {
+        const s = session();
+        expect(await planBinlog(input(over), s)).toEqual({ mode, isolation: over.isolation ?? 'read-committed', fallback: false });
+        expect(s.ran).toEqual([]);
+      }
+    });
+
+    it('STATEMENT: the sessions switch to ROW when the account may', async () => {
+      const s = session();
+      expect(await planBinlog(input(), s)).toEqual({ mode: 'session-row', isolation: 'read-committed', fallback: false });
+      expect(s.ran).toEqual(["SET SESSION binlog_format = 'ROW'"]);
+    });
+
+    it('STATEMENT, an account that may not: refuses (Unsupported, with the check), unless the fallback is allowed', async () => {
+      const error = await planBinlog(input(), refusing()).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StoreError);
+      expect(error).toMatchObject({ kind: 'Unsupported', nativeCode: 'BINLOG_FORMAT', retryable: false, check: { name: 'binlog', status: 'fail' } });
+      expect((error as StoreError).message).toContain("GRANT BINLOG ADMIN ON *.* TO 'app'@'%'");
+      const mysqlError = await planBinlog(input({ flavor: 'mysql' }), refusing()).catch((e: unknown) => e);
+      expect((mysqlError as StoreError).message).toContain("GRANT SESSION_VARIABLES_ADMIN ON *.* TO 'app'@'%'");
+
+      for (const over of [{ binlogFallback: 'conditional-update' }, { conditionalUpdateAnyway: true }] as const) {
+        const s = refusing();
+        expect(await planBinlog(input(over), s)).toEqual({ mode: 'statement', isolation: 'repeatable-read', fallback: true, refusal: expect.stringMatching(/^1227 Access denied/) });
+        expect(s.ran).toEqual(["SET SESSION binlog_format = 'ROW'", 'SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ']);
+      }
+    });
+
+    it('a lost connection is the open failing, not a verdict on the account', async () => {
+      const lost = native(undefined, 'PROTOCOL_CONNECTION_LOST', { fatal: true });
+      await expect(planBinlog(input({ binlogFallback: 'conditional-update' }), session(() => lost))).rejects.toBe(lost);
+    });
+
+    it('binlogFallback comes from the URL and is checked', async () => {
+      expect(optionsFromUrl('mysql://u@h/db?binlogFallback=conditional-update').binlogFallback).toBe('conditional-update');
+      await expect(MysqlStore.open({ host: '127.0.0.1', port: 1, binlogFallback: 'always' as never })).rejects.toThrow(/binlogFallback must be refuse or conditional-update, got "always"/);
+    });
   });
 });

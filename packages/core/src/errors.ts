@@ -1,4 +1,4 @@
-import type { JobId } from './store.js';
+import type { JobId, ServerCheck } from './store.js';
 
 /** The brand every statusq error carries: the names of its classes, most derived first. Shared by every copy. */
 const ERROR_KINDS = Symbol.for('statusq.error.kinds');
@@ -86,7 +86,7 @@ export class JobTimeoutError extends StatusqError {
  * - ReadOnly: the server refuses writes for now (a replica, a standby, or a primary a failover turned
  *   read-only); the worker waits a bounded time for it to become writable again.
  * - Unsupported: the server is set up in a way statusq cannot run safely on (the message names the setting
- *   and the fix); never retried.
+ *   and the fix; `check` is that setting as `statusq doctor` lists it); never retried.
  * - Unknown: anything else; not retried.
  */
 export type StoreErrorKind = 'Busy' | 'WriteConflict' | 'ConnectionLost' | 'UniqueViolation' | 'ReadOnly' | 'Unsupported' | 'Unknown';
@@ -96,16 +96,26 @@ export class StoreError extends StatusqError {
   readonly nativeCode: string | number | undefined;
   /** In a rejected `executeBatch`: which statement failed (0-based), when the adapter could tell. */
   statementIndex: number | undefined = undefined;
-  constructor(kind: StoreErrorKind, message: string, nativeCode?: string | number, options?: { cause?: unknown }) {
-    super(`STORE_${kind.toUpperCase()}`, message, options);
+  /**
+   * Unsupported: the server setting behind the refusal, judged as StoreInspection.serverChecks would judge it
+   * (status `fail`, with its fix), so `statusq doctor` can list it although the store never opened.
+   */
+  readonly check: ServerCheck | undefined;
+  constructor(kind: StoreErrorKind, message: string, nativeCode?: string | number, options?: { cause?: unknown; check?: ServerCheck }) {
+    super(`STORE_${kind.toUpperCase()}`, message, options && withoutCheck(options));
     this.kind = kind;
     this.nativeCode = nativeCode;
+    this.check = options?.check;
   }
 
   /** Kinds after which the same operation may simply be tried again. */
   get retryable(): boolean {
     return this.kind === 'Busy' || this.kind === 'WriteConflict' || this.kind === 'ConnectionLost';
   }
+}
+
+function withoutCheck({ check: _check, ...rest }: { cause?: unknown; check?: ServerCheck }): { cause?: unknown } {
+  return rest;
 }
 
 /**

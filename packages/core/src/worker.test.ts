@@ -66,6 +66,22 @@ describe('Worker on an in-memory store', () => {
     expect(statuses(s)).toEqual([9]);
   });
 
+  it('ends run() at the first claim refused as Unsupported (a server setting statusq cannot run on), without retrying it', async () => {
+    const s = await withJobs(1);
+    const refusal = new StoreError('Unsupported', 'binlog_format STATEMENT', 1665);
+    let claims = 0;
+    s.beforeRun = (statements) => {
+      if (statements.some((st) => st.sql.startsWith('SELECT') && st.sql.includes('ORDER BY'))) {
+        claims++;
+        throw refusal;
+      }
+    };
+    const w = await worker(s, { concurrency: 1 });
+    await expect(w.run()).rejects.toBe(refusal);
+    expect(claims).toBe(1);
+    expect(statuses(s)).toEqual([null]);
+  });
+
   it('stop past its timeout aborts the running jobs, hands their claims back and reports them abandoned', async () => {
     const s = await withJobs(2);
     const handlers = gate();

@@ -6,7 +6,7 @@
  * (job-run.ts), grouped settles (settler.ts), lease heartbeat and reaper (lease-keeper.ts).
  */
 import { settlesWithin } from './deadline.js';
-import { ConfigError, JobTimeoutError, describeError, isRetryableStoreError } from './errors.js';
+import { ConfigError, JobTimeoutError, StoreError, describeError, isRetryableStoreError } from './errors.js';
 import { TypedEmitter } from './events.js';
 import type { IdOf, Job } from './handler.js';
 import { Queue } from './queue.js';
@@ -191,8 +191,10 @@ export class Worker extends TypedEmitter {
         } catch (error) {
           this.emit('error', { error, during: 'claim' });
           // A database that keeps refusing the claim for a reason retrying cannot fix (a dropped table, a
-          // revoked grant) ends the run with that error instead of spinning; transient kinds never do.
-          if (!isRetryableStoreError(error) && ++failedClaims >= MAX_CONSECUTIVE_CLAIM_FAILURES) {
+          // revoked grant) ends the run with that error instead of spinning; transient kinds never do. A
+          // server setting statusq cannot run on (Unsupported) ends it at once: it will refuse every time.
+          const unsupported = error instanceof StoreError && error.kind === 'Unsupported';
+          if (unsupported || (!isRetryableStoreError(error) && ++failedClaims >= MAX_CONSECUTIVE_CLAIM_FAILURES)) {
             this.fatal ??= error;
             break;
           }

@@ -4,7 +4,7 @@
  * password, nothing read from the machine's option files. The shared server on 3306 is never touched.
  * Binaries: STATUSQ_MARIADB_BIN (the directory of mariadbd and mariadb-install-db), else the Debian paths.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { PrivateServer, type DisposableServer, type ServerSpec } from '@statusq/conformance';
@@ -30,8 +30,11 @@ async function withConnection<T>(port: number, body: (conn: mysql.Connection) =>
 
 /** A private server started with settings of its own: the setting cases of issue 18 (binlog, read_only, limits). */
 export interface PrivateMariadbSettings {
-  /** More mariadbd options (`--binlog-format=STATEMENT`, `--lower-case-table-names=1`, ...), after the defaults. */
-  serverArgs?: readonly string[];
+  /**
+   * More mariadbd options (`--binlog-format=STATEMENT`, `--lower-case-table-names=1`, ...), after the
+   * defaults; a function of the server's directory for options that name a file there (`--log-bin=<dir>/binlog`).
+   */
+  serverArgs?: readonly string[] | ((dir: string) => readonly string[]);
   /**
    * More mariadb-install-db options (it passes what it does not know to the bootstrapping mariadbd): a setting
    * the datadir must be created with. MySQL 8 refuses to start with a lower_case_table_names other than the
@@ -54,6 +57,10 @@ export interface PrivateMariadb extends DisposableServer {
   createDatabase(): Promise<string>;
   /** Drops a database that createDatabase made. */
   dropDatabase(url: string): Promise<void>;
+  /** The server's directory (its data, its log, a binary log the options put there). */
+  dir: string;
+  /** The server's error log so far (warnings such as "Unsafe statement written to the binary log"). */
+  log(): string;
 }
 
 /** Starts a private MariaDB server with an empty database `statusq_outage`; `query` is added to its URL. */
@@ -81,7 +88,7 @@ export async function startPrivateMariadb(query = '', settings: PrivateMariadbSe
         '--innodb-buffer-pool-dump-at-shutdown=OFF',
         '--innodb-buffer-pool-load-at-startup=OFF',
         '--innodb-flush-log-at-trx-commit=2',
-        ...(settings.serverArgs ?? []),
+        ...(typeof settings.serverArgs === 'function' ? settings.serverArgs(dir) : (settings.serverArgs ?? [])),
       ],
     }),
     // A normal shutdown: every connection is ended, open transactions roll back, InnoDB stops cleanly.
@@ -107,6 +114,8 @@ export async function startPrivateMariadb(query = '', settings: PrivateMariadbSe
   return {
     url: urlOf(DATABASE),
     port: running.port,
+    dir: running.dir,
+    log: () => readFileSync(join(running.dir, 'server.log'), 'utf8'),
     admin: (sql, params = []) => withConnection(running.port, async (c) => (await c.query(sql, [...params]))[0]),
     createDatabase: async () => {
       const name = `${DATABASE}_${++databases}`;
