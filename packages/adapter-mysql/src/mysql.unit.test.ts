@@ -18,6 +18,11 @@ describe('mysql adapter, without a server', () => {
       [native(2013, 'CR_SERVER_LOST'), 'ConnectionLost', 2013],
       [native(4031, 'ER_CLIENT_INTERACTION_TIMEOUT'), 'ConnectionLost', 4031],
       [native(1927, 'ER_CONNECTION_KILLED'), 'ConnectionLost', 1927],
+      [native(1290, 'ER_OPTION_PREVENTS_STATEMENT', { sqlMessage: 'The MariaDB server is running with the --read-only option so it cannot execute this statement' }), 'ReadOnly', 1290],
+      [native(1290, 'ER_OPTION_PREVENTS_STATEMENT', { sqlMessage: 'The MySQL server is running with the --super-read-only option so it cannot execute this statement' }), 'ReadOnly', 1290],
+      [native(1290, 'ER_OPTION_PREVENTS_STATEMENT', { sqlMessage: 'The MySQL server is running with the --secure-file-priv option so it cannot execute this statement' }), 'Unknown', 1290],
+      [native(1836, 'ER_READ_ONLY_MODE'), 'ReadOnly', 1836],
+      [native(1792, 'ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION'), 'ReadOnly', 1792],
       [native(1146, 'ER_NO_SUCH_TABLE'), 'Unknown', 1146],
       [native(1064, 'ER_PARSE_ERROR'), 'Unknown', 1064],
     ];

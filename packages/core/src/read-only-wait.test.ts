@@ -136,3 +136,26 @@ describe('Worker on a read-only database', () => {
     await expect(worker(s, { readOnlyWaitMs: -1 })).rejects.toThrow(/readOnlyWait must be a number of milliseconds/);
   });
 });
+
+describe('a conditional-update claim cut short', () => {
+  it('runs the rows its earlier UPDATEs claimed when a later one is refused, instead of leaving them in processing', async () => {
+    const s = await withJobs(3);
+    let claimUpdates = 0;
+    let refusing = true;
+    s.beforeRun = (statements) => {
+      if (!statements.some((st) => /^UPDATE\b/.test(st.sql) && /"status" IS NULL/.test(st.sql))) return;
+      // The first claim UPDATE commits; the server turns read-only before the second.
+      if (++claimUpdates >= 2 && refusing) throw readOnly();
+    };
+    const w = await worker(s, { concurrency: 3, exitWhenEmpty: true, readOnlyWaitMs: 10_000 });
+    const seen = events(w);
+    const ran: unknown[] = [];
+    w.on('read-only', () => setTimeout(() => (refusing = false), 100));
+    w.on('completed', (e) => ran.push(e.job.id));
+    const counters = await w.run();
+    expect(counters).toMatchObject({ completed: 3, claimLost: 0 });
+    expect(statuses(s)).toEqual([1, 1, 1]);
+    expect(ran).toHaveLength(3);
+    expect(seen[0]).toBe('read-only during claim, up to 10000 ms');
+  });
+});

@@ -249,7 +249,7 @@ export class Worker extends TypedEmitter {
   private async claim(limit: number): Promise<Row[]> {
     const token = this.queue.table.features.fencing ? `${this.workerId}:${++this.claimSequence}` : null;
     const claimStarted = performance.now();
-    const { rows, candidatesLost } = await withStoreRetry(() => this.queue.claim({ limit, token, agingMs: this.options.agingMs }, this.settings.claimStrategy), {
+    const { rows, candidatesLost, interruptedBy } = await withStoreRetry(() => this.queue.claim({ limit, token, agingMs: this.options.agingMs }, this.settings.claimStrategy), {
       ...STORE_RETRY.claim,
       onRetry: (error) => this.emit('error', { error, during: 'claim (retrying)' }),
     });
@@ -262,10 +262,12 @@ export class Worker extends TypedEmitter {
     if (this.handedBack) {
       // A claim that was still waiting on the database when stop() gave up: nobody will run these rows.
       await this.release(jobs.map((job) => ({ job, token })));
-      return rows;
+    } else {
+      this.emit('claimed', { jobs, candidatesLost, durationMs: performance.now() - claimStarted });
+      this.start(jobs, token);
     }
-    this.emit('claimed', { jobs, candidatesLost, durationMs: performance.now() - claimStarted });
-    this.start(jobs, token);
+    // The rows it did claim run; the claim itself failed, and the loop backs off (or waits) as after any failure.
+    if (interruptedBy !== undefined) throw interruptedBy;
     return rows;
   }
 
