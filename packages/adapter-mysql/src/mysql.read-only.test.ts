@@ -10,8 +10,9 @@ import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll } from 'vitest';
+import { afterAll, expect, it } from 'vitest';
 import { runConformance } from '@statusq/conformance';
+import { connect } from './index.js';
 import { mysqlConformance } from './testing.js';
 import { mysqlSuite } from './test/mysql-test-db.js';
 import { startPrivateMariadb, type PrivateMariadb } from './test/private-mariadb.js';
@@ -46,6 +47,29 @@ mysqlSuite('mysql on a read-only server', () => {
     await (await server)?.stop();
     rmSync(scratch, { recursive: true, force: true });
   });
+  it("doctor's read_only check: fails while the server is read-only, naming the fix; passes once it is not", async () => {
+    const s = await privateServer();
+    const name = `statusq_ro_${++databases}`;
+    await s.admin(`CREATE DATABASE ${name}`);
+    try {
+      const check = async () => {
+        // The settings are read at open: a new store, as each `statusq doctor` run opens one.
+        const store = await connect(`mysql://${ACCOUNT}@127.0.0.1:${s.port}/${name}`);
+        try {
+          return (await store.inspection.serverChecks!()).find((c) => c.name === 'read_only');
+        } finally {
+          await store.close();
+        }
+      };
+      expect(await check()).toEqual({ name: 'read_only', status: 'pass', detail: 'read_only is OFF: the server takes writes' });
+      await setReadOnly(s, true);
+      expect(await check()).toMatchObject({ status: 'fail', detail: expect.stringMatching(/^read_only is ON: the server refuses writes \(error 1290\)/), fix: expect.stringMatching(/^point the URL at the primary/) });
+    } finally {
+      await setReadOnly(s, false);
+      await s.admin(`DROP DATABASE IF EXISTS ${name}`);
+    }
+  });
+
   for (const strategy of ['native', 'conditional-update'] as const) {
     runConformance({
       ...mysqlConformance,

@@ -6,9 +6,13 @@
  * is refused with 25006, exactly as a hot standby refuses it (`cannot execute UPDATE in a read-only
  * transaction`). The suite skips without a server, as postgres.conformance.test.ts does.
  */
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, it } from 'vitest';
-import { runConformance, waitFor } from '@statusq/conformance';
+import { afterAll, expect, it } from 'vitest';
+import { Queue, StoreError, Worker, initTable } from '@statusq/core';
+import { PrivateServer, runConformance, waitFor } from '@statusq/conformance';
+import { connect } from './index.js';
 import { databasesRequired, postgresConformance, postgresUnavailable, withClient } from './testing.js';
 import { startPrivatePostgres } from './test/private-postgres.js';
 import type { DisposableServer } from '@statusq/conformance';
@@ -45,11 +49,86 @@ async function setReadOnly(readOnly: boolean): Promise<void> {
   );
 }
 
+/** The newest installed PostgreSQL's bin directory, as test/private-postgres.ts finds it. */
+function binDir(): string {
+  if (process.env.STATUSQ_POSTGRES_BIN) return process.env.STATUSQ_POSTGRES_BIN;
+  const root = '/usr/lib/postgresql';
+  const versions = existsSync(root) ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'postgres'))) : [];
+  return join(root, versions.sort((a, b) => Number(b) - Number(a))[0] ?? 'none', 'bin');
+}
+
+/**
+ * A hot standby of the private server: pg_basebackup -R (streaming replication, standby.signal) into a
+ * data directory of its own, started on another free port. initdb's default pg_hba.conf lets 127.0.0.1
+ * replicate with trust. --checkpoint=fast: the default spread checkpoint made the backup wait past 30 s.
+ */
+async function startStandby(primaryPort: number): Promise<PrivateServer> {
+  const bin = binDir();
+  return PrivateServer.start({
+    name: 'PostgreSQL standby',
+    user: 'postgres',
+    init: (dir) => ({ file: join(bin, 'pg_basebackup'), args: ['-D', join(dir, 'data'), '-h', '127.0.0.1', '-p', String(primaryPort), '-U', 'postgres', '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync'] }),
+    run: (dir, port) => ({
+      file: join(bin, 'postgres'),
+      args: ['-D', join(dir, 'data'), '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'fsync=off', '-c', 'shared_buffers=32MB', '-c', 'hot_standby=on'],
+    }),
+    stopSignal: 'SIGINT',
+    ready: (port) =>
+      withClient(`postgres://postgres@127.0.0.1:${port}/postgres`, (c) => c.query('SELECT 1'), 2000).then(
+        () => true,
+        () => false,
+      ),
+  });
+}
+
 const unavailable = await postgresUnavailable();
 if (unavailable === null) {
   afterAll(async () => {
     await (await server)?.stop();
   });
+
+  it('a hot standby: claims are refused as ReadOnly (25006), a worker ends with ReadOnly after its wait, doctor fails the standby check', async () => {
+    const name = `statusq_ro_${++databases}`;
+    const primaryUrl = await on(name);
+    await withClient(await on('postgres'), (c) => c.query(`CREATE DATABASE ${name}`));
+    const primary = await connect(primaryUrl);
+    const standby = await startStandby(Number(new URL(primaryUrl).port));
+    const url = new URL(primaryUrl);
+    url.port = String(standby.port);
+    const replica = await connect(url.toString());
+    try {
+      await initTable(primary, 'jobs');
+      await (await Queue.open(primary, { table: 'jobs' })).enqueue([{ n: 1 }, { n: 2 }]);
+      await waitFor('the standby to replay the enqueue', async () => {
+        try {
+          return (await replica.execute({ sql: 'SELECT count(*)::int AS n FROM jobs', params: [] })).rows[0]!.n === 2;
+        } catch {
+          return false;
+        }
+      }, { timeoutMs: 20_000 });
+      const queue = await Queue.open(replica, { table: 'jobs' });
+      for (const strategy of ['native', 'conditional-update'] as const) {
+        const refused = await queue.claim({ limit: 2, token: 't' }, strategy).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect(refused, strategy).toBeInstanceOf(StoreError);
+        expect(refused, strategy).toMatchObject({ kind: 'ReadOnly', nativeCode: '25006' });
+        expect((refused as StoreError).message, strategy).toMatch(/read-only transaction/);
+      }
+      const worker = await Worker.create({ store: replica, table: { table: 'jobs' }, handler: () => undefined, readOnlyWaitMs: 300, pollMaxMs: 20 });
+      await expect(worker.run()).rejects.toMatchObject({ kind: 'ReadOnly', nativeCode: '25006' });
+      const checks = await replica.inspection.serverChecks!();
+      expect(checks).toEqual([expect.objectContaining({ name: 'standby', status: 'fail', fix: expect.stringMatching(/^point the URL at the primary/) })]);
+      expect((await primary.inspection.serverChecks!()).map((c) => `${c.name} ${c.status}`)).toEqual(['standby pass', 'read_only pass']);
+      expect(await (await Queue.open(primary, { table: 'jobs' })).counts()).toMatchObject({ pending: 2, processing: 0 });
+    } finally {
+      await replica.close();
+      await primary.close();
+      await standby.stop();
+    }
+  });
+
   runConformance({
     ...postgresConformance,
     name: 'postgres read-only',
