@@ -9,7 +9,7 @@ export const COMMAND_FLAGS = {
   work: [
     'db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'poll-max', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
-    'log-level', 'log-format', 'processes', 'metrics-port', 'metrics-host', 'progress',
+    'read-only-wait', 'log-level', 'log-format', 'processes', 'metrics-port', 'metrics-host', 'progress',
   ],
   stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'json'],
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],

@@ -184,6 +184,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     agingMs: optionalDuration(flags, 'aging'),
     jobTimeoutMs: optionalDuration(flags, 'job-timeout'),
     jobTimeoutGraceMs: optionalDuration(flags, 'job-timeout-grace'),
+    readOnlyWaitMs: optionalDuration(flags, 'read-only-wait'),
     claimStrategy: claimStrategy as ClaimStrategy | undefined,
     exitWhenEmpty: flags['exit-when-empty'] === true,
   };

@@ -57,6 +57,8 @@ ${COLUMNS}
   --stop-timeout DURATION     how long a stop waits for running jobs before handing them back (default 30s)
   --job-timeout DURATION      abort and fail an attempt running longer (default none)
   --job-timeout-grace D       how long an aborted handler may take to end before the process recycles (default 5s)
+  --read-only-wait DURATION   how long to wait for a read-only database (a replica, a failover in progress) to take
+                              writes again before exiting 1 (default 2m; 0: exit at once); rows stay claimed for the lease
   --exit-when-empty           exit 0 once nothing is pending or processing
   --processes P               run P worker processes under a supervisor
   --log-level L               error, warn, info (default) or debug (a line per job); every level logs those above it

@@ -1,5 +1,5 @@
 // What `statusq work` logs about its worker and its worker processes, and at which level.
-import { isRetryableStoreError, type Job, type SupervisorEvent, type Worker, type WorkerCounters } from '@statusq/core';
+import { isReadOnlyError, isRetryableStoreError, type Job, type SupervisorEvent, type Worker, type WorkerCounters } from '@statusq/core';
 import { errorFields, type Logger } from './log.js';
 import { clip } from './text.js';
 
@@ -37,8 +37,19 @@ export function logWorkerEvents(worker: Worker, log: Logger, table: string): voi
     ),
   );
   worker.on('reaped', (e) => log.warn({ table, reaped: e.count }, `reaped ${e.count} row${e.count === 1 ? '' : 's'} whose lease expired (their worker stopped renewing it) back to pending`));
+  // A read-only database: one warn line when the wait starts, one info line when writes work again; the
+  // refusals in between (heartbeats, reaps, hand-backs) are debug.
+  worker.on('read-only', (e) =>
+    log.warn(
+      { during: e.during, waitMs: e.waitMs, err: errorFields(e.error) },
+      `database is read-only (a replica, or a failover in progress): waiting up to ${formatSeconds(e.waitMs)} for it to take writes again ` +
+        `(claims stopped, settles kept); check that --db points at the primary / writer endpoint: ${clip(e.error instanceof Error ? e.error.message : String(e.error))}`,
+    ),
+  );
+  worker.on('writable', (e) => log.info({ readOnlySeconds: Math.round(e.durationMs / 100) / 10 }, `database writable again after ${formatSeconds(e.durationMs)}`));
   worker.on('error', (e) => {
-    if (isRetryableStoreError(e.error)) outage.failed(e.error, e.during);
+    if (isReadOnlyError(e.error)) log.debug({ during: e.during, err: errorFields(e.error) }, `${e.during}: ${clip(e.error.message)}`);
+    else if (isRetryableStoreError(e.error)) outage.failed(e.error, e.during);
     else log.error({ during: e.during, err: errorFields(e.error) }, `${e.during}: ${clip(e.error instanceof Error ? e.error.message : String(e.error))}`);
   });
 }
@@ -72,6 +83,10 @@ class OutageLog {
     this.log.info({ outageSeconds: seconds, errors: this.errors }, `database answering again after ${seconds.toFixed(1)} s (${this.errors} failed call${this.errors === 1 ? '' : 's'})`);
     this.since = null;
   }
+}
+
+function formatSeconds(ms: number): string {
+  return `${(ms / 1000).toFixed(ms % 1000 === 0 ? 0 : 1)} s`;
 }
 
 /** The stop summary: the line an operator reads first, so its message holds the numbers too. */

@@ -22,7 +22,7 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
            [--order newest|oldest] [--concurrency N] [--batch N] [--max-attempts N]
            [--retry-delay DURATION] [--lease DURATION] [--aging DURATION] [--poll-max DURATION]
            [--claim-strategy native|conditional-update] [--stop-timeout DURATION] [--job-timeout DURATION] [--job-timeout-grace DURATION]
-           [--exit-when-empty] [--log-level error|warn|info|debug] [--log-format json|pretty] [--verbose]
+           [--read-only-wait DURATION] [--exit-when-empty] [--log-level error|warn|info|debug] [--log-format json|pretty] [--verbose]
            [--processes P] [--metrics-port PORT] [--metrics-host H] [--progress auto|on|off]
   stats    --db URL --table T [--json]
   requeue  --db URL --table T --status failed|abuse|processing [--id ID ...] [--lease DURATION] [--force]

@@ -15,10 +15,21 @@ import { StoreError } from '@statusq/core/adapter';
  *   connections this means the setting changed under it (SET GLOBAL binlog_format before a new pooled
  *   connection); on an application's connection (enqueue's `transaction`), that the application's session
  *   runs READ COMMITTED there.
+
+ * - A server that refuses writes: ReadOnly, which the worker waits out for a bounded time (a failover) and
+ *   then reports. 1290 ER_OPTION_PREVENTS_STATEMENT when the option it names is --read-only or
+ *   --super-read-only (MySQL; 1290 also names --secure-file-priv and others, which are not read-only);
+ *   1836 ER_READ_ONLY_MODE (MySQL, InnoDB in read-only mode); 1792 ER_CANT_EXECUTE_IN_READ_ONLY_TRANSACTION
+ *   (MySQL: a read-only transaction, `transaction_read_only`). MariaDB 10.11 has no super_read_only; with
+ *   read_only ON it answers 1290 "running with the --read-only option" to every write and every SELECT ...
+ *   FOR UPDATE of an account without READ_ONLY ADMIN, inside a READ ONLY transaction too (measured on
+ *   10.11.19); an account with it (root, ALL ON *.*) writes as before.
  */
 const WRITE_CONFLICT = new Set([1213, 1205]);
 const UNIQUE_VIOLATION = new Set([1062, 1586]);
-const BINLOG_STATEMENT_AT_READ_COMMITTED = 1665;
+const READ_ONLY = new Set([1836, 1792]);
+/** The option 1290 names, when it is one that makes the server read-only. */
+const READ_ONLY_OPTION = /read[-_]only/i;
 /**
  * 2006 server gone away, 2013 lost connection during query, 4031 disconnected by the server for
  * inactivity (MySQL 8), 1927 connection killed (MariaDB), 1053 server shutdown in progress, 2055 lost
@@ -35,6 +46,12 @@ const UNSUPPORTED = new Map<number, string>([
   [1153, 'the statement is larger than the server\'s max_allowed_packet; SET GLOBAL max_allowed_packet = 64M (and in the server\'s configuration)'],
   [1173, 'the server requires a primary key on every table (innodb_force_primary_key); give the table a PRIMARY KEY (its id column)'],
   [3750, 'the server requires a primary key on every table (sql_require_primary_key); give the table a PRIMARY KEY (its id column)'],
+  [
+    1665,
+    "the server refused a write to its statement-based binary log; statusq's own sessions are set up for the server's binlog_format when the store opens, " +
+      "so it changed since: open the store again; an application's own connection, in enqueue's `transaction`, needs REPEATABLE READ or " +
+      "SET SESSION binlog_format = 'ROW' there; or SET GLOBAL binlog_format = 'ROW'",
+  ],
 ]);
 const CONNECTION_LOST_CODES = new Set([
   'PROTOCOL_CONNECTION_LOST',
@@ -92,21 +109,24 @@ export function toStoreError(error: unknown): unknown {
     return new StoreError('WriteConflict', `${errno === 1213 ? 'deadlock' : 'lock wait timeout'}: ${message}`, errno, { cause: error });
   }
   if (errno !== undefined && UNIQUE_VIOLATION.has(errno)) return new StoreError('UniqueViolation', `unique constraint violated: ${message}`, errno, { cause: error });
-  if (errno === BINLOG_STATEMENT_AT_READ_COMMITTED) {
-    return new StoreError(
-      'Unsupported',
-      `the server refused a write to its statement-based binary log: ${message} (statusq's own sessions are set up for the server's binlog_format when ` +
-        "the store opens, so it changed since: open the store again; an application's own connection, in enqueue's `transaction`, needs REPEATABLE READ " +
-        "or SET SESSION binlog_format = 'ROW' there; or SET GLOBAL binlog_format = 'ROW')",
-      errno,
-      { cause: error },
-    );
+  if (errno !== undefined && (READ_ONLY.has(errno) || (errno === 1290 && READ_ONLY_OPTION.test(message)))) {
+    return new StoreError('ReadOnly', `the MySQL server is read-only (a replica, or a failover in progress): ${message}`, errno, { cause: error });
   }
   if (isConnectionLost(error)) return new StoreError('ConnectionLost', `MySQL connection lost: ${message}`, native, { cause: error });
   if (errno !== undefined || (code !== undefined && (code.startsWith('ER_') || code.startsWith('PROTOCOL_')))) {
     return new StoreError('Unknown', `MySQL error: ${message}`, native, { cause: error });
   }
   return error;
+}
+
+/**
+ * Whether an error (native or mapped) is the server refusing writes. The store drops the connection it met
+ * this on rather than pooling it: after a failover that moved the writer (Aurora's cluster endpoint, a DNS
+ * switch, a VIP), a pooled connection stays on the demoted node, and only a new one reaches the new primary.
+ */
+export function isReadOnlyRefusal(error: unknown): boolean {
+  const mapped = toStoreError(error);
+  return mapped instanceof StoreError && mapped.kind === 'ReadOnly';
 }
 
 /** Whether an error (native or already mapped) is a deadlock, for the store's counter. */

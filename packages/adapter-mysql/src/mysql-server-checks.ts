@@ -19,7 +19,7 @@ export interface MysqlServerCheckInput {
 
 /** The checks, in the order the doctor lists them. */
 export async function mysqlServerChecks(input: MysqlServerCheckInput): Promise<ServerCheck[]> {
-  return Promise.all([versionCheck(input), binlogCheck(input), maxAllowedPacketCheck(input), lockWaitTimeoutCheck(input), primaryKeyCheck(input), lowerCaseTableNamesCheck(input), autocommitCheck(input)]);
+  return Promise.all([versionCheck(input), binlogCheck(input), maxAllowedPacketCheck(input), lockWaitTimeoutCheck(input), primaryKeyCheck(input), lowerCaseTableNamesCheck(input), autocommitCheck(input), readOnlyCheck(input)]);
 }
 
 /** One row of a look at the server, or null when there is no runner or the look failed (the check then says what it can without it). */
@@ -125,6 +125,25 @@ async function autocommitCheck(input: MysqlServerCheckInput): Promise<ServerChec
     name: 'autocommit',
     status: 'pass',
     detail: `the server turns autocommit off (${Number(row.server) === 0 ? 'autocommit = 0' : `init_connect = ${JSON.stringify(String(row.init))}`}); statusq turns it back on in each of its own sessions`,
+  };
+}
+
+/**
+ * read_only (and MySQL's super_read_only, which forces read_only on): the server refuses writes from every
+ * account without SUPER / CONNECTION_ADMIN (MySQL) or READ_ONLY ADMIN (MariaDB 10.11, which ALL ON *.*
+ * includes), so a worker cannot claim there: a replica, or a primary a failover fenced. It fails even for an
+ * account that may write anyway: an application's account should not hold those privileges, and a replica
+ * written to drifts from its primary.
+ */
+function readOnlyCheck({ settings }: MysqlServerCheckInput): ServerCheck {
+  if (!settings.readOnly) return { name: 'read_only', status: 'pass', detail: 'read_only is OFF: the server takes writes' };
+  return {
+    name: 'read_only',
+    status: 'fail',
+    detail:
+      'read_only is ON: the server refuses writes (error 1290) from every account without SUPER or READ_ONLY ADMIN, so statusq cannot claim here; ' +
+      'it is a replica, or a primary a failover fenced. A worker waits --read-only-wait (default 2m) for writes, then exits 1',
+    fix: 'point the URL at the primary (the writer endpoint of a cluster); on the primary itself after a failover: SET GLOBAL read_only = OFF',
   };
 }
 

@@ -34,7 +34,7 @@ import type { MysqlBinlogPlan } from './mysql-binlog.js';
 import { mysqlNativeClaim, mysqlClaimWritesQuery } from './mysql-claim-sql.js';
 import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 import { mysqlInspection } from './mysql-doctor.js';
-import { isConnectionLost, isDeadlock, isLockWaitTimeout, toStoreError } from './mysql-errors.js';
+import { isConnectionLost, isDeadlock, isLockWaitTimeout, isReadOnlyRefusal, toStoreError } from './mysql-errors.js';
 import { claimStrategyOption, type MysqlStoreOptions } from './mysql-options.js';
 import { deadlineError, endPool, mysqlStatementLimit, openMysqlPool, socketOf, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
 import { mysqlSchema } from './mysql-schema.js';
@@ -179,7 +179,9 @@ export class MysqlStore implements Store {
     },
     // destroy() alone only half-closes the socket, which a frozen network keeps open.
     cut: (conn) => socketOf(conn.connection)?.destroy(),
-    isLost: isConnectionLost,
+    // A read-only refusal drops its connection too (see isReadOnlyRefusal; counted in stats.connectionsLost):
+    // the next check of the worker's read-only wait connects afresh, to wherever the writer is now.
+    isLost: (error) => isConnectionLost(error) || isReadOnlyRefusal(error),
     mapError: (error) => this.fail(error),
     timeoutError: deadlineError,
   };

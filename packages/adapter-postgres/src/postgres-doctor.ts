@@ -2,7 +2,7 @@
  * What `statusq doctor` asks of a PostgreSQL server (Store.inspection), and the one reader of PostgreSQL's
  * query plans, which the adapter's `./testing` entry hands to the conformance suite as well.
  */
-import type { ExplainOptions, QueryPlan, ServerFacts, Statement, StatementRunner, Store, StoreInspection } from '@statusq/core/adapter';
+import type { ExplainOptions, QueryPlan, ServerCheck, ServerFacts, Statement, StatementRunner, Store, StoreInspection } from '@statusq/core/adapter';
 import { postgresDialect } from './postgres-dialect.js';
 import { estimateRowsOnPostgres } from './postgres-row-estimates.js';
 
@@ -105,5 +105,35 @@ export function postgresInspection(store: Store): StoreInspection {
     explain: (statement, options) => explainOnPostgres(store, statement, options),
     estimateRows: (statement) => estimateRowsOnPostgres(store, statement),
     generatedColumns: (table) => postgresGeneratedColumns(store, table),
+    serverChecks: () => postgresServerChecks(store),
   };
+}
+
+/**
+ * The server's own state that stops statusq: a hot standby (pg_is_in_recovery) refuses every write and
+ * every SELECT ... FOR UPDATE with 25006, and so does a primary with default_transaction_read_only on (how a
+ * switchover fences the old primary). A worker waits --read-only-wait for writes, then exits 1.
+ */
+export async function postgresServerChecks(store: Store): Promise<ServerCheck[]> {
+  const { rows } = await store.execute({ sql: `SELECT pg_is_in_recovery() AS standby, current_setting('default_transaction_read_only') AS read_only`, params: [] });
+  const row = rows[0]!;
+  const standby: ServerCheck =
+    row.standby === true
+      ? {
+          name: 'standby',
+          status: 'fail',
+          detail: 'the server is a hot standby (pg_is_in_recovery() is true): it refuses writes (25006), so statusq cannot claim here',
+          fix: 'point the URL at the primary (the read-write endpoint of the cluster or its pooler), not at a standby',
+        }
+      : { name: 'standby', status: 'pass', detail: 'the server is a primary (not in recovery)' };
+  const readOnly: ServerCheck =
+    String(row.read_only) === 'on'
+      ? {
+          name: 'read_only',
+          status: 'fail',
+          detail: 'default_transaction_read_only is on for this session: every transaction is read-only (25006), so statusq cannot claim here',
+          fix: 'ALTER SYSTEM RESET default_transaction_read_only (or ALTER ROLE/DATABASE ... RESET it) and SELECT pg_reload_conf(), or point the URL at the writable primary',
+        }
+      : { name: 'read_only', status: 'pass', detail: 'default_transaction_read_only is off: transactions may write' };
+  return row.standby === true ? [standby] : [standby, readOnly];
 }

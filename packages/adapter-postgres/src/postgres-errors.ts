@@ -10,6 +10,9 @@ const SOCKET_CODES = new Set(['ECONNRESET', 'ECONNREFUSED', 'EPIPE', 'ETIMEDOUT'
 const LOST_MESSAGE =
   /Connection terminated|connection error and is not queryable|Client was closed and is not queryable|timeout exceeded when trying to connect|timeout expired|Query read timeout|Connection ended|read ECONNRESET/i;
 
+/** A hot standby's own wording for what it cannot do while it replays the primary's WAL. */
+const DURING_RECOVERY = /during recovery/i;
+
 /**
  * The one place PostgreSQL's native errors become StoreError kinds; the SQLSTATE (or Node error code) is kept
  * as `nativeCode`.
@@ -19,6 +22,11 @@ const LOST_MESSAGE =
  *   53300 too_many_connections, socket errors, pg's "Connection terminated" and its timeouts: ConnectionLost
  *   (the pool replaces the client; the next call works again).
  * - 23505 unique_violation: UniqueViolation.
+ * - 25006 read_only_sql_transaction: ReadOnly, the worker's bounded wait for a failover. Both ways a server
+ *   refuses writes answer it: a hot standby (`cannot execute UPDATE in a read-only transaction`, also for
+ *   SELECT ... FOR UPDATE and nextval) and `default_transaction_read_only = on` (a primary fenced during a
+ *   switchover, or set by an operator). A standby's other refusals (`cannot execute LOCK TABLE during
+ *   recovery`, 0A000 / 55000 naming recovery) are ReadOnly as well.
  * - Any other SQLSTATE: Unknown.
  */
 export function toStoreError(error: unknown): unknown {
@@ -32,6 +40,9 @@ export function toStoreError(error: unknown): unknown {
     if (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300' || SOCKET_CODES.has(code)) {
       return new StoreError('ConnectionLost', `PostgreSQL connection lost: ${message}`, code, { cause: error });
     }
+    if (code === '25006' || ((code === '0A000' || code === '55000') && DURING_RECOVERY.test(message))) {
+      return new StoreError('ReadOnly', `the PostgreSQL server is read-only (a hot standby, or a failover in progress): ${message}`, code, { cause: error });
+    }
     if (code === '23505') return new StoreError('UniqueViolation', `unique constraint violated: ${message}`, code, { cause: error });
     if (/^[0-9A-Z]{5}$/.test(code)) return new StoreError('Unknown', `PostgreSQL error: ${message}`, code, { cause: error });
   }
@@ -39,6 +50,16 @@ export function toStoreError(error: unknown): unknown {
     return new StoreError('ConnectionLost', `PostgreSQL connection lost: ${message}`, 'CONNECTION_TERMINATED', { cause: error });
   }
   return error;
+}
+
+/**
+ * Whether `error` is the server refusing writes. The store throws the client away rather than pooling it:
+ * after a failover the old primary (now a standby, or fenced read-only) keeps every pooled session, and only a
+ * new connection reaches the new primary behind the same address (a DNS name, a VIP, a pgbouncer).
+ */
+export function isReadOnlyRefusal(error: unknown): boolean {
+  const mapped = toStoreError(error);
+  return mapped instanceof StoreError && mapped.kind === 'ReadOnly';
 }
 
 /** Whether the client that raised `error` must be thrown away rather than returned to the pool. */

@@ -33,7 +33,7 @@ import { describePostgresTable } from './postgres-catalog.js';
 import { postgresNativeClaim } from './postgres-claim-sql.js';
 import { postgresDialect, postgresOrderTimeEncoding } from './postgres-dialect.js';
 import { postgresInspection } from './postgres-doctor.js';
-import { isConnectionError, toStoreError } from './postgres-errors.js';
+import { isConnectionError, isReadOnlyRefusal, toStoreError } from './postgres-errors.js';
 import { PostgresListener } from './postgres-listener.js';
 import { postgresSchema } from './postgres-schema.js';
 import { postgresTypes } from './postgres-types.js';
@@ -226,7 +226,8 @@ export class PostgresStore implements Store {
 const CONNECTION_OPS: PooledConnectionOps<pg.PoolClient> = {
   release: (client, lost) => client.release(lost),
   cut: (client) => client.connection.stream.destroy(),
-  isLost: isConnectionError,
+  // A read-only refusal drops its client too (see isReadOnlyRefusal): the worker's next check connects afresh.
+  isLost: (error) => isConnectionError(error) || isReadOnlyRefusal(error),
   mapError: toStoreError,
   timeoutError: (ms) => new StoreError('ConnectionLost', `PostgreSQL did not answer within ${ms} ms (queryTimeout); the connection was dropped`, 'QUERY_TIMEOUT'),
 };

@@ -297,6 +297,9 @@ if (unavailable !== null) {
         [{ code: 'ECONNRESET', message: 'reset' }, 'ConnectionLost', 'ECONNRESET'],
         [{ code: 'ECONNREFUSED', message: 'refused' }, 'ConnectionLost', 'ECONNREFUSED'],
         [{ code: '23505', message: 'duplicate key' }, 'UniqueViolation', '23505'],
+        [{ code: '25006', message: 'cannot execute UPDATE in a read-only transaction' }, 'ReadOnly', '25006'],
+        [{ code: '0A000', message: 'cannot execute LOCK TABLE during recovery' }, 'ReadOnly', '0A000'],
+        [{ code: '0A000', message: 'cannot use a cursor here' }, 'Unknown', '0A000'],
         [{ code: '42P01', message: 'relation does not exist' }, 'Unknown', '42P01'],
       ];
       for (const [native, kind, code] of cases) {

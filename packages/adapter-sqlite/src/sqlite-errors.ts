@@ -3,7 +3,9 @@ import { StoreError } from '@statusq/core/adapter';
 /**
  * The one place SQLite's native errors become StoreError kinds. The native code (SQLITE_BUSY, ...) is kept.
  * SQLITE_BUSY/LOCKED mean another connection holds the write lock beyond the busy timeout: the worker
- * simply tries again.
+ * simply tries again. SQLITE_READONLY and its extended codes (a file or directory the process may not
+ * write, a database opened read-only, a WAL file it cannot lock or create): ReadOnly, which the worker waits
+ * for a bounded time and then reports (a file made writable again within it is picked up).
  */
 export function toStoreError(error: unknown): unknown {
   if (error instanceof StoreError) return error;
@@ -14,6 +16,7 @@ export function toStoreError(error: unknown): unknown {
     if (code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
       return new StoreError('UniqueViolation', `unique constraint violated: ${message}`, code, { cause: error });
     }
+    if (code.startsWith('SQLITE_READONLY')) return new StoreError('ReadOnly', `the SQLite database is read-only (check the file's and its directory's permissions): ${message}`, code, { cause: error });
     if (code.startsWith('SQLITE_CANTOPEN') || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_NOTADB') {
       return new StoreError('ConnectionLost', `SQLite database unavailable: ${message}`, code, { cause: error });
     }

@@ -5,7 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
 import { StoreError } from '@statusq/core';
+import Database from 'better-sqlite3';
 import { SqliteStore } from './index.js';
+import { toStoreError } from './sqlite-errors.js';
 
 let dir: string | null = null;
 let store: SqliteStore | null = null;
@@ -60,4 +62,28 @@ it('transactions take turns: each commits whole, one after the other', async () 
   await Promise.all([bump('a'), bump('b'), bump('c')]);
   expect(order).toEqual(['a begins', 'a ends', 'b begins', 'b ends', 'c begins', 'c ends']);
   expect(await values(s)).toEqual([3, 0, 0]);
+});
+
+it('a write refused by a read-only database is StoreError ReadOnly (what the worker waits out), with the native code kept', async () => {
+  const s = await withRows();
+  await s.close();
+  store = null;
+  // A connection that may not write: what a file without write permission, or one opened read-only, gives.
+  const db = new Database(join(dir!, 'q.db'), { readonly: true });
+  try {
+    let native: unknown = null;
+    try {
+      db.prepare('UPDATE t SET v = 1 WHERE id = 1').run();
+    } catch (error) {
+      native = error;
+    }
+    expect((native as { code?: string }).code).toMatch(/^SQLITE_READONLY/);
+    const mapped = toStoreError(native);
+    expect(mapped).toBeInstanceOf(StoreError);
+    expect(mapped).toMatchObject({ kind: 'ReadOnly', nativeCode: (native as { code: string }).code });
+    expect((mapped as StoreError).message).toMatch(/SQLite database is read-only/);
+    expect(db.prepare('SELECT count(*) AS n FROM t').get()).toEqual({ n: 3 });
+  } finally {
+    db.close();
+  }
 });

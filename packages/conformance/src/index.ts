@@ -42,9 +42,10 @@ import { capabilityCases } from './cases/capabilities.js';
 import { outageCases } from './cases/outages.js';
 import { frozenNetworkCases } from './cases/frozen-network.js';
 import { outboxCases } from './cases/outbox.js';
+import { readOnlyCases } from './cases/read-only.js';
 
 export { CONFORMANCE_GROUPS } from './options.js';
-export type { CallDeadlines, CallerConnection, ConformanceGroup, ConformanceOptions, DisposableServer, OpenCallerConnection, RaceRun, RaceScale, WriteLock } from './options.js';
+export type { CallDeadlines, CallerConnection, ConformanceGroup, ConformanceOptions, DisposableServer, OpenCallerConnection, RaceRun, RaceScale, ReadOnlySwitch, WriteLock } from './options.js';
 export type { CheckedTable, FixtureTables, QueryPlan, QueryPlans, TableDdl } from './fixtures.js';
 export { PrivateServer, type ServerSpec } from './private-server.js';
 export { TcpProxy, routeThrough, type ProxyAddress } from './tcp-proxy.js';
@@ -128,6 +129,7 @@ export function runConformance(options: ConformanceOptions): void {
       processes: () => processCases(env, options),
       outages: () => outageCases(env, options),
       'frozen-network': () => frozenNetworkCases(env, options),
+      'read-only': () => readOnlyCases(env, options),
     };
     for (const group of groups) cases[group]();
   });

@@ -74,6 +74,14 @@ export interface ConformanceOptions {
    */
   knexConfig?: (url: string) => Record<string, unknown>;
   /**
+   * Turns the server of a test database `url` read-only and writable again, the way a failover or an
+   * operator does (MariaDB `SET GLOBAL read_only`, PostgreSQL `default_transaction_read_only`), for the
+   * `[needs readOnlySwitch]` cases: workers wait for the server, bounded, and lose no job. The switch acts on
+   * the whole server, so give it only on a private server of the suite's own, with an account in `url` that
+   * read-only applies to (not a MySQL SUPER / READ_ONLY ADMIN one). Without it those cases skip.
+   */
+  readOnlySwitch?: (url: string) => ReadOnlySwitch;
+  /**
    * Which groups of cases to register. Default: every group. A run against an unusual server setting (a
    * private server started with one option, say) names the groups that setting can break, so the whole suite
    * does not run again for each setting.
@@ -100,8 +108,17 @@ export const CONFORMANCE_GROUPS = [
   'processes',
   'outages',
   'frozen-network',
+  'read-only',
 ] as const;
 export type ConformanceGroup = (typeof CONFORMANCE_GROUPS)[number];
+
+/** See `ConformanceOptions.readOnlySwitch`. */
+export interface ReadOnlySwitch {
+  /** Resolves once a new write through a connection of `url` (pooled or new) is refused as read-only. */
+  on(): Promise<void>;
+  /** Resolves once such a write is accepted again. Safe to call when already writable. */
+  off(): Promise<void>;
+}
 
 /** See `ConformanceOptions.callerConnections`. */
 export interface CallerConnection {

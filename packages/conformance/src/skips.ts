@@ -14,6 +14,7 @@ const WHY = {
   throughProxy: 'no throughProxy option: no TCP route to freeze (an embedded database has no network)',
   callerConnections: "no callerConnections option: no way to open the driver's own connection for the outbox cases",
   knex: 'no knexConfig option: no knex client for the outbox cases',
+  readOnlySwitch: 'no readOnlySwitch option: no server this suite may turn read-only and writable again',
 } as const;
 
 export type Need = keyof typeof WHY;

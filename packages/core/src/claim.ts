@@ -79,10 +79,19 @@ export async function claimConditionalUpdate(store: Store, table: ResolvedTable,
   const candidates = await selectCandidates(store, candidateStatements(sql, request, { columns: '*' }), request.limit, table.id);
   const rows: Row[] = [];
   let candidatesLost = 0;
+  let interruptedBy: unknown;
   for (const candidate of candidates) {
     const id = candidate[table.id] as JobId;
     const claim = sql.claimByIds([id], request.token, false);
-    const { affected } = await store.execute(claim);
+    let affected: number;
+    try {
+      ({ affected } = await store.execute(claim));
+    } catch (error) {
+      // The rows claimed before this error are ours: hand them over with it (ClaimResult.interruptedBy).
+      if (rows.length === 0) throw error;
+      interruptedBy = error;
+      break;
+    }
     if (affected !== 1) {
       candidatesLost++;
       continue;
@@ -91,10 +100,15 @@ export async function claimConditionalUpdate(store: Store, table: ResolvedTable,
   }
   // A claim writes claimed_at from the database clock; read it back only when leases need the real value.
   if (rows.length > 0 && table.features.leases) {
-    const fresh = await selectByIds(store, sql, rows.map((r) => r[table.id] as JobId), store);
-    return { rows: orderLike(rows, fresh, table), candidatesLost };
+    try {
+      const fresh = await selectByIds(store, sql, rows.map((r) => r[table.id] as JobId), store);
+      return { rows: orderLike(rows, fresh, table), candidatesLost, ...(interruptedBy !== undefined && { interruptedBy }) };
+    } catch (error) {
+      // Claimed, but not read back: the rows as the candidate SELECT saw them still name the jobs.
+      return { rows, candidatesLost, interruptedBy: interruptedBy ?? error };
+    }
   }
-  return { rows, candidatesLost };
+  return { rows, candidatesLost, ...(interruptedBy !== undefined && { interruptedBy }) };
 }
 
 /** The rows of `ids`, in as many SELECTs as the store's statement limit needs (see splitToFit). */

@@ -22,6 +22,13 @@ export interface WorkerEvents {
   /** A database or internal error the worker survived (it retries or leaves the row to the lease reaper). */
   error: { error: unknown; during: string };
   reaped: { count: number };
+  /**
+   * The database refused a write as read-only (a replica, a hot standby, a failover in progress): claims
+   * stop and settles wait, for up to `waitMs`. Once per wait, not per refused call.
+   */
+  'read-only': { error: unknown; during: string; waitMs: number };
+  /** A write went through again after a read-only wait of `durationMs`. */
+  writable: { durationMs: number };
   /** `recycle`: a handler outlived its job timeout and grace; the process should exit so the handler ends with it. */
   stopped: { reason: 'stop' | 'empty' | 'recycle' };
 }

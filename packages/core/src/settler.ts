@@ -1,5 +1,6 @@
 import { keyOf } from './claim.js';
 import type { Queue } from './queue.js';
+import { isReadOnlyError, whileReadOnly, type ReadOnlyWait } from './read-only-wait.js';
 import { STORE_RETRY, withStoreRetry } from './retry.js';
 import { splitToFit } from './statement-size.js';
 import type { ExecResult, JobId, Statement } from './store.js';
@@ -19,6 +20,8 @@ export class Settler {
     private readonly target: Queue,
     private readonly maxBatch: number,
     private readonly onRetry: (error: unknown) => void,
+    /** A read-only database: settles wait for it (the worker's one wait and bound) instead of failing. */
+    private readonly readOnly: ReadOnlyWait,
   ) {}
 
   get idle(): boolean {
@@ -61,12 +64,18 @@ export class Settler {
         this.onRetry(error);
       };
       try {
-        results = await withStoreRetry(() => this.target.apply(plan.map((step) => step.statement)), { ...STORE_RETRY.settle, onRetry });
-      } catch {
+        results = await whileReadOnly(this.readOnly, 'settle', () => withStoreRetry(() => this.target.apply(plan.map((step) => step.statement)), { ...STORE_RETRY.settle, onRetry }));
+      } catch (error) {
+        // A database that stayed read-only past the wait refuses every statement alike: trying each on its
+        // own would only wait the bound again per row.
+        if (isReadOnlyError(error)) {
+          for (const b of batch) b.reject(error);
+          continue;
+        }
         // One bad statement must not hold the others back: settle each on its own.
         for (const b of batch) {
           try {
-            const [result] = await withStoreRetry(() => this.target.apply([b.statement]), { ...STORE_RETRY.settle, onRetry: this.onRetry });
+            const [result] = await whileReadOnly(this.readOnly, 'settle', () => withStoreRetry(() => this.target.apply([b.statement]), { ...STORE_RETRY.settle, onRetry: this.onRetry }));
             b.resolve(result!.affected === 1);
           } catch (error) {
             b.reject(error);

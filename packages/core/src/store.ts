@@ -109,6 +109,13 @@ export interface ClaimResult {
   rows: Row[];
   /** Candidates another claimer took first (always 0 for a native claim of a store with `skipLocked`). */
   candidatesLost: number;
+  /**
+   * Set when the claim stopped part way (the conditional-update claim, one UPDATE per candidate): the error
+   * that stopped it, while `rows` holds what the earlier UPDATEs claimed. Those rows are the caller's: run
+   * or release them, then treat the claim as failed with this error. Without it a server that turned
+   * read-only (or went away) between two UPDATEs would leave them in processing until their lease expired.
+   */
+  interruptedBy?: unknown;
 }
 
 /** Runs statements on the one connection of an open transaction (see Store.transaction). */
@@ -174,7 +181,7 @@ export interface NativeClaim {
  * The contract every adapter implements. An adapter owns a connection (or pool) and knows its dialect; it
  * executes the statements core builds, and declares through `nativeClaim` how its dialect's claim differs
  * from the portable one. Methods reject with StoreError (kind Busy, WriteConflict, ConnectionLost,
- * UniqueViolation or Unknown) for database failures, and never retry: core's retry policy (retry.ts) is the
+ * UniqueViolation, ReadOnly, Unsupported or Unknown) for database failures, and never retry: core's retry policy (retry.ts) is the
  * only one. An adapter that lost its connection reconnects on the next call.
  */
 export interface Store {

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { ConfigError } from './errors.js';
 import type { AbuseRule, Handler, IdOf } from './handler.js';
 import { DEFAULT_LEASE_MS } from './queue.js';
+import { DEFAULT_READ_ONLY_WAIT_MS } from './read-only-wait.js';
 import type { ClaimStrategy, JobId, Row, Store } from './store.js';
 import type { ResolvedTable, TableConfig } from './table.js';
 
@@ -62,6 +63,14 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
    */
   jobTimeoutMs?: number | undefined;
   jobTimeoutGraceMs?: number | undefined;
+  /**
+   * How long to wait for a read-only database (a replica, a hot standby, a primary a failover turned
+   * read-only) to take writes again: claims stop and the worker checks again with backoff (from pollMaxMs up
+   * to 5 s apart); settles that meet it are kept and retried as long. Past it run() rejects with StoreError
+   * ReadOnly and rows still in processing stay there for the lease reaper (or a requeue). Default 120 s
+   * (DEFAULT_READ_ONLY_WAIT_MS: the slowest common managed failover); 0 ends the run at the first refusal.
+   */
+  readOnlyWaitMs?: number | undefined;
   /** Source of randomness for jitter (tests pin it). */
   random?: (() => number) | undefined;
 }
@@ -93,6 +102,7 @@ export interface WorkerSettings {
   random: () => number;
   workerId: string;
   settleBatch: number;
+  readOnlyWaitMs: number;
 }
 
 /** Checks every option (ConfigError naming the first bad one) before the worker touches a row. */
@@ -128,7 +138,8 @@ export function resolveWorkerOptions(options: WorkerOptions, table: Pick<Resolve
   const random = options.random ?? Math.random;
   const workerId = options.workerId ?? defaultWorkerId();
   const settleBatch = positiveInteger(options.settleBatch, 200, 'settleBatch');
-  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch };
+  const readOnlyWaitMs = nonNegative(options.readOnlyWaitMs, DEFAULT_READ_ONLY_WAIT_MS, 'readOnlyWait');
+  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch, readOnlyWaitMs };
 }
 
 function positiveInteger(value: number | undefined, fallback: number, what: string, max = 10_000): number {

@@ -12,6 +12,7 @@ import type { IdOf, Job } from './handler.js';
 import { Queue } from './queue.js';
 import { JobOutcomes, abortFlight, beforeSettle, ranFor, undecided, type InFlight, type Outcome } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { ReadOnlyWait, isReadOnlyError } from './read-only-wait.js';
 import { Settler } from './settler.js';
 import { DEFAULT_POLL_MAX_MS, DEFAULT_POLL_MIN_MS, defaultWorkerId, nonNegative, resolveWorkerOptions, type WorkerOptions, type WorkerSettings } from './worker-options.js';
 import { STORE_RETRY, backoffDelay, withStoreRetry } from './retry.js';
@@ -85,6 +86,8 @@ export class Worker extends TypedEmitter {
   private readonly settler: Settler;
   private readonly leases: LeaseKeeper<InFlight>;
   private readonly outcomes: JobOutcomes;
+  /** A read-only database: the one wait (and bound) the claim loop and the settles share. */
+  private readonly readOnly: ReadOnlyWait;
   private stopping = false;
   private stopReason: 'stop' | 'empty' | 'recycle' = 'stop';
   /** Set once a stop past its timeout handed the unfinished claims back: nothing waits for them any more. */
@@ -105,7 +108,11 @@ export class Worker extends TypedEmitter {
     this.settings = resolveWorkerOptions(options, queue.table);
     this.maxAttempts = this.settings.maxAttempts;
     this.workerId = this.settings.workerId;
-    this.settler = new Settler(queue, this.settings.settleBatch, (error) => this.emit('error', { error, during: 'settle' }));
+    this.readOnly = new ReadOnlyWait(this.settings.readOnlyWaitMs, this.settings.pollMaxMs, this.settings.random, {
+      started: (error, during, waitMs) => this.emit('read-only', { error, during, waitMs }),
+      ended: (durationMs) => this.emit('writable', { durationMs }),
+    });
+    this.settler = new Settler(queue, this.settings.settleBatch, (error) => this.emit('error', { error, during: 'settle' }), this.readOnly);
     this.outcomes = new JobOutcomes(queue, this.settings, options);
     this.leases = new LeaseKeeper<InFlight>(queue, this.settings, {
       held: () => [...this.inFlight].filter(beforeSettle),
@@ -126,7 +133,8 @@ export class Worker extends TypedEmitter {
 
   /**
    * Runs until stop() or, with exitWhenEmpty, until the queue is empty, and resolves with the counters.
-   * Rejects only when claims keep failing for a reason retrying cannot fix (running jobs drain first).
+   * Rejects only when claims keep failing for a reason retrying cannot fix, or the database stays read-only
+   * past readOnlyWaitMs (StoreError ReadOnly); running jobs drain first.
    */
   run(): Promise<WorkerCounters> {
     this.running ??= this.loop();
@@ -177,6 +185,7 @@ export class Worker extends TypedEmitter {
     }
     let idleStep = 0;
     let failedClaims = 0;
+    let readOnlyStep = 0;
     try {
       while (!this.stopping) {
         const free = this.settings.concurrency - this.inFlight.size;
@@ -188,7 +197,22 @@ export class Worker extends TypedEmitter {
         try {
           rows = await this.claim(Math.min(this.settings.batch, free));
           failedClaims = 0;
+          readOnlyStep = 0;
+          // A claim that went through ends a read-only wait. On MySQL a claim that found no candidate wrote
+          // nothing, so it cannot tell a writable server from a read-only one: it ends the wait too (there was
+          // nothing to write), and the next claim that finds rows on a server still read-only starts a new one.
+          this.readOnly.writable();
         } catch (error) {
+          // A read-only database (a replica, a failover in progress): no more claims until it takes writes,
+          // checked again with backoff, for a bounded time; one event for the whole wait, not one per refusal.
+          if (isReadOnlyError(error)) {
+            if (!this.readOnly.refused(error, 'claim')) {
+              this.fatal ??= this.readOnly.exhausted(error);
+              break;
+            }
+            await this.waitForWake(this.readOnly.delay(readOnlyStep++));
+            continue;
+          }
           this.emit('error', { error, during: 'claim' });
           // A database that keeps refusing the claim for a reason retrying cannot fix (a dropped table, a
           // revoked grant) ends the run with that error instead of spinning; transient kinds never do. A
@@ -227,7 +251,7 @@ export class Worker extends TypedEmitter {
   private async claim(limit: number): Promise<Row[]> {
     const token = this.queue.table.features.fencing ? `${this.workerId}:${++this.claimSequence}` : null;
     const claimStarted = performance.now();
-    const { rows, candidatesLost } = await withStoreRetry(() => this.queue.claim({ limit, token, agingMs: this.options.agingMs }, this.settings.claimStrategy), {
+    const { rows, candidatesLost, interruptedBy } = await withStoreRetry(() => this.queue.claim({ limit, token, agingMs: this.options.agingMs }, this.settings.claimStrategy), {
       ...STORE_RETRY.claim,
       onRetry: (error) => this.emit('error', { error, during: 'claim (retrying)' }),
     });
@@ -240,10 +264,12 @@ export class Worker extends TypedEmitter {
     if (this.handedBack) {
       // A claim that was still waiting on the database when stop() gave up: nobody will run these rows.
       await this.release(jobs.map((job) => ({ job, token })));
-      return rows;
+    } else {
+      this.emit('claimed', { jobs, candidatesLost, durationMs: performance.now() - claimStarted });
+      this.start(jobs, token);
     }
-    this.emit('claimed', { jobs, candidatesLost, durationMs: performance.now() - claimStarted });
-    this.start(jobs, token);
+    // The rows it did claim run; the claim itself failed, and the loop backs off (or waits) as after any failure.
+    if (interruptedBy !== undefined) throw interruptedBy;
     return rows;
   }
 
@@ -295,7 +321,7 @@ export class Worker extends TypedEmitter {
     try {
       applied = await this.submitSettle(flight, outcome);
     } catch (error) {
-      if (outcome.kind === 'complete' && outcome.stored !== null && !isRetryableStoreError(error)) {
+      if (outcome.kind === 'complete' && outcome.stored !== null && !isRetryableStoreError(error) && !isReadOnlyError(error)) {
         // The database refuses this result (too large, not valid for the column): the row fails with that
         // reason instead of staying in processing and running again by lease.
         this.emit('error', { error, during: `settle of job ${String(job.id)}` });
@@ -366,7 +392,8 @@ export class Worker extends TypedEmitter {
    * A settle that did not commit. After an outage that outlasted the retries the row stays in processing
    * (with a lease the reaper returns it; without one an operator requeues it). Any other error would fail
    * every settle alike (a column the database will not write, a revoked grant): the run ends with it rather
-   * than claiming rows it cannot finish.
+   * than claiming rows it cannot finish; so does a database still read-only at the end of the wait
+   * (the rows stay in processing, for the lease reaper or a requeue).
    */
   private settleFailed(job: Job, error: unknown): void {
     this.emit('error', { error, during: `settle of job ${String(job.id)}` });
@@ -445,6 +472,8 @@ export class Worker extends TypedEmitter {
     const handedBack = (await settlesWithin(releasing, HAND_BACK_DEADLINE_MS)) ? await releasing : null;
     for (const flight of flights) this.inFlight.delete(flight);
     this.handedBack = true;
+    // Settles still waiting for a read-only database give up now: nothing waits for them any more.
+    this.readOnly.cancel();
     this.wake();
     if (handedBack === null) {
       this.emit('error', { error: new Error(`the database did not confirm the hand-back of ${flights.length} claims within ${HAND_BACK_DEADLINE_MS} ms; they return by lease`), during: 'release on stop' });
