@@ -18,7 +18,7 @@
  *      REPEATABLE READ and the conditional-update claim (a plain SELECT of candidates, then one guarded
  *      UPDATE by primary key per candidate, autocommit), which takes record locks on the primary key only
  *      and whose statements are deterministic, so they replicate as statements. The skip-locked batch claim
- *      is no option there: under REPEATABLE READ it livelocks on gap locks. The reasoning and the measured
+ *      is not used there: under REPEATABLE READ it met deadlock storms on gap locks when first measured. The reasoning and the measured
  *      numbers are beside the claim's SQL (mysql-claim-sql.ts, STATEMENT_BINLOG_FALLBACK). It is slower
  *      than a, so it is never taken silently: only with `binlogFallback: 'conditional-update'` (URL
  *      `?binlogFallback=conditional-update`), or when the store runs the conditional-update claim anyway

@@ -61,6 +61,12 @@ export function parseServerVersion(version: string): MysqlServerInfo {
   };
 }
 
+/** The upgrade a server without what statusq needs (or without SKIP LOCKED, for the native claim) should get. */
+export function upgradeFix(server: MysqlServerInfo, forNativeClaim = false): string {
+  if (forNativeClaim) return server.flavor === 'mariadb' ? 'MariaDB 10.6 or later' : 'MySQL 8.0.1 or later';
+  return server.flavor === 'mariadb' ? 'MariaDB 10.6 or later (10.2.2 at the least)' : 'MySQL 8.0.1 or later (5.7.7 at the least)';
+}
+
 /** Why statusq cannot run on `server`, or null when it can (see MINIMUM_VERSIONS). */
 export function unsupportedVersion(server: MysqlServerInfo): string | null {
   const [a, b, c] = MINIMUM_VERSIONS[server.flavor];
@@ -212,7 +218,9 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
           const probe = (rows as Row[])[0] ?? {};
           const server = parseServerVersion(String(probe.version ?? ''));
           const tooOld = unsupportedVersion(server);
-          if (tooOld !== null) throw new StoreError('Unsupported', tooOld, 'SERVER_VERSION');
+          if (tooOld !== null) {
+            throw new StoreError('Unsupported', tooOld, 'SERVER_VERSION', { check: { name: 'version', status: 'fail', detail: tooOld, fix: upgradeFix(server) } });
+          }
           const settings = readServerSettings(probe);
           const binlog = await planBinlog(
             {

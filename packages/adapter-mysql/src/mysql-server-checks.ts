@@ -5,7 +5,7 @@
  */
 import type { Row, ServerCheck, StatementRunner } from '@statusq/core/adapter';
 import { mysqlTextLimit } from './mysql-catalog.js';
-import { SUGGESTED_MAX_ALLOWED_PACKET, mysqlStatementLimit, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
+import { SUGGESTED_MAX_ALLOWED_PACKET, mysqlStatementLimit, upgradeFix, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
 import type { MysqlBinlogPlan } from './mysql-binlog.js';
 
 export interface MysqlServerCheckInput {
@@ -154,7 +154,7 @@ function versionCheck({ server }: MysqlServerCheckInput): ServerCheck {
     name: 'version',
     status: 'warn',
     detail: `${product} ${server.major}.${server.minor}.${server.patch} has no SKIP LOCKED: workers use the conditional-update claim`,
-    fix: server.flavor === 'mariadb' ? 'MariaDB 10.6 or later' : 'MySQL 8.0.1 or later',
+    fix: upgradeFix(server, true),
   };
 }
 

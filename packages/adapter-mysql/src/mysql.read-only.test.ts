@@ -6,9 +6,6 @@
  * not stop), as an application's account should. Both claims: the native one (SELECT ... FOR UPDATE SKIP
  * LOCKED, which read_only refuses too) and the conditional update (whose candidate SELECT it allows).
  */
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 import { runConformance } from '@statusq/conformance';
@@ -22,18 +19,9 @@ const ACCOUNT = 'statusq_app';
 
 let server: Promise<PrivateMariadb> | null = null;
 let databases = 0;
-/**
- * The server's own directory for its temporary files: with the default (/tmp, shared by every private
- * server on the machine) an information_schema query here once failed with "Error on delete of
- * '/tmp/#sql-temptable-....MAI' (Errcode: 2)" while other suites ran their own servers.
- */
-const scratch = mkdtempSync(join(tmpdir(), 'statusq-ro-mariadb-'));
-// Writable by the server's own user (mariadbd runs as mysql), like /tmp.
-chmodSync(scratch, 0o1777);
 /** One private server for the file, started by the first test that needs it. */
 const privateServer = () =>
   (server ??= startPrivateMariadb('', {
-    serverArgs: [`--tmpdir=${scratch}`],
     // The application's account: every privilege on its own databases, none that lifts read_only.
     setup: [`CREATE USER '${ACCOUNT}'@'%'`, `GRANT ALL PRIVILEGES ON \`statusq\\_ro\\_%\`.* TO '${ACCOUNT}'@'%'`],
   }));
@@ -45,7 +33,6 @@ async function setReadOnly(s: PrivateMariadb, on: boolean): Promise<void> {
 mysqlSuite('mysql on a read-only server', () => {
   afterAll(async () => {
     await (await server)?.stop();
-    rmSync(scratch, { recursive: true, force: true });
   });
   it("doctor's read_only check: fails while the server is read-only, naming the fix; passes once it is not", async () => {
     const s = await privateServer();

@@ -68,7 +68,7 @@ mysqlSuite('mysql server detection', () => {
         () => null,
         (e: unknown) => e,
       );
-      expect(error).toMatchObject({ kind: 'Unsupported', nativeCode: 'SERVER_VERSION' });
+      expect(error).toMatchObject({ kind: 'Unsupported', nativeCode: 'SERVER_VERSION', check: { name: 'version', status: 'fail', fix: 'MariaDB 10.6 or later (10.2.2 at the least)' } });
       expect(String((error as Error).message)).toContain('needs MariaDB 10.2.2 or later');
       const rows = (await server().admin("SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE USER = 'root' AND ID <> CONNECTION_ID()")) as Array<{ n: number }>;
       expect(Number(rows[0]!.n)).toBe(0);

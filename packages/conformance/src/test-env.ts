@@ -96,14 +96,17 @@ export class TestEnv {
     for (const s of this.stores) if (!s.closed) await s.store.close();
   }
 
-  /** Worker.create + run(), tracked; `error` events are collected on `errors`. */
-  async startWorker(options: WorkerOptions, label = `worker ${this.workers.length + 1}`, beforeRun?: (worker: Worker) => void): Promise<StartedWorker> {
+  /**
+   * Worker.create + run(), tracked; `error` events are collected on `errors`. With `startWhen`, run() waits
+   * for it, so several workers created one after another can start claiming at the same moment.
+   */
+  async startWorker(options: WorkerOptions, label = `worker ${this.workers.length + 1}`, beforeRun?: (worker: Worker) => void, startWhen?: Promise<void>): Promise<StartedWorker> {
     const worker = await Worker.create(options);
     const errors: StartedWorker['errors'] = [];
     worker.on('error', (e) => errors.push(e));
     beforeRun?.(worker);
     let finished = false;
-    const done = worker.run();
+    const done = startWhen ? startWhen.then(() => worker.run()) : worker.run();
     done.then(
       () => (finished = true),
       () => (finished = true),

@@ -4,7 +4,8 @@
  * password, nothing read from the machine's option files. The shared server on 3306 is never touched.
  * Binaries: STATUSQ_MARIADB_BIN (the directory of mariadbd and mariadb-install-db), else the Debian paths.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
 import { PrivateServer, type DisposableServer, type ServerSpec } from '@statusq/conformance';
@@ -66,6 +67,9 @@ export interface PrivateMariadb extends DisposableServer {
 /** Starts a private MariaDB server with an empty database `statusq_outage`; `query` is added to its URL. */
 export async function startPrivateMariadb(query = '', settings: PrivateMariadbSettings = {}): Promise<PrivateMariadb> {
   const [server, install] = [binary('mariadbd'), binary('mariadb-install-db')];
+  const scratch = mkdtempSync(join(tmpdir(), 'statusq-mariadb-tmp-'));
+  // Writable by the server's own user (mariadbd runs as mysql), like /tmp.
+  chmodSync(scratch, 0o1777);
   const spec: ServerSpec = {
     name: 'MariaDB',
     user: 'mysql',
@@ -88,6 +92,10 @@ export async function startPrivateMariadb(query = '', settings: PrivateMariadbSe
         '--innodb-buffer-pool-dump-at-shutdown=OFF',
         '--innodb-buffer-pool-load-at-startup=OFF',
         '--innodb-flush-log-at-trx-commit=2',
+        // Temporary files of its own: with the default (/tmp, shared by every server on the machine) an
+        // information_schema query once failed with "Error on delete of '/tmp/#sql-temptable-....MAI'
+        // (Errcode: 2)" while other suites ran their own servers.
+        `--tmpdir=${scratch}`,
         ...(typeof settings.serverArgs === 'function' ? settings.serverArgs(dir) : (settings.serverArgs ?? [])),
       ],
     }),
@@ -99,7 +107,13 @@ export async function startPrivateMariadb(query = '', settings: PrivateMariadbSe
         () => false,
       ),
   };
-  const running = await PrivateServer.start(spec);
+  let running: PrivateServer;
+  try {
+    running = await PrivateServer.start(spec);
+  } catch (error) {
+    rmSync(scratch, { recursive: true, force: true });
+    throw error;
+  }
   try {
     await withConnection(running.port, async (c) => {
       await c.query(`CREATE DATABASE ${DATABASE} CHARACTER SET utf8mb4`);
@@ -107,6 +121,7 @@ export async function startPrivateMariadb(query = '', settings: PrivateMariadbSe
     });
   } catch (error) {
     await running.stop();
+    rmSync(scratch, { recursive: true, force: true });
     throw error;
   }
   const urlOf = (database: string) => `mysql://${settings.account ?? 'root'}@127.0.0.1:${running.port}/${database}${query ? `?${query}` : ''}`;
@@ -146,6 +161,9 @@ export async function startPrivateMariadb(query = '', settings: PrivateMariadbSe
         }
         return ended;
       }),
-    stop: () => running.stop(),
+    stop: async () => {
+      await running.stop();
+      rmSync(scratch, { recursive: true, force: true });
+    },
   };
 }

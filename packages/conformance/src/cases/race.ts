@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ClaimStrategy, Store, WorkerCounters } from '@statusq/core';
-import { FAST, Ledger, countsOf, idKey, readRows, statusOf, withDeadline, withLatency, type StartedWorker, type TestEnv } from '../harness.js';
+import { FAST, Ledger, countsOf, deferred, idKey, readRows, statusOf, withDeadline, withLatency, type StartedWorker, type TestEnv } from '../harness.js';
 import type { ConformanceOptions } from '../options.js';
 import { createJobs, enqueueJobs } from '../tables.js';
 
@@ -30,6 +30,9 @@ export function raceCases(env: () => TestEnv, options: ConformanceOptions): void
         const wrongState: string[] = [];
         const workers: StartedWorker[] = [];
         const stores: Store[] = [];
+        // Every worker is created (tables described, connections opened) before any claims: otherwise the first
+        // ones drain a fast table while the last are still being set up, and fewer workers race than the title says.
+        const go = deferred();
         for (let i = 0; i < WORKERS; i++) {
           const opened = await env().store(`worker store ${i + 1}`, env().url, createStore);
           stores.push(opened);
@@ -54,10 +57,11 @@ export function raceCases(env: () => TestEnv, options: ConformanceOptions): void
                 await new Promise((resolve) => setImmediate(resolve));
                 return { n: (job.payload as { n: number }).n };
               },
-            }),
+            }, undefined, undefined, go.promise),
           );
         }
         const started = performance.now();
+        go.resolve();
         const results: WorkerCounters[] = await withDeadline(Promise.all(workers.map((w) => w.done)), 150_000, `${WORKERS} workers to drain ${jobs} jobs`);
         const seconds = (performance.now() - started) / 1000;
         console.info(`[${options.name}] ${strategy} race, ${WORKERS} workers: ${jobs} jobs in ${seconds.toFixed(2)} s (${Math.round(jobs / seconds)} jobs/s)`);
