@@ -72,8 +72,9 @@ function postgresKit(url: string, schema: string): Kit {
     queue: (name) => new pg.Queue(name, { connection: { connectionString: url, schema, max: 2, migrate: true, application_name: 'bench-bullmq-producer' } }) as unknown as Queue,
     worker: (name, processor, concurrency, workers) =>
       new pg.Worker(name, processor, {
-        // One connection per slot for its fused complete-and-fetch, cut to the run's budget; LISTEN has its own.
-        connection: { connectionString: url, schema, max: poolSize(concurrency, workers, 2), application_name: 'bench-bullmq-worker' },
+        // One connection per slot for its fused complete-and-fetch, cut to the run's budget; the LISTEN client is
+        // a connection of its own outside the pool (postgres-connection.js), so it comes out of the same share.
+        connection: { connectionString: url, schema, max: Math.max(1, poolSize(concurrency + 1, workers, 2) - 1), application_name: 'bench-bullmq-worker' },
         concurrency,
         autorun: false,
       }) as unknown as Worker,
