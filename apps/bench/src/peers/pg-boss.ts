@@ -5,7 +5,7 @@
  *
  * What 12.38 does, read from its source (dist/manager.js `work()`, dist/worker.js), that shapes the numbers:
  *
- * - The loop is fetch -> handler -> `await complete(name, ids)` (one UPDATE for the batch, awaited since v11;
+ * - The loop is fetch -> handler -> `await complete(name, ids)` (one UPDATE for the batch, awaited in 12.38;
  *   10.x left it in flight) -> sleep(interval - elapsed). `pollingIntervalSeconds` is still >= 0.5
  *   (attorney.js MIN_POLLING_INTERVAL_MS). 10.x slept after every fetch, so a no-op burn-down was capped near
  *   batchSize / 0.5 s per worker; `burstWhenBatchFull` (12.x) skips the sleep while fetches come back full
