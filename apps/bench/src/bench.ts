@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [--quick] [--only s1,s2] [--dialects d1,d2] [--no-peers] [--workers 1,8] [--jobs N] [--strategies native] [--rounds N] [--progress] [--variants quiet,logs,metrics,observed,progress] [--render FILE]`
+ * `pnpm bench [--quick] [--only s1,s2] [--dialects d1,d2] [--no-peers] [--workers 1,8] [--jobs N] [--slots 16,64,256] [--strategies native] [--rounds N] [--progress] [--variants quiet,logs,metrics,observed,progress] [--render FILE]`
  *
  * Runs the scenarios, prints a table per scenario and writes every measurement as a JSON line. A full run
  * also rewrites the generated part of docs/benchmarks.md and its chart; `--quick` (CI) and partial runs
@@ -15,8 +15,8 @@ import { DIALECTS, openBenchDatabase, type Dialect } from './databases.js';
 import type { Peer } from './peer-contract.js';
 import { OBSERVABILITY_VARIANTS, type BenchRecord, type ObservabilityVariant } from './records.js';
 import { observability } from './observability.js';
-import { markdownReport, ratioLines, textReport, throughputSvg } from './report.js';
-import { FULL_PLAN, QUICK_PLAN, SCENARIOS, burnDown, costGrowth, idlePickup, peers, pickup, type BenchContext, type ScenarioName } from './scenarios.js';
+import { ceilingLines, markdownReport, ratioLines, textReport, throughputSvg } from './report.js';
+import { FULL_PLAN, QUICK_PLAN, SCENARIOS, batchSize, burnDown, costGrowth, idlePickup, peers, pickup, type BenchContext, type ScenarioName } from './scenarios.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const DOCS = join(ROOT, 'docs', 'benchmarks.md');
@@ -35,6 +35,8 @@ interface Args {
   /** Overrides of the plan's sizes, for looking at one case closely. */
   workers: number[] | null;
   jobs: number | null;
+  /** The batch-size scenario's slots per worker. */
+  slots: number[] | null;
   strategies: ClaimStrategy[] | null;
   /** The observability scenario: its rounds, and which variants it runs (`--progress` adds `progress`). */
   rounds: number | null;
@@ -56,7 +58,7 @@ function counts(raw: string | undefined, what: string): number[] {
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { quick: false, only: [...SCENARIOS], dialects: [...DIALECTS], peers: true, render: null, workers: null, jobs: null, strategies: null, rounds: null, progress: false, variants: null };
+  const args: Args = { quick: false, only: [...SCENARIOS], dialects: [...DIALECTS], peers: true, render: null, workers: null, jobs: null, slots: null, strategies: null, rounds: null, progress: false, variants: null };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--') continue;
@@ -67,6 +69,7 @@ function parseArgs(argv: readonly string[]): Args {
     else if (arg === '--workers') args.workers = counts(argv[++i], '--workers');
     else if (arg === '--strategies') args.strategies = list(argv[++i], ['native', 'conditional-update'] as const, 'strategy');
     else if (arg === '--jobs') args.jobs = counts(argv[++i], '--jobs')[0]!;
+    else if (arg === '--slots') args.slots = counts(argv[++i], '--slots');
     else if (arg === '--rounds') args.rounds = counts(argv[++i], '--rounds')[0]!;
     else if (arg === '--progress') args.progress = true;
     else if (arg === '--variants') args.variants = list(argv[++i], OBSERVABILITY_VARIANTS, 'variant');
@@ -87,9 +90,11 @@ function observabilityVariants(args: Args): ObservabilityVariant[] {
 async function loadPeers(): Promise<Peer[]> {
   // graphile-worker logs a line per finished job unless told not to; its own performance test does the same.
   process.env.NO_LOG_SUCCESS ??= '1';
-  const modules = [await import('./peers/graphile-worker.js'), await import('./peers/pg-boss.js')];
+  const bullmq = await import('./peers/bullmq.js');
+  const modules = [await import('./peers/graphile-worker.js'), await import('./peers/pg-boss.js'), bullmq];
   const isPeer = (value: unknown): value is Peer => typeof value === 'object' && value !== null && 'burnDown' in value && 'pickup' in value && 'system' in value;
-  return modules.flatMap((m) => Object.values(m as Record<string, unknown>).filter(isPeer));
+  const redis = await bullmq.redisPeer();
+  return [...modules.flatMap((m) => Object.values(m as Record<string, unknown>).filter(isPeer)), ...(redis ? [redis] : [])];
 }
 
 async function machineDescription(dialects: readonly Dialect[]): Promise<string[]> {
@@ -107,15 +112,19 @@ async function machineDescription(dialects: readonly Dialect[]): Promise<string[
     }
   }
   const bench = JSON.parse(readFileSync(join(ROOT, 'apps', 'bench', 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
-  lines.push(`- Peers: graphile-worker ${bench.devDependencies['graphile-worker']}, pg-boss ${bench.devDependencies['pg-boss']} (the newest releases that run on Node 20)`);
+  const dev = bench.devDependencies;
+  lines.push(
+    `- Peers: graphile-worker ${dev['graphile-worker']}, pg-boss ${dev['pg-boss']}, BullMQ ${dev.bullmq} (ioredis ${dev.ioredis}); their \`engines\` ask for Node 22, they run on Node 20 (pnpm only warns). The SQL peers and statusq commit durably; BullMQ's Redis keeps what its variant says (a Redis without \`save\` or AOF keeps nothing on disk)`,
+  );
   return lines;
 }
 
 function writeDocs(records: readonly BenchRecord[], machine: readonly string[], resultsFile: string): void {
   mkdirSync(DOCS_DATA, { recursive: true });
   const chart = join(DOCS_DATA, 'throughput.svg');
-  writeFileSync(chart, throughputSvg(records, 'Burn-down of no-op jobs: jobs/s by system and worker count (16 slots per worker)'));
+  writeFileSync(chart, throughputSvg(records, 'Burn-down of no-op jobs: jobs/s by system and worker count (16 slots per worker; the raw protocol claims 50)'));
   const ratios = ratioLines(records);
+  const ceiling = ceilingLines(records);
   const generated = [
     BEGIN,
     `_Generated by \`pnpm bench\` on ${new Date().toISOString().slice(0, 10)} from [${relative(dirname(DOCS), resultsFile)}](${relative(dirname(DOCS), resultsFile)}); do not edit by hand._`,
@@ -127,6 +136,10 @@ function writeDocs(records: readonly BenchRecord[], machine: readonly string[], 
     '### Ratios (statusq jobs/s over the peer\'s, same run)',
     '',
     ...(ratios.length > 0 ? ratios.map((l) => `- ${l}`) : ['- (no peer ran)']),
+    '',
+    '### statusq as a share of the raw protocol (same dialect, table and worker count, same run)',
+    '',
+    ...(ceiling.length > 0 ? ceiling.map((l) => `- ${l}`) : ['- (no raw-protocol row)']),
     '',
     markdownReport(records),
     END,
@@ -151,9 +164,9 @@ async function main(args: Args): Promise<void> {
     return;
   }
   const base = args.quick ? QUICK_PLAN : FULL_PLAN;
-  const plan = { ...base, ...(args.workers && { workerCounts: args.workers, handlerWorkerCounts: args.workers }), ...(args.jobs && { jobs: args.jobs }), ...(args.strategies && { strategies: args.strategies }), ...(args.rounds && { observabilityRounds: args.rounds }) };
+  const plan = { ...base, ...(args.workers && { workerCounts: args.workers, handlerWorkerCounts: args.workers, slotWorkerCounts: args.workers, peerWorkerCounts: args.workers }), ...(args.jobs && { jobs: args.jobs }), ...(args.slots && { slotSizes: args.slots }), ...(args.strategies && { strategies: args.strategies }), ...(args.rounds && { observabilityRounds: args.rounds }) };
   const partial =
-    args.workers !== null || args.jobs !== null || args.strategies !== null || args.rounds !== null || args.progress || args.variants !== null || !args.peers || args.only.length < SCENARIOS.length || args.dialects.length < DIALECTS.length;
+    args.workers !== null || args.jobs !== null || args.slots !== null || args.strategies !== null || args.rounds !== null || args.progress || args.variants !== null || !args.peers || args.only.length < SCENARIOS.length || args.dialects.length < DIALECTS.length;
   const resultsFile = args.quick || partial ? join(ROOT, 'apps', 'bench', 'results', args.quick ? 'quick.jsonl' : 'partial.jsonl') : join(DOCS_DATA, 'results.jsonl');
   mkdirSync(dirname(resultsFile), { recursive: true });
   writeFileSync(resultsFile, '');
@@ -175,6 +188,7 @@ async function main(args: Args): Promise<void> {
     console.log(`\n${scenario}`);
     if (scenario === 'burn-down') await burnDown(ctx);
     else if (scenario === 'peers') await peers(ctx);
+    else if (scenario === 'batch-size') await batchSize(ctx);
     else if (scenario === 'pickup') await pickup(ctx);
     else if (scenario === 'idle-pickup') await idlePickup(ctx);
     else if (scenario === 'cost-growth') await costGrowth(ctx);
@@ -185,7 +199,7 @@ async function main(args: Args): Promise<void> {
     }
   }
   console.log(`\n${textReport(records)}\n`);
-  for (const line of ratioLines(records)) console.log(line);
+  for (const line of [...ratioLines(records), ...ceilingLines(records)]) console.log(line);
   console.log(`\n${records.length} measurements in ${((performance.now() - started) / 1000).toFixed(1)} s, written to ${relative(process.cwd(), resultsFile)}`);
   if (!args.quick && !partial) {
     writeDocs(records, await machineDescription(args.dialects), resultsFile);

@@ -1,5 +1,5 @@
 /**
- * What a peer queue (graphile-worker, pg-boss) implements so the harness can run it in the same scenarios
+ * What a peer queue (graphile-worker, pg-boss, BullMQ) implements so the harness can run it in the same scenarios
  * as statusq. Each run owns its database objects: it creates them, loads jobs, measures, and drops them.
  */
 export interface BurnDownOptions {
@@ -24,6 +24,8 @@ export interface BurnDownResult {
   seconds: number;
   /** True when timeoutMs passed before the queue emptied. */
   timedOut: boolean;
+  /** Jobs a worker could hold at once when the peer's setting is not `concurrency` (pg-boss localConcurrency x batchSize). */
+  slotsPerWorker?: number;
 }
 
 export interface PickupOptions {
@@ -40,8 +42,13 @@ export interface PickupResult {
 }
 
 export interface Peer {
-  /** e.g. `graphile-worker`, `pg-boss`. */
+  /** e.g. `graphile-worker`, `pg-boss`, `bullmq`. */
   system: string;
+  /**
+   * Where its jobs live when not the bench's PostgreSQL (BullMQ on Redis: `redis`). `url` is still the
+   * PostgreSQL one; such a peer ignores it.
+   */
+  store?: 'redis';
   /** e.g. `unbatched`, `local-queue`, `batch-fetch`. */
   variant: string;
   burnDown(options: BurnDownOptions): Promise<BurnDownResult>;

@@ -1,18 +1,25 @@
 /** What every measurement is written as: one JSON line each, read back to make tables and the chart. */
 import type { Dialect } from './databases.js';
 
-export type System = 'statusq' | 'graphile-worker' | 'pg-boss';
+/** `raw-protocol` is the hand-written claim/settle loop of raw-protocol.ts: the ceiling, not a queue. */
+export type System = 'statusq' | 'graphile-worker' | 'pg-boss' | 'bullmq' | 'raw-protocol';
+
+/** Where a run's jobs lived: a SQL dialect, or (BullMQ's default backend) the local Redis. */
+export type Store = Dialect | 'redis';
 
 export interface BurnDownRecord {
-  scenario: 'burn-down' | 'handler-5ms';
+  /** `batch-size`: statusq's native burn-down at each slots-per-worker of the sweep (batch = slots). */
+  scenario: 'burn-down' | 'handler-5ms' | 'batch-size';
   system: System;
-  /** statusq: `native` or `conditional-update`; peers: their batching mode. */
+  /** statusq: `native` or `conditional-update`; peers: their batching mode; raw-protocol: `claim <n>`. */
   variant: string;
-  dialect: Dialect;
+  dialect: Store;
   workers: number;
   /** OS processes the workers ran in (1: all in the bench process). */
   processes: number;
   concurrency: number;
+  /** batch-size only: rows per claim (= concurrency in the sweep). */
+  batch?: number;
   jobs: number;
   handled: number;
   seconds: number;
@@ -38,7 +45,7 @@ export interface PickupRecord {
   system: System;
   /** statusq: `<strategy>, listen` (LISTEN/NOTIFY) or `<strategy>, polling`; peers: their mode. */
   variant: string;
-  dialect: Dialect;
+  dialect: Store;
   rows: number;
   received: number;
   p50Ms: number;

@@ -25,7 +25,7 @@ function textTable(header: readonly string[], rows: readonly Cell[][]): string {
 }
 
 export function systemLabel(r: BurnDownRecord | PickupRecord): string {
-  return r.system === 'statusq' ? `statusq ${r.dialect} ${r.variant}` : `${r.system} ${r.variant}`;
+  return r.system === 'statusq' || r.system === 'raw-protocol' ? `${r.system} ${r.dialect} ${r.variant}` : `${r.system} ${r.variant}`;
 }
 
 interface Section {
@@ -56,10 +56,42 @@ function burnDownSection(title: string, records: readonly BurnDownRecord[]): Sec
   };
 }
 
+/**
+ * One row per dialect and worker count; per slots-per-worker, statusq's jobs/s, the raw protocol's at the same
+ * rows per claim, and the share; then statusq's best size.
+ */
+function batchSizeSection(records: readonly BurnDownRecord[]): Section {
+  const slots = [...new Set(records.map((r) => r.concurrency))].sort((a, b) => a - b);
+  const keyOf = (r: BurnDownRecord) => `${r.dialect}|${r.workers}`;
+  const keys = [...new Set(records.map(keyOf))];
+  const cell = (r: BurnDownRecord | undefined): Cell => (r ? (r.timedOut ? `${format(r.jobsPerSec)} (timed out)` : r.jobsPerSec) : '');
+  return {
+    title: 'Batch size (statusq native claim, no-op handler; slots per worker = rows per claim; raw protocol at the same rows per claim)',
+    header: ['dialect', 'workers', ...slots.flatMap((n) => [`statusq at ${n}`, `raw at ${n}`, `% of raw at ${n}`]), 'statusq best slots'],
+    rows: keys.map((key) => {
+      const [dialect, workers] = key.split('|');
+      const of = (system: BurnDownRecord['system'], n: number) => records.find((r) => keyOf(r) === key && r.system === system && r.concurrency === n);
+      const best = records.filter((r) => keyOf(r) === key && r.system === 'statusq' && !r.timedOut).sort((a, b) => b.jobsPerSec - a.jobsPerSec)[0];
+      return [
+        dialect!,
+        Number(workers),
+        ...slots.flatMap((n) => {
+          const ours = of('statusq', n);
+          const raw = of('raw-protocol', n);
+          return [cell(ours), cell(raw), ours && raw && raw.jobsPerSec > 0 ? percent(ours.jobsPerSec, raw.jobsPerSec) : ''];
+        }),
+        best?.concurrency ?? '',
+      ];
+    }),
+  };
+}
+
 function sections(records: readonly BenchRecord[]): Section[] {
   const out: Section[] = [];
   const burn = records.filter((r): r is BurnDownRecord => r.scenario === 'burn-down');
   if (burn.length > 0) out.push(burnDownSection('Burn-down and contention (no-op handler)', burn));
+  const sweep = records.filter((r): r is BurnDownRecord => r.scenario === 'batch-size');
+  if (sweep.length > 0) out.push(batchSizeSection(sweep));
   const pickups = records.filter((r): r is PickupRecord => r.scenario === 'pickup');
   if (pickups.length > 0) {
     out.push({
@@ -105,11 +137,14 @@ function best(records: readonly BurnDownRecord[], match: (r: BurnDownRecord) => 
   return records.find((r) => r.scenario === 'burn-down' && r.processes === 1 && r.workers === workers && match(r));
 }
 
+const STORE_NAMES: Record<string, string> = { postgres: 'PostgreSQL', mysql: 'MariaDB/MySQL', sqlite: 'SQLite', redis: 'Redis' };
+
 /** statusq's throughput over each peer's, per worker count: the numbers the targets are stated in. */
 export function ratioLines(records: readonly BenchRecord[]): string[] {
   const burn = records.filter((r): r is BurnDownRecord => r.scenario === 'burn-down');
   const workerCounts = [...new Set(burn.map((r) => r.workers))].sort((a, b) => a - b);
-  const peers = [...new Set(burn.filter((r) => r.system !== 'statusq').map((r) => `${r.system} ${r.variant}`))];
+  const peerRecords = burn.filter((r) => r.system !== 'statusq' && r.system !== 'raw-protocol');
+  const peers = [...new Set(peerRecords.map((r) => `${r.system} ${r.variant}`))];
   const lines: string[] = [];
   for (const dialect of ['postgres', 'mysql', 'sqlite'] as const) {
     for (const peer of peers) {
@@ -119,8 +154,54 @@ export function ratioLines(records: readonly BenchRecord[]): string[] {
         const theirs = best(burn, (r) => `${r.system} ${r.variant}` === peer, workers);
         if (ours && theirs && theirs.jobsPerSec > 0) parts.push(`${workers} workers ${(ours.jobsPerSec / theirs.jobsPerSec).toFixed(1)}x`);
       }
-      if (parts.length > 0) lines.push(`statusq ${dialect} (native claim) vs ${peer} on PostgreSQL: ${parts.join(', ')}`);
+      const store = peerRecords.find((r) => `${r.system} ${r.variant}` === peer)?.dialect ?? 'postgres';
+      if (parts.length > 0) lines.push(`statusq ${dialect} (native claim) vs ${peer} on ${STORE_NAMES[store] ?? store}: ${parts.join(', ')}`);
     }
+  }
+  return lines;
+}
+
+/** Issue 14's target: statusq at its best worker count reaches this share of its dialect's raw protocol. */
+const CEILING_TARGET = 0.8;
+
+function percent(ours: number, theirs: number): string {
+  return `${Math.round((100 * ours) / theirs)}%`;
+}
+
+/**
+ * statusq as a percentage of the raw protocol, per dialect and worker count: the 16-slot burn-down against the
+ * raw loop's 50-row claim (the issue's definition of the ceiling), and each size of the batch-size sweep against
+ * the raw loop at the same rows per claim. Then statusq's best against the raw protocol's best, with the target.
+ */
+export function ceilingLines(records: readonly BenchRecord[]): string[] {
+  const burn = records.filter((r): r is BurnDownRecord => (r.scenario === 'burn-down' || r.scenario === 'batch-size') && r.processes === 1 && !r.timedOut && r.jobsPerSec > 0);
+  const plural = (n: number) => `${n} worker${n === 1 ? '' : 's'}`;
+  const lines: string[] = [];
+  for (const dialect of ['postgres', 'mysql', 'sqlite'] as const) {
+    const raws = burn.filter((r) => r.system === 'raw-protocol' && r.dialect === dialect);
+    if (raws.length === 0) continue;
+    const ours = burn.filter((r) => r.system === 'statusq' && r.dialect === dialect && r.variant === 'native');
+    const parts: string[] = [];
+    for (const workers of [...new Set(raws.map((r) => r.workers))].sort((a, b) => a - b)) {
+      const bits: string[] = [];
+      const raw50 = raws.find((r) => r.scenario === 'burn-down' && r.workers === workers);
+      const atDefault = ours.find((r) => r.scenario === 'burn-down' && r.workers === workers);
+      if (raw50 && atDefault) bits.push(`${percent(atDefault.jobsPerSec, raw50.jobsPerSec)} (${atDefault.concurrency} slots vs ${raw50.variant})`);
+      for (const swept of ours.filter((r) => r.scenario === 'batch-size' && r.workers === workers).sort((a, b) => a.concurrency - b.concurrency)) {
+        const raw = raws.find((r) => r.scenario === 'batch-size' && r.workers === workers && r.concurrency === swept.concurrency);
+        if (raw) bits.push(`${percent(swept.jobsPerSec, raw.jobsPerSec)} (${swept.concurrency} vs claim ${raw.concurrency})`);
+      }
+      if (bits.length > 0) parts.push(`${plural(workers)} ${bits.join(', ')}`);
+    }
+    const rawBest = [...raws].sort((a, b) => b.jobsPerSec - a.jobsPerSec)[0]!;
+    const ourBest = [...ours].sort((a, b) => b.jobsPerSec - a.jobsPerSec)[0];
+    if (ourBest) {
+      const share = ourBest.jobsPerSec / rawBest.jobsPerSec;
+      parts.push(
+        `best: statusq ${format(ourBest.jobsPerSec)} jobs/s (${plural(ourBest.workers)} x ${ourBest.concurrency} slots) = ${percent(ourBest.jobsPerSec, rawBest.jobsPerSec)} of the raw protocol's best ${format(rawBest.jobsPerSec)} (${plural(rawBest.workers)}, ${rawBest.variant}): target ${Math.round(CEILING_TARGET * 100)}% ${share >= CEILING_TARGET ? 'met' : 'missed'}`,
+      );
+    }
+    if (parts.length > 0) lines.push(`${STORE_NAMES[dialect]}: ${parts.join('; ')}`);
   }
   return lines;
 }

@@ -8,6 +8,7 @@ import type { Peer } from './peer-contract.js';
 import { quantile, round, type BenchRecord, type BurnDownRecord, type CostRecord, type PickupRecord } from './records.js';
 import { idlePickup as idlePickupRun, idlePickupVariants, type IdlePickupPlan } from './idle-pickup.js';
 import { burnDownInProcess, burnDownInProcesses, pickupLatency, type StatusqBurnDownResult, type StatusqRunOptions } from './statusq-runs.js';
+import { RAW_BATCH, rawBurnDown } from './raw-protocol.js';
 
 export interface Plan {
   jobs: number;
@@ -16,6 +17,11 @@ export interface Plan {
   /** Process counts for statusq's multi-process burn-down (one worker per process). */
   processCounts: number[];
   concurrency: number;
+  /** The batch-size scenario's slots per worker (statusq's batch = slots), and the worker counts it runs at. */
+  slotSizes: number[];
+  slotWorkerCounts: number[];
+  /** Worker counts the peers' burn-downs run at (the full plan: workerCounts). */
+  peerWorkerCounts: number[];
   pickupRows: number;
   pickupIntervalMs: number;
   /** Finished rows kept in the table for the cost-growth scenario. */
@@ -35,6 +41,9 @@ export const FULL_PLAN: Plan = {
   workerCounts: [1, 8, 32],
   processCounts: [2, 4],
   concurrency: 16,
+  slotSizes: [16, 64, 256],
+  slotWorkerCounts: [1, 8, 32],
+  peerWorkerCounts: [1, 8, 32],
   pickupRows: 200,
   pickupIntervalMs: 10,
   historySizes: [10_000, 1_000_000, 10_000_000],
@@ -52,6 +61,10 @@ export const QUICK_PLAN: Plan = {
   workerCounts: [1, 8],
   processCounts: [2],
   concurrency: 16,
+  // Each run's set-up (a fresh table, a peer's schema migration) costs more than its 1,000 jobs: fewer cases.
+  slotSizes: [16, 256],
+  slotWorkerCounts: [8],
+  peerWorkerCounts: [8],
   pickupRows: 30,
   pickupIntervalMs: 10,
   historySizes: [10_000, 100_000],
@@ -62,8 +75,8 @@ export const QUICK_PLAN: Plan = {
   idlePickup: { idleMs: 1_000, rows: 2, gapMs: [100, 200] },
 };
 
-export type ScenarioName = 'burn-down' | 'peers' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'handler-5ms' | 'observability';
-export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'pickup', 'idle-pickup', 'cost-growth', 'handler-5ms', 'observability'];
+export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'handler-5ms' | 'observability';
+export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'handler-5ms', 'observability'];
 
 export interface BenchContext {
   plan: Plan;
@@ -116,6 +129,7 @@ function burnDownRecord(scenario: BurnDownRecord['scenario'], dialect: Dialect, 
     timedOut: result.timedOut,
     claimCallsPerJob: round(counters.claimCalls / Math.max(1, result.handled), 3),
     claimRoundTripsPerJob: round(claimRoundTrips(dialect, options.strategy, counters) / Math.max(1, result.handled), 3),
+    ...(scenario === 'batch-size' && { batch: options.batch ?? options.concurrency }),
     lostPer100: round((100 * counters.candidatesLost) / Math.max(1, attempts), 2),
     deadlocksPer1000: round((1000 * result.deadlocks) / Math.max(1, result.handled), 2),
     benchCpu: result.cpu.bench,
@@ -142,6 +156,8 @@ export async function burnDown(ctx: BenchContext, scenario: BurnDownRecord['scen
         }
       }
       if (scenario === 'burn-down') {
+        // The ceiling: the same claim and settle by hand, same table and worker counts (raw-protocol.ts).
+        for (const workers of workerCounts) await rawRun(ctx, db, scenario, table, workers, RAW_BATCH);
         for (const processes of plan.processCounts) {
           const options: StatusqRunOptions = { table, workers: processes, concurrency: plan.concurrency, strategy: 'native', handlerDelayMs, timeoutMs: plan.runTimeoutMs };
           await db.createTable(table, { pending: plan.jobs, finished: 0 });
@@ -154,12 +170,59 @@ export async function burnDown(ctx: BenchContext, scenario: BurnDownRecord['scen
   }
 }
 
-/** Scenario 2 (and 6 with a 5 ms handler): the peers on the same PostgreSQL, same jobs, same worker counts. */
+/** The raw protocol (raw-protocol.ts) claiming `batch` rows at a time, as a burn-down record. */
+async function rawRun(ctx: BenchContext, db: BenchDatabase, scenario: BurnDownRecord['scenario'], table: string, workers: number, batch: number): Promise<void> {
+  const { plan } = ctx;
+  await db.createTable(table, { pending: plan.jobs, finished: 0 });
+  const raw = await rawBurnDown({ dialect: db.dialect, url: db.url, table, jobs: plan.jobs, workers, batch, timeoutMs: plan.runTimeoutMs });
+  ctx.record({
+    scenario,
+    system: 'raw-protocol',
+    variant: `claim ${batch}`,
+    dialect: db.dialect,
+    workers,
+    processes: 1,
+    concurrency: batch,
+    ...(scenario === 'batch-size' && { batch }),
+    jobs: plan.jobs,
+    handled: raw.handled,
+    seconds: round(raw.seconds, 3),
+    jobsPerSec: Math.round(raw.handled / raw.seconds),
+    timedOut: raw.timedOut,
+  });
+}
+
+/**
+ * statusq's native burn-down at each slots-per-worker of `plan.slotSizes` (batch = slots, the worker's
+ * default), per dialect and worker count: the knob users have, and where its default comes from. The raw
+ * protocol runs at the same rows per claim beside it, so each size has its own ceiling (at 256 rows a claim,
+ * statusq is not held to the raw loop's 50).
+ */
+export async function batchSize(ctx: BenchContext): Promise<void> {
+  const { plan } = ctx;
+  for (const dialect of ctx.dialects) {
+    await withDatabase(dialect, async (db) => {
+      const table = 'bench_batch_size';
+      for (const slots of plan.slotSizes) {
+        for (const workers of plan.slotWorkerCounts) {
+          const options: StatusqRunOptions = { table, workers, concurrency: slots, batch: slots, strategy: 'native', handlerDelayMs: 0, timeoutMs: plan.runTimeoutMs };
+          await db.createTable(table, { pending: plan.jobs, finished: 0 });
+          const result = await burnDownInProcess(db, options);
+          ctx.record(burnDownRecord('batch-size', dialect, options, 1, plan.jobs, result));
+          await rawRun(ctx, db, 'batch-size', table, workers, slots);
+        }
+      }
+      await db.dropTable(table);
+    });
+  }
+}
+
+/** Scenario 2 (and 6 with a 5 ms handler): the peers on the same PostgreSQL (or Redis), same jobs, same worker counts. */
 export async function peers(ctx: BenchContext, scenario: BurnDownRecord['scenario'] = 'burn-down'): Promise<void> {
   if (ctx.peers.length === 0 || !ctx.dialects.includes('postgres')) return;
   const url = await postgresBenchUrl();
   const handlerDelayMs = scenario === 'handler-5ms' ? 5 : 0;
-  const workerCounts = scenario === 'handler-5ms' ? ctx.plan.handlerWorkerCounts : ctx.plan.workerCounts;
+  const workerCounts = scenario === 'handler-5ms' ? ctx.plan.handlerWorkerCounts : ctx.plan.peerWorkerCounts;
   for (const peer of ctx.peers) {
     for (const workers of workerCounts) {
       const result = await peer.burnDown({ url, jobs: ctx.plan.jobs, workers, concurrency: ctx.plan.concurrency, handlerDelayMs, timeoutMs: ctx.plan.runTimeoutMs });
@@ -167,10 +230,10 @@ export async function peers(ctx: BenchContext, scenario: BurnDownRecord['scenari
         scenario,
         system: peer.system as BurnDownRecord['system'],
         variant: peer.variant,
-        dialect: 'postgres',
+        dialect: peer.store ?? 'postgres',
         workers,
         processes: 1,
-        concurrency: ctx.plan.concurrency,
+        concurrency: result.slotsPerWorker ?? ctx.plan.concurrency,
         jobs: ctx.plan.jobs,
         handled: result.handled,
         seconds: round(result.seconds, 3),
@@ -181,7 +244,7 @@ export async function peers(ctx: BenchContext, scenario: BurnDownRecord['scenari
   }
 }
 
-function pickupRecord(system: PickupRecord['system'], variant: string, dialect: Dialect, rows: number, latencies: readonly number[]): PickupRecord {
+function pickupRecord(system: PickupRecord['system'], variant: string, dialect: PickupRecord['dialect'], rows: number, latencies: readonly number[]): PickupRecord {
   return {
     scenario: 'pickup',
     system,
@@ -216,7 +279,7 @@ export async function pickup(ctx: BenchContext): Promise<void> {
   const url = await postgresBenchUrl();
   for (const peer of ctx.peers) {
     const { latenciesMs } = await peer.pickup({ url, rows: plan.pickupRows, intervalMs: plan.pickupIntervalMs, timeoutMs });
-    ctx.record(pickupRecord(peer.system as PickupRecord['system'], peer.variant, 'postgres', plan.pickupRows, latenciesMs));
+    ctx.record(pickupRecord(peer.system as PickupRecord['system'], peer.variant, peer.store ?? 'postgres', plan.pickupRows, latenciesMs));
   }
 }
 

@@ -15,6 +15,8 @@ export interface StatusqRunOptions {
   table: string;
   workers: number;
   concurrency: number;
+  /** Rows per claim; default (the worker's too): the concurrency. */
+  batch?: number;
   strategy: ClaimStrategy;
   handlerDelayMs: number;
   timeoutMs: number;
@@ -102,6 +104,7 @@ async function createBenchWorker(store: Store, options: StatusqRunOptions, error
     table: { table: options.table },
     handler: handlerFor(options.handlerDelayMs),
     concurrency: options.concurrency,
+    ...(options.batch !== undefined && { batch: options.batch }),
     claimStrategy: options.strategy,
     exitWhenEmpty: true,
   });

@@ -1,5 +1,5 @@
 /**
- * graphile-worker 0.17 as a bench peer, in two modes:
+ * graphile-worker 0.18 as a bench peer, in two modes:
  *
  * - `unbatched`: the library's default; every worker slot asks the database for its next job on its own.
  * - `local-queue`: `preset.worker.localQueue.size` (0.16+); the pool fetches and locks a batch of jobs at once and
@@ -8,11 +8,14 @@
  * Each run installs graphile-worker into a schema of its own (dropped afterwards), so runs never see each
  * other's jobs. A worker is one `run()` Runner with its own pg Pool.
  *
- * What the clock counts: 0.17 does not await a job's completion write. The worker calls `completeJob(job)`,
- * emits 'job:complete' straight away (the type docs say "written back to the database"; in 0.17.3 it is not yet)
+ * What the clock counts: 0.18 (like 0.17) does not await a job's completion write. dist/worker.js calls
+ * `completeJob(job)` and emits 'job:complete' straight away (the type docs say "written back to the database";
+ * in 0.18.0 it is not yet)
  * and fetches its next job while the DELETE is still in flight. With the default `completeJobBatchDelay: -1`
  * that is one DELETE per job; with a delay >= 0 they are coalesced. Neither mode here turns completion batching
- * on, so the only difference between them is the fetch. So a run stops its clock when the job table is seen
+ * on, so the only difference between them is the fetch. 0.18.0 runs on Node 20 although its `engines` asks for
+ * 22.18 (pnpm only warns); nothing the bench calls (run, runMigrations, Logger, preset.worker.localQueue) changed
+ * from 0.17.3. So a run stops its clock when the job table is seen
  * empty, checked after every connection the workers give back, not when the last handler returns.
  */
 import { EventEmitter } from 'node:events';

@@ -1,49 +1,49 @@
 /**
- * pg-boss 10 as a bench peer. A worker is one PgBoss instance (its own pg Pool, handed to pg-boss through its
- * documented `db` option so the pool's size and host are ours) running one `work()` loop that fetches up to
- * `concurrency` jobs per query and gives them to the handler as one array.
+ * pg-boss 12 as a bench peer. A worker is one PgBoss instance with a pool of its own (pg-boss builds it from
+ * `connectionString` and `max`, so LISTEN/NOTIFY works for the pickup) running `work()` loops that fetch a
+ * batch per query and give it to the handler as one array.
  *
- * What 10.4.2 does, read from its source (src/worker.js, src/manager.js), that shapes the numbers:
+ * What 12.38 does, read from its source (dist/manager.js `work()`, dist/worker.js), that shapes the numbers:
  *
- * - `pollingIntervalSeconds` must be >= 0.5 (attorney.js: MIN_POLLING_INTERVAL_MS = 500). There is no
- *   LISTEN/NOTIFY; a new job waits for the next poll.
- * - The loop is fetch -> handler -> sleep(interval - elapsed), and it sleeps after every fetch that took less
- *   than interval - 100 ms, even when the batch came back full and the queue is deep. A no-op burn-down is
- *   therefore capped near batchSize / 0.5 s per worker. `notifyWorker(id)` is the library's documented way to
- *   skip that sleep for one turn; the `batch-fetch-notify` variant calls it when a batch came back full.
- * - When the handler's promise resolves, `complete(name, ids)` is issued for the whole batch (one UPDATE) but
- *   not awaited: the loop moves on while it is in flight. So the clock stops when no job of the run's queue is
- *   left before 'completed', checked after every connection the workers give back, and a count of
- *   'completed' rows must then equal the jobs loaded.
+ * - The loop is fetch -> handler -> `await complete(name, ids)` (one UPDATE for the batch, awaited in 12.38;
+ *   10.x left it in flight) -> sleep(interval - elapsed). `pollingIntervalSeconds` is still >= 0.5
+ *   (attorney.js MIN_POLLING_INTERVAL_MS). 10.x slept after every fetch, so a no-op burn-down was capped near
+ *   batchSize / 0.5 s per worker; `burstWhenBatchFull` (12.x) skips the sleep while fetches come back full
+ *   (`resolveInterval`: 0 when lastFetchCount >= batchSize and batchSize > 1), which is what every variant here
+ *   turns on.
+ * - `localConcurrency: n` starts n such loops in the instance, each with its own fetch of `batchSize`: a worker
+ *   then holds up to n x batchSize jobs. Without it one loop runs one batch at a time, so a batch's slowest job
+ *   holds up the next fetch.
+ * - NOTIFY (12.x): only with `useListenNotify` on the instance and `notify: true` on the queue; a job insert
+ *   then wakes the workers, with polling kept as the floor. The pickup uses both; a burn-down never waits.
+ * - v10 -> v12 migration notes that matter here: `PgBoss` is a named export; a queue must exist
+ *   (`createQueue`) before `send`/`insert`; `insert(name, jobs)` takes the queue name first again; `stop()`
+ *   has no `wait` (it always waits); `work()` options are per call (`batchSize`, `localConcurrency`,
+ *   `burstWhenBatchFull`, `pollingIntervalSeconds`).
  *
- * Each run creates its own schema (pg-boss's `schema` option) and drops it afterwards. `supervise` (maintenance:
- * expiry, archiving) and `schedule` (cron, clock checks) are off so nothing but the workers touches the database.
- * v10's `insert()` takes the queue name in each job (`{ name, data }`), not as a first argument.
+ * The clock stops when no job of the run's queue is left before 'completed', checked after every connection
+ * the workers give back, and a count of 'completed' rows must then equal the jobs loaded. Each run creates its
+ * own schema (pg-boss's `schema` option) and drops it afterwards. `supervise` (maintenance: expiry, archiving)
+ * and `schedule` (cron, clock checks) are off so nothing but the workers touches the database.
  */
-import PgBoss from 'pg-boss';
+import { PgBoss, type Job } from 'pg-boss';
 import type pg from 'pg';
 import type { BurnDownOptions, BurnDownResult, Peer, PickupOptions, PickupResult } from '../peer-contract.js';
-import {
-  Latch,
-  Tally,
-  beforeDeadline,
-  endPools,
-  firstError,
-  newClient,
-  newPool,
-  payloadSeq,
-  sleep,
-  uniqueSchema,
-  warmPool,
-  whenSettled,
-} from './shared.js';
+import { Latch, Tally, beforeDeadline, firstError, newClient, payloadSeq, sleep, uniqueSchema, warmPool, whenSettled } from './shared.js';
 import { assertLocalUrl, poolSize } from '../limits.js';
 
-type Variant = 'batch-fetch' | 'batch-fetch-notify';
+interface Variant {
+  /** The name in the results table: the settings that differ. */
+  name: string;
+  /** Jobs per fetch; undefined: the run's slots per worker. */
+  batchSize?: number;
+  /** Fetch loops per instance (pg-boss's default is 1). */
+  localConcurrency: number;
+}
 
 const QUEUE = 'bench';
 
-/** pg-boss 10's floor for pollingIntervalSeconds. */
+/** pg-boss's floor for pollingIntervalSeconds; burst mode skips it while batches come back full. */
 const POLLING_INTERVAL_SECONDS = 0.5;
 
 /** Jobs per `insert()` call: each call is one statement with the whole chunk as one JSON parameter. */
@@ -54,25 +54,22 @@ const PICKUP_CONCURRENCY = 16;
 
 const TEARDOWN_MS = 15_000;
 
-/**
- * Two connections per worker: its loop runs one query at a time, plus the unawaited completion UPDATE that
- * overlaps the next fetch.
- */
-function workerPoolSize(workers: number): number {
-  return poolSize(2, workers, 2);
+/** One connection per fetch loop (its fetch, then its awaited complete) plus one spare, cut to the budget. */
+function workerPoolSize(localConcurrency: number, workers: number): number {
+  return poolSize(localConcurrency + 1, workers, 2);
 }
 
-/**
- * pg-boss completes a batch without awaiting it, so a completion can still be on its way when teardown ends
- * the pool (seen with a 5 ms handler cut off by the run's time limit); its rejection would be unhandled inside
- * pg-boss and end the bench. Once the pool has ended, such late calls get an empty answer instead.
- */
-function bossDb(pool: pg.Pool): PgBoss.Db {
-  return { executeSql: (text, values) => (pool.ending || pool.ended ? Promise.resolve({ rows: [] }) : pool.query(text, values)) };
-}
-
-function newBoss(schema: string, pool: pg.Pool, migrate: boolean, errors: unknown[], failed?: Latch): PgBoss {
-  const boss = new PgBoss({ db: bossDb(pool), schema, migrate, supervise: false, schedule: false });
+function newBoss(url: string, schema: string, max: number, name: string, migrate: boolean, errors: unknown[], failed?: Latch, listen = false): PgBoss {
+  const boss = new PgBoss({
+    connectionString: url,
+    max,
+    application_name: name,
+    schema,
+    migrate,
+    supervise: false,
+    schedule: false,
+    ...(listen && { useListenNotify: true }),
+  });
   // PgBoss is an EventEmitter: an 'error' without a listener would throw out of the emitting loop.
   boss.on('error', (error) => {
     errors.push(error);
@@ -81,29 +78,29 @@ function newBoss(schema: string, pool: pg.Pool, migrate: boolean, errors: unknow
   return boss;
 }
 
+/** pg-boss's own pool (its Db keeps it as `pool`), for warming it and for knowing when a completion committed. */
+function poolOf(boss: PgBoss): pg.Pool {
+  const pool = (boss.getDb() as { pool?: pg.Pool }).pool;
+  if (!pool) throw new Error('pg-boss: no pool on its Db (did start() run?)');
+  return pool;
+}
+
 /** A boss that installs the schema and creates the queue; it stays around to insert jobs. */
-async function setUp(url: string, schema: string, errors: unknown[]): Promise<{ boss: PgBoss; pool: pg.Pool }> {
-  const pool = newPool(url, 1, 'bench-pgboss-producer', errors);
-  const boss = newBoss(schema, pool, true, errors);
+async function setUp(url: string, schema: string, errors: unknown[], notify: boolean): Promise<PgBoss> {
+  const boss = newBoss(url, schema, 1, 'bench-pgboss-producer', true, errors);
   try {
     await boss.start();
-    await boss.createQueue(QUEUE);
+    await boss.createQueue(QUEUE, notify ? { notify: true } : {});
   } catch (error) {
-    await boss.stop({ graceful: false, wait: true }).catch(() => undefined);
-    await pool.end().catch(() => undefined);
+    await boss.stop({ graceful: false }).catch(() => undefined);
     throw error;
   }
-  return { boss, pool };
+  return boss;
 }
 
-async function stopBosses(bosses: readonly PgBoss[]): Promise<void> {
-  await Promise.allSettled(bosses.map((boss) => boss.stop({ graceful: true, wait: true, timeout: TEARDOWN_MS })));
-}
-
-async function teardown(bosses: readonly PgBoss[], pools: readonly pg.Pool[], admin: pg.Client, schema: string): Promise<void> {
-  const by = performance.now() + TEARDOWN_MS;
-  await stopBosses(bosses);
-  await endPools(pools, by);
+async function teardown(bosses: readonly PgBoss[], admin: pg.Client, schema: string): Promise<void> {
+  // A boss that does not stop in time is abandoned; teardown must not hang the bench.
+  await beforeDeadline(Promise.allSettled(bosses.map((boss) => boss.stop({ graceful: true, timeout: TEARDOWN_MS }))), performance.now() + TEARDOWN_MS);
   try {
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   } catch (error) {
@@ -113,17 +110,15 @@ async function teardown(bosses: readonly PgBoss[], pools: readonly pg.Pool[], ad
   }
 }
 
-/** Starts a `work()` loop on each boss with `handle`; `notify` says whether a full batch skips the poll sleep. */
-async function startWorkers(bosses: readonly PgBoss[], batchSize: number, notify: boolean, handle: (jobs: PgBoss.Job<unknown>[]) => Promise<void>): Promise<void> {
+async function startWorkers(bosses: readonly PgBoss[], variant: Variant, batchSize: number, handle: (jobs: Job<unknown>[]) => Promise<void>): Promise<void> {
   await Promise.all(
-    bosses.map(async (boss) => {
-      const worker: { id?: string } = {};
-      worker.id = await boss.work<unknown>(QUEUE, { batchSize, pollingIntervalSeconds: POLLING_INTERVAL_SECONDS }, async (jobs) => {
-        await handle(jobs);
-        // The id is known before the loop's first fetch returns in practice; if not, that one turn just sleeps.
-        if (notify && jobs.length >= batchSize && worker.id !== undefined) boss.notifyWorker(worker.id);
-      });
-    }),
+    bosses.map((boss) =>
+      boss.work<unknown>(
+        QUEUE,
+        { batchSize, localConcurrency: variant.localConcurrency, burstWhenBatchFull: true, pollingIntervalSeconds: POLLING_INTERVAL_SECONDS },
+        async (jobs: Job<unknown>[]) => handle(jobs),
+      ),
+    ),
   );
 }
 
@@ -134,34 +129,32 @@ async function burnDown(variant: Variant, options: BurnDownOptions): Promise<Bur
   const failed = new Latch();
   const admin = await newClient(options.url, 'bench-pgboss-admin');
   const bosses: PgBoss[] = [];
-  const pools: pg.Pool[] = [];
+  const batchSize = variant.batchSize ?? options.concurrency;
   try {
-    const producer = await setUp(options.url, schema, errors);
-    bosses.push(producer.boss);
-    pools.push(producer.pool);
+    const producer = await setUp(options.url, schema, errors, false);
+    bosses.push(producer);
     for (let from = 0; from < options.jobs; from += INSERT_CHUNK) {
       const count = Math.min(INSERT_CHUNK, options.jobs - from);
-      await producer.boss.insert(Array.from({ length: count }, (_, k) => ({ name: QUEUE, data: { i: from + k } })));
+      await producer.insert(QUEUE, Array.from({ length: count }, (_, k) => ({ data: { i: from + k } })));
     }
     // Fresh statistics, as statusq's tables get after their fill; ANALYZE on the parent covers the queue's partition.
     await admin.query(`ANALYZE ${schema}.job`);
 
-    const size = workerPoolSize(options.workers);
-    const workerPools = Array.from({ length: options.workers }, (_, i) => newPool(options.url, size, `bench-pgboss-${i}`, errors));
-    pools.push(...workerPools);
-    const workers = workerPools.map((pool) => newBoss(schema, pool, false, errors, failed));
+    const size = workerPoolSize(variant.localConcurrency, options.workers);
+    const workers = Array.from({ length: options.workers }, (_, i) => newBoss(options.url, schema, size, `bench-pgboss-${i}`, false, errors, failed));
     bosses.push(...workers);
     await Promise.all(workers.map((boss) => boss.start()));
-    await Promise.all(workerPools.map((pool) => warmPool(pool, size)));
+    const pools = workers.map(poolOf);
+    await Promise.all(pools.map((pool) => warmPool(pool, size)));
 
     const tally = new Tally(options.jobs);
     const delayMs = options.handlerDelayMs;
     // Like statusq's runs, the timeout bounds the work, not the setup: it starts as the workers do.
     const launchedAt = performance.now();
     const deadline = launchedAt + options.timeoutMs;
-    await startWorkers(workers, options.concurrency, variant === 'batch-fetch-notify', async (jobs) => {
+    await startWorkers(workers, variant, batchSize, async (jobs) => {
       tally.started();
-      // One batch is `concurrency` jobs running at once, so their simulated I/O overlaps.
+      // One batch runs its jobs at once, so their simulated I/O overlaps.
       if (delayMs > 0) await Promise.all(jobs.map(() => sleep(delayMs)));
       tally.finished(jobs.length);
     });
@@ -170,7 +163,7 @@ async function burnDown(variant: Variant, options: BurnDownOptions): Promise<Bur
     if (await beforeDeadline(Promise.race([tally.allHandled.promise, failed.promise]), deadline)) {
       if (failed.fired) throw firstError(errors) ?? new Error('pg-boss worker failed');
       stoppedAt = await whenSettled(
-        workerPools,
+        pools,
         async () =>
           (await admin.query<{ settled: boolean }>(`SELECT NOT EXISTS (SELECT 1 FROM ${schema}.job WHERE name = $1 AND state < 'completed') AS settled`, [QUEUE])).rows[0]
             ?.settled === true,
@@ -185,9 +178,9 @@ async function burnDown(variant: Variant, options: BurnDownOptions): Promise<Bur
       const completed = rows[0]?.completed ?? 0;
       if (completed !== options.jobs) throw new Error(`pg-boss settled with ${completed} of ${options.jobs} jobs completed (handled ${handled})`);
     }
-    return { handled, seconds: (end - (tally.firstStart ?? launchedAt)) / 1000, timedOut };
+    return { handled, seconds: (end - (tally.firstStart ?? launchedAt)) / 1000, timedOut, slotsPerWorker: batchSize * variant.localConcurrency };
   } finally {
-    await teardown(bosses, pools, admin, schema);
+    await teardown(bosses, admin, schema);
   }
 }
 
@@ -198,14 +191,10 @@ async function pickup(variant: Variant, options: PickupOptions): Promise<PickupR
   const failed = new Latch();
   const admin = await newClient(options.url, 'bench-pgboss-admin');
   const bosses: PgBoss[] = [];
-  const pools: pg.Pool[] = [];
   try {
-    const producer = await setUp(options.url, schema, errors);
-    bosses.push(producer.boss);
-    pools.push(producer.pool);
-    const workerPool = newPool(options.url, workerPoolSize(1), 'bench-pgboss-pickup', errors);
-    pools.push(workerPool);
-    const worker = newBoss(schema, workerPool, false, errors, failed);
+    const producer = await setUp(options.url, schema, errors, true);
+    bosses.push(producer);
+    const worker = newBoss(options.url, schema, workerPoolSize(variant.localConcurrency, 1), 'bench-pgboss-pickup', false, errors, failed, true);
     bosses.push(worker);
     await worker.start();
 
@@ -213,7 +202,7 @@ async function pickup(variant: Variant, options: PickupOptions): Promise<PickupR
     const startedAt: number[] = [];
     let received = 0;
     const allReceived = new Latch();
-    await startWorkers([worker], PICKUP_CONCURRENCY, variant === 'batch-fetch-notify', async (jobs) => {
+    await startWorkers([worker], variant, variant.batchSize ?? PICKUP_CONCURRENCY, async (jobs) => {
       const now = performance.now();
       for (const job of jobs) {
         const seq = payloadSeq(job.data);
@@ -224,12 +213,12 @@ async function pickup(variant: Variant, options: PickupOptions): Promise<PickupR
       }
     });
 
-    // No idle signal to wait for: the worker polls, so the first insert lands at some point of its cycle,
-    // which is what every later one does too. As in statusq's pickup, the timeout starts here.
+    // No idle signal to wait for: the first insert lands at some point of the worker's poll cycle (NOTIFY
+    // wakes it early), which is what every later one does too. As in statusq's pickup, the timeout starts here.
     const deadline = performance.now() + options.timeoutMs;
     for (let seq = 0; seq < options.rows && performance.now() < deadline && !failed.fired; seq++) {
       insertedAt[seq] = performance.now();
-      await producer.boss.send(QUEUE, { seq });
+      await producer.send(QUEUE, { seq });
       await sleep(options.intervalMs);
     }
     await beforeDeadline(Promise.race([allReceived.promise, failed.promise]), deadline);
@@ -242,21 +231,24 @@ async function pickup(variant: Variant, options: PickupOptions): Promise<PickupR
     });
     return { latenciesMs };
   } finally {
-    await teardown(bosses, pools, admin, schema);
+    await teardown(bosses, admin, schema);
   }
 }
 
 function peer(variant: Variant): Peer {
   return {
     system: 'pg-boss',
-    variant,
+    variant: variant.name,
     burnDown: (options) => burnDown(variant, options),
     pickup: (options) => pickup(variant, options),
   };
 }
 
-/** As briefed: batchSize = concurrency, polling at the 0.5 s floor. */
-export const batchFetch: Peer = peer('batch-fetch');
+/** One fetch loop per worker, batchSize = the run's slots, burst while batches come back full. */
+export const batchBurst: Peer = peer({ name: 'batch=slots, burst', localConcurrency: 1 });
 
-/** The same, plus `notifyWorker()` after a full batch so a deep queue is drained without the poll sleep. */
-export const batchFetchNotify: Peer = peer('batch-fetch-notify');
+/**
+ * The setting the issue measured at about 12,000 jobs/s on 20,000 no-op jobs (batchSize 50, localConcurrency 10,
+ * burstWhenBatchFull): ten fetch loops of 50, so up to 500 jobs in flight per worker, whatever the run's slots.
+ */
+export const batch50Local10: Peer = peer({ name: 'batch 50 x localConcurrency 10, burst', batchSize: 50, localConcurrency: 10 });
