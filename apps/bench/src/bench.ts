@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [--quick] [--only s1,s2] [--dialects d1,d2] [--no-peers] [--workers 1,8] [--jobs N] [--slots 16,64,256] [--strategies native] [--rounds N] [--progress] [--variants quiet,logs,metrics,observed,progress] [--render FILE]`
+ * `pnpm bench [--quick] [--only s1,s2] [--dialects d1,d2] [--no-peers] [--workers 1,8] [--jobs N] [--slots 16,64,256] [--strategies native] [--rounds N] [--progress] [--variants quiet,logs,metrics,observed,progress] [--side-by-side] [--render FILE]`
  *
  * Runs the scenarios, prints a table per scenario and writes every measurement as a JSON line. A full run
  * also rewrites the generated part of docs/benchmarks.md and its chart; `--quick` (CI) and partial runs
@@ -42,6 +42,8 @@ interface Args {
   rounds: number | null;
   progress: boolean;
   variants: ObservabilityVariant[] | null;
+  /** The observability scenario runs each variant beside the baseline, at the same moment (ObservabilityOptions.sideBySide). */
+  sideBySide: boolean;
 }
 
 function list<T extends string>(raw: string | undefined, allowed: readonly T[], what: string): T[] {
@@ -58,7 +60,7 @@ function counts(raw: string | undefined, what: string): number[] {
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const args: Args = { quick: false, only: [...SCENARIOS], dialects: [...DIALECTS], peers: true, render: null, workers: null, jobs: null, slots: null, strategies: null, rounds: null, progress: false, variants: null };
+  const args: Args = { quick: false, only: [...SCENARIOS], dialects: [...DIALECTS], peers: true, render: null, workers: null, jobs: null, slots: null, strategies: null, rounds: null, progress: false, variants: null, sideBySide: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--') continue;
@@ -72,6 +74,7 @@ function parseArgs(argv: readonly string[]): Args {
     else if (arg === '--slots') args.slots = counts(argv[++i], '--slots');
     else if (arg === '--rounds') args.rounds = counts(argv[++i], '--rounds')[0]!;
     else if (arg === '--progress') args.progress = true;
+    else if (arg === '--side-by-side') args.sideBySide = true;
     else if (arg === '--variants') args.variants = list(argv[++i], OBSERVABILITY_VARIANTS, 'variant');
     else if (arg === '--render') {
       args.render = argv[++i] ?? '';
@@ -166,7 +169,7 @@ async function main(args: Args): Promise<void> {
   const base = args.quick ? QUICK_PLAN : FULL_PLAN;
   const plan = { ...base, ...(args.workers && { workerCounts: args.workers, handlerWorkerCounts: args.workers, slotWorkerCounts: args.workers, peerWorkerCounts: args.workers }), ...(args.jobs && { jobs: args.jobs }), ...(args.slots && { slotSizes: args.slots }), ...(args.strategies && { strategies: args.strategies }), ...(args.rounds && { observabilityRounds: args.rounds }) };
   const partial =
-    args.workers !== null || args.jobs !== null || args.slots !== null || args.strategies !== null || args.rounds !== null || args.progress || args.variants !== null || !args.peers || args.only.length < SCENARIOS.length || args.dialects.length < DIALECTS.length;
+    args.workers !== null || args.jobs !== null || args.slots !== null || args.strategies !== null || args.rounds !== null || args.progress || args.variants !== null || args.sideBySide || !args.peers || args.only.length < SCENARIOS.length || args.dialects.length < DIALECTS.length;
   const resultsFile = args.quick || partial ? join(ROOT, 'apps', 'bench', 'results', args.quick ? 'quick.jsonl' : 'partial.jsonl') : join(DOCS_DATA, 'results.jsonl');
   mkdirSync(dirname(resultsFile), { recursive: true });
   writeFileSync(resultsFile, '');
@@ -192,7 +195,7 @@ async function main(args: Args): Promise<void> {
     else if (scenario === 'pickup') await pickup(ctx);
     else if (scenario === 'idle-pickup') await idlePickup(ctx);
     else if (scenario === 'cost-growth') await costGrowth(ctx);
-    else if (scenario === 'observability') await observability(ctx, { rounds: plan.observabilityRounds, variants: observabilityVariants(args) });
+    else if (scenario === 'observability') await observability(ctx, { rounds: plan.observabilityRounds, variants: observabilityVariants(args), sideBySide: args.sideBySide });
     else {
       await burnDown(ctx, 'handler-5ms');
       await peers(ctx, 'handler-5ms');

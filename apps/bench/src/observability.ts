@@ -23,6 +23,15 @@
  * (Histogram.observe's bucket lookup). At info no per-job line is logged (about 940 bytes of log a run); the
  * status line reads the worker's counters, redraws at most 10 times a second and counts the table every 2 s
  * (an 11 ms GROUP BY on this table).
+ *
+ * Measured again (2026-12-01, 100,000 jobs, concurrency 32, nothing else running), three ways:
+ *   one after the other, 13 rounds, paired:   observed 6.3% [1.6..11.3]   progress 0.6% [-5.6..8.8]
+ *     (the machine's speed drifted 30% within the session: quiet alone ran 9,800-14,129 jobs/s; and the
+ *     machine is not CPU-bound, CLI + server used 83 ms of CPU per 1,000 jobs at 11,500 jobs/s, one core)
+ *   side by side (--side-by-side), 15 rounds: observed 4.4% [2.3..5.9]     progress 3.2% [1.6..5.6]
+ *   --cpu-prof of the CLI, twice each: prom-client 55-68 ms and metrics.js 6-12 ms more per 100,000 jobs
+ *     (about 0.7 us a job, 1% of the CLI's 1.5 s of busy time); no other function differs beyond the
+ *     run-to-run spread (writev and GC moved by +-40% between runs of the same variant).
  */
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
@@ -42,6 +51,12 @@ export interface ObservabilityOptions {
   rounds: number;
   /** The variants to run; the first is the baseline the others are compared with. */
   variants: readonly ObservabilityVariant[];
+  /**
+   * Run each variant at the same time as the baseline, each on a table of its own (`--side-by-side`), instead of
+   * one after the other: whatever the machine does during the run (its speed drifted by 20-40% over minutes
+   * here) falls on both alike, so their ratio measures the variant's cost, under the contention of two runs.
+   */
+  sideBySide?: boolean;
 }
 
 interface RunResult {
@@ -132,6 +147,15 @@ export async function observability(ctx: BenchContext, options: ObservabilityOpt
   const db = await openBenchDatabase('postgres');
   const table = 'bench_observability';
   const postmaster = await postmasterPid(db);
+  if (options.sideBySide) {
+    try {
+      await sideBySide(ctx, options, db, handler, concurrency);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+      await db.close();
+    }
+    return;
+  }
   try {
     const fixed = new Map<ObservabilityVariant, number>();
     for (const variant of variants) {
@@ -206,6 +230,52 @@ export async function observability(ctx: BenchContext, options: ObservabilityOpt
 }
 
 const round3 = (value: number) => round(value, 3);
+
+/** See ObservabilityOptions.sideBySide: per round, the baseline and each variant at once, their tables swapped every other round. */
+async function sideBySide(ctx: BenchContext, options: ObservabilityOptions, db: Awaited<ReturnType<typeof openBenchDatabase>>, handler: string, concurrency: number): Promise<void> {
+  const { jobs } = ctx.plan;
+  const [baseline, ...others] = options.variants;
+  const tables = ['bench_observability_a', 'bench_observability_b'] as const;
+  const ratios = new Map<ObservabilityVariant, number[]>();
+  try {
+    for (let round = 0; round < options.rounds; round++) {
+      for (const variant of others) {
+        for (const table of tables) await db.createTable(table, { pending: jobs, finished: 0 });
+        const [first, second] = round % 2 === 0 ? tables : ([tables[1], tables[0]] as const);
+        const [base, other] = await Promise.all([runCli(baseline!, db.url, first, handler, concurrency), runCli(variant, db.url, second, handler, concurrency)]);
+        for (const [name, result] of [[baseline!, base], [variant, other]] as const) {
+          const record: ObservabilityRecord = {
+            scenario: 'observability',
+            system: 'statusq',
+            dialect: 'postgres',
+            variant: name,
+            round,
+            jobs,
+            concurrency,
+            seconds: round3(result.seconds),
+            jobsPerSec: Math.round(jobs / result.seconds),
+            fixedSeconds: 0,
+            netJobsPerSec: Math.round(jobs / result.seconds),
+            scrapes: result.scrapes,
+            logBytes: result.logBytes,
+            cpuMsPer1000Jobs: perThousandJobs(result.cpuSeconds, jobs),
+            sideBySideWith: name === baseline ? variant : baseline!,
+          };
+          ctx.record(record);
+        }
+        const list = ratios.get(variant) ?? [];
+        list.push((100 * (other.seconds - base.seconds)) / base.seconds);
+        ratios.set(variant, list);
+      }
+    }
+  } finally {
+    for (const table of tables) await db.dropTable(table).catch(() => undefined);
+  }
+  ctx.log(`\nobservability, side by side: ${jobs} no-op jobs, concurrency 32, ${options.rounds} rounds; each variant's run time against ${baseline}'s running at the same moment: median [quartiles] (min..max)`);
+  for (const [variant, list] of ratios) {
+    ctx.log(`  ${variant.padEnd(9)} +${round(quantile(list, 0.5), 1)}% [${round(quantile(list, 0.25), 1)}..${round(quantile(list, 0.75), 1)}] (${round(Math.min(...list), 1)}..${round(Math.max(...list), 1)})`);
+  }
+}
 const perThousandJobs = (cpuSeconds: number, jobs: number) => Math.round((10_000_000 * cpuSeconds) / jobs) / 10;
 
 /** The PostgreSQL server's main process, so its CPU (backends included) can be read from /proc; null when not local. */

@@ -110,6 +110,8 @@ export interface ObservabilityRecord {
   serverCpuMsPer1000Jobs?: number;
   /** cpuMsPer1000Jobs + serverCpuMsPer1000Jobs: what one job costs the machine. */
   totalCpuMsPer1000Jobs?: number;
+  /** `--side-by-side`: the variant that ran at the same moment, on a table of its own. */
+  sideBySideWith?: ObservabilityVariant;
 }
 
 export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | IdlePickupRecord | ObservabilityRecord;

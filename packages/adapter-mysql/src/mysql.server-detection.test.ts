@@ -52,7 +52,7 @@ mysqlSuite('mysql server detection', () => {
 
     runConformance({
       ...mysqlConformance,
-      name: 'mysql on a server reporting 10.5',
+      name: 'mysql on a server reporting 10.5, conditional-update claim',
       url: () => server().createDatabase(),
       dropDatabase: (url) => server().dropDatabase(url),
       groups: ['state-machine', 'race'],
