@@ -25,7 +25,7 @@
 import { Queue, Worker, createPostgresBackend, withBackend, type Job } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { BurnDownOptions, BurnDownResult, Peer, PickupOptions, PickupResult } from '../peer-contract.js';
-import { Latch, Tally, beforeDeadline, firstError, newClient, payloadSeq, sleep, uniqueSchema } from './shared.js';
+import { Latch, Tally, beforeDeadline, firstError, newClient, pacedPickup, payloadSeq, sleep, uniqueSchema } from './shared.js';
 import { assertLocalUrl, poolSize } from '../limits.js';
 
 type Backend = 'redis' | 'postgres';
@@ -206,7 +206,7 @@ async function pickup(backend: Backend, options: PickupOptions): Promise<PickupR
   try {
     queue = run.kit.queue(run.name);
     await queue.waitUntilReady();
-    const insertedAt: number[] = [];
+    const producer = queue;
     const startedAt: number[] = [];
     let received = 0;
     const allReceived = new Latch();
@@ -236,22 +236,7 @@ async function pickup(backend: Backend, options: PickupOptions): Promise<PickupR
     });
     if (!(await beforeDeadline(Promise.race([idle.promise, failed.promise]), setupDeadline))) throw new Error('bullmq pickup: the worker did not become idle before the timeout');
 
-    // As in statusq's pickup, the timeout bounds the inserts and the wait for them, not the setup.
-    const deadline = performance.now() + options.timeoutMs;
-    for (let seq = 0; seq < options.rows && performance.now() < deadline && !failed.fired; seq++) {
-      insertedAt[seq] = performance.now();
-      await queue.add('bench', { seq });
-      await sleep(options.intervalMs);
-    }
-    await beforeDeadline(Promise.race([allReceived.promise, failed.promise]), deadline);
-    const error = firstError(errors);
-    if (error) throw error;
-    const latenciesMs: number[] = [];
-    insertedAt.forEach((at, seq) => {
-      const start = startedAt[seq];
-      if (start !== undefined) latenciesMs.push(start - at);
-    });
-    return { latenciesMs };
+    return await pacedPickup(options, { failed, allReceived, errors, startedAt }, (seq) => producer.add('bench', { seq }));
   } finally {
     await teardown(run, queue, workers);
   }

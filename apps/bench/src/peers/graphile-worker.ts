@@ -30,6 +30,7 @@ import {
   firstError,
   newClient,
   newPool,
+  pacedPickup,
   payloadSeq,
   sleep,
   uniqueSchema,
@@ -207,7 +208,6 @@ async function pickup(mode: Mode, options: PickupOptions): Promise<PickupResult>
       if (jobs.length === 0) idle.fire();
     });
 
-    const insertedAt: number[] = [];
     const startedAt: number[] = [];
     let received = 0;
     const allReceived = new Latch();
@@ -226,22 +226,7 @@ async function pickup(mode: Mode, options: PickupOptions): Promise<PickupResult>
     // The event fires just before LISTEN is sent on this client; a query queued behind it returns once it is in effect.
     await listenClient?.query('SELECT 1');
 
-    // As in statusq's pickup, the timeout bounds the inserts and the wait for them, not the setup.
-    const deadline = performance.now() + options.timeoutMs;
-    for (let seq = 0; seq < options.rows && performance.now() < deadline && !failed.fired; seq++) {
-      insertedAt[seq] = performance.now();
-      await admin.query(`SELECT ${schema}.add_job($1::text, json_build_object('seq', $2::int))`, [TASK, seq]);
-      await sleep(options.intervalMs);
-    }
-    await beforeDeadline(Promise.race([allReceived.promise, failed.promise]), deadline);
-    const error = firstError(errors);
-    if (error) throw error;
-    const latenciesMs: number[] = [];
-    insertedAt.forEach((at, seq) => {
-      const start = startedAt[seq];
-      if (start !== undefined) latenciesMs.push(start - at);
-    });
-    return { latenciesMs };
+    return await pacedPickup(options, { failed, allReceived, errors, startedAt }, (seq) => admin.query(`SELECT ${schema}.add_job($1::text, json_build_object('seq', $2::int))`, [TASK, seq]));
   } finally {
     await teardown(runners, [pool], admin, schema);
   }

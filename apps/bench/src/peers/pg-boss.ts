@@ -29,7 +29,7 @@
 import { PgBoss, type Job } from 'pg-boss';
 import type pg from 'pg';
 import type { BurnDownOptions, BurnDownResult, Peer, PickupOptions, PickupResult } from '../peer-contract.js';
-import { Latch, Tally, beforeDeadline, firstError, newClient, payloadSeq, sleep, uniqueSchema, warmPool, whenSettled } from './shared.js';
+import { Latch, Tally, beforeDeadline, firstError, newClient, pacedPickup, payloadSeq, sleep, uniqueSchema, warmPool, whenSettled } from './shared.js';
 import { assertLocalUrl, poolSize } from '../limits.js';
 
 interface Variant {
@@ -198,7 +198,6 @@ async function pickup(variant: Variant, options: PickupOptions): Promise<PickupR
     bosses.push(worker);
     await worker.start();
 
-    const insertedAt: number[] = [];
     const startedAt: number[] = [];
     let received = 0;
     const allReceived = new Latch();
@@ -215,21 +214,7 @@ async function pickup(variant: Variant, options: PickupOptions): Promise<PickupR
 
     // No idle signal to wait for: the first insert lands at some point of the worker's poll cycle (NOTIFY
     // wakes it early), which is what every later one does too. As in statusq's pickup, the timeout starts here.
-    const deadline = performance.now() + options.timeoutMs;
-    for (let seq = 0; seq < options.rows && performance.now() < deadline && !failed.fired; seq++) {
-      insertedAt[seq] = performance.now();
-      await producer.send(QUEUE, { seq });
-      await sleep(options.intervalMs);
-    }
-    await beforeDeadline(Promise.race([allReceived.promise, failed.promise]), deadline);
-    const error = firstError(errors);
-    if (error) throw error;
-    const latenciesMs: number[] = [];
-    insertedAt.forEach((at, seq) => {
-      const start = startedAt[seq];
-      if (start !== undefined) latenciesMs.push(start - at);
-    });
-    return { latenciesMs };
+    return await pacedPickup(options, { failed, allReceived, errors, startedAt }, (seq) => producer.send(QUEUE, { seq }));
   } finally {
     await teardown(bosses, admin, schema);
   }

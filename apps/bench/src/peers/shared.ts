@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
+import type { PickupOptions, PickupResult } from '../peer-contract.js';
 
 export { sleep };
 
@@ -171,4 +172,32 @@ export function firstError(errors: readonly unknown[]): Error | undefined {
   const [error] = errors;
   if (error === undefined) return undefined;
   return error instanceof Error ? error : new Error(String(error));
+}
+
+/**
+ * The measured part of every peer's pickup: rows inserted one at a time, `intervalMs` apart, within `timeoutMs`
+ * (which bounds the inserts and the wait for them, not the setup, as in statusq's pickup); then each row's time
+ * from just before its insert to its handler's first start (`startedAt`, filled by the peer's handler).
+ */
+export async function pacedPickup(
+  options: PickupOptions,
+  run: { failed: Latch; allReceived: Latch; errors: readonly unknown[]; startedAt: readonly (number | undefined)[] },
+  insert: (seq: number) => Promise<unknown>,
+): Promise<PickupResult> {
+  const insertedAt: number[] = [];
+  const deadline = performance.now() + options.timeoutMs;
+  for (let seq = 0; seq < options.rows && performance.now() < deadline && !run.failed.fired; seq++) {
+    insertedAt[seq] = performance.now();
+    await insert(seq);
+    await sleep(options.intervalMs);
+  }
+  await beforeDeadline(Promise.race([run.allReceived.promise, run.failed.promise]), deadline);
+  const error = firstError(run.errors);
+  if (error) throw error;
+  const latenciesMs: number[] = [];
+  insertedAt.forEach((at, seq) => {
+    const start = run.startedAt[seq];
+    if (start !== undefined) latenciesMs.push(start - at);
+  });
+  return { latenciesMs };
 }
