@@ -1,25 +1,14 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StoreError } from './errors.js';
 import { READ_ONLY_CHECK_MAX_MS, ReadOnlyWait } from './read-only-wait.js';
 import type { Statement } from './store.js';
-import { JOBS_DDL, SqlJsStore } from './test/sqljs-store.js';
+import { jobsStoreEachTest, type SqlJsStore } from './test/sqljs-store.js';
 import { Worker, type WorkerOptions } from './worker.js';
 
 // A read-only database as the worker meets it: writes refused with StoreError ReadOnly (what every adapter
 // maps 1290/1836/1792, 25006 and SQLITE_READONLY to), reads still answered.
 
-let store: SqlJsStore | null = null;
-
-afterEach(async () => {
-  await store?.close();
-  store = null;
-});
-
-async function withJobs(count: number): Promise<SqlJsStore> {
-  store = await SqlJsStore.open(JOBS_DDL);
-  for (let i = 1; i <= count; i++) store.db.run('INSERT INTO jobs (id, date) VALUES (?, ?)', [i, i]);
-  return store;
-}
+const withJobs = jobsStoreEachTest();
 
 const statuses = (s: SqlJsStore) => s.rows('SELECT status FROM jobs ORDER BY id').map((r) => r.status as number | null);
 const writes = (statements: readonly Statement[]) => statements.some((s) => /^\s*UPDATE\b/i.test(s.sql));

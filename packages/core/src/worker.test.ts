@@ -1,24 +1,13 @@
-import { afterEach, describe, expect, expectTypeOf, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { StoreError } from './errors.js';
 import type { Handler } from './handler.js';
 import type { JobId, Statement } from './store.js';
-import { JOBS_DDL, SqlJsStore } from './test/sqljs-store.js';
+import { jobsStoreEachTest, type SqlJsStore } from './test/sqljs-store.js';
 import { Worker, type WorkerOptions } from './worker.js';
 
 // The worker against an in-memory SQLite (sql.js): paths that otherwise only a real server's failures reach.
 
-let store: SqlJsStore | null = null;
-
-afterEach(async () => {
-  await store?.close();
-  store = null;
-});
-
-async function withJobs(count: number): Promise<SqlJsStore> {
-  store = await SqlJsStore.open(JOBS_DDL);
-  for (let i = 1; i <= count; i++) store.db.run('INSERT INTO jobs (id, date) VALUES (?, ?)', [i, i]);
-  return store;
-}
+const withJobs = jobsStoreEachTest();
 
 function statuses(s: SqlJsStore): Array<number | null> {
   return s.rows('SELECT status FROM jobs ORDER BY id').map((r) => r.status as number | null);

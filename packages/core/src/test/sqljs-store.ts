@@ -5,6 +5,7 @@
  * real database does on demand. Never part of the build: sql.js is a devDependency.
  */
 import initSqlJs, { type Database, type SqlValue as SqlJsValue } from 'sql.js';
+import { afterEach } from 'vitest';
 import { ConnectionGate } from '../connection-gate.js';
 import { StoreError } from '../errors.js';
 import { quoteIdentifierWith } from '../identifiers.js';
@@ -171,3 +172,21 @@ export const JOBS_DDL = `CREATE TABLE jobs (
   id INTEGER PRIMARY KEY, status INTEGER, date INTEGER NOT NULL, claimed_at INTEGER, worker_id TEXT,
   attempt_count INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER, last_error TEXT, payload TEXT, result TEXT, finished_at INTEGER
 )`;
+
+/**
+ * For a test file's top level: `withJobs(n)` opens a store on JOBS_DDL holding jobs 1..n (date = id), and the
+ * store a test opened this way is closed after it.
+ */
+export function jobsStoreEachTest(): (count: number) => Promise<SqlJsStore> {
+  let store: SqlJsStore | null = null;
+  afterEach(async () => {
+    await store?.close();
+    store = null;
+  });
+  return async (count) => {
+    const opened = await SqlJsStore.open(JOBS_DDL);
+    store = opened;
+    for (let i = 1; i <= count; i++) opened.db.run('INSERT INTO jobs (id, date) VALUES (?, ?)', [i, i]);
+    return opened;
+  };
+}
