@@ -46,13 +46,17 @@ export function logSettings(flags: Flags): LogSettings {
 }
 
 /**
- * Standard output as an asynchronous pino destination: a write never waits for the pipe, and pino flushes
- * what is still buffered from an `exit` hook, so the lines before a process.exit() are not lost.
+ * Standard output as a pino destination. To a pipe or file it is asynchronous: a write never waits for the
+ * reader, and pino flushes what is still buffered from an `exit` hook, so the lines before a process.exit()
+ * are not lost. To a terminal it is synchronous, as Node's own TTY streams are: the status line is drawn on
+ * the same terminal through standard error, and a log line flushed after the final frame erased it (seen in
+ * CI as `work --processes 2` ending with no status row).
  */
 export async function stdoutLogDestination(): Promise<LogDestination> {
   const { pino } = await import('pino');
-  const stream = pino.destination({ dest: 1, sync: false });
-  return { write: (text) => stream.write(text), isTTY: process.stdout.isTTY === true };
+  const isTTY = process.stdout.isTTY === true;
+  const stream = pino.destination({ dest: 1, sync: isTTY });
+  return { write: (text) => stream.write(text), isTTY };
 }
 
 /**
