@@ -8,7 +8,7 @@ const LEASE_MS = 300;
 /**
  * The heartbeat case's lease. With 300 ms and a 50 ms heartbeat, one renewal stalled past 250 ms (two cores,
  * every suite at once, MariaDB behind) let the reaper take a healthy job in CI. The case proves renewal, not
- * speed: 1 s with a 100 ms heartbeat tolerates a 0.9 s stall and still runs the job three leases long.
+ * speed: 1 s with a 100 ms heartbeat tolerates a 0.9 s stall and still runs the job four leases long.
  */
 const HEARTBEAT_LEASE_MS = 1000;
 
@@ -117,20 +117,20 @@ export function leaseCases(env: () => TestEnv): void {
       const begin = Date.now();
       const leaseStarts = new Set<number>();
       let reapedByOther = 0;
-      // Run a reaper with the same lease for three leases' time; the job must stay claimed throughout.
+      // Run a reaper with the same lease for four leases' time; the job must stay claimed throughout.
       await waitFor(
-        'three leases to pass with heartbeats',
+        'four leases to pass with heartbeats',
         async () => {
           reapedByOther += await reaper.reapExpired(HEARTBEAT_LEASE_MS, 3);
           const row = await readRow(reaperStore, 'jobs', id);
           if (statusOf(row) !== queue.table.codes.processing) throw new Error(`the running job left processing: status ${statusOf(row)}`);
           leaseStarts.add(toMs(row.claimed_at)!);
-          return Date.now() - begin >= 3 * HEARTBEAT_LEASE_MS;
+          return Date.now() - begin >= 4 * HEARTBEAT_LEASE_MS;
         },
         { timeoutMs: 20_000, intervalMs: 25 },
       );
       expect(reapedByOther).toBe(0);
-      expect(leaseStarts.size).toBeGreaterThanOrEqual(3);
+      expect(leaseStarts.size).toBeGreaterThanOrEqual(4);
       gate.resolve();
       const counters = await withDeadline(w.done, 30_000, 'the job to complete');
       expect(aborted).toBe(false);
