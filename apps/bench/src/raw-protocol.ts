@@ -16,15 +16,22 @@
  *   better-sqlite3 is synchronous, so N connections in this one thread take turns (each yields between
  *   statements), as statusq's N in-process SQLite workers do.
  *
+ * `statements: 'statusq'` runs the same loop on statusq's own store and SQL instead (Queue.claim with the
+ * native claim, then Queue.sql.completeMany under the claim's token, as the worker's grouped settle sends it):
+ * the lease and token columns written, the due condition, RETURNING * and the store's connection handling,
+ * with no worker around them. statusq over this row is the cost of its worker (slots, handler calls, events,
+ * settle grouping); this row over the minimal one is the cost of the protocol's features.
+ *
  * Timed like every other run here: from the first claim that returned rows to the last settle committed. The
  * run then counts the rows at status 1, which must equal the rows loaded.
  */
 import * as mysqlAdapter from '@statusq/adapter-mysql';
 import { filenameFromUrl } from '@statusq/adapter-sqlite';
 import Database from 'better-sqlite3';
+import { Queue } from '@statusq/core';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
-import type { Dialect } from './databases.js';
+import { connectUrl, type Dialect } from './databases.js';
 import { assertLocalUrl } from './limits.js';
 
 /** The batch the issue's raw script claimed (and settled) per round trip. */
@@ -42,7 +49,11 @@ export interface RawOptions {
   workers: number;
   batch: number;
   timeoutMs: number;
+  /** `minimal`: the issue's hand-written SQL (the default); `statusq`: statusq's store and statements. */
+  statements?: RawStatements;
 }
+
+export type RawStatements = 'minimal' | 'statusq';
 
 export interface RawResult {
   handled: number;
@@ -138,7 +149,26 @@ function sqliteConnection(url: string, table: string, batch: number): RawConnect
   };
 }
 
-function connect(options: RawOptions): Promise<RawConnection> {
+/** statusq's store and statements in the raw loop; one store (one connection) per loop, as the workers have. */
+async function statusqConnection(options: RawOptions, loop: number): Promise<RawConnection> {
+  const store = await connectUrl(options.dialect, options.url, { listen: false, connections: 1 });
+  try {
+    const queue = await Queue.open(store, { table: options.table });
+    const token = `raw-${loop}`;
+    return {
+      claim: async () => (await queue.claim({ limit: options.batch, token }, 'native')).rows.map((row) => Number(row[queue.table.id])),
+      settle: async (ids) => void (await queue.apply([queue.sql.completeMany(ids, token)])),
+      done: async () => (await queue.counts()).done,
+      close: () => store.close(),
+    };
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+}
+
+function connect(options: RawOptions, loop: number): Promise<RawConnection> {
+  if (options.statements === 'statusq') return statusqConnection(options, loop);
   const table = safeTable(options.table);
   switch (options.dialect) {
     case 'postgres':
@@ -155,7 +185,7 @@ export async function rawBurnDown(options: RawOptions): Promise<RawResult> {
   assertLocalUrl(options.url);
   const connections: RawConnection[] = [];
   try {
-    for (let i = 0; i < options.workers; i++) connections.push(await connect(options));
+    for (let i = 0; i < options.workers; i++) connections.push(await connect(options, i));
     let handled = 0;
     let first: number | undefined;
     let last: number | undefined;

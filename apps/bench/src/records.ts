@@ -1,8 +1,11 @@
 /** What every measurement is written as: one JSON line each, read back to make tables and the chart. */
 import type { Dialect } from './databases.js';
 
-/** `raw-protocol` is the hand-written claim/settle loop of raw-protocol.ts: the ceiling, not a queue. */
-export type System = 'statusq' | 'graphile-worker' | 'pg-boss' | 'bullmq' | 'raw-protocol';
+/**
+ * `raw-protocol` is the hand-written claim/settle loop of raw-protocol.ts: the ceiling, not a queue.
+ * `raw-statusq-sql` is the same loop sending statusq's own statements through its store (no worker).
+ */
+export type System = 'statusq' | 'graphile-worker' | 'pg-boss' | 'bullmq' | 'raw-protocol' | 'raw-statusq-sql';
 
 /** Where a run's jobs lived: a SQL dialect, or (BullMQ's default backend) the local Redis. */
 export type Store = Dialect | 'redis';

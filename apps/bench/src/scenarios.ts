@@ -8,10 +8,16 @@ import type { Peer } from './peer-contract.js';
 import { quantile, round, type BenchRecord, type BurnDownRecord, type CostRecord, type PickupRecord } from './records.js';
 import { idlePickup as idlePickupRun, idlePickupVariants, type IdlePickupPlan } from './idle-pickup.js';
 import { burnDownInProcess, burnDownInProcesses, pickupLatency, type StatusqBurnDownResult, type StatusqRunOptions } from './statusq-runs.js';
-import { RAW_BATCH, rawBurnDown } from './raw-protocol.js';
+import { RAW_BATCH, rawBurnDown, type RawStatements } from './raw-protocol.js';
 
 export interface Plan {
+  /** Jobs of each throughput run: statusq's native burn-downs, the sweep, the raw loops and the peers. */
   jobs: number;
+  /**
+   * Jobs of the runs whose rate is set by contention or by the 5 ms handler (conditional-update claims, the
+   * realistic handler): a few hundred to a few thousand jobs/s, steady well before this many.
+   */
+  slowJobs: number;
   strategies: readonly ClaimStrategy[];
   workerCounts: number[];
   /** Process counts for statusq's multi-process burn-down (one worker per process). */
@@ -36,7 +42,9 @@ export interface Plan {
 }
 
 export const FULL_PLAN: Plan = {
-  jobs: 20_000,
+  // At 20,000 jobs the fast runs ended in under half a second and varied by a third between runs.
+  jobs: 100_000,
+  slowJobs: 20_000,
   strategies: ['native', 'conditional-update'],
   workerCounts: [1, 8, 32],
   processCounts: [2, 4],
@@ -57,6 +65,7 @@ export const FULL_PLAN: Plan = {
 
 export const QUICK_PLAN: Plan = {
   jobs: 1_000,
+  slowJobs: 1_000,
   strategies: ['native', 'conditional-update'],
   workerCounts: [1, 8],
   processCounts: [2],
@@ -148,11 +157,12 @@ export async function burnDown(ctx: BenchContext, scenario: BurnDownRecord['scen
       const table = `bench_${scenario.replace(/\W/g, '_')}`;
       const strategies = scenario === 'handler-5ms' ? (['native'] as const) : plan.strategies;
       for (const strategy of strategies) {
+        const jobs = handlerDelayMs > 0 || strategy === 'conditional-update' ? plan.slowJobs : plan.jobs;
         for (const workers of workerCounts) {
           const options: StatusqRunOptions = { table, workers, concurrency: plan.concurrency, strategy, handlerDelayMs, timeoutMs: plan.runTimeoutMs };
-          await db.createTable(table, { pending: plan.jobs, finished: 0 });
+          await db.createTable(table, { pending: jobs, finished: 0 });
           const result = await burnDownInProcess(db, options);
-          ctx.record(burnDownRecord(scenario, dialect, options, 1, plan.jobs, result));
+          ctx.record(burnDownRecord(scenario, dialect, options, 1, jobs, result));
         }
       }
       if (scenario === 'burn-down') {
@@ -171,13 +181,13 @@ export async function burnDown(ctx: BenchContext, scenario: BurnDownRecord['scen
 }
 
 /** The raw protocol (raw-protocol.ts) claiming `batch` rows at a time, as a burn-down record. */
-async function rawRun(ctx: BenchContext, db: BenchDatabase, scenario: BurnDownRecord['scenario'], table: string, workers: number, batch: number): Promise<void> {
+async function rawRun(ctx: BenchContext, db: BenchDatabase, scenario: BurnDownRecord['scenario'], table: string, workers: number, batch: number, statements: RawStatements = 'minimal'): Promise<void> {
   const { plan } = ctx;
   await db.createTable(table, { pending: plan.jobs, finished: 0 });
-  const raw = await rawBurnDown({ dialect: db.dialect, url: db.url, table, jobs: plan.jobs, workers, batch, timeoutMs: plan.runTimeoutMs });
+  const raw = await rawBurnDown({ dialect: db.dialect, url: db.url, table, jobs: plan.jobs, workers, batch, timeoutMs: plan.runTimeoutMs, statements });
   ctx.record({
     scenario,
-    system: 'raw-protocol',
+    system: statements === 'statusq' ? 'raw-statusq-sql' : 'raw-protocol',
     variant: `claim ${batch}`,
     dialect: db.dialect,
     workers,
@@ -196,7 +206,7 @@ async function rawRun(ctx: BenchContext, db: BenchDatabase, scenario: BurnDownRe
  * statusq's native burn-down at each slots-per-worker of `plan.slotSizes` (batch = slots, the worker's
  * default), per dialect and worker count: the knob users have, and where its default comes from. The raw
  * protocol runs at the same rows per claim beside it, so each size has its own ceiling (at 256 rows a claim,
- * statusq is not held to the raw loop's 50).
+ * statusq is not held to the raw loop's 50), once with the minimal SQL and once with statusq's statements.
  */
 export async function batchSize(ctx: BenchContext): Promise<void> {
   const { plan } = ctx;
@@ -210,6 +220,7 @@ export async function batchSize(ctx: BenchContext): Promise<void> {
           const result = await burnDownInProcess(db, options);
           ctx.record(burnDownRecord('batch-size', dialect, options, 1, plan.jobs, result));
           await rawRun(ctx, db, 'batch-size', table, workers, slots);
+          await rawRun(ctx, db, 'batch-size', table, workers, slots, 'statusq');
         }
       }
       await db.dropTable(table);
@@ -223,9 +234,10 @@ export async function peers(ctx: BenchContext, scenario: BurnDownRecord['scenari
   const url = await postgresBenchUrl();
   const handlerDelayMs = scenario === 'handler-5ms' ? 5 : 0;
   const workerCounts = scenario === 'handler-5ms' ? ctx.plan.handlerWorkerCounts : ctx.plan.peerWorkerCounts;
+  const jobs = handlerDelayMs > 0 ? ctx.plan.slowJobs : ctx.plan.jobs;
   for (const peer of ctx.peers) {
     for (const workers of workerCounts) {
-      const result = await peer.burnDown({ url, jobs: ctx.plan.jobs, workers, concurrency: ctx.plan.concurrency, handlerDelayMs, timeoutMs: ctx.plan.runTimeoutMs });
+      const result = await peer.burnDown({ url, jobs, workers, concurrency: ctx.plan.concurrency, handlerDelayMs, timeoutMs: ctx.plan.runTimeoutMs });
       ctx.record({
         scenario,
         system: peer.system as BurnDownRecord['system'],
@@ -234,7 +246,7 @@ export async function peers(ctx: BenchContext, scenario: BurnDownRecord['scenari
         workers,
         processes: 1,
         concurrency: result.slotsPerWorker ?? ctx.plan.concurrency,
-        jobs: ctx.plan.jobs,
+        jobs,
         handled: result.handled,
         seconds: round(result.seconds, 3),
         jobsPerSec: Math.round(result.handled / result.seconds),

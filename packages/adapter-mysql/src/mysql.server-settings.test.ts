@@ -301,7 +301,7 @@ mysqlSuite('mysql on production server settings (private MariaDB per setting)', 
         const ids = rows.map((r) => r.id as number);
         // Without splitting, both would be refused: this test really crosses the packet.
         expect(statementBytes(queue.sql.claimByIds(ids, 'w:token', false, '2026-01-01 00:00:00.000'))).toBeGreaterThan(PACKET);
-        expect(statementBytes(queue.sql.completeMany(ids, 'w:token', false))).toBeGreaterThan(PACKET);
+        expect(statementBytes(queue.sql.completeMany(ids, 'w:token'))).toBeGreaterThan(PACKET);
         const errors: unknown[] = [];
         const worker = await Worker.create({ store, table: { table: 'jobs' }, concurrency: jobs, batch: jobs, settleBatch: jobs, exitWhenEmpty: true, pollMinMs: 2, pollMaxMs: 20, handler: async () => ({ ok: 1 }) });
         worker.on('error', (e) => errors.push(e));

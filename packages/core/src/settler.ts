@@ -32,10 +32,15 @@ export class Settler {
     return this.flushing ?? Promise.resolve();
   }
 
-  /** `completion` marks a plain completion that may be grouped with others under the same token. */
-  submit(statement: Statement, completion: { id: JobId; token: string } | null): Promise<boolean> {
+  /**
+   * `completion` marks a plain completion that may be grouped with others under the same token. `build`
+   * makes the settle's own UPDATE, called only when the settle does not join a group (in a busy worker
+   * nearly every completion does, and building a statement per job was a measurable share of its cost); a
+   * build that throws rejects this submit alone.
+   */
+  submit(build: () => Statement, completion: { id: JobId; token: string } | null): Promise<boolean> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ statement, completion, resolve, reject });
+      this.queue.push({ build, completion, resolve, reject });
       this.kick();
     });
   }
@@ -55,6 +60,7 @@ export class Settler {
     while (this.queue.length > 0) {
       const batch = this.queue.splice(0, this.maxBatch);
       const plan = this.plan(batch);
+      if (plan.length === 0) continue;
       let results: ExecResult[];
       // After a retry the commit may have happened on the attempt that seemed to fail, so the last attempt's
       // own counts cannot tell which rows this flush changed.
@@ -75,7 +81,8 @@ export class Settler {
         // One bad statement must not hold the others back: settle each on its own.
         for (const b of batch) {
           try {
-            const [result] = await whileReadOnly(this.readOnly, 'settle', () => withStoreRetry(() => this.target.apply([b.statement]), { ...STORE_RETRY.settle, onRetry: this.onRetry }));
+            const statement = b.build();
+            const [result] = await whileReadOnly(this.readOnly, 'settle', () => withStoreRetry(() => this.target.apply([statement]), { ...STORE_RETRY.settle, onRetry: this.onRetry }));
             b.resolve(result!.affected === 1);
           } catch (error) {
             b.reject(error);
@@ -99,32 +106,42 @@ export class Settler {
       else byToken.set(b.completion.token, [b]);
     }
     const grouped = new Set<PendingSettle>();
-    const returning = this.target.store.capabilities.returning;
     const limit = this.target.store.statementLimit;
     for (const [token, all] of byToken) {
       if (all.length < 2) continue;
       for (const m of all) grouped.add(m);
       // Within the store's statement limit (MySQL's max_allowed_packet): one UPDATE per run of ids that fits,
       // all in this same commit, instead of one the server refuses (and drops the connection for).
-      for (const run of splitToFit(all, (some) => this.target.sql.completeMany(some.map((m) => m.completion!.id), token, returning), limit)) {
-        steps.push(this.groupedStep(run.items, run.statement, token, returning));
+      for (const run of splitToFit(all, (some) => this.target.sql.completeMany(some.map((m) => m.completion!.id), token), limit)) {
+        steps.push(this.groupedStep(run.items, run.statement, token));
       }
     }
     for (const b of batch) {
-      if (!grouped.has(b)) steps.push({ statement: b.statement, resolve: (result) => b.resolve(result.affected === 1) });
+      if (grouped.has(b)) continue;
+      let statement: Statement;
+      try {
+        statement = b.build();
+      } catch (error) {
+        b.reject(error);
+        continue;
+      }
+      steps.push({ statement, resolve: (result) => b.resolve(result.affected === 1) });
     }
     return steps;
   }
 
-  /** One grouped completion: `statement` completes `members` (claimed under `token`), and each learns whether its row changed. */
-  private groupedStep(members: PendingSettle[], statement: Statement, token: string, returning: boolean): SettleStep {
-    const ids = members.map((m) => m.completion!.id);
+  /**
+   * One grouped completion: `statement` completes `members` (claimed under `token`), and each learns whether
+   * its row changed. The affected count answers that when it covers every member, as it does unless a claim
+   * was lost; only then (or after a retried commit) is the database asked which rows are done.
+   */
+  private groupedStep(members: PendingSettle[], statement: Statement, token: string): SettleStep {
     return {
       statement,
       resolve: async (result, retried) => {
         let changed: Set<string> | null = null;
-        if (returning && !retried) changed = new Set(result.rows.map((row) => keyOf(row.id)));
-        else if (retried || result.affected < members.length) {
+        if (retried || result.affected < members.length) {
+          const ids = members.map((m) => m.completion!.id);
           try {
             // No longer than the UPDATE of the same ids, which fit the statement limit.
             const { rows } = await withStoreRetry(() => this.target.store.execute(this.target.sql.completedUnder(ids, token)), { ...STORE_RETRY.settle, onRetry: this.onRetry });
@@ -141,7 +158,7 @@ export class Settler {
 }
 
 interface PendingSettle {
-  statement: Statement;
+  build: () => Statement;
   completion: { id: JobId; token: string } | null;
   resolve: (applied: boolean) => void;
   reject: (error: unknown) => void;

@@ -174,17 +174,17 @@ export class TransitionSql {
 
   /**
    * complete (processing -> done) of many rows claimed under one token, with no result to store: one
-   * statement instead of one per job. With RETURNING it names the rows it changed. Without, its affected
-   * count is enough when it covers every id (each row it matches changes: its status moves 9 -> 1); only when
-   * it falls short does `completedUnder` tell which rows it changed.
+   * statement instead of one per job. Its affected count is enough when it covers every id (each row it
+   * matches changes: its status moves 9 -> 1); only when it falls short does `completedUnder` tell which rows
+   * it changed. No RETURNING even where the dialect has it: the list of ids it would send back costs the
+   * server and the worker a row per job, to answer a question that only a lost claim raises.
    */
-  completeMany(ids: readonly JobId[], token: string, returning: boolean): Statement {
+  completeMany(ids: readonly JobId[], token: string): Statement {
     const p = new Params(this.dialect);
     const sets = [`${this.q.status} = ${this.table.codes.done}`];
     if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
     const where = `${this.q.id} IN (${p.list(ids as SqlValue[])}) AND ${this.guard('complete')}${this.tokenGuard(p, token)}`;
-    const update = `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`;
-    return { sql: returning ? `${update} RETURNING ${this.q.id} AS id` : update, params: p.values };
+    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
   }
 
   /**

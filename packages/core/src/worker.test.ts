@@ -43,6 +43,20 @@ describe('Worker on an in-memory store', () => {
     expect(statuses(s)).toEqual([1, 1, 1]);
   });
 
+  it('completes a claimed batch larger than 200 in one grouped UPDATE by default (the settle group follows the batch)', async () => {
+    const s = await withJobs(256);
+    const completions: number[] = [];
+    s.beforeRun = (statements) => {
+      for (const st of statements) if (isCompletion([st])) completions.push(st.params.length);
+    };
+    const w = await worker(s, { concurrency: 256, claimStrategy: 'native', exitWhenEmpty: true });
+    const counters = await w.run();
+    expect(counters).toMatchObject({ claimCalls: 2, claimed: 256, completed: 256 });
+    // One UPDATE of 256 ids and the claim token.
+    expect(completions).toEqual([257]);
+    expect(statuses(s).every((status) => status === 1)).toBe(true);
+  });
+
   it('ends run() with the error of a settle the database refuses for good, leaving the row in processing', async () => {
     const s = await withJobs(1);
     const refusal = new StoreError('Unknown', 'permission denied for table jobs');

@@ -300,48 +300,51 @@ export class Worker extends TypedEmitter {
     for (const flight of flights) this.inFlight.add(flight);
     for (const flight of flights) {
       if (this.settings.jobTimeoutMs !== null) flight.timer = setTimeout(() => this.timeOut(flight), this.settings.jobTimeoutMs);
-      void this.execute(flight).finally(() => {
-        this.inFlight.delete(flight);
-        this.wake();
-      });
+      void this.execute(flight);
     }
   }
 
+  /** Runs one job to its settle; its slot is free again once this returns, however it ends. */
   private async execute(flight: InFlight): Promise<void> {
-    flight.startedAt = performance.now();
-    let outcome = await this.outcomes.decide(flight);
-    flight.ranMs = performance.now() - flight.startedAt;
-    if (flight.timer) clearTimeout(flight.timer);
-    // Lost, handed back or settled as stuck while the handler ran: that already decided the row.
-    if (flight.state !== 'running') return;
-    if (flight.timedOut) outcome = this.outcomes.failure(flight.job, flight.abortReason);
-    const { job } = flight;
-    flight.state = 'settling';
-    let applied: boolean;
     try {
-      applied = await this.submitSettle(flight, outcome);
-    } catch (error) {
-      if (outcome.kind === 'complete' && outcome.stored !== null && !isRetryableStoreError(error) && !isReadOnlyError(error)) {
-        // The database refuses this result (too large, not valid for the column): the row fails with that
-        // reason instead of staying in processing and running again by lease.
-        this.emit('error', { error, during: `settle of job ${String(job.id)}` });
-        outcome = { kind: 'giveUp', reason: `result could not be stored: ${describeError(error)}`, cause: error };
-        try {
-          applied = await this.submitSettle(flight, outcome);
-        } catch (fallbackError) {
-          return this.settleFailed(job, fallbackError);
+      flight.startedAt = performance.now();
+      let outcome = await this.outcomes.decide(flight);
+      flight.ranMs = performance.now() - flight.startedAt;
+      if (flight.timer) clearTimeout(flight.timer);
+      // Lost, handed back or settled as stuck while the handler ran: that already decided the row.
+      if (flight.state !== 'running') return;
+      if (flight.timedOut) outcome = this.outcomes.failure(flight.job, flight.abortReason);
+      const { job } = flight;
+      flight.state = 'settling';
+      let applied: boolean;
+      try {
+        applied = await this.submitSettle(flight, outcome);
+      } catch (error) {
+        if (outcome.kind === 'complete' && outcome.stored !== null && !isRetryableStoreError(error) && !isReadOnlyError(error)) {
+          // The database refuses this result (too large, not valid for the column): the row fails with that
+          // reason instead of staying in processing and running again by lease.
+          this.emit('error', { error, during: `settle of job ${String(job.id)}` });
+          outcome = { kind: 'giveUp', reason: `result could not be stored: ${describeError(error)}`, cause: error };
+          try {
+            applied = await this.submitSettle(flight, outcome);
+          } catch (fallbackError) {
+            return this.settleFailed(job, fallbackError);
+          }
+        } else {
+          return this.settleFailed(job, error);
         }
-      } else {
-        return this.settleFailed(job, error);
       }
+      if (flight.state === 'settling') flight.state = 'done';
+      if (!applied) {
+        this.counters.claimLost++;
+        this.emit('claim-lost', { job, during: 'settle' });
+        return;
+      }
+      this.countOutcome(flight, outcome);
+    } finally {
+      this.inFlight.delete(flight);
+      this.wake();
     }
-    if (flight.state === 'settling') flight.state = 'done';
-    if (!applied) {
-      this.counters.claimLost++;
-      this.emit('claim-lost', { job, during: 'settle' });
-      return;
-    }
-    this.countOutcome(flight, outcome);
   }
 
   private countOutcome(flight: InFlight, outcome: Outcome): void {
@@ -382,10 +385,9 @@ export class Worker extends TypedEmitter {
 
   private submitSettle(flight: InFlight, outcome: Outcome): Promise<boolean> {
     const { job, token } = flight;
-    const statement = this.settleStatement(flight, outcome);
     // A plain completion under a claim token can share one UPDATE with the others of its batch.
     const groupable = outcome.kind === 'complete' && outcome.stored === null && token !== null;
-    return this.settler.submit(statement, groupable ? { id: job.id, token: token! } : null);
+    return this.settler.submit(() => this.settleStatement(flight, outcome), groupable ? { id: job.id, token: token! } : null);
   }
 
   /**
@@ -529,6 +531,7 @@ export class Worker extends TypedEmitter {
   // A plain list of resolvers rather than an AbortController: wake() runs once per finished job, and
   // aborting a signal (which builds a DOMException) cost about a fifth of a no-op job's CPU time.
   private wake(): void {
+    if (this.wakeWaiters.size === 0) return;
     const waiters = [...this.wakeWaiters];
     this.wakeWaiters.clear();
     for (const resolve of waiters) resolve();

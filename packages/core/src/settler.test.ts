@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { Queue } from './queue.js';
+import { ReadOnlyWait } from './read-only-wait.js';
+import { Settler } from './settler.js';
+import { jobsStoreEachTest, type SqlJsStore } from './test/sqljs-store.js';
+
+const withJobs = jobsStoreEachTest();
+
+function statuses(s: SqlJsStore): Array<number | null> {
+  return s.rows('SELECT status FROM jobs ORDER BY id').map((r) => r.status as number | null);
+}
+
+async function settlerOn(s: SqlJsStore): Promise<{ queue: Queue; settler: Settler }> {
+  const queue = await Queue.open(s, { table: 'jobs' });
+  const noHooks = { started: () => undefined, ended: () => undefined };
+  return { queue, settler: new Settler(queue, 200, () => undefined, new ReadOnlyWait(0, 5, Math.random, noHooks)) };
+}
+
+describe('Settler', () => {
+  it('builds no statement of its own for a completion that joins a group, and one for a settle that does not', async () => {
+    const s = await withJobs(3);
+    const { queue, settler } = await settlerOn(s);
+    const { rows } = await queue.claim({ limit: 3, token: 'w:1' });
+    const ids = rows.map((r) => r.id as number);
+    const built: number[] = [];
+    const build = (id: number) => () => {
+      built.push(id);
+      return queue.sql.complete(id, 'w:1', null);
+    };
+    const settled = await Promise.all([
+      settler.submit(build(ids[0]!), { id: ids[0]!, token: 'w:1' }),
+      settler.submit(build(ids[1]!), { id: ids[1]!, token: 'w:1' }),
+      settler.submit(build(ids[2]!), null),
+    ]);
+    expect(settled).toEqual([true, true, true]);
+    expect(built).toEqual([ids[2]]);
+    expect(statuses(s)).toEqual([1, 1, 1]);
+  });
+
+  it('rejects only the settle whose statement cannot be built; the rest of the commit goes through', async () => {
+    const s = await withJobs(3);
+    const { queue, settler } = await settlerOn(s);
+    const { rows } = await queue.claim({ limit: 3, token: 'w:1' });
+    const [a, b, c] = rows.map((r) => r.id as number);
+    const broken = new Error('cannot build this settle');
+    const outcomes = await Promise.allSettled([
+      settler.submit(() => queue.sql.complete(a!, 'w:1', null), null),
+      settler.submit(() => {
+        throw broken;
+      }, null),
+      settler.submit(() => queue.sql.giveUp(c!, 'w:1', 'gave up'), null),
+    ]);
+    expect(outcomes).toEqual([
+      { status: 'fulfilled', value: true },
+      { status: 'rejected', reason: broken },
+      { status: 'fulfilled', value: true },
+    ]);
+    const statusOf = new Map(s.rows('SELECT id, status FROM jobs').map((r) => [r.id, r.status]));
+    expect([statusOf.get(a), statusOf.get(b), statusOf.get(c)]).toEqual([1, 9, 0]);
+    await settler.whenIdle();
+    expect(settler.idle).toBe(true);
+  });
+});
