@@ -63,6 +63,47 @@ export function abortFlight(flight: InFlight, reason: Error): void {
   flight.controller?.abort(reason);
 }
 
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
+}
+
+/**
+ * A job's `ctx`. Its functions are made when read, so a handler that never calls them costs no closure, and
+ * each one read is bound to this job: `const { giveUp } = ctx` works as well as `ctx.giveUp()`.
+ */
+class FlightContext implements JobContext {
+  /** The first settle directive the handler chose through this context, if any. */
+  directive: SettleDirective | null = null;
+
+  constructor(
+    private readonly flight: InFlight,
+    readonly workerId: string,
+  ) {}
+
+  get abuse(): JobContext['abuse'] {
+    return (reason) => this.choose('abuse', reason, 'abuse');
+  }
+
+  get giveUp(): JobContext['giveUp'] {
+    return (reason) => this.choose('giveUp', reason, 'gave up');
+  }
+
+  get signal(): AbortSignal {
+    const { flight } = this;
+    if (!flight.controller) {
+      flight.controller = new AbortController();
+      if (flight.abortReason) flight.controller.abort(flight.abortReason);
+    }
+    return flight.controller.signal;
+  }
+
+  private choose(kind: SettleDirective['kind'], reason: string | undefined, fallback: string): SettleDirective {
+    const chosen = new SettleDirective(kind, typeof reason === 'string' && reason.length > 0 ? reason : fallback);
+    this.directive ??= chosen;
+    return chosen;
+  }
+}
+
 /** Runs one claimed job's user code (the abuse rule, then the handler) and turns whatever happens into one outcome. */
 export class JobOutcomes {
   constructor(
@@ -71,37 +112,52 @@ export class JobOutcomes {
     private readonly options: Pick<WorkerOptions, 'handler' | 'isAbuse'>,
   ) {}
 
-  /** Runs the abuse rule and the handler and turns whatever happens into one outcome. */
-  async decide(flight: InFlight): Promise<Outcome> {
-    const { job } = flight;
-    let directive: SettleDirective | null = null;
-    const choose = (kind: SettleDirective['kind'], reason: string | undefined, fallback: string) => {
-      const chosen = new SettleDirective(kind, typeof reason === 'string' && reason.length > 0 ? reason : fallback);
-      directive ??= chosen;
-      return chosen;
-    };
-    const ctx: JobContext = {
-      abuse: (reason) => choose('abuse', reason, 'abuse'),
-      giveUp: (reason) => choose('giveUp', reason, 'gave up'),
-      get signal() {
-        if (!flight.controller) {
-          flight.controller = new AbortController();
-          if (flight.abortReason) flight.controller.abort(flight.abortReason);
-        }
-        return flight.controller.signal;
-      },
-      workerId: this.settings.workerId,
-    };
+  /**
+   * Runs the abuse rule and the handler and turns whatever happens into one outcome. A handler that returns
+   * without a promise (and no abuse rule) is decided at once, with no promise of this method's own.
+   */
+  decide(flight: InFlight): Outcome | Promise<Outcome> {
+    const ctx = new FlightContext(flight, this.settings.workerId);
     if (flight.state === 'claimed') flight.state = 'running';
+    if (this.options.isAbuse) return this.decideAfterAbuseRule(flight, ctx);
+    let result: unknown;
     try {
-      if (this.options.isAbuse && (await this.options.isAbuse(job.row))) return { kind: 'abuse', reason: 'isAbuse rule' };
-      const result = await this.options.handler(job, ctx);
-      if (directive ?? result instanceof SettleDirective) return this.fromDirective(directive ?? (result as SettleDirective));
+      result = this.options.handler(flight.job, ctx);
+    } catch (error) {
+      return this.fromThrown(flight.job, ctx, error);
+    }
+    if (isThenable(result)) {
+      return Promise.resolve(result).then(
+        (value) => this.fromReturned(flight.job, ctx, value),
+        (error: unknown) => this.fromThrown(flight.job, ctx, error),
+      );
+    }
+    return this.fromReturned(flight.job, ctx, result);
+  }
+
+  private async decideAfterAbuseRule(flight: InFlight, ctx: FlightContext): Promise<Outcome> {
+    try {
+      if (await this.options.isAbuse!(flight.job.row)) return { kind: 'abuse', reason: 'isAbuse rule' };
+      return this.fromReturned(flight.job, ctx, await this.options.handler(flight.job, ctx));
+    } catch (error) {
+      return this.fromThrown(flight.job, ctx, error);
+    }
+  }
+
+  /** A directive chosen through ctx wins over whatever the handler returned. */
+  private fromReturned(job: Job, ctx: FlightContext, result: unknown): Outcome {
+    const directive = ctx.directive ?? (result instanceof SettleDirective ? result : null);
+    if (directive) return this.fromDirective(directive);
+    try {
       return { kind: 'complete', result, stored: this.storedResult(result) };
     } catch (error) {
-      if (directive ?? error instanceof SettleDirective) return this.fromDirective(directive ?? (error as SettleDirective));
       return this.failure(job, error);
     }
+  }
+
+  private fromThrown(job: Job, ctx: FlightContext, error: unknown): Outcome {
+    const directive = ctx.directive ?? (error instanceof SettleDirective ? error : null);
+    return directive ? this.fromDirective(directive) : this.failure(job, error);
   }
 
   private fromDirective(directive: SettleDirective): Outcome {

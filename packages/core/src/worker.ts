@@ -308,7 +308,8 @@ export class Worker extends TypedEmitter {
   private async execute(flight: InFlight): Promise<void> {
     try {
       flight.startedAt = performance.now();
-      let outcome = await this.outcomes.decide(flight);
+      const decided = this.outcomes.decide(flight);
+      let outcome = decided instanceof Promise ? await decided : decided;
       flight.ranMs = performance.now() - flight.startedAt;
       if (flight.timer) clearTimeout(flight.timer);
       // Lost, handed back or settled as stuck while the handler ran: that already decided the row.
