@@ -57,6 +57,27 @@ describe('Worker on an in-memory store', () => {
     expect(statuses(s).every((status) => status === 1)).toBe(true);
   });
 
+  it("settles by ctx functions taken out of ctx (destructured), as by ctx.abuse() and ctx.giveUp()", async () => {
+    const s = await withJobs(3);
+    const w = await worker(s, {
+      concurrency: 3,
+      exitWhenEmpty: true,
+      handler: (job, { abuse, giveUp, workerId }) => {
+        expect(workerId).toBe(w.workerId);
+        if (job.id === 1) return abuse('flagged');
+        if (job.id === 2) giveUp('no');
+        return undefined;
+      },
+    });
+    const counters = await w.run();
+    expect(counters).toMatchObject({ abused: 1, failed: 1, completed: 1 });
+    expect(s.rows('SELECT id, status, last_error FROM jobs ORDER BY id')).toEqual([
+      { id: 1, status: 2, last_error: 'flagged' },
+      { id: 2, status: 0, last_error: 'no' },
+      { id: 3, status: 1, last_error: null },
+    ]);
+  });
+
   it('ends run() with the error of a settle the database refuses for good, leaving the row in processing', async () => {
     const s = await withJobs(1);
     const refusal = new StoreError('Unknown', 'permission denied for table jobs');
