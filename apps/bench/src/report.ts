@@ -138,16 +138,22 @@ export function markdownReport(records: readonly BenchRecord[]): string {
     .join('\n\n');
 }
 
+/** The fastest in-process run at `workers` that `match` picks, of the burn-down and the batch-size sweep. */
 function best(records: readonly BurnDownRecord[], match: (r: BurnDownRecord) => boolean, workers: number): BurnDownRecord | undefined {
-  return records.find((r) => r.scenario === 'burn-down' && r.processes === 1 && r.workers === workers && match(r));
+  const runs = records.filter((r) => (r.scenario === 'burn-down' || r.scenario === 'batch-size') && r.processes === 1 && r.workers === workers && match(r));
+  return runs.sort((a, b) => b.jobsPerSec - a.jobsPerSec)[0];
 }
 
 const STORE_NAMES: Record<string, string> = { postgres: 'PostgreSQL', mysql: 'MariaDB/MySQL', sqlite: 'SQLite', redis: 'Redis' };
 
-/** statusq's throughput over each peer's, per worker count: the numbers the targets are stated in. */
+/**
+ * statusq's throughput over each peer's, per worker count: the numbers the targets are stated in. Each side at
+ * its best: statusq at its fastest slots per worker of the burn-down and the sweep (named in the line), each
+ * peer variant at the settings its variant names.
+ */
 export function ratioLines(records: readonly BenchRecord[]): string[] {
-  const burn = records.filter((r): r is BurnDownRecord => r.scenario === 'burn-down');
-  const workerCounts = [...new Set(burn.map((r) => r.workers))].sort((a, b) => a - b);
+  const burn = records.filter((r): r is BurnDownRecord => r.scenario === 'burn-down' || r.scenario === 'batch-size');
+  const workerCounts = [...new Set(burn.filter((r) => r.scenario === 'burn-down').map((r) => r.workers))].sort((a, b) => a - b);
   const peerRecords = burn.filter((r) => !OWN_SYSTEMS.has(r.system));
   const peers = [...new Set(peerRecords.map((r) => `${r.system} ${r.variant}`))];
   const lines: string[] = [];
@@ -157,7 +163,7 @@ export function ratioLines(records: readonly BenchRecord[]): string[] {
       for (const workers of workerCounts) {
         const ours = best(burn, (r) => r.system === 'statusq' && r.dialect === dialect && r.variant === 'native', workers);
         const theirs = best(burn, (r) => `${r.system} ${r.variant}` === peer, workers);
-        if (ours && theirs && theirs.jobsPerSec > 0) parts.push(`${workers} workers ${(ours.jobsPerSec / theirs.jobsPerSec).toFixed(1)}x`);
+        if (ours && theirs && theirs.jobsPerSec > 0) parts.push(`${workers} workers ${(ours.jobsPerSec / theirs.jobsPerSec).toFixed(1)}x (${format(ours.jobsPerSec)} at ${ours.concurrency} slots vs ${format(theirs.jobsPerSec)})`);
       }
       const store = peerRecords.find((r) => `${r.system} ${r.variant}` === peer)?.dialect ?? 'postgres';
       if (parts.length > 0) lines.push(`statusq ${dialect} (native claim) vs ${peer} on ${STORE_NAMES[store] ?? store}: ${parts.join(', ')}`);
