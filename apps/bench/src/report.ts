@@ -24,6 +24,11 @@ function textTable(header: readonly string[], rows: readonly Cell[][]): string {
   return cells.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')).join('\n');
 }
 
+/** The record with the most jobs/s, if any. */
+function fastest(records: readonly BurnDownRecord[]): BurnDownRecord | undefined {
+  return [...records].sort((a, b) => b.jobsPerSec - a.jobsPerSec)[0];
+}
+
 /** The rows measured on statusq's own dialects (labelled with the dialect), as against the peers'. */
 const OWN_SYSTEMS: ReadonlySet<BurnDownRecord['system']> = new Set(['statusq', 'raw-protocol', 'raw-statusq-sql']);
 
@@ -74,7 +79,7 @@ function batchSizeSection(records: readonly BurnDownRecord[]): Section {
     rows: keys.map((key) => {
       const [dialect, workers] = key.split('|');
       const of = (system: BurnDownRecord['system'], n: number) => records.find((r) => keyOf(r) === key && r.system === system && r.concurrency === n);
-      const best = records.filter((r) => keyOf(r) === key && r.system === 'statusq' && !r.timedOut).sort((a, b) => b.jobsPerSec - a.jobsPerSec)[0];
+      const best = fastest(records.filter((r) => keyOf(r) === key && r.system === 'statusq' && !r.timedOut));
       return [
         dialect!,
         Number(workers),
@@ -140,8 +145,7 @@ export function markdownReport(records: readonly BenchRecord[]): string {
 
 /** The fastest in-process run at `workers` that `match` picks, of the burn-down and the batch-size sweep. */
 function best(records: readonly BurnDownRecord[], match: (r: BurnDownRecord) => boolean, workers: number): BurnDownRecord | undefined {
-  const runs = records.filter((r) => (r.scenario === 'burn-down' || r.scenario === 'batch-size') && r.processes === 1 && r.workers === workers && match(r));
-  return runs.sort((a, b) => b.jobsPerSec - a.jobsPerSec)[0];
+  return fastest(records.filter((r) => (r.scenario === 'burn-down' || r.scenario === 'batch-size') && r.processes === 1 && r.workers === workers && match(r)));
 }
 
 const STORE_NAMES: Record<string, string> = { postgres: 'PostgreSQL', mysql: 'MariaDB/MySQL', sqlite: 'SQLite', redis: 'Redis' };
@@ -204,7 +208,6 @@ export function ceilingLines(records: readonly BenchRecord[]): string[] {
       }
       if (bits.length > 0) parts.push(`${plural(workers)} ${bits.join(', ')}`);
     }
-    const fastest = (rows: readonly BurnDownRecord[]) => [...rows].sort((a, b) => b.jobsPerSec - a.jobsPerSec)[0];
     const rawBest = fastest(raws)!;
     const ourBest = fastest(ours);
     if (ourBest) {
