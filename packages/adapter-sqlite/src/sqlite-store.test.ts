@@ -87,3 +87,43 @@ it('a write refused by a read-only database is StoreError ReadOnly (what the wor
     db.close();
   }
 });
+
+it('rows read in raw mode are the objects the driver would build: same keys in order, same values, also with columns named __proto__ and constructor', async () => {
+  const s = await withRows();
+  await s.execute({ sql: 'CREATE TABLE odd (id INTEGER PRIMARY KEY, "__proto__" TEXT, "constructor" TEXT, n INTEGER, b BLOB, r REAL)', params: [] });
+  await s.execute({ sql: "INSERT INTO odd VALUES (1, ?, ?, ?, X'0102', ?)", params: ['p', 'c', 2 ** 40, 1.5] });
+  const db = new Database(join(dir!, 'q.db'), { readonly: true });
+  try {
+    for (const sql of ['SELECT * FROM t ORDER BY id', 'SELECT v, id, v AS again FROM t ORDER BY id', 'SELECT * FROM odd', 'SELECT id, n, b, r FROM odd', 'UPDATE t SET v = v + 1 RETURNING *']) {
+      const ours = (await s.execute({ sql, params: [] })).rows;
+      const theirs = sql.startsWith('UPDATE') ? ours.map((r) => ({ ...r })) : (db.prepare(sql).all() as Record<string, unknown>[]);
+      expect(ours, sql).toEqual(theirs);
+      expect(ours.map((r) => Object.keys(r)), sql).toEqual(theirs.map((r) => Object.keys(r)));
+    }
+    const [odd] = (await s.execute({ sql: 'SELECT * FROM odd', params: [] })).rows;
+    expect(Object.getPrototypeOf(odd)).toBe(Object.prototype);
+    expect(odd).toMatchObject({ id: 1, constructor: 'c', n: 2 ** 40, r: 1.5 });
+  } finally {
+    db.close();
+  }
+  expect((await s.execute({ sql: 'SELECT v FROM t ORDER BY id', params: [] })).rows).toEqual([{ v: 1 }, { v: 1 }, { v: 1 }]);
+});
+
+it('a cached SELECT * follows the table through ALTER TABLE: added, renamed and dropped columns, also when another connection changed it', async () => {
+  const s = await withRows();
+  const read = async () => (await s.execute({ sql: 'SELECT * FROM t ORDER BY id LIMIT 1', params: [] })).rows[0];
+  expect(await read()).toEqual({ id: 1, v: 0 });
+  await s.execute({ sql: 'ALTER TABLE t ADD COLUMN extra TEXT', params: [] });
+  expect(await read()).toEqual({ id: 1, v: 0, extra: null });
+  await s.execute({ sql: 'ALTER TABLE t RENAME COLUMN extra TO other', params: [] });
+  expect(await read()).toEqual({ id: 1, v: 0, other: null });
+  const db = new Database(join(dir!, 'q.db'));
+  try {
+    db.exec('ALTER TABLE t RENAME COLUMN other TO third');
+    expect(await read()).toEqual({ id: 1, v: 0, third: null });
+    db.exec('ALTER TABLE t DROP COLUMN third');
+  } finally {
+    db.close();
+  }
+  expect(await read()).toEqual({ id: 1, v: 0 });
+});

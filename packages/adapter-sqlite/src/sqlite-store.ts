@@ -24,7 +24,7 @@ import { sqliteDialect, sqliteHoldsIntegers, sqliteOrderTimeEncoding } from './s
 import { sqliteInspection } from './sqlite-doctor.js';
 import { toStoreError } from './sqlite-errors.js';
 import { sqliteSchema } from './sqlite-schema.js';
-import { runPrepared } from './sqlite-statements.js';
+import { cacheable, runCached, type CachedSqlite } from './sqlite-statements.js';
 import { SqliteWakeUps } from './sqlite-wake-ups.js';
 
 export interface SqliteStoreOptions {
@@ -58,7 +58,13 @@ export class SqliteStore implements Store {
   readonly nativeClaim: NativeClaim;
   readonly inspection: StoreInspection = sqliteInspection(this);
   private readonly db: Database.Database;
-  private readonly cache = new Map<string, Database.Statement>();
+  private readonly cache = new Map<string, CachedSqlite>();
+  private schemaVersionStatement: Database.Statement | null = null;
+  /** PRAGMA schema_version, prepared once (see CachedSqlite). */
+  private readonly schemaVersion = (): number => {
+    this.schemaVersionStatement ??= this.db.prepare('PRAGMA schema_version').pluck();
+    return this.schemaVersionStatement.get() as number;
+  };
   private readonly gate = new ConnectionGate();
   /** Watches the database file for other connections' commits; null for `:memory:`, which no one else writes. */
   private readonly wakeUps: SqliteWakeUps | null;
@@ -191,15 +197,15 @@ export class SqliteStore implements Store {
     if (this.db.open) this.db.close();
   }
 
-  /** Runs one statement synchronously (see runPrepared). */
+  /** Runs one statement synchronously (see runCached). */
   private run(statement: Statement): ExecResult {
-    let prepared = this.cache.get(statement.sql);
-    if (!prepared) {
-      prepared = this.db.prepare(statement.sql);
+    let cached = this.cache.get(statement.sql);
+    if (!cached) {
+      cached = cacheable(this.db.prepare(statement.sql), this.schemaVersion);
       if (this.cache.size >= STATEMENT_CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(statement.sql, prepared);
+      this.cache.set(statement.sql, cached);
     }
-    return runPrepared(prepared, statement.params);
+    return runCached(cached, statement.params, this.schemaVersion);
   }
 
   private guard<T>(operation: () => T): T {
