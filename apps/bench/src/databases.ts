@@ -66,7 +66,7 @@ export async function postgresBenchUrl(): Promise<string> {
 }
 
 export interface ConnectionOptions {
-  /** PostgreSQL: LISTEN/NOTIFY wake-ups (default true); off means polling only. */
+  /** The store's own wake-up (default true): PostgreSQL LISTEN/NOTIFY, MySQL's idle probe; off means polling only. */
   listen?: boolean;
   /** Most pooled connections the store may open (maxConnections on every server adapter). */
   connections?: number;
@@ -81,7 +81,7 @@ export function connectUrl(dialect: Dialect, url: string, options: ConnectionOpt
     case 'postgres':
       return postgresAdapter.connect(url, { listen: options.listen ?? true, ...(options.connections && { maxConnections: options.connections }) });
     case 'mysql':
-      return mysqlAdapter.connect(url, options.connections ? { maxConnections: options.connections } : {});
+      return mysqlAdapter.connect(url, { ...(options.listen === false && { idleProbeMs: 0 }), ...(options.connections && { maxConnections: options.connections }) });
   }
 }
 

@@ -46,7 +46,7 @@ export interface BurnDownRecord {
 export interface PickupRecord {
   scenario: 'pickup';
   system: System;
-  /** statusq: `<strategy>, listen` (LISTEN/NOTIFY) or `<strategy>, polling`; peers: their mode. */
+  /** statusq: `<strategy>, listen` (LISTEN/NOTIFY), `<strategy>, idle probe` (MySQL) or `<strategy>, polling`; peers: their mode. */
   variant: string;
   dialect: Store;
   rows: number;
@@ -75,7 +75,7 @@ export interface IdlePickupRecord {
   scenario: 'idle-pickup';
   system: 'statusq';
   dialect: Dialect;
-  /** How the idle worker learns of a row: `listen`, `file watch`, `polling`, `polling, pollMaxMs 50`. */
+  /** How the idle worker learns of a row: `listen`, `file watch`, `idle probe`, `polling`, `polling, pollMaxMs 50`. */
   variant: string;
   idleSeconds: number;
   /** CPU of the waiting worker's process and of the database server over the idle spell, % of one core. */

@@ -60,7 +60,7 @@ export const FULL_PLAN: Plan = {
   // The slowest peer variants take 30-60 s for 100,000 jobs; a run cut off still reports its rate (marked).
   runTimeoutMs: 90_000,
   observabilityRounds: 5,
-  idlePickup: { idleMs: 10_000, rows: 20, gapMs: [2_000, 3_000] },
+  idlePickup: { warmUpMs: 15_000, idleMs: 10_000, rows: 20, gapMs: [2_000, 3_000] },
 };
 
 export const QUICK_PLAN: Plan = {
@@ -81,7 +81,7 @@ export const QUICK_PLAN: Plan = {
   handlerWorkerCounts: [8],
   runTimeoutMs: 5_000,
   observabilityRounds: 1,
-  idlePickup: { idleMs: 1_000, rows: 2, gapMs: [100, 200] },
+  idlePickup: { warmUpMs: 200, idleMs: 1_000, rows: 2, gapMs: [100, 200] },
 };
 
 export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'handler-5ms' | 'observability';
@@ -270,6 +270,9 @@ function pickupRecord(system: PickupRecord['system'], variant: string, dialect: 
   };
 }
 
+/** How each dialect's idle worker is told of a row when `listen` is on (see ConnectionOptions.listen). */
+const WAKE_UP_NAME: Record<Dialect, string> = { postgres: 'listen', mysql: 'idle probe', sqlite: 'file watch' };
+
 /** Scenario 4: an idle worker, one row every 10 ms; insert-to-handler-start latency. */
 export async function pickup(ctx: BenchContext): Promise<void> {
   const { plan } = ctx;
@@ -278,10 +281,10 @@ export async function pickup(ctx: BenchContext): Promise<void> {
     await withDatabase(dialect, async (db) => {
       const table = 'bench_pickup';
       for (const strategy of plan.strategies) {
-        for (const listen of dialect === 'postgres' ? [true, false] : [false]) {
+        for (const listen of dialect === 'sqlite' ? [false] : [true, false]) {
           await db.createTable(table, { pending: 0, finished: 0 });
           const { latenciesMs } = await pickupLatency(db, table, { rows: plan.pickupRows, intervalMs: plan.pickupIntervalMs, timeoutMs, listen, strategy });
-          ctx.record(pickupRecord('statusq', `${strategy}, ${listen ? 'listen' : 'polling'}`, dialect, plan.pickupRows, latenciesMs));
+          ctx.record(pickupRecord('statusq', `${strategy}, ${listen ? WAKE_UP_NAME[dialect] : 'polling'}`, dialect, plan.pickupRows, latenciesMs));
         }
       }
       await db.dropTable(table);

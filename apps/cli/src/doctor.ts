@@ -176,7 +176,7 @@ async function checkServer(store: Store, server: ServerReport, checks: Check[]):
 
 function claimCheck(store: Store, server: ServerReport): Check {
   const { capabilities: c, nativeClaim } = store;
-  const wakeUps = c.listenNotify ? 'idle workers woken when rows arrive' : 'idle workers poll';
+  const wakeUps = c.listenNotify ? 'idle workers woken when rows arrive' : c.idleProbe ? 'idle workers probe for due rows' : 'idle workers poll';
   if (!nativeClaim) {
     server.claim = 'conditional update';
     return {

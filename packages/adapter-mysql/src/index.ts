@@ -45,6 +45,12 @@ export function optionsFromUrl(url: string): MysqlStoreOptions {
   if (isolation !== null) options.isolation = isolation as MysqlIsolation;
   const fallback = parsed.searchParams.get('binlogFallback');
   if (fallback !== null) options.binlogFallback = fallback as MysqlBinlogFallback;
+  const idleProbe = parsed.searchParams.get('idleProbeMs');
+  if (idleProbe !== null) {
+    const ms = Number(idleProbe);
+    if (idleProbe.trim() === '' || !Number.isSafeInteger(ms)) throw new ConfigError(`idleProbeMs in the MySQL URL must be a whole number of milliseconds (0 turns the probe off), got ${JSON.stringify(idleProbe)}`);
+    options.idleProbeMs = ms;
+  }
   const lockWait = integer('lockWaitTimeout');
   if (lockWait !== undefined) options.lockWaitTimeoutSeconds = lockWait;
   return { ...options, ...poolFromUrl(parsed.searchParams, 'the MySQL URL'), ...deadlinesFromUrl(parsed.searchParams, 'the MySQL URL') };

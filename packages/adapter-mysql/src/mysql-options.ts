@@ -41,6 +41,14 @@ export interface MysqlStoreOptions extends ServerConnectionOptions {
    * fallback without being asked: it costs it nothing. See mysql-binlog.ts.
    */
   binlogFallback?: MysqlBinlogFallback;
+  /**
+   * How an idle worker learns of new rows: every `idleProbeMs` a connection of the store's own (outside the
+   * pool) asks the server whether a row is due, sleeping on the server in between (mysql-idle-probe.ts).
+   * Default 80 (a row waits at most about that long after a quiet spell; about 0.9% of a core per idle
+   * worker process on a small VM). 0 turns it off: idle workers poll with claims, backing off to the
+   * worker's pollMaxMs. URL parameter `idleProbeMs`.
+   */
+  idleProbeMs?: number;
   /** innodb_lock_wait_timeout for statusq's sessions, in seconds. Default 10 (the server's is usually 50). */
   lockWaitTimeoutSeconds?: number;
   /** Any other mysql2 pool options (ssl, socketPath, ...). statusq's own settings win where they overlap. */
@@ -58,4 +66,13 @@ export function claimStrategyOption(value: unknown): ClaimStrategy {
 export function binlogFallbackOption(value: unknown): MysqlBinlogFallback {
   if (value === undefined || value === 'refuse' || value === 'conditional-update') return value ?? 'refuse';
   throw new ConfigError(`binlogFallback must be refuse or conditional-update, got ${JSON.stringify(value)}`);
+}
+
+/** The store's idleProbeMs: DEFAULT_IDLE_PROBE_MS unless given; 0 (off) or a whole number of milliseconds up to a minute. */
+export function idleProbeOption(value: unknown, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0 || value > 60_000) {
+    throw new ConfigError(`idleProbeMs must be a whole number of milliseconds from 0 (off) to 60000, got ${JSON.stringify(value)}`);
+  }
+  return value;
 }

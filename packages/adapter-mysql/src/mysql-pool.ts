@@ -1,6 +1,6 @@
 import { Socket } from 'node:net';
 import mysql from 'mysql2/promise';
-import type { Pool } from 'mysql2/promise';
+import type { Connection, ConnectionOptions, Pool } from 'mysql2/promise';
 import type { PoolConnection as CorePoolConnection } from 'mysql2';
 import { ConfigError, SERVER_CONNECTION, StoreError, endWithin, serverConnectionOptions, raceDeadline, type Row, type StatementLimit, type StoreCallDeadlines } from '@statusq/core/adapter';
 import { SESSION_ROW_SQL, planBinlog, type MysqlBinlogPlan } from './mysql-binlog.js';
@@ -128,7 +128,9 @@ export function mysqlStatementLimit(maxAllowedPacket: number): StatementLimit {
 /** A pool whose sessions are set up for statusq, with what MysqlStore needs to run and close it. */
 export interface OpenedMysqlPool {
   pool: Pool;
-  /** The sockets of every connection the pool has open, until they close. */
+  /** Opens one connection outside the pool with the pool's options and session set-up. */
+  openConnection(): Promise<Connection>;
+  /** The sockets of every connection the pool (or openConnection) has open, until they close. */
   sockets: Set<Socket>;
   deadlines: StoreCallDeadlines;
   server: MysqlServerInfo;
@@ -155,16 +157,15 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
   const lockWait = options.lockWaitTimeoutSeconds ?? 10;
   if (!Number.isSafeInteger(lockWait) || lockWait < 1) throw new ConfigError('lockWaitTimeoutSeconds must be a positive integer');
 
-  const pool = mysql.createPool({
-    ...options.mysql2,
+  // The pool's own keys stay out of the per-connection options (mysql2 warns about keys a Connection does not know).
+  const { connectionLimit: _limit, maxIdle: _maxIdle, idleTimeout, queueLimit: _queue, waitForConnections: _wait, ...connectionOnly } = options.mysql2 ?? {};
+  const connection: ConnectionOptions = {
+    ...connectionOnly,
     ...(options.host !== undefined ? { host: options.host } : {}),
     ...(options.port !== undefined ? { port: options.port } : {}),
     ...(options.user !== undefined ? { user: options.user } : {}),
     ...(options.password !== undefined ? { password: options.password } : {}),
     ...(options.database !== undefined ? { database: options.database } : {}),
-    connectionLimit: maxConnections,
-    maxIdle: maxConnections,
-    waitForConnections: true,
     connectTimeout,
     enableKeepAlive: true,
     keepAliveInitialDelay: SERVER_CONNECTION.keepAliveDelayMs,
@@ -176,7 +177,8 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
     dateStrings: false,
     charset: 'utf8mb4',
     multipleStatements: false,
-  });
+  };
+  const pool = mysql.createPool({ ...connection, ...(idleTimeout !== undefined && { idleTimeout }), connectionLimit: maxConnections, maxIdle: maxConnections, waitForConnections: true });
   // autocommit = 1: a server may turn it off for the account (init_connect = 'SET autocommit=0', which runs
   // for every account without SUPER), and then each of statusq's single statements would open a transaction
   // that nothing commits: claims and settles invisible to other sessions, their row locks held until the
@@ -251,7 +253,23 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
     await endPool(pool, sockets);
     throw toStoreError(errors[0]);
   }
-  return { pool, sockets, deadlines, ...opened };
+  /** A connection of its own, outside the pool, set up like the pool's (the idle probe's; see mysql-idle-probe.ts). */
+  const openConnection = async (): Promise<Connection> => {
+    const conn = await mysql.createConnection(connection);
+    const socket = coreSocketOf(conn);
+    if (socket) {
+      sockets.add(socket);
+      socket.once('close', () => sockets.delete(socket));
+    }
+    try {
+      for (const sql of setup) await conn.query(sql);
+    } catch (error) {
+      conn.destroy();
+      throw error;
+    }
+    return conn;
+  };
+  return { pool, sockets, deadlines, openConnection, ...opened };
 }
 
 function isolationSql(isolation: MysqlIsolation): string {
@@ -266,6 +284,11 @@ export function deadlineError(ms: number): StoreError {
 export function socketOf(connection: unknown): Socket | undefined {
   const stream = (connection as { stream?: unknown }).stream;
   return stream instanceof Socket ? stream : undefined;
+}
+
+/** The socket under a mysql2/promise connection (its typings omit the core connection it wraps). */
+export function coreSocketOf(conn: Connection): Socket | undefined {
+  return socketOf((conn as unknown as { connection?: unknown }).connection);
 }
 
 /** Ends the pool politely (COM_QUIT on each connection; the sockets close when the server answers), bounded. */

@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import type { Pool, PoolConnection } from 'mysql2/promise';
+import type { Connection, Pool, PoolConnection } from 'mysql2/promise';
 import {
   ConfigError,
   DEFAULT_CAPABILITIES,
@@ -9,6 +9,7 @@ import {
   fitsStatementLimit,
   inTransaction,
   runInOrder,
+  sleep,
   statementTooLarge,
   withPooledConnection,
   type PooledConnectionOps,
@@ -35,7 +36,8 @@ import { mysqlNativeClaim, mysqlClaimWritesQuery } from './mysql-claim-sql.js';
 import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 import { mysqlInspection } from './mysql-doctor.js';
 import { isConnectionLost, isDeadlock, isLockWaitTimeout, isReadOnlyRefusal, toStoreError } from './mysql-errors.js';
-import { claimStrategyOption, type MysqlStoreOptions } from './mysql-options.js';
+import { DEFAULT_IDLE_PROBE_MS, MysqlIdleProbe } from './mysql-idle-probe.js';
+import { claimStrategyOption, idleProbeOption, type MysqlStoreOptions } from './mysql-options.js';
 import { deadlineError, endPool, mysqlStatementLimit, openMysqlPool, socketOf, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
 import { mysqlSchema } from './mysql-schema.js';
 
@@ -49,6 +51,10 @@ export interface MysqlStoreStats {
   connectionsLost: number;
   /** Native claim transactions committed (`transaction` runs nothing else). */
   claims: number;
+  /** Rounds of the idle probe the server answered (see mysql-idle-probe.ts). */
+  idleProbes: number;
+  /** Rounds of the idle probe that failed (each drops the probe's connection; the next wait opens another). */
+  idleProbeFailures: number;
 }
 
 /**
@@ -62,7 +68,7 @@ export class MysqlStore implements Store {
   readonly dialect = mysqlDialect;
   readonly schema: SchemaSupport = mysqlSchema;
   readonly capabilities: StoreCapabilities;
-  readonly stats: MysqlStoreStats = { deadlocks: 0, lockWaitTimeouts: 0, connectionsLost: 0, claims: 0 };
+  readonly stats: MysqlStoreStats = { deadlocks: 0, lockWaitTimeouts: 0, connectionsLost: 0, claims: 0, idleProbes: 0, idleProbeFailures: 0 };
   /**
    * The claim this store runs: `native` (SKIP LOCKED) or `conditional-update` (forced, the server has no SKIP
    * LOCKED, or it logs by statement and this account may not switch to ROW: `binlog.fallback`).
@@ -73,6 +79,7 @@ export class MysqlStore implements Store {
   /** One statement's bound, from max_allowed_packet (see mysqlStatementLimit). */
   readonly statementLimit: StatementLimit;
   private closed = false;
+  private readonly idleProbe: MysqlIdleProbe | null;
   private readonly knownClaimWrites = new Map<string, Promise<boolean>>();
 
   private constructor(
@@ -85,11 +92,18 @@ export class MysqlStore implements Store {
     /** How statusq's writes reach the binary log, and the isolation its sessions run at (mysql-binlog.ts). */
     readonly binlog: MysqlBinlogPlan,
     strategy: ClaimStrategy,
+    openConnection: () => Promise<Connection>,
+    idleProbeMs: number,
   ) {
+    // Null when idleProbeMs is 0: idle workers poll with claims.
+    const idleProbe = idleProbeMs > 0 ? new MysqlIdleProbe(openConnection, idleProbeMs, deadlines.queryTimeoutMs, this.stats) : null;
+    this.idleProbe = idleProbe;
     this.claimStrategy = strategy === 'conditional-update' || !server.skipLocked || binlog.fallback ? 'conditional-update' : 'native';
     const native = this.claimStrategy === 'native';
     this.nativeClaim = native ? { ...mysqlNativeClaim, claimWritesAreKnown: (table) => this.claimWritesAreKnown(table) } : undefined;
-    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false };
+    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false, idleProbe: idleProbe !== null };
+    // Without the probe the worker polls: no waitForWork at all.
+    if (idleProbe === null) (this as { waitForWork?: unknown }).waitForWork = undefined;
     this.inspection = mysqlInspection(this, server, settings, binlog);
     this.statementLimit = mysqlStatementLimit(settings.maxAllowedPacket);
   }
@@ -99,8 +113,9 @@ export class MysqlStore implements Store {
     const strategy = claimStrategyOption(options.claimStrategy);
     if ('connectionLimit' in options) throw new ConfigError('the MySQL option connectionLimit was renamed maxConnections');
     if ('deadlockRetries' in options) throw new ConfigError("the MySQL option deadlockRetries was removed: the store no longer retries, a deadlock reaches the worker's retry policy as WriteConflict");
-    const { pool, sockets, deadlines, server, settings, binlog } = await openMysqlPool({ ...options, claimStrategy: strategy });
-    return new MysqlStore(pool, sockets, deadlines, server, settings, binlog, strategy);
+    const idleProbeMs = idleProbeOption(options.idleProbeMs, DEFAULT_IDLE_PROBE_MS);
+    const { pool, sockets, deadlines, server, settings, binlog, openConnection } = await openMysqlPool({ ...options, claimStrategy: strategy });
+    return new MysqlStore(pool, sockets, deadlines, server, settings, binlog, strategy, openConnection, idleProbeMs);
   }
 
   async execute(statement: Statement): Promise<ExecResult> {
@@ -153,9 +168,19 @@ export class MysqlStore implements Store {
     return result;
   }
 
+  /**
+   * Resolves once the idle probe sees a due row in `table`, after `timeoutMs`, or at once when `signal`
+   * aborts (see mysql-idle-probe.ts). Without a table there is nothing to probe: it waits `timeoutMs`.
+   */
+  waitForWork(timeoutMs: number, signal: AbortSignal, table?: ResolvedTable): Promise<void> {
+    if (this.closed || this.idleProbe === null || table === undefined) return sleep(timeoutMs, signal);
+    return this.idleProbe.wait(table, timeoutMs, signal);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.idleProbe?.close();
     await endPool(this.pool, this.sockets);
   }
 

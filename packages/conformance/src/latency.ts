@@ -30,6 +30,6 @@ export function withLatency(inner: Store): Store {
       return inner.transaction!(body);
     };
   }
-  if (inner.waitForWork) store.waitForWork = (ms, signal) => inner.waitForWork!(ms, signal);
+  if (inner.waitForWork) store.waitForWork = (ms, signal, table) => inner.waitForWork!(ms, signal, table);
   return store;
 }

@@ -7,7 +7,7 @@ import type { TestContext } from 'vitest';
 const WHY = {
   batchClaim: 'the store does not declare capabilities.batchClaim (one call claims a whole batch)',
   skipLocked: 'the store does not declare capabilities.skipLocked (native claims pass over rows others hold)',
-  listenNotify: 'the store does not declare capabilities.listenNotify with waitForWork (the database wakes workers)',
+  listenNotify: 'the store declares neither capabilities.listenNotify nor idleProbe with waitForWork (the database wakes workers, or the store probes for them)',
   writeLock: 'no writeLock option: the database has no single-writer lock another process can hold',
   queryPlans: 'no queryPlans option: no EXPLAIN reader was given',
   disposableServer: 'no disposableServer option: no private server the suite may restart',

@@ -63,6 +63,12 @@ export interface StoreCapabilities {
    */
   listenNotify: boolean;
   /**
+   * `waitForWork` asks the table itself whether a row is due (MySQL's idle probe: SLEEP, then the claim's
+   * candidate SELECT, on a connection of its own), so a wait that ends without a row found nothing: the worker
+   * then waits up to IDLE_PROBE_WAIT_MS between claims instead of backing off to pollMaxMs. Default false.
+   */
+  idleProbe: boolean;
+  /**
    * INSERT ... RETURNING is available, so enqueue reads each new row's id from its own INSERT. Default false:
    * the id is the one the item set, else the statement's `ExecResult.insertId`, else unknown (null).
    */
@@ -74,8 +80,15 @@ export const DEFAULT_CAPABILITIES: Readonly<StoreCapabilities> = Object.freeze({
   skipLocked: false,
   returning: false,
   listenNotify: false,
+  idleProbe: false,
   insertReturning: false,
 });
+
+/**
+ * How long a worker on a store with `idleProbe` waits between claims while idle (the probe ends the wait as
+ * soon as it sees a due row). It only bounds how long a probe that wrongly saw nothing could delay a row.
+ */
+export const IDLE_PROBE_WAIT_MS = 30_000;
 
 /** See Store.statementLimit. */
 export interface StatementLimit {
@@ -234,10 +247,11 @@ export interface Store {
 
   /**
    * Resolves when new work may have arrived or after `timeoutMs`, whichever is first, or at once when the
-   * signal aborts. Only stores with `listenNotify` implement it; others are polled. A wake-up is a hint, not
-   * a promise of a row: the worker's next claim decides.
+   * signal aborts. Only stores with `listenNotify` or `idleProbe` implement it; others are polled. A wake-up
+   * is a hint, not a promise of a row: the worker's next claim decides. `table` is the table the waiting
+   * worker claims from (a probing store reads it; without it, a probing store just waits `timeoutMs`).
    */
-  waitForWork?(timeoutMs: number, signal: AbortSignal): Promise<void>;
+  waitForWork?(timeoutMs: number, signal: AbortSignal, table?: ResolvedTable): Promise<void>;
 
   /**
    * What `statusq doctor` asks of the server (its version and settings, its clock, the plan of a claim's

@@ -42,8 +42,10 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
   /**
    * Idle polling starts at this delay and doubles up to pollMaxMs. Defaults DEFAULT_POLL_MIN_MS (25 ms) and
    * DEFAULT_POLL_MAX_MS (1 s). A store that wakes its idle workers when rows arrive (PostgreSQL NOTIFY,
-   * SQLite's file watch) ends the wait early; on MySQL/MariaDB pollMaxMs bounds how long a row enqueued
-   * after a quiet spell waits.
+   * SQLite's file watch) ends the wait early. A store with an idle probe (MySQL/MariaDB, `idleProbeMs`)
+   * replaces this polling while the worker has nothing in flight: it claims when the probe sees a due row
+   * (or every IDLE_PROBE_WAIT_MS); with the probe off, pollMaxMs bounds how long a row enqueued after a
+   * quiet spell waits there.
    */
   pollMinMs?: number | undefined;
   pollMaxMs?: number | undefined;

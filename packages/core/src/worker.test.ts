@@ -1,7 +1,7 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { StoreError } from './errors.js';
 import type { Handler } from './handler.js';
-import type { JobId, Statement } from './store.js';
+import { IDLE_PROBE_WAIT_MS, type JobId, type Statement, type Store, type StoreCapabilities } from './store.js';
 import { jobsStoreEachTest, type SqlJsStore } from './test/sqljs-store.js';
 import { Worker, type WorkerOptions } from './worker.js';
 
@@ -176,6 +176,51 @@ describe('Worker on an in-memory store', () => {
     expect(counters).toMatchObject({ claimed: 1, timedOut: 1, retried: 1 });
     expect(s.rows('SELECT status, attempt_count FROM jobs')).toEqual([{ status: null, attempt_count: 1 }]);
     never.open();
+  });
+});
+
+describe('Worker on a store with an idle probe', () => {
+  /** Makes `s` a probing store whose waitForWork records each wait and hands it to `onWait`. */
+  function probing(s: SqlJsStore, onWait: (ms: number, call: number) => Promise<void> | void): Array<{ ms: number; table: string | undefined }> {
+    const waits: Array<{ ms: number; table: string | undefined }> = [];
+    (s as { capabilities: StoreCapabilities }).capabilities = { ...s.capabilities, idleProbe: true };
+    (s as Store).waitForWork = async (ms, _signal, table) => {
+      waits.push({ ms, table: table?.table });
+      await onWait(ms, waits.length);
+    };
+    return waits;
+  }
+
+  it('an idle worker waits in the store for IDLE_PROBE_WAIT_MS, naming its table, and claims once the wait ends', async () => {
+    const s = await withJobs(0);
+    const ran = gate();
+    const waits = probing(s, (_ms, call) => {
+      if (call === 2) s.db.run('INSERT INTO jobs (id, date) VALUES (1, 1)');
+    });
+    const w = await worker(s, { handler: () => ran.open() });
+    const running = w.run();
+    await ran.promise;
+    await w.stop();
+    await running;
+    expect(waits.slice(0, 2)).toEqual([
+      { ms: IDLE_PROBE_WAIT_MS, table: 'jobs' },
+      { ms: IDLE_PROBE_WAIT_MS, table: 'jobs' },
+    ]);
+    // One empty claim before each wait, and the claim that found the row: no claims between probes.
+    expect(w.counters.claimCalls).toBe(3);
+    expect(statuses(s)).toEqual([1]);
+  });
+
+  it('with exitWhenEmpty the wait is the polling backoff, so another worker\'s row finishing is seen', async () => {
+    const s = await withJobs(1);
+    s.db.run("UPDATE jobs SET status = 9, claimed_at = ?, worker_id = 'elsewhere'", [Date.now()]);
+    const waits = probing(s, (_ms, call) => {
+      if (call === 3) s.db.run('UPDATE jobs SET status = 1');
+    });
+    const w = await worker(s, { exitWhenEmpty: true, leaseMs: 3_600_000 });
+    await w.run();
+    expect(waits.length).toBeGreaterThanOrEqual(3);
+    expect(waits.every((wait) => wait.ms <= 5)).toBe(true);
   });
 });
 

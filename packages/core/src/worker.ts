@@ -16,7 +16,7 @@ import { ReadOnlyWait, isReadOnlyError } from './read-only-wait.js';
 import { Settler } from './settler.js';
 import { DEFAULT_POLL_MAX_MS, DEFAULT_POLL_MIN_MS, defaultWorkerId, nonNegative, resolveWorkerOptions, type WorkerOptions, type WorkerSettings } from './worker-options.js';
 import { STORE_RETRY, backoffDelay, withStoreRetry } from './retry.js';
-import type { JobId, Row, Statement, Store } from './store.js';
+import { IDLE_PROBE_WAIT_MS, type JobId, type Row, type Statement, type Store } from './store.js';
 
 // The option types and the default worker id keep their historical home in this module's exports.
 export { DEFAULT_POLL_MAX_MS, DEFAULT_POLL_MIN_MS, defaultWorkerId, type WorkerOptions };
@@ -234,7 +234,10 @@ export class Worker extends TypedEmitter {
           break;
         }
         const delay = backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random });
-        if (this.queue.store.waitForWork && this.inFlight.size === 0) await this.waitForWorkOrWake(this.queue.store.waitForWork.bind(this.queue.store), delay);
+        // A probing store's wait ends when a row is due, so it may be long; not for exitWhenEmpty, whose
+        // check above must see other workers' rows finish, which no probe reports.
+        const probed = this.queue.store.capabilities.idleProbe && !this.options.exitWhenEmpty;
+        if (this.queue.store.waitForWork && this.inFlight.size === 0) await this.waitForWorkOrWake(this.queue.store.waitForWork.bind(this.queue.store), probed ? IDLE_PROBE_WAIT_MS : delay);
         else await this.waitForWake(delay);
       }
       this.stopping = true;
@@ -555,13 +558,13 @@ export class Worker extends TypedEmitter {
     });
   }
 
-  /** The store's own wake-up (LISTEN/NOTIFY), cut short by wake() like any other wait. */
+  /** The store's own wake-up (LISTEN/NOTIFY, a file watch, an idle probe), cut short by wake() like any other wait. */
   private async waitForWorkOrWake(waitForWork: NonNullable<Store['waitForWork']>, ms: number): Promise<void> {
     const controller = new AbortController();
     const abort = () => controller.abort();
     this.wakeWaiters.add(abort);
     try {
-      await waitForWork(ms, controller.signal);
+      await waitForWork(ms, controller.signal, this.queue.table);
     } finally {
       this.wakeWaiters.delete(abort);
     }

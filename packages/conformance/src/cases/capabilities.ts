@@ -58,15 +58,15 @@ export function capabilityCases(env: () => TestEnv): void {
       await env().closeStores();
     });
 
-    it('[needs listenNotify] waitForWork resolves at once when its signal aborts', async (ctx) => {
+    it('[needs listenNotify or idleProbe] waitForWork resolves at once when its signal aborts', async (ctx) => {
       const store = await env().store();
-      if (!store.capabilities.listenNotify || !store.waitForWork) {
+      if (!(store.capabilities.listenNotify || store.capabilities.idleProbe) || !store.waitForWork) {
         await env().closeStores();
         skipFor(ctx, 'listenNotify');
       }
-      await createJobs(store);
+      const queue = await createJobs(store);
       const controller = new AbortController();
-      const waiting = store.waitForWork!(60_000, controller.signal);
+      const waiting = store.waitForWork!(60_000, controller.signal, queue.table);
       controller.abort();
       await withDeadline(waiting, 2000, 'waitForWork to return after abort');
       await env().closeStores();

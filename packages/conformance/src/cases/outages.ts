@@ -49,7 +49,7 @@ function losingConnectionAfterEmptyClaim(inner: Store, failures: number): Store 
     failed: () => failed,
   };
   if (inner.transaction) store.transaction = (body) => inner.transaction!((tx) => body({ execute: async (s) => observe(s, await tx.execute(s)) }));
-  if (inner.waitForWork) store.waitForWork = (ms, signal) => inner.waitForWork!(ms, signal);
+  if (inner.waitForWork) store.waitForWork = (ms, signal, table) => inner.waitForWork!(ms, signal, table);
   return store;
 }
 

@@ -28,7 +28,7 @@ function countingRefusals(inner: Store): Store & { refused(): number } {
     refused: () => refused,
   };
   if (inner.transaction) store.transaction = (body) => counted(() => inner.transaction!(body));
-  if (inner.waitForWork) store.waitForWork = (ms, signal) => inner.waitForWork!(ms, signal);
+  if (inner.waitForWork) store.waitForWork = (ms, signal, table) => inner.waitForWork!(ms, signal, table);
   return store;
 }
 
