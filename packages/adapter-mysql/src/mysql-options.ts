@@ -44,7 +44,7 @@ export interface MysqlStoreOptions extends ServerConnectionOptions {
   /**
    * How an idle worker learns of new rows: every `idleProbeMs` a connection of the store's own (outside the
    * pool) asks the server whether a row is due, sleeping on the server in between (mysql-idle-probe.ts).
-   * Default 80 (a row waits at most about that long after a quiet spell; about 0.9% of a core per idle
+   * Default 80 (a row waits at most about that long after a quiet spell; about 1-1.5% of a core per idle
    * worker process on a small VM). 0 turns it off: idle workers poll with claims, backing off to the
    * worker's pollMaxMs. URL parameter `idleProbeMs`.
    */

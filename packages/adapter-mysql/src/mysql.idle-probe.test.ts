@@ -2,31 +2,14 @@
  * The idle probe (mysql-idle-probe.ts): how an idle worker on MySQL/MariaDB learns of new rows without claiming
  * in a loop. Real server, real workers; each test has its own database.
  */
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { ConfigError, Queue, initTable, type Store } from '@statusq/core';
-import { TestEnv, waitFor, withDeadline } from '@statusq/conformance';
+import { waitFor, withDeadline } from '@statusq/conformance';
 import { connect, type MysqlStore } from './index.js';
 import { DEFAULT_IDLE_PROBE_MS } from './mysql-idle-probe.js';
-import { mysqlFixtures } from './testing.js';
-import { adminQuery, createDatabase, dropDatabase, mysqlSuite } from './test/mysql-test-db.js';
+import { adminQuery, mysqlEnvEachTest, mysqlSuite } from './test/mysql-test-db.js';
 
-let env: TestEnv | undefined;
-
-async function fresh(): Promise<TestEnv> {
-  const url = await createDatabase();
-  env = new TestEnv({ name: 'mysql', adapterModule: new URL('../dist/index.js', import.meta.url).href, url: () => url, createStore: (u) => connect(u), fixtures: mysqlFixtures }, url);
-  return env;
-}
-
-afterEach(async (context) => {
-  const test = env;
-  env = undefined;
-  if (!test) return;
-  const leaks = context.task.result?.state === 'pass' ? test.leaks() : [];
-  await test.dispose();
-  await dropDatabase(test.url);
-  if (leaks.length > 0) throw new Error(`leak check failed: ${leaks.join('; ')}`);
-});
+const fresh = mysqlEnvEachTest();
 
 /** A managed table `jobs` with every optional column. */
 async function createJobs(store: Store): Promise<Queue> {

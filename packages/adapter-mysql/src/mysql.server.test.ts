@@ -3,37 +3,18 @@
  * error kinds from real conflicts, the claim's plan, and connections killed under a running worker. Each
  * test has its own database.
  */
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import mysql from 'mysql2/promise';
 import { Queue, StoreError, initTable, pendingIndexName } from '@statusq/core';
 import { CLAIM_CLOCK, TransitionSql, candidateStatements } from '@statusq/core/adapter';
-import { Ledger, TestEnv, withDeadline } from '@statusq/conformance';
+import { Ledger, withDeadline } from '@statusq/conformance';
 import { connect, optionsFromUrl, type MysqlStore } from './index.js';
 import { mysqlNativeClaim } from './mysql-claim-sql.js';
-import { mysqlFixtures, mysqlQueryPlans } from './testing.js';
-import { adminQuery, createDatabase, dropDatabase, mysqlSuite } from './test/mysql-test-db.js';
+import { mysqlQueryPlans } from './testing.js';
+import { adminQuery, mysqlEnvEachTest, mysqlSuite } from './test/mysql-test-db.js';
 
 const FAST = { pollMinMs: 2, pollMaxMs: 20 } as const;
-let env: TestEnv | undefined;
-
-async function fresh(): Promise<TestEnv> {
-  const url = await createDatabase();
-  env = new TestEnv(
-    { name: 'mysql', adapterModule: new URL('../dist/index.js', import.meta.url).href, url: () => url, createStore: (u) => connect(u), fixtures: mysqlFixtures },
-    url,
-  );
-  return env;
-}
-
-afterEach(async (context) => {
-  const test = env;
-  env = undefined;
-  if (!test) return;
-  const leaks = context.task.result?.state === 'pass' ? test.leaks() : [];
-  await test.dispose();
-  await dropDatabase(test.url);
-  if (leaks.length > 0) throw new Error(`leak check failed: ${leaks.join('; ')}`);
-});
+const fresh = mysqlEnvEachTest();
 
 /** A raw mysql2 connection to the test database, outside any store (for provoking conflicts). */
 async function raw(url: string): Promise<mysql.Connection> {

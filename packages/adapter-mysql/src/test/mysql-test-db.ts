@@ -3,8 +3,11 @@
  * the `./testing` entry publishes): skipped with `[needs mysqlServer]` in every title and the reason printed,
  * or, when STATUSQ_REQUIRE_DATABASES=1 (CI), one failing test that says why.
  */
-import { describe, it } from 'vitest';
-import { mysqlUnavailable } from '../mysql-test-databases.js';
+import { afterEach, describe, it } from 'vitest';
+import { TestEnv } from '@statusq/conformance';
+import { connect } from '../index.js';
+import { createDatabase, dropDatabase, mysqlUnavailable } from '../mysql-test-databases.js';
+import { mysqlFixtures } from '../testing.js';
 
 export { BASE_URL, adminQuery, createDatabase, dropDatabase, urlFor } from '../mysql-test-databases.js';
 
@@ -30,4 +33,26 @@ export function mysqlSuite(title: string, body: () => void): void {
     console.warn(`skipping ${title}: ${unreachable}`);
     describe.skip(`${title} [needs mysqlServer]`, body);
   }
+}
+
+/**
+ * For a test file's top level: `fresh()` gives each test a TestEnv on a database of its own, which afterEach
+ * disposes and drops, failing a passed test that left a store open or a worker running.
+ */
+export function mysqlEnvEachTest(): () => Promise<TestEnv> {
+  let env: TestEnv | undefined;
+  afterEach(async (context) => {
+    const test = env;
+    env = undefined;
+    if (!test) return;
+    const leaks = context.task.result?.state === 'pass' ? test.leaks() : [];
+    await test.dispose();
+    await dropDatabase(test.url);
+    if (leaks.length > 0) throw new Error(`leak check failed: ${leaks.join('; ')}`);
+  });
+  return async () => {
+    const url = await createDatabase();
+    env = new TestEnv({ name: 'mysql', adapterModule: new URL('../../dist/index.js', import.meta.url).href, url: () => url, createStore: (u) => connect(u), fixtures: mysqlFixtures }, url);
+    return env;
+  };
 }
