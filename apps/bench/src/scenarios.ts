@@ -1,6 +1,6 @@
 /**
  * The six scenarios of the benchmark (issue 6), each bounded in rows and time. A `Plan` holds their sizes;
- * `--quick` shrinks every one so the whole set runs in about a minute and a half.
+ * `--quick` shrinks every one so the whole set runs in about two minutes.
  */
 import type { ClaimStrategy, Worker, WorkerCounters } from '@statusq/core';
 import { openBenchDatabase, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
