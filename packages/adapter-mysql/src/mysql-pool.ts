@@ -190,13 +190,14 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
   const setup: string[] = [`SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${lockWait}, autocommit = 1`, isolationSql(isolation)];
   const errors: unknown[] = [];
   const sockets = new Set<Socket>();
+  const track = (socket: Socket | undefined): void => {
+    if (!socket) return;
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  };
   // Runs before any command a caller sends on a new connection: mysql2 queues commands per connection.
   pool.pool.on('connection', (connection: CorePoolConnection) => {
-    const socket = socketOf(connection);
-    if (socket) {
-      sockets.add(socket);
-      socket.once('close', () => sockets.delete(socket));
-    }
+    track(socketOf(connection));
     for (const sql of setup) {
       connection.query(sql, (error: unknown) => {
         if (!error) return;
@@ -256,11 +257,7 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
   /** A connection of its own, outside the pool, set up like the pool's (the idle probe's; see mysql-idle-probe.ts). */
   const openConnection = async (): Promise<Connection> => {
     const conn = await mysql.createConnection(connection);
-    const socket = coreSocketOf(conn);
-    if (socket) {
-      sockets.add(socket);
-      socket.once('close', () => sockets.delete(socket));
-    }
+    track(coreSocketOf(conn));
     try {
       for (const sql of setup) await conn.query(sql);
     } catch (error) {
