@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { raceDeadline, settlesWithin } from './deadline.js';
+import { raceDeadline, settlesWithin, untilAborted } from './deadline.js';
 
 describe('raceDeadline', () => {
   it('rejects with the error of expire() once the deadline passes, even when the call never settles', async () => {
@@ -44,5 +44,32 @@ describe('settlesWithin', () => {
     expect(await settlesWithin(Promise.resolve(1), 50)).toBe(true);
     expect(await settlesWithin(Promise.reject(new Error('no')), 50)).toBe(true);
     expect(await settlesWithin(new Promise(() => undefined), 10)).toBe(false);
+  });
+});
+
+describe('untilAborted', () => {
+  it("settles like the promise until the signal aborts, then with 'aborted' at once, leaving no listener behind", async () => {
+    const quiet = new AbortController();
+    await expect(untilAborted(Promise.resolve('value'), quiet.signal)).resolves.toBe('value');
+    await expect(untilAborted(Promise.reject(new Error('own failure')), quiet.signal)).rejects.toThrow('own failure');
+
+    const stopping = new AbortController();
+    let removed = 0;
+    const remove = stopping.signal.removeEventListener.bind(stopping.signal);
+    stopping.signal.removeEventListener = (...args: Parameters<AbortSignal['removeEventListener']>) => {
+      removed++;
+      remove(...args);
+    };
+    await untilAborted(Promise.resolve(1), stopping.signal);
+    expect(removed).toBe(1);
+
+    let fail!: (error: Error) => void;
+    const pending = new Promise<string>((_resolve, reject) => (fail = reject));
+    const raced = untilAborted(pending, stopping.signal);
+    stopping.abort();
+    await expect(raced).resolves.toBe('aborted');
+    // The call's later failure is observed by untilAborted: no unhandled rejection reaches the process.
+    fail(new Error('socket cut by shutdown'));
+    await expect(untilAborted(new Promise(() => undefined), stopping.signal)).resolves.toBe('aborted');
   });
 });

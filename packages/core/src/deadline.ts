@@ -38,6 +38,34 @@ export function raceDeadline<T>(call: Promise<T>, ms: number, expire: () => Erro
   });
 }
 
+/**
+ * `promise`'s value, or 'aborted' as soon as `signal` aborts: a wait on a driver call that shutdown must not
+ * sit through (the call then settles unobserved; its rejection is caught so it is not reported as unhandled).
+ */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | 'aborted'> {
+  if (signal.aborted) {
+    promise.catch(() => undefined);
+    return Promise.resolve('aborted');
+  }
+  return new Promise<T | 'aborted'>((resolve, reject) => {
+    const onAbort = () => {
+      promise.catch(() => undefined);
+      resolve('aborted');
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}
+
 /** Whether `promise` settles (either way) within `ms`; it is left running either way. */
 export async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
