@@ -18,7 +18,8 @@ export const schemes: readonly string[] = ['mysql', 'mariadb'];
  * Parses `mysql://user:password@host:port/database` (or `mariadb://...`). Query parameters set adapter
  * options: `claimStrategy` (native | conditional-update), `maxConnections`, `isolation`
  * (read-committed | repeatable-read), `binlogFallback` (refuse | conditional-update: what to do on a server
- * logging by statement where this account may not switch to ROW), `lockWaitTimeout` (seconds), and the deadlines `connectTimeout`,
+ * logging by statement where this account may not switch to ROW), `lockWaitTimeout` (seconds), `idleProbeMs`
+ * (0 turns the idle probe off), and the deadlines `connectTimeout`,
  * `queryTimeout` and `schemaTimeout` (ms; see MysqlStoreOptions). The old names (`connectionLimit`,
  * `claimStrategy=auto|skip-locked`) are refused, naming the new one.
  */
@@ -32,11 +33,13 @@ export function optionsFromUrl(url: string): MysqlStoreOptions {
   const options: MysqlStoreOptions = { host, database, user: decodeURIComponent(parsed.username) || 'root' };
   if (parsed.port) options.port = Number(parsed.port);
   if (parsed.password) options.password = decodeURIComponent(parsed.password);
-  const integer = (key: string): number | undefined => {
+  const integer = (key: string, least: 0 | 1 = 1): number | undefined => {
     const raw = parsed.searchParams.get(key);
     if (raw === null) return undefined;
     const n = Number(raw);
-    if (!Number.isSafeInteger(n) || n < 1) throw new ConfigError(`${key} in the MySQL URL must be a positive integer, got ${JSON.stringify(raw)}`);
+    if (raw.trim() === '' || !Number.isSafeInteger(n) || n < least) {
+      throw new ConfigError(`${key} in the MySQL URL must be a ${least === 1 ? 'positive integer' : 'whole number, 0 or more'}, got ${JSON.stringify(raw)}`);
+    }
     return n;
   };
   const strategy = parsed.searchParams.get('claimStrategy');
@@ -45,12 +48,9 @@ export function optionsFromUrl(url: string): MysqlStoreOptions {
   if (isolation !== null) options.isolation = isolation as MysqlIsolation;
   const fallback = parsed.searchParams.get('binlogFallback');
   if (fallback !== null) options.binlogFallback = fallback as MysqlBinlogFallback;
-  const idleProbe = parsed.searchParams.get('idleProbeMs');
-  if (idleProbe !== null) {
-    const ms = Number(idleProbe);
-    if (idleProbe.trim() === '' || !Number.isSafeInteger(ms)) throw new ConfigError(`idleProbeMs in the MySQL URL must be a whole number of milliseconds (0 turns the probe off), got ${JSON.stringify(idleProbe)}`);
-    options.idleProbeMs = ms;
-  }
+  // 0 turns the probe off; the upper bound is the store's (idleProbeOption).
+  const idleProbe = integer('idleProbeMs', 0);
+  if (idleProbe !== undefined) options.idleProbeMs = idleProbe;
   const lockWait = integer('lockWaitTimeout');
   if (lockWait !== undefined) options.lockWaitTimeoutSeconds = lockWait;
   return { ...options, ...poolFromUrl(parsed.searchParams, 'the MySQL URL'), ...deadlinesFromUrl(parsed.searchParams, 'the MySQL URL') };

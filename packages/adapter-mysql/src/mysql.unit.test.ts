@@ -104,6 +104,11 @@ describe('mysql adapter, without a server', () => {
     expect(() => optionsFromUrl('mysql://root@127.0.0.1:3306/')).toThrow(/one database/);
     expect(() => optionsFromUrl('postgres://x/y')).toThrow(/not a MySQL URL/);
     expect(() => optionsFromUrl('mysql://root@h/db?maxConnections=0')).toThrow(/maxConnections in the MySQL URL must be a positive integer/);
+    expect(optionsFromUrl('mysql://root@h/db?idleProbeMs=0&lockWaitTimeout=3')).toMatchObject({ idleProbeMs: 0, lockWaitTimeoutSeconds: 3 });
+    for (const bad of ['-1', '', ' ', '1.5', 'soon']) {
+      expect(() => optionsFromUrl(`mysql://root@h/db?idleProbeMs=${bad}`), bad).toThrow(/idleProbeMs in the MySQL URL must be a whole number, 0 or more/);
+    }
+    expect(() => optionsFromUrl('mysql://root@h/db?lockWaitTimeout=0')).toThrow(/lockWaitTimeout in the MySQL URL must be a positive integer/);
     // The old names are refused, naming the new one.
     expect(() => optionsFromUrl('mysql://root@h/db?connectionLimit=8')).toThrow(/connectionLimit in the MySQL URL was renamed maxConnections/);
     expect(optionsFromUrl('mysql://root@h/db?connectTimeout=2000&queryTimeout=1500&schemaTimeout=60000')).toMatchObject({
