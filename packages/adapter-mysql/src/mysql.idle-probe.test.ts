@@ -43,6 +43,8 @@ mysqlSuite('mysql idle probe', () => {
     await other.enqueue([{ n: 1 }, { n: 2 }]);
     await waitFor('both rows to run', () => ran.length === 2, { timeoutMs: 10_000 });
     expect(ran).toEqual(expect.arrayContaining([{ n: 1 }, { n: 2 }]));
+    // The handler has returned; the settle commits after it.
+    await waitFor('both rows to be settled', async () => (await queue.counts()).done === 2, { timeoutMs: 5_000 });
     expect(await queue.counts()).toMatchObject({ done: 2, pending: 0, processing: 0 });
     expect(store.stats.idleProbeFailures).toBe(0);
     await worker.stop();
