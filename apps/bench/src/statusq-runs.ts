@@ -4,7 +4,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Worker, emptyWorkerCounters, type ClaimStrategy, type Handler, type Store, type WorkerCounters } from '@statusq/core';
+import { OPTIONAL_COLUMNS, Worker, emptyWorkerCounters, type ClaimStrategy, type Handler, type OptionalColumn, type Store, type WorkerCounters } from '@statusq/core';
 import { sleep } from '@statusq/core/adapter';
 import { measureCpu, type CpuShare } from './cpu.js';
 import type { BenchDatabase, ConnectionOptions, Dialect } from './databases.js';
@@ -20,7 +20,18 @@ export interface StatusqRunOptions {
   strategy: ClaimStrategy;
   handlerDelayMs: number;
   timeoutMs: number;
+  /**
+   * `status only`: every optional column of the managed table turned off (`columns: { claimedAt: false, ...}`),
+   * so statusq runs the same protocol as the minimal raw loop (status written, nothing else), as it does over
+   * an application table that has only a status column. Default `all`: leases, tokens, attempts, results.
+   */
+  columns?: BenchColumns;
 }
+
+export type BenchColumns = 'all' | 'status only';
+
+/** The managed table with no optional column in use. */
+const STATUS_ONLY: Partial<Record<OptionalColumn, false>> = Object.fromEntries(OPTIONAL_COLUMNS.map((c) => [c, false]));
 
 export interface StatusqBurnDownResult extends BurnDownResult {
   counters: WorkerCounters;
@@ -101,7 +112,7 @@ function burnDownConnections(workers: number): ConnectionOptions {
 async function createBenchWorker(store: Store, options: StatusqRunOptions, errors: Record<string, number>, span: Span): Promise<Worker> {
   const worker = await Worker.create({
     store,
-    table: { table: options.table },
+    table: { table: options.table, ...(options.columns === 'status only' && { columns: STATUS_ONLY }) },
     handler: handlerFor(options.handlerDelayMs),
     concurrency: options.concurrency,
     ...(options.batch !== undefined && { batch: options.batch }),
@@ -256,7 +267,7 @@ export async function burnDownInProcesses(db: BenchDatabase, options: StatusqRun
 }
 
 /** Waits for the child to exit by itself, or kills it once `deadline` aborts. */
-function exited(child: ChildProcess, deadline: AbortSignal): Promise<void> {
+export function exited(child: ChildProcess, deadline: AbortSignal): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const kill = () => child.kill('SIGKILL');
@@ -270,7 +281,7 @@ function exited(child: ChildProcess, deadline: AbortSignal): Promise<void> {
 }
 
 /** Resolves on the child's first message of `type`; rejects if it exits before sending one or `deadline` aborts. */
-function onMessage(child: ChildProcess, type: ChildMessage['type'], deadline: AbortSignal): Promise<void> {
+export function onMessage(child: ChildProcess, type: string, deadline: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     const cleanup = () => {
       child.off('exit', onExit);
@@ -285,7 +296,7 @@ function onMessage(child: ChildProcess, type: ChildMessage['type'], deadline: Ab
       cleanup();
       reject(new Error(`bench child sent no "${type}" within the run's bound`));
     };
-    const onMessage = (message: ChildMessage) => {
+    const onMessage = (message: { type: string }) => {
       if (message.type !== type) return;
       cleanup();
       resolve();

@@ -42,11 +42,11 @@ export interface MysqlStoreOptions extends ServerConnectionOptions {
    */
   binlogFallback?: MysqlBinlogFallback;
   /**
-   * How an idle worker learns of new rows: every `idleProbeMs` a connection of the store's own (outside the
-   * pool) asks the server whether a row is due, sleeping on the server in between (mysql-idle-probe.ts).
-   * Default 80 (a row waits at most about that long after a quiet spell; about 1-1.5% of a core per idle
-   * worker process on a small VM). 0 turns it off: idle workers poll with claims, backing off to the
-   * worker's pollMaxMs. URL parameter `idleProbeMs`.
+   * How an idle worker learns of new rows: a connection of the store's own (outside the pool) runs one
+   * statement that checks on the server every `idleProbeMs` whether a row is due, sleeping in between, and
+   * returns when one is (mysql-idle-probe.ts). Default 50 (a row waits at most about that long after a quiet
+   * spell; the idle worker's process wakes once per 2 s round, the server's thread once per check). 0 turns
+   * it off: idle workers poll with claims, backing off to the worker's pollMaxMs. URL parameter `idleProbeMs`.
    */
   idleProbeMs?: number;
   /** innodb_lock_wait_timeout for statusq's sessions, in seconds. Default 10 (the server's is usually 50). */

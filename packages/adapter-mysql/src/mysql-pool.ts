@@ -40,7 +40,7 @@ export interface MysqlServerInfo {
 export const MINIMUM_VERSIONS: Readonly<Record<MysqlServerInfo['flavor'], Version>> = { mysql: [5, 7, 7], mariadb: [10, 2, 2] };
 
 type Version = readonly [number, number, number];
-const versionAtLeast = ([major, minor, patch]: Version, [a, b, c]: Version) => major > a || (major === a && (minor > b || (minor === b && patch >= c)));
+export const versionAtLeast = ([major, minor, patch]: Version, [a, b, c]: Version) => major > a || (major === a && (minor > b || (minor === b && patch >= c)));
 
 export function parseServerVersion(version: string): MysqlServerInfo {
   const flavor = /mariadb/i.test(version) ? 'mariadb' : 'mysql';
@@ -129,7 +129,8 @@ export function mysqlStatementLimit(maxAllowedPacket: number): StatementLimit {
 export interface OpenedMysqlPool {
   pool: Pool;
   /** Opens one connection outside the pool with the pool's options and session set-up. */
-  openConnection(): Promise<Connection>;
+  /** A connection outside the pool, set up like the pool's, then with `extraSetup` run on it. */
+  openConnection(extraSetup?: readonly string[]): Promise<Connection>;
   /** The sockets of every connection the pool (or openConnection) has open, until they close. */
   sockets: Set<Socket>;
   deadlines: StoreCallDeadlines;
@@ -255,11 +256,11 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
     throw toStoreError(errors[0]);
   }
   /** A connection of its own, outside the pool, set up like the pool's (the idle probe's; see mysql-idle-probe.ts). */
-  const openConnection = async (): Promise<Connection> => {
+  const openConnection = async (extraSetup: readonly string[] = []): Promise<Connection> => {
     const conn = await mysql.createConnection(connection);
     track(coreSocketOf(conn));
     try {
-      for (const sql of setup) await conn.query(sql);
+      for (const sql of [...setup, ...extraSetup]) await conn.query(sql);
     } catch (error) {
       conn.destroy();
       throw error;

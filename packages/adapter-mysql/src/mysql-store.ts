@@ -3,11 +3,13 @@ import type { Connection, Pool, PoolConnection } from 'mysql2/promise';
 import {
   ConfigError,
   DEFAULT_CAPABILITIES,
+  SERVER_CONNECTION,
   StoreError,
   atStatement,
   deadlineOf,
   fitsStatementLimit,
   inTransaction,
+  raceDeadline,
   runInOrder,
   sleep,
   statementTooLarge,
@@ -36,7 +38,7 @@ import { mysqlNativeClaim, mysqlClaimWritesQuery } from './mysql-claim-sql.js';
 import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 import { mysqlInspection } from './mysql-doctor.js';
 import { isConnectionLost, isDeadlock, isLockWaitTimeout, isReadOnlyRefusal, toStoreError } from './mysql-errors.js';
-import { DEFAULT_IDLE_PROBE_MS, MysqlIdleProbe } from './mysql-idle-probe.js';
+import { DEFAULT_IDLE_PROBE_MS, MysqlIdleProbe, idleProbeSetup } from './mysql-idle-probe.js';
 import { claimStrategyOption, idleProbeOption, type MysqlStoreOptions } from './mysql-options.js';
 import { deadlineError, endPool, mysqlStatementLimit, openMysqlPool, socketOf, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
 import { mysqlSchema } from './mysql-schema.js';
@@ -92,11 +94,11 @@ export class MysqlStore implements Store {
     /** How statusq's writes reach the binary log, and the isolation its sessions run at (mysql-binlog.ts). */
     readonly binlog: MysqlBinlogPlan,
     strategy: ClaimStrategy,
-    openConnection: () => Promise<Connection>,
+    openConnection: (extraSetup?: readonly string[]) => Promise<Connection>,
     idleProbeMs: number,
   ) {
     // Null when idleProbeMs is 0: idle workers poll with claims.
-    const idleProbe = idleProbeMs > 0 ? new MysqlIdleProbe(openConnection, idleProbeMs, deadlines.queryTimeoutMs, this.stats) : null;
+    const idleProbe = idleProbeMs > 0 ? new MysqlIdleProbe(() => openConnection(idleProbeSetup(server)), idleProbeMs, deadlines.queryTimeoutMs, this.stats, (threadId) => this.killThread(threadId)) : null;
     this.idleProbe = idleProbe;
     this.claimStrategy = strategy === 'conditional-update' || !server.skipLocked || binlog.fallback ? 'conditional-update' : 'native';
     const native = this.claimStrategy === 'native';
@@ -175,6 +177,12 @@ export class MysqlStore implements Store {
   waitForWork(timeoutMs: number, signal: AbortSignal, table?: ResolvedTable): Promise<void> {
     if (this.closed || this.idleProbe === null || table === undefined) return sleep(timeoutMs, signal);
     return this.idleProbe.wait(table, timeoutMs, signal);
+  }
+
+  /** KILL of one of this store's own server threads (the idle probe's), through the pool even while closing. */
+  private async killThread(threadId: number): Promise<void> {
+    const ms = SERVER_CONNECTION.closeGraceMs;
+    await raceDeadline(this.pool.query('KILL ?', [threadId]), ms, () => deadlineError(ms));
   }
 
   async close(): Promise<void> {

@@ -2,11 +2,12 @@
  * The idle probe (mysql-idle-probe.ts): how an idle worker on MySQL/MariaDB learns of new rows without claiming
  * in a loop. Real server, real workers; each test has its own database.
  */
+import mysql from 'mysql2/promise';
 import { expect, it } from 'vitest';
-import { ConfigError, Queue, initTable, type Store } from '@statusq/core';
+import { ConfigError, Queue, initTable, pendingIndexName, type Store } from '@statusq/core';
 import { waitFor, withDeadline } from '@statusq/conformance';
 import { connect, type MysqlStore } from './index.js';
-import { DEFAULT_IDLE_PROBE_MS } from './mysql-idle-probe.js';
+import { DEFAULT_IDLE_PROBE_MS, MysqlIdleProbe, ROUND_MS, idleProbeSetup } from './mysql-idle-probe.js';
 import { adminQuery, mysqlEnvEachTest, mysqlSuite } from './test/mysql-test-db.js';
 
 const fresh = mysqlEnvEachTest();
@@ -32,11 +33,11 @@ mysqlSuite('mysql idle probe', () => {
     const queue = await createJobs(store);
     const ran: unknown[] = [];
     const { worker } = await e.startWorker({ store, table: { table: 'jobs' }, concurrency: 4, handler: (job) => void ran.push(job.payload) });
-    // Idle: the first empty claim, then probe rounds only.
-    await waitFor('the worker to go idle', () => worker.counters.emptyClaims >= 1 && store.stats.idleProbes >= 1);
+    // Idle: the first empty claim, then probe rounds only (each one statement sleeping on the server).
+    await waitFor('the worker to go idle', async () => worker.counters.emptyClaims >= 1 && (await connectionsTo(e.url, '%statusq_due%')).length === 1);
     const claimsWhenIdle = worker.counters.claimCalls;
     const rounds = store.stats.idleProbes;
-    await waitFor('six more probe rounds', () => store.stats.idleProbes >= rounds + 6, { timeoutMs: 5_000 });
+    await waitFor('two whole rounds that found nothing', () => store.stats.idleProbes >= rounds + 2, { timeoutMs: 3 * ROUND_MS + 5_000 });
     expect(worker.counters.claimCalls).toBe(claimsWhenIdle);
 
     const other = await Queue.open(await e.store('enqueuing store'), { table: 'jobs' });
@@ -57,10 +58,11 @@ mysqlSuite('mysql idle probe', () => {
     const queue = await createJobs(store);
     const signal = new AbortController().signal;
     await store.execute({ sql: 'INSERT INTO jobs (payload, next_attempt_at) VALUES (?, NOW(3) + INTERVAL 1 HOUR)', params: ['later'] });
+    // A whole round (every step checked) passes without ending the wait.
     const started = performance.now();
-    await store.waitForWork!(6 * DEFAULT_IDLE_PROBE_MS, signal, queue.table);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(6 * DEFAULT_IDLE_PROBE_MS - 5);
-    expect(store.stats.idleProbes).toBeGreaterThanOrEqual(5);
+    await store.waitForWork!(ROUND_MS + 6 * DEFAULT_IDLE_PROBE_MS, signal, queue.table);
+    expect(performance.now() - started).toBeGreaterThanOrEqual(ROUND_MS + 6 * DEFAULT_IDLE_PROBE_MS - 5);
+    expect(store.stats.idleProbes).toBeGreaterThanOrEqual(1);
 
     const waiting = store.waitForWork!(60_000, signal, queue.table);
     await queue.enqueue([{ n: 'now' }]);
@@ -99,15 +101,77 @@ mysqlSuite('mysql idle probe', () => {
     const queue = await createJobs(store);
     const controller = new AbortController();
     const aborted = store.waitForWork!(60_000, controller.signal, queue.table);
-    await waitFor('a probe round', () => store.stats.idleProbes >= 1);
+    const [asking] = await waitFor('the probe to be asking', async () => {
+      const ids = await connectionsTo(e.url, '%statusq_due%');
+      return ids.length === 1 ? ids : null;
+    });
     controller.abort();
     await withDeadline(aborted, 500, 'the aborted wait to return');
 
-    const waiting = store.waitForWork!(60_000, new AbortController().signal, queue.table);
-    await waitFor('the probe to be asking', async () => (await connectionsTo(e.url, '%statusq_due%')).length === 1);
+    // The round goes on; the next waits share it: still one statement on the server, on the same connection.
+    const waiting = [store.waitForWork!(60_000, new AbortController().signal, queue.table), store.waitForWork!(60_000, new AbortController().signal, queue.table)];
+    expect(await connectionsTo(e.url, '%statusq_due%')).toEqual([asking]);
     await withDeadline(store.close(), 5_000, 'close() during a probe round');
-    await withDeadline(waiting, 2_000, 'the wait to end when its store closes');
-    await waitFor('the server to drop every connection of the store', async () => (await connectionsTo(e.url)).length === 0, { timeoutMs: 5_000 });
+    await withDeadline(Promise.all(waiting), 2_000, 'the waits to end when their store closes');
+    // close() killed the sleeping statement's thread (its round had two seconds to go), and the pool quit.
+    await waitFor('the server to drop every connection of the store', async () => (await connectionsTo(e.url)).length === 0, { timeoutMs: 1_000 });
+  });
+
+  it('one statement waits on the server: it ends at the step that sees a row (committed or not), not at the end of its round; one connection per table', async () => {
+    const e = await fresh();
+    const store = await e.store();
+    const jobs = await createJobs(store);
+    await initTable(store, 'other_jobs');
+    const other = await Queue.open(store, { table: 'other_jobs' });
+    const server = (store as MysqlStore).server;
+    const stats = { idleProbes: 0, idleProbeFailures: 0 };
+    const open = async () => {
+      const connection = await mysql.createConnection({ uri: e.url });
+      for (const sql of ["SET time_zone = '+00:00'", ...idleProbeSetup(server)]) await connection.query(sql);
+      return connection;
+    };
+    // A round of a minute: a wait that ends within seconds ended because a step saw the row.
+    const probe = new MysqlIdleProbe(open, 50, 10_000, stats, async (id) => void (await adminQuery(`KILL ${Number(id)}`)), 60_000);
+    expect(probe.steps).toBe(100);
+    const signal = new AbortController().signal;
+    try {
+      const waits = [probe.wait(jobs.table, 120_000, signal), probe.wait(other.table, 120_000, signal)];
+      await waitFor('one statement per table', async () => (await connectionsTo(e.url, '%statusq_due%')).length === 2);
+      // Inserted in a transaction left open: the probe reads uncommitted rows, so this ends the first wait.
+      const inserter = await mysql.createConnection({ uri: e.url });
+      try {
+        await inserter.query('START TRANSACTION');
+        await inserter.query('INSERT INTO jobs (payload) VALUES (?)', ['{"n":1}']);
+        await withDeadline(waits[0]!, 5_000, 'the wait on jobs to end at the step after the insert');
+        await inserter.query('ROLLBACK');
+      } finally {
+        await inserter.end();
+      }
+      expect(stats).toEqual({ idleProbes: 1, idleProbeFailures: 0 });
+      await other.enqueue([{ n: 2 }]);
+      await withDeadline(waits[1]!, 5_000, 'the wait on other_jobs to end once its row is there');
+      expect(stats).toEqual({ idleProbes: 2, idleProbeFailures: 0 });
+    } finally {
+      await probe.close();
+    }
+    await e.closeStores();
+  });
+
+  it("EXPLAIN: each step's check reads the pending index (a dependent subquery per step, never a scan of the table), with many finished rows present", async () => {
+    const e = await fresh();
+    const store = await e.store();
+    const queue = await createJobs(store);
+    await queue.enqueue(Array.from({ length: 3000 }, (_, n) => ({ n })));
+    await store.execute({ sql: 'UPDATE jobs SET status = 1', params: [] });
+    await store.execute({ sql: 'ANALYZE TABLE jobs', params: [] });
+    const probe = new MysqlIdleProbe(() => Promise.reject(new Error('not opened')), DEFAULT_IDLE_PROBE_MS, 10_000, { idleProbes: 0, idleProbeFailures: 0 }, () => Promise.resolve());
+    const statement = probe.statementFor(queue.table);
+    const { rows } = await store.execute({ sql: `EXPLAIN ${statement.sql}`, params: statement.params });
+    const onJobs = rows.filter((r) => r.table === 'jobs');
+    expect(onJobs, JSON.stringify(rows)).toHaveLength(1);
+    expect(onJobs[0]).toMatchObject({ select_type: 'DEPENDENT SUBQUERY', key: pendingIndexName('jobs') });
+    expect(onJobs[0]!.type).not.toBe('ALL');
+    await e.closeStores();
   });
 
   it('idleProbeMs 0 (option or URL) turns the probe off: idle workers poll with claims; bad values are refused', async () => {

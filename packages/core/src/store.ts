@@ -63,8 +63,9 @@ export interface StoreCapabilities {
    */
   listenNotify: boolean;
   /**
-   * `waitForWork` asks the table itself whether a row is due (MySQL's idle probe: SLEEP, then the claim's
-   * candidate SELECT, on a connection of its own), so a wait that ends without a row found nothing: the worker
+   * `waitForWork` asks the table itself whether a row is due (MySQL's idle probe: one statement that sleeps
+   * and checks the claim's due condition on the server, on a connection of its own), so a wait that ends
+   * without a row found nothing: the worker
    * then waits up to IDLE_PROBE_WAIT_MS between claims instead of backing off to pollMaxMs. Default false.
    */
   idleProbe: boolean;

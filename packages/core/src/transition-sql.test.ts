@@ -123,6 +123,10 @@ describe('TransitionSql guards', () => {
     expect(sql.retry(1, 'tok', 'x', 0).sql).toMatch(/^UPDATE "jobs" SET "status" = NULL, "attempt_count" = COALESCE\("attempt_count", 0\) \+ 1/);
     expect(sql.release(1, 'tok').sql).not.toMatch(/attempt_count/);
     expect(sql.heartbeat(1, 'tok').sql).toMatch(/^UPDATE "jobs" SET "claimed_at" = NOW_MS WHERE "id" = \$1 AND "status" = 9 AND "worker_id" = \$2$/);
+    // A caller's own condition is ANDed after the due condition, before the order (MySQL's idle probe).
+    expect(sql.candidates(new Params(sql.dialect), { limit: 1, columns: 'id', alsoWhere: 'steps.n > 0' })).toMatch(
+      /WHERE "status" IS NULL AND \("next_attempt_at" IS NULL OR "next_attempt_at" <= NOW_MS\) AND steps\.n > 0 ORDER BY /,
+    );
     expect(sql.requeueProcessing(undefined).sql).toMatch(/WHERE "status" = 9$/);
     expect(sql.requeueProcessing(undefined, 1000).sql).toMatch(/WHERE "status" = 9 AND \("claimed_at" IS NULL OR "claimed_at" < \(NOW_MS \+ \$2\)\)$/);
   });

@@ -124,11 +124,13 @@ export class TransitionSql {
    * Candidate selection: the due rows in queue order. With `agedMs`, only rows older than that, oldest
    * first (aging takes these before the configured order). Both shapes are served by the pending index.
    */
-  candidates(p: Params, options: { limit: number; columns: 'id' | '*'; agedMs?: number | undefined; clock?: string | undefined }): string {
+  candidates(p: Params, options: { limit: number; columns: 'id' | '*'; agedMs?: number | undefined; clock?: string | undefined; alsoWhere?: string }): string {
     let what = options.columns === 'id' ? this.q.id : '*';
     // The database's own time alongside the candidates, for a claim that writes it back as claimed_at.
     if (options.clock !== undefined) what += `, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(options.clock)}`;
     let where = this.dueCondition();
+    // A condition of the caller's own, ANDed (MySQL's idle probe ties each of its checks to its step).
+    if (options.alsoWhere !== undefined) where += ` AND ${options.alsoWhere}`;
     let direction = this.table.direction === 'newest' ? 'DESC' : 'ASC';
     if (options.agedMs !== undefined) {
       where += ` AND ${this.q.order} <= ${this.dialect.orderCutoff(p.add(-options.agedMs), this.table.orderTime)}`;
