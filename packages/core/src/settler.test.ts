@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Queue } from './queue.js';
+import { OPTIONAL_COLUMNS } from './table.js';
 import { ReadOnlyWait } from './read-only-wait.js';
 import { Settler } from './settler.js';
 import { jobsStoreEachTest, type SqlJsStore } from './test/sqljs-store.js';
@@ -17,6 +18,31 @@ async function settlerOn(s: SqlJsStore): Promise<{ queue: Queue; settler: Settle
 }
 
 describe('Settler', () => {
+  it('groups plain completions on a table without a token column too (one UPDATE), and tells a row an operator requeued meanwhile from the rest', async () => {
+    const s = await withJobs(4);
+    const statusOnly = Object.fromEntries(OPTIONAL_COLUMNS.map((c) => [c, false]));
+    const queue = await Queue.open(s, { table: 'jobs', columns: statusOnly });
+    expect(queue.table.features.fencing).toBe(false);
+    const noHooks = { started: () => undefined, ended: () => undefined };
+    const settler = new Settler(queue, 200, () => undefined, new ReadOnlyWait(0, 5, Math.random, noHooks));
+    const { rows } = await queue.claim({ limit: 4, token: null });
+    const ids = rows.map((r) => r.id as number);
+    const built: number[] = [];
+    const submit = (id: number) =>
+      settler.submit(() => {
+        built.push(id);
+        return queue.sql.complete(id, null, null);
+      }, { id, token: null });
+    expect(await Promise.all(ids.slice(0, 2).map(submit))).toEqual([true, true]);
+    expect(built).toEqual([]);
+    // An operator puts one claimed row back to pending: its completion changes nothing and says so.
+    await s.execute({ sql: 'UPDATE jobs SET status = NULL WHERE id = ?', params: [ids[2]!] });
+    expect(await Promise.all(ids.slice(2).map(submit))).toEqual([false, true]);
+    expect(built).toEqual([]);
+    const statusOf = new Map(s.rows('SELECT id, status FROM jobs').map((r) => [r.id, r.status]));
+    expect(ids.map((id) => statusOf.get(id))).toEqual([1, 1, null, 1]);
+  });
+
   it('builds no statement of its own for a completion that joins a group, and one for a settle that does not', async () => {
     const s = await withJobs(3);
     const { queue, settler } = await settlerOn(s);

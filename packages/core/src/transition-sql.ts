@@ -175,13 +175,14 @@ export class TransitionSql {
   }
 
   /**
-   * complete (processing -> done) of many rows claimed under one token, with no result to store: one
+   * complete (processing -> done) of many rows claimed under one token (or, on a table without a token
+   * column, claimed by this worker), with no result to store: one
    * statement instead of one per job. Its affected count is enough when it covers every id (each row it
    * matches changes: its status moves 9 -> 1); only when it falls short does `completedUnder` tell which rows
    * it changed. No RETURNING even where the dialect has it: the list of ids it would send back costs the
    * server and the worker a row per job, to answer a question that only a lost claim raises.
    */
-  completeMany(ids: readonly JobId[], token: string): Statement {
+  completeMany(ids: readonly JobId[], token: string | null): Statement {
     const p = new Params(this.dialect);
     const sets = [`${this.q.status} = ${this.table.codes.done}`];
     if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
@@ -191,9 +192,12 @@ export class TransitionSql {
 
   /**
    * Of `ids`, the rows done under `token`. Exact even after the completing commit: a claim token is written
-   * by one claim call only, so no one else can have finished a row with it.
+   * by one claim call only, so no one else can have finished a row with it. Without a token (a table with no
+   * token column, so no fencing) it is the rows that are done: one that another actor set done while this
+   * worker held it counts as this worker's, a difference only a token could tell; the row's state is the
+   * same either way.
    */
-  completedUnder(ids: readonly JobId[], token: string): Statement {
+  completedUnder(ids: readonly JobId[], token: string | null): Statement {
     const p = new Params(this.dialect);
     const sql = `SELECT ${this.q.id} AS id FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])}) AND ${this.statusIs('done')}${this.tokenGuard(p, token)}`;
     return { sql, params: p.values };

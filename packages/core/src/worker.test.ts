@@ -3,6 +3,7 @@ import { StoreError } from './errors.js';
 import type { Handler } from './handler.js';
 import { IDLE_PROBE_WAIT_MS, type JobId, type Statement, type Store, type StoreCapabilities } from './store.js';
 import { jobsStoreEachTest, type SqlJsStore } from './test/sqljs-store.js';
+import { OPTIONAL_COLUMNS } from './table.js';
 import { Worker, type WorkerOptions } from './worker.js';
 
 // The worker against an in-memory SQLite (sql.js): paths that otherwise only a real server's failures reach.
@@ -54,6 +55,22 @@ describe('Worker on an in-memory store', () => {
     expect(counters).toMatchObject({ claimCalls: 2, claimed: 256, completed: 256 });
     // One UPDATE of 256 ids and the claim token.
     expect(completions).toEqual([257]);
+    expect(statuses(s).every((status) => status === 1)).toBe(true);
+  });
+
+  it('groups completions on a table without a token column as well: one UPDATE of the batch, not one per job', async () => {
+    const s = await withJobs(64);
+    const completions: number[] = [];
+    s.beforeRun = (statements) => {
+      for (const st of statements) if (isCompletion([st])) completions.push(st.params.length);
+    };
+    const statusOnly = Object.fromEntries(OPTIONAL_COLUMNS.map((c) => [c, false]));
+    const w = await Worker.create({ store: s, table: { table: 'jobs', columns: statusOnly }, handler: () => undefined, concurrency: 64, claimStrategy: 'native', exitWhenEmpty: true });
+    expect(w.queue.table.features.fencing).toBe(false);
+    const counters = await w.run();
+    expect(counters).toMatchObject({ claimed: 64, completed: 64, claimLost: 0 });
+    // One UPDATE of the 64 ids, with no token to bind.
+    expect(completions).toEqual([64]);
     expect(statuses(s).every((status) => status === 1)).toBe(true);
   });
 

@@ -389,9 +389,9 @@ export class Worker extends TypedEmitter {
 
   private submitSettle(flight: InFlight, outcome: Outcome): Promise<boolean> {
     const { job, token } = flight;
-    // A plain completion under a claim token can share one UPDATE with the others of its batch.
-    const groupable = outcome.kind === 'complete' && outcome.stored === null && token !== null;
-    return this.settler.submit(() => this.settleStatement(flight, outcome), groupable ? { id: job.id, token: token! } : null);
+    // A plain completion can share one UPDATE with the others of its batch (under its claim token, if any).
+    const groupable = outcome.kind === 'complete' && outcome.stored === null;
+    return this.settler.submit(() => this.settleStatement(flight, outcome), groupable ? { id: job.id, token } : null);
   }
 
   /**
