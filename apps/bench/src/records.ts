@@ -14,7 +14,10 @@ export interface BurnDownRecord {
   /** `batch-size`: statusq's native burn-down at each slots-per-worker of the sweep (batch = slots). */
   scenario: 'burn-down' | 'handler-5ms' | 'batch-size';
   system: System;
-  /** statusq: `native` or `conditional-update`; peers: their batching mode; raw-protocol: `claim <n>`. */
+  /**
+   * statusq: `native` or `conditional-update` (`native, status only`: every optional column off, in the
+   * batch-size sweep); peers: their batching mode; raw-protocol: `claim <n>`.
+   */
   variant: string;
   dialect: Store;
   workers: number;

@@ -126,7 +126,7 @@ function burnDownRecord(scenario: BurnDownRecord['scenario'], dialect: Dialect, 
   return {
     scenario,
     system: 'statusq',
-    variant: options.strategy,
+    variant: options.columns === 'status only' ? `${options.strategy}, status only` : options.strategy,
     dialect,
     workers: options.workers,
     processes,
@@ -207,6 +207,8 @@ async function rawRun(ctx: BenchContext, db: BenchDatabase, scenario: BurnDownRe
  * default), per dialect and worker count: the knob users have, and where its default comes from. The raw
  * protocol runs at the same rows per claim beside it, so each size has its own ceiling (at 256 rows a claim,
  * statusq is not held to the raw loop's 50), once with the minimal SQL and once with statusq's statements.
+ * statusq also runs once more with every optional column turned off (variant `native, status only`): the raw
+ * loop's own protocol, as over an application table with only a status column.
  */
 export async function batchSize(ctx: BenchContext): Promise<void> {
   const { plan } = ctx;
@@ -219,6 +221,9 @@ export async function batchSize(ctx: BenchContext): Promise<void> {
           await db.createTable(table, { pending: plan.jobs, finished: 0 });
           const result = await burnDownInProcess(db, options);
           ctx.record(burnDownRecord('batch-size', dialect, options, 1, plan.jobs, result));
+          const statusOnly: StatusqRunOptions = { ...options, columns: 'status only' };
+          await db.createTable(table, { pending: plan.jobs, finished: 0 });
+          ctx.record(burnDownRecord('batch-size', dialect, statusOnly, 1, plan.jobs, await burnDownInProcess(db, statusOnly)));
           await rawRun(ctx, db, 'batch-size', table, workers, slots);
           await rawRun(ctx, db, 'batch-size', table, workers, slots, 'statusq');
         }
