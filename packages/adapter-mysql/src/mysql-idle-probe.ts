@@ -79,7 +79,6 @@ interface TableProbe {
 export class MysqlIdleProbe {
   private readonly tables = new Map<ResolvedTable, TableProbe>();
   private readonly built = new WeakMap<ResolvedTable, Statement>();
-  private closed = false;
   private readonly closing = new AbortController();
   /** Checks per statement: ROUND_MS / intervalMs. */
   readonly steps: number;
@@ -100,7 +99,7 @@ export class MysqlIdleProbe {
   /** Resolves once a round saw a due row in `table`, after `timeoutMs`, or at once when `signal` aborts. */
   async wait(table: ResolvedTable, timeoutMs: number, signal: AbortSignal): Promise<void> {
     const until = performance.now() + timeoutMs;
-    while (!signal.aborted && !this.closed) {
+    while (!signal.aborted && !this.closing.signal.aborted) {
       const left = until - performance.now();
       if (left <= 0) return;
       const probe = this.probeOf(table);
@@ -116,7 +115,7 @@ export class MysqlIdleProbe {
         due = await untilAborted(round, leave.signal);
       } catch {
         // Closing kills the rounds: the waits end with them.
-        if (!this.closed) await sleep(Math.min(left, AFTER_FAILED_PROBE_MS), signal);
+        if (!this.closing.signal.aborted) await sleep(Math.min(left, AFTER_FAILED_PROBE_MS), signal);
         return;
       } finally {
         clearTimeout(timer);
@@ -129,7 +128,6 @@ export class MysqlIdleProbe {
 
   /** Ends every wait at once, then each round: its server thread killed, its connection closed. */
   async close(): Promise<void> {
-    this.closed = true;
     this.closing.abort();
     const probes = [...this.tables.values()];
     this.tables.clear();
