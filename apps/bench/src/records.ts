@@ -10,6 +10,9 @@ export type System = 'statusq' | 'graphile-worker' | 'pg-boss' | 'bullmq' | 'raw
 /** Where a run's jobs lived: a SQL dialect, or (BullMQ's default backend) the local Redis. */
 export type Store = Dialect | 'redis';
 
+/** The variant of statusq's batch-size runs with every optional column off (scenarios.ts batchSize). */
+export const STATUS_ONLY_VARIANT = 'native, status only';
+
 export interface BurnDownRecord {
   /** `batch-size`: statusq's native burn-down at each slots-per-worker of the sweep (batch = slots). */
   scenario: 'burn-down' | 'handler-5ms' | 'batch-size';

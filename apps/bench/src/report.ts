@@ -2,7 +2,7 @@
  * Turns bench records into tables (plain text for the terminal, Markdown for docs/benchmarks.md), the
  * headline ratios against the peers, and an SVG bar chart of jobs/s per system and worker count.
  */
-import type { BenchRecord, BurnDownRecord, CostRecord, IdlePickupRecord, PickupRecord } from './records.js';
+import { STATUS_ONLY_VARIANT, type BenchRecord, type BurnDownRecord, type CostRecord, type IdlePickupRecord, type PickupRecord } from './records.js';
 
 type Cell = string | number;
 
@@ -64,9 +64,6 @@ function burnDownSection(title: string, records: readonly BurnDownRecord[]): Sec
   };
 }
 
-/** statusq's batch-size runs with every optional column off (see scenarios.ts batchSize). */
-const STATUS_ONLY = 'native, status only';
-
 /**
  * One row per dialect and worker count; per slots-per-worker, statusq's jobs/s, the raw protocol's at the same
  * rows per claim (minimal SQL, then statusq's statements), and statusq's share of each; then statusq's best size.
@@ -82,7 +79,7 @@ function batchSizeSection(records: readonly BurnDownRecord[]): Section {
     rows: keys.map((key) => {
       const [dialect, workers] = key.split('|');
       // statusq's row is its default table (every optional column); its `status only` runs have a section of their own.
-      const of = (system: BurnDownRecord['system'], n: number) => records.find((r) => keyOf(r) === key && r.system === system && r.concurrency === n && r.variant !== STATUS_ONLY);
+      const of = (system: BurnDownRecord['system'], n: number) => records.find((r) => keyOf(r) === key && r.system === system && r.concurrency === n && r.variant !== STATUS_ONLY_VARIANT);
       const best = fastest(records.filter((r) => keyOf(r) === key && r.system === 'statusq' && r.variant === 'native' && !r.timedOut));
       return [
         dialect!,
@@ -106,7 +103,7 @@ function sections(records: readonly BenchRecord[]): Section[] {
   if (burn.length > 0) out.push(burnDownSection('Burn-down and contention (no-op handler)', burn));
   const sweep = records.filter((r): r is BurnDownRecord => r.scenario === 'batch-size');
   if (sweep.length > 0) out.push(batchSizeSection(sweep));
-  const statusOnly = sweep.filter((r) => r.system === 'statusq' && r.variant === STATUS_ONLY);
+  const statusOnly = sweep.filter((r) => r.system === 'statusq' && r.variant === STATUS_ONLY_VARIANT);
   if (statusOnly.length > 0) {
     const raw = (r: BurnDownRecord) => sweep.find((x) => x.system === 'raw-protocol' && x.dialect === r.dialect && x.workers === r.workers && x.concurrency === r.concurrency);
     const full = (r: BurnDownRecord) => sweep.find((x) => x.system === 'statusq' && x.variant === 'native' && x.dialect === r.dialect && x.workers === r.workers && x.concurrency === r.concurrency);
@@ -234,7 +231,7 @@ export function ceilingLines(records: readonly BenchRecord[]): string[] {
       parts.push(
         `best: statusq ${format(ourBest.jobsPerSec)} jobs/s (${plural(ourBest.workers)} x ${ourBest.concurrency} slots) = ${percent(ourBest.jobsPerSec, rawBest.jobsPerSec)} of the raw protocol's best ${format(rawBest.jobsPerSec)} (${plural(rawBest.workers)}, ${rawBest.variant}): target ${Math.round(CEILING_TARGET * 100)}% ${share >= CEILING_TARGET ? 'met' : 'missed'}`,
       );
-      const statusOnlyBest = fastest(burn.filter((r) => r.system === 'statusq' && r.dialect === dialect && r.variant === STATUS_ONLY));
+      const statusOnlyBest = fastest(burn.filter((r) => r.system === 'statusq' && r.dialect === dialect && r.variant === STATUS_ONLY_VARIANT));
       if (statusOnlyBest) {
         parts.push(
           `statusq over the raw loop's own protocol (every optional column off) at best ${format(statusOnlyBest.jobsPerSec)} (${plural(statusOnlyBest.workers)} x ${statusOnlyBest.concurrency} slots) = ${percent(statusOnlyBest.jobsPerSec, rawBest.jobsPerSec)} of the raw protocol's best`,

@@ -5,7 +5,7 @@
 import type { ClaimStrategy, Worker, WorkerCounters } from '@statusq/core';
 import { openBenchDatabase, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
 import type { Peer } from './peer-contract.js';
-import { quantile, round, type BenchRecord, type BurnDownRecord, type CostRecord, type PickupRecord } from './records.js';
+import { STATUS_ONLY_VARIANT, quantile, round, type BenchRecord, type BurnDownRecord, type CostRecord, type PickupRecord } from './records.js';
 import { idlePickup as idlePickupRun, idlePickupVariants, type IdlePickupPlan } from './idle-pickup.js';
 import { burnDownInProcess, burnDownInProcesses, pickupLatency, type StatusqBurnDownResult, type StatusqRunOptions } from './statusq-runs.js';
 import { RAW_BATCH, rawBurnDown, type RawStatements } from './raw-protocol.js';
@@ -126,7 +126,7 @@ function burnDownRecord(scenario: BurnDownRecord['scenario'], dialect: Dialect, 
   return {
     scenario,
     system: 'statusq',
-    variant: options.columns === 'status only' ? `${options.strategy}, status only` : options.strategy,
+    variant: options.columns === 'status only' ? STATUS_ONLY_VARIANT : options.strategy,
     dialect,
     workers: options.workers,
     processes,
