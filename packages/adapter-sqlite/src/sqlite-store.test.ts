@@ -88,13 +88,16 @@ it('a write refused by a read-only database is StoreError ReadOnly (what the wor
   }
 });
 
-it('rows read in raw mode are the objects the driver would build: same keys in order, same values, also with columns named __proto__ and constructor', async () => {
+it('rows read in raw mode are the objects the driver would build: same keys in order, same values, also with columns named __proto__, constructor, or like code', async () => {
   const s = await withRows();
   await s.execute({ sql: 'CREATE TABLE odd (id INTEGER PRIMARY KEY, "__proto__" TEXT, "constructor" TEXT, n INTEGER, b BLOB, r REAL)', params: [] });
   await s.execute({ sql: "INSERT INTO odd VALUES (1, ?, ?, ?, X'0102', ?)", params: ['p', 'c', 2 ** 40, 1.5] });
+  // Row objects are built by a function generated from the column names (sqlite-statements.ts rowBuilder).
+  await s.execute({ sql: 'CREATE TABLE code (id INTEGER PRIMARY KEY, "a""b" TEXT, "x\\y" TEXT, "}; throw 1; //" TEXT, "line\nbreak" TEXT, "\u2028" TEXT, "7" TEXT, "" TEXT)', params: [] });
+  await s.execute({ sql: 'INSERT INTO code VALUES (1, ?, ?, ?, ?, ?, ?, ?)', params: ['q', 'b', 'c', 'n', 's', 'i', 'e'] });
   const db = new Database(join(dir!, 'q.db'), { readonly: true });
   try {
-    for (const sql of ['SELECT * FROM t ORDER BY id', 'SELECT v, id, v AS again FROM t ORDER BY id', 'SELECT * FROM odd', 'SELECT id, n, b, r FROM odd', 'UPDATE t SET v = v + 1 RETURNING *']) {
+    for (const sql of ['SELECT * FROM t ORDER BY id', 'SELECT v, id, v AS again FROM t ORDER BY id', 'SELECT * FROM odd', 'SELECT id, n, b, r FROM odd', 'SELECT * FROM code', 'UPDATE t SET v = v + 1 RETURNING *']) {
       const ours = (await s.execute({ sql, params: [] })).rows;
       const theirs = sql.startsWith('UPDATE') ? ours.map((r) => ({ ...r })) : (db.prepare(sql).all() as Record<string, unknown>[]);
       expect(ours, sql).toEqual(theirs);
@@ -103,6 +106,8 @@ it('rows read in raw mode are the objects the driver would build: same keys in o
     const [odd] = (await s.execute({ sql: 'SELECT * FROM odd', params: [] })).rows;
     expect(Object.getPrototypeOf(odd)).toBe(Object.prototype);
     expect(odd).toMatchObject({ id: 1, constructor: 'c', n: 2 ** 40, r: 1.5 });
+    const [code] = (await s.execute({ sql: 'SELECT * FROM code', params: [] })).rows;
+    expect(code).toEqual({ id: 1, 'a"b': 'q', 'x\\y': 'b', '}; throw 1; //': 'c', 'line\nbreak': 'n', '\u2028': 's', '7': 'i', '': 'e' });
   } finally {
     db.close();
   }
@@ -126,4 +131,8 @@ it('a cached SELECT * follows the table through ALTER TABLE: added, renamed and 
     db.close();
   }
   expect(await read()).toEqual({ id: 1, v: 0 });
+  await s.execute({ sql: 'ALTER TABLE t ADD COLUMN "__proto__" TEXT', params: [] });
+  const withProto = await read();
+  expect(Object.getPrototypeOf(withProto)).toBe(Object.prototype);
+  expect(Object.keys(withProto!)).toEqual(['id', 'v', '__proto__']);
 });
