@@ -7,7 +7,7 @@ export const COMMAND_FLAGS = {
   migrate: ['db', 'adapter', 'table', 'with', 'status-column', 'order-column'],
   enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'progress'],
   work: [
-    'db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'concurrency', 'batch',
+    'db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'select', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'poll-max', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
     'read-only-wait', 'log-level', 'log-format', 'processes', 'metrics-port', 'metrics-host', 'progress',
   ],
@@ -120,5 +120,12 @@ export function tableConfig(flags: Flags, command: Command, defaultTable?: strin
   if (statusColumn !== undefined) config.statusColumn = statusColumn;
   if (orderColumn !== undefined) config.orderColumn = orderColumn;
   if (order !== undefined) config.order = order;
+  const select = optionalString(flags, 'select');
+  if (select !== undefined) {
+    const names = select.split(',').map((name) => name.trim());
+    // Names themselves are checked by the table config (identifiers) and against the table (SchemaError).
+    if (names.some((name) => name === '')) throw new ConfigError(`--select takes column names separated by commas, got ${JSON.stringify(select)}`);
+    config.select = names;
+  }
   return config;
 }

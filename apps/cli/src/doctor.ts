@@ -325,7 +325,7 @@ async function planChecks(store: Store, table: ResolvedTable, migrate: string): 
   const native = store.nativeClaim;
   const sql = new TransitionSql(table, store.dialect);
   // As claim.ts reads candidates: whole rows (with the clock) only where a native claim builds rows from them.
-  const columns = native && !store.capabilities.returning && native.clockWithCandidates ? '*' : 'id';
+  const columns = native && !store.capabilities.returning && native.clockWithCandidates ? 'row' : 'id';
   const options = { columns, lock: native?.lockCandidates ?? '' } as const;
   const plain = candidateStatements(sql, { limit: 50, token: null }, options)[0]!;
   const statements: Array<[string, Statement]> = [['claim plan', plain]];

@@ -45,6 +45,8 @@ ${DB}
   --handler PATH              an ES module whose default export handles one job (required)
 ${COLUMNS}
   --order newest|oldest       which rows first (default newest)
+  --select C1,C2              the columns job.row carries besides statusq's own (id, status, order and optional
+                              columns); default every column. Fewer make each claim cheaper
   --concurrency N             jobs at once per process (default 4)
   --batch N                   most rows one claim takes (default: the concurrency)
   --max-attempts N            tries before a job ends failed (default 3 with an attempt_count column, else 1)

@@ -19,7 +19,7 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
   migrate  --db URL --table T [--with leases,retries,results] [--status-column C] [--order-column C]
   enqueue  --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--chunk N] [--progress auto|on|off]
   work     --db URL --table T --handler PATH [--id-column C] [--status-column C] [--order-column C]
-           [--order newest|oldest] [--concurrency N] [--batch N] [--max-attempts N]
+           [--order newest|oldest] [--select C1,C2] [--concurrency N] [--batch N] [--max-attempts N]
            [--retry-delay DURATION] [--lease DURATION] [--aging DURATION] [--poll-max DURATION]
            [--claim-strategy native|conditional-update] [--stop-timeout DURATION] [--job-timeout DURATION] [--job-timeout-grace DURATION]
            [--read-only-wait DURATION] [--exit-when-empty] [--log-level error|warn|info|debug] [--log-format json|pretty] [--verbose]

@@ -25,5 +25,5 @@ import type { NativeClaim } from '@statusq/core/adapter';
  */
 export const postgresNativeClaim: NativeClaim = {
   lockCandidates: ' FOR UPDATE SKIP LOCKED',
-  oneStatement: ({ table, id, set, candidates }) => `UPDATE ${table} SET ${set} WHERE ${id} = ANY(ARRAY(${candidates})) RETURNING *`,
+  oneStatement: ({ table, id, set, candidates, returning }) => `UPDATE ${table} SET ${set} WHERE ${id} = ANY(ARRAY(${candidates})) RETURNING ${returning}`,
 };

@@ -14,5 +14,5 @@ import type { NativeClaim } from '@statusq/core/adapter';
  */
 export const sqliteNativeClaim: NativeClaim = {
   lockCandidates: '',
-  oneStatement: ({ table, id, set, candidates }) => `UPDATE ${table} SET ${set} WHERE ${id} IN (${candidates}) RETURNING *`,
+  oneStatement: ({ table, id, set, candidates, returning }) => `UPDATE ${table} SET ${set} WHERE ${id} IN (${candidates}) RETURNING ${returning}`,
 };

@@ -18,7 +18,7 @@ export function claimRows(store: Store, table: ResolvedTable, request: ClaimRequ
 
 /**
  * The native claim. Without aging, a store with a one-statement claim takes the batch in one round trip
- * (PostgreSQL's `= ANY(ARRAY(...)) RETURNING *`, SQLite's `IN (...) RETURNING *`). Otherwise, in one
+ * (PostgreSQL's `= ANY(ARRAY(...)) RETURNING ...`, SQLite's `IN (...) RETURNING ...`). Otherwise, in one
  * transaction: the candidate selections, each locking what it finds and skipping what others hold; one
  * guarded UPDATE of the merged ids; the claimed rows from RETURNING, built from the locked candidates with
  * the clock they carried (MySQL), or read back. Nobody else can change a locked row before the commit, so
@@ -35,7 +35,7 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
   const { returning } = store.capabilities;
   const buildRows = !returning && native.clockWithCandidates === true;
   const writesKnown = buildRows && native.claimWritesAreKnown !== undefined && (await native.claimWritesAreKnown(table));
-  const statements = candidateStatements(sql, request, { columns: buildRows ? '*' : 'id', lock: native.lockCandidates, clock: buildRows ? CLAIM_CLOCK : undefined });
+  const statements = candidateStatements(sql, request, { columns: buildRows ? 'row' : 'id', lock: native.lockCandidates, clock: buildRows ? CLAIM_CLOCK : undefined });
   const rows = await store.transaction(async (tx) => {
     const candidates = await selectCandidates(tx, statements, request.limit, table.id);
     if (candidates.length === 0) return [];
@@ -64,7 +64,7 @@ export function oneStatementClaim(sql: TransitionSql, native: NativeClaim, reque
   const p = new Params(sql.dialect);
   const set = sql.claimAssignments(p, request.token);
   const candidates = sql.candidates(p, { limit: request.limit, columns: 'id' }) + native.lockCandidates;
-  return { sql: native.oneStatement({ table: sql.q.table, id: sql.q.id, set, candidates }), params: p.values };
+  return { sql: native.oneStatement({ table: sql.q.table, id: sql.q.id, set, candidates, returning: sql.rowColumns }), params: p.values };
 }
 
 /**
@@ -76,7 +76,7 @@ export function oneStatementClaim(sql: TransitionSql, native: NativeClaim, reque
  */
 export async function claimConditionalUpdate(store: Store, table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
   const sql = new TransitionSql(table, store.dialect);
-  const candidates = await selectCandidates(store, candidateStatements(sql, request, { columns: '*' }), request.limit, table.id);
+  const candidates = await selectCandidates(store, candidateStatements(sql, request, { columns: 'row' }), request.limit, table.id);
   const rows: Row[] = [];
   let candidatesLost = 0;
   let interruptedBy: unknown;
@@ -128,7 +128,7 @@ function agesFirst(sql: TransitionSql, request: ClaimRequest): boolean {
  * when aging is on and the queue runs newest-first, then the configured order. `lock` is appended to each
  * (NativeClaim.lockCandidates); `clock` names a column carrying the database's time beside the rows.
  */
-export function candidateStatements(sql: TransitionSql, request: ClaimRequest, options: { columns: 'id' | '*'; lock?: string | undefined; clock?: string | undefined }): Statement[] {
+export function candidateStatements(sql: TransitionSql, request: ClaimRequest, options: { columns: 'id' | 'row'; lock?: string | undefined; clock?: string | undefined }): Statement[] {
   const { columns, clock, lock = '' } = options;
   const statements: Statement[] = [];
   if (agesFirst(sql, request)) {

@@ -171,11 +171,11 @@ export interface NativeClaim {
    */
   readonly lockCandidates: string;
   /**
-   * A claim without aging as one statement, returning the claimed rows (`RETURNING *`): `set` is the SET list
-   * and `candidates` the locking id subquery, both with their parameters bound in that order. Absent: the
-   * claim runs in a transaction.
+   * A claim without aging as one statement, returning the claimed rows (`RETURNING ${returning}`): `set` is
+   * the SET list and `candidates` the locking id subquery, both with their parameters bound in that order;
+   * `returning` is `*` or the quoted columns TableConfig.select asks for. Absent: the claim runs in a transaction.
    */
-  oneStatement?(parts: { table: string; id: string; set: string; candidates: string }): string;
+  oneStatement?(parts: { table: string; id: string; set: string; candidates: string; returning: string }): string;
   /**
    * Without RETURNING: the candidate SELECT reads the database's clock beside the rows (as CLAIM_CLOCK) and
    * the claim writes that value as claimed_at, so the claimed rows can be built from the locked candidates

@@ -27,6 +27,9 @@ describe('resolveTable', () => {
       { table: 'jobs', columns: { leaseStart: 'x' } as never },
       { table: 'jobs', columns: { claimedAt: 'bad name' } },
       { table: 'jobs', statusCodes: { done: 9 } },
+      { table: 'jobs', select: 'url' as never },
+      { table: 'jobs', select: ['url', 'a"b'] },
+      { table: 'jobs', select: [7] as never },
     ];
     for (const config of bad) {
       expect(() => resolveTable(config, null, enc), JSON.stringify(config)).toThrow(ConfigError);
@@ -64,6 +67,15 @@ describe('resolveTable', () => {
     expect(() => resolveTable({ table: 'pairs' }, shared, enc)).toThrow(/id column "id" is not unique: it must be the primary key or have a unique index of its own/);
     const textStatus = cols('id', 'date', 'status').map((c) => (c.name === 'status' ? { ...c, type: 'character varying', integer: false } : c));
     expect(() => resolveTable({ table: 'jobs' }, textStatus, enc)).toThrow(/status column "status" is character varying, not an integer type.*SMALLINT/);
+  });
+
+  it('select: the claim returns the named columns and statusq\'s own (as the catalog spells them, each once); without it every column; an unknown name is a SchemaError', () => {
+    const table = cols('ID', 'Date', 'status', 'url', 'kind', 'doc', 'claimed_at', 'worker_id');
+    expect(resolveTable({ table: 'a' }, table, enc).returned).toBeNull();
+    expect(resolveTable({ table: 'a', select: ['KIND', 'id'] }, table, enc).returned).toEqual(['ID', 'status', 'Date', 'claimed_at', 'worker_id', 'kind']);
+    expect(resolveTable({ table: 'a', select: [], columns: { workerId: false } }, table, enc).returned).toEqual(['ID', 'status', 'Date', 'claimed_at']);
+    expect(() => resolveTable({ table: 'a', select: ['kind', 'missing'] }, table, enc)).toThrow(SchemaError);
+    expect(() => resolveTable({ table: 'a', select: ['kind', 'missing'] }, table, enc)).toThrow(/select column "missing"/);
   });
 
   it('exposes the bounds of the payload, result and last_error columns', () => {

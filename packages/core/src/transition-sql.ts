@@ -78,11 +78,14 @@ export function truncateError(message: string, limit?: ColumnLimit): string {
 
 export class TransitionSql {
   readonly q: QuotedTable;
+  /** What a claim reads of each row: `*`, or the quoted list of ResolvedTable.returned (TableConfig.select). */
+  readonly rowColumns: string;
   constructor(
     readonly table: ResolvedTable,
     readonly dialect: SqlDialect,
   ) {
     this.q = quoteTable(table, dialect);
+    this.rowColumns = table.returned === null ? '*' : table.returned.map((name) => dialect.quoteIdentifier(name)).join(', ');
   }
 
   /**
@@ -123,9 +126,10 @@ export class TransitionSql {
   /**
    * Candidate selection: the due rows in queue order. With `agedMs`, only rows older than that, oldest
    * first (aging takes these before the configured order). Both shapes are served by the pending index.
+   * `columns`: the id alone, or the claimed row's columns (rowColumns).
    */
-  candidates(p: Params, options: { limit: number; columns: 'id' | '*'; agedMs?: number | undefined; clock?: string | undefined; alsoWhere?: string }): string {
-    let what = options.columns === 'id' ? this.q.id : '*';
+  candidates(p: Params, options: { limit: number; columns: 'id' | 'row'; agedMs?: number | undefined; clock?: string | undefined; alsoWhere?: string }): string {
+    let what = options.columns === 'id' ? this.q.id : this.rowColumns;
     // The database's own time alongside the candidates, for a claim that writes it back as claimed_at.
     if (options.clock !== undefined) what += `, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(options.clock)}`;
     let where = this.dueCondition();
@@ -150,19 +154,20 @@ export class TransitionSql {
     return sets.join(', ');
   }
 
-  /** claim (NULL -> processing) of the given ids, guarded so only still-pending, due rows change. */
+  /** claim (NULL -> processing) of the given ids, guarded so only still-pending, due rows change; `returning`: their rowColumns. */
   claimByIds(ids: readonly JobId[], token: string | null, returning: boolean, claimedAt?: SqlValue): Statement {
     const p = new Params(this.dialect);
     const set = this.claimAssignments(p, token, claimedAt);
     const sql =
       `UPDATE ${this.q.table} SET ${set} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])}) AND ${this.dueCondition()}` +
-      (returning ? ' RETURNING *' : '');
+      (returning ? ` RETURNING ${this.rowColumns}` : '');
     return { sql, params: p.values };
   }
 
+  /** The claimed rows of `ids` (rowColumns), read back after a claim that could not return them. */
   selectByIds(ids: readonly JobId[]): Statement {
     const p = new Params(this.dialect);
-    return { sql: `SELECT * FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])})`, params: p.values };
+    return { sql: `SELECT ${this.rowColumns} FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])})`, params: p.values };
   }
 
   /** complete (processing -> done), storing the result when the table has a result column. */

@@ -143,6 +143,26 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       expect(await runOnce('--order', 'oldest')).toEqual([1, 2, 3]);
     });
 
+    it('work --select: job.row carries the named columns and statusq\'s own, not the rest; an unknown column exits 2 before any claim, a blank name is a usage error', async () => {
+      const { statusq, stats, db, dir, file } = ctx();
+      for (const ddl of target.fixtures.tableA('table_a')) await db.query(ddl);
+      await db.insertTableA(generateTableARows(20).map((row) => ({ ...row, kind: 'ok' as const })));
+      expect((await statusq('migrate', '--db', db.url, '--table', 'table_a', '--with', 'leases')).code).toBe(0);
+      const seen = join(dir, 'keys.txt');
+      const handler = file('keys.mjs', `import { appendFileSync } from 'node:fs';\nexport default async (job) => { appendFileSync(${JSON.stringify(seen)}, Object.keys(job.row).sort().join(',') + '\\n'); };`);
+      const refused = await statusq('work', '--db', db.url, '--table', 'table_a', '--handler', handler, '--select', 'kind,nope', '--exit-when-empty');
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/select column "nope"/);
+      expect(await stats('table_a')).toMatchObject({ pending: 20, processing: 0 });
+      expect((await statusq('work', '--db', db.url, '--table', 'table_a', '--handler', handler, '--select', 'kind,,url')).code).toBe(2);
+
+      writeFileSync(seen, '');
+      const run = await statusq('work', '--db', db.url, '--table', 'table_a', '--handler', handler, '--select', ' kind ', '--concurrency', '4', '--exit-when-empty');
+      expect(run.code, run.stderr).toBe(0);
+      expect(new Set(readFileSync(seen, 'utf8').trim().split('\n'))).toEqual(new Set(['claimed_at,date,id,kind,status,worker_id']));
+      expect(await stats('table_a')).toMatchObject({ pending: 0, done: 20 });
+    });
+
     it('work refuses, exit 2 and one line, a table whose id is not unique on its own or whose status is not an integer, and changes no row; a unique index on id is enough', async () => {
       const { statusq, db, file } = ctx();
       for (const [kind, table] of [['sharedId', 'pairs'], ['textStatus', 'texty'], ['uniqueId', 'keyed']] as const) {

@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { ClaimStrategy, Store, WorkerCounters } from '@statusq/core';
 import { FAST, Ledger, countsOf, deferred, idKey, readRows, statusOf, withDeadline, withLatency, type StartedWorker, type TestEnv } from '../harness.js';
+import type { ColumnGroup } from '@statusq/core';
 import type { ConformanceOptions } from '../options.js';
-import { createJobs, enqueueJobs } from '../tables.js';
+import { generateTableARows } from '@statusq/test-fixtures';
+import { createJobs, createTableA, enqueueJobs } from '../tables.js';
 
 export function raceCases(env: () => TestEnv, options: ConformanceOptions): void {
   const scaled = options.raceScale ?? {};
@@ -97,5 +99,62 @@ export function raceCases(env: () => TestEnv, options: ConformanceOptions): void
         await env().closeStores();
       });
     }
+
+    it('select: claimed rows carry the named columns and statusq\'s own, nothing else; racing workers still run each row once (application table, plain and migrated, both claims)', async () => {
+      const setup = await env().store('setup store');
+      // Aging takes the native claim's other path: candidates, then the guarded claim of their ids (RETURNING or read back).
+      const variants: Array<{ table: string; migrate?: ColumnGroup[]; strategy: ClaimStrategy; agingMs?: number }> = [
+        { table: 'sel_plain_native', strategy: 'native' },
+        { table: 'sel_migrated_native', migrate: ['leases', 'retries'], strategy: 'native' },
+        { table: 'sel_migrated_aging', migrate: ['leases', 'retries'], strategy: 'native', agingMs: 3_600_000 },
+        { table: 'sel_plain_cu', strategy: 'conditional-update' },
+        { table: 'sel_migrated_cu', migrate: ['leases', 'retries'], strategy: 'conditional-update' },
+      ];
+      const rows = generateTableARows(120).map((row) => ({ ...row, kind: 'ok' as const }));
+      for (const { table, migrate, strategy, agingMs } of variants) {
+        await createTableA(env().fixtures, setup, rows, { table, ...(migrate && { migrate }) });
+        const ledger = new Ledger();
+        const keys = new Set<string>();
+        const go = deferred();
+        const workers: StartedWorker[] = [];
+        const opened: Store[] = [];
+        for (let i = 0; i < 3; i++) {
+          opened.push(await env().store(`${table} worker ${i + 1}`));
+          const store = withLatency(opened[i]!);
+          workers.push(
+            await env().startWorker(
+              {
+                store,
+                table: { table, select: ['kind'] },
+                claimStrategy: strategy,
+                ...(agingMs !== undefined && { agingMs }),
+                concurrency: 4,
+                exitWhenEmpty: true,
+                ...FAST,
+                handler: async (job, ctx) => {
+                  ledger.record(job, ctx.workerId);
+                  keys.add(Object.keys(job.row).sort().join(','));
+                  await new Promise((resolve) => setImmediate(resolve));
+                },
+              },
+              undefined,
+              undefined,
+              go.promise,
+            ),
+          );
+        }
+        go.resolve();
+        await withDeadline(Promise.all(workers.map((w) => w.done)), 60_000, `3 workers to drain ${table}`);
+        const own = workers[0]!.worker.queue.table;
+        const expected = [own.id, own.status, own.order, ...Object.values(own.columns), 'kind'].sort().join(',');
+        expect([...keys], table).toEqual([expected]);
+        expect(expected, table).not.toContain('url');
+        expect(ledger.notExactlyOnce(rows.map((r) => r.id)), table).toEqual([]);
+        expect(await countsOf(setup, table), table).toEqual({ pending: 0, processing: 0, done: rows.length, abuse: 0, failed: 0, other: 0 });
+        for (const w of workers) expect(w.errors, table).toEqual([]);
+        for (const store of opened) await store.close();
+      }
+      await env().closeStores();
+    });
   });
 }

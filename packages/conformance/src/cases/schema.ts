@@ -16,7 +16,7 @@ function candidateSelects(queue: Queue, store: Store): Array<Statement & { label
   for (const order of ['newest', 'oldest'] as const) {
     const table = { ...queue.table, direction: order };
     const sql = new TransitionSql(table, store.dialect);
-    for (const columns of ['id', '*'] as const) {
+    for (const columns of ['id', 'row'] as const) {
       const p = new Params(store.dialect);
       out.push({ label: `${order} ${columns}`, sql: sql.candidates(p, { limit: 50, columns }), params: p.values });
     }

@@ -37,7 +37,7 @@ export type SqlJsClaim = 'one-statement' | 'returning' | 'built' | 'read-back' |
 function nativeClaim(path: SqlJsClaim): NativeClaim | undefined {
   switch (path) {
     case 'one-statement':
-      return { lockCandidates: '', oneStatement: ({ table, id, set, candidates }) => `UPDATE ${table} SET ${set} WHERE ${id} IN (${candidates}) RETURNING *` };
+      return { lockCandidates: '', oneStatement: ({ table, id, set, candidates, returning }) => `UPDATE ${table} SET ${set} WHERE ${id} IN (${candidates}) RETURNING ${returning}` };
     case 'returning':
     case 'read-back':
       return { lockCandidates: '' };
