@@ -18,7 +18,7 @@ export interface BurnDownRecord {
   scenario: 'burn-down' | 'handler-5ms' | 'batch-size';
   system: System;
   /**
-   * statusq: `native` or `conditional-update` (`native, status only`: every optional column off, in the
+   * statusq: `native` or `conditional-update` (`native, status only`: every optional column off and `select: []`, in the
    * batch-size sweep); peers: their batching mode; raw-protocol: `claim <n>`.
    */
   variant: string;

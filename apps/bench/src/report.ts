@@ -108,7 +108,7 @@ function sections(records: readonly BenchRecord[]): Section[] {
     const raw = (r: BurnDownRecord) => sweep.find((x) => x.system === 'raw-protocol' && x.dialect === r.dialect && x.workers === r.workers && x.concurrency === r.concurrency);
     const full = (r: BurnDownRecord) => sweep.find((x) => x.system === 'statusq' && x.variant === 'native' && x.dialect === r.dialect && x.workers === r.workers && x.concurrency === r.concurrency);
     out.push({
-      title: "statusq over the raw loop's own protocol (every optional column off: status written, nothing else; same rows per claim)",
+      title: "statusq over the raw loop's own protocol (every optional column off and select []: status written, the id read back; same rows per claim)",
       header: ['dialect', 'workers', 'slots', 'status only', 'raw', '% of raw', 'every column (leases, tokens)', '% of raw'],
       rows: statusOnly.map((r) => {
         const ceiling = raw(r);
@@ -226,17 +226,20 @@ export function ceilingLines(records: readonly BenchRecord[]): string[] {
     }
     const rawBest = fastest(raws)!;
     const ourBest = fastest(ours);
-    if (ourBest) {
-      const share = ourBest.jobsPerSec / rawBest.jobsPerSec;
+    // The target is read over the raw loop's own protocol (status written, the id read back): statusq's
+    // `status only` runs. The default table runs a richer protocol (leases, tokens, retries, results, every
+    // column read), whose share is reported beside it.
+    const statusOnlyBest = fastest(burn.filter((r) => r.system === 'statusq' && r.dialect === dialect && r.variant === STATUS_ONLY_VARIANT));
+    if (statusOnlyBest) {
+      const share = statusOnlyBest.jobsPerSec / rawBest.jobsPerSec;
       parts.push(
-        `best: statusq ${format(ourBest.jobsPerSec)} jobs/s (${plural(ourBest.workers)} x ${ourBest.concurrency} slots) = ${percent(ourBest.jobsPerSec, rawBest.jobsPerSec)} of the raw protocol's best ${format(rawBest.jobsPerSec)} (${plural(rawBest.workers)}, ${rawBest.variant}): target ${Math.round(CEILING_TARGET * 100)}% ${share >= CEILING_TARGET ? 'met' : 'missed'}`,
+        `best over the raw loop's own protocol (every optional column off, select []): statusq ${format(statusOnlyBest.jobsPerSec)} jobs/s (${plural(statusOnlyBest.workers)} x ${statusOnlyBest.concurrency} slots) = ${percent(statusOnlyBest.jobsPerSec, rawBest.jobsPerSec)} of the raw protocol's best ${format(rawBest.jobsPerSec)} (${plural(rawBest.workers)}, ${rawBest.variant}): target ${Math.round(CEILING_TARGET * 100)}% ${share >= CEILING_TARGET ? 'met' : 'missed'}`,
       );
-      const statusOnlyBest = fastest(burn.filter((r) => r.system === 'statusq' && r.dialect === dialect && r.variant === STATUS_ONLY_VARIANT));
-      if (statusOnlyBest) {
-        parts.push(
-          `statusq over the raw loop's own protocol (every optional column off) at best ${format(statusOnlyBest.jobsPerSec)} (${plural(statusOnlyBest.workers)} x ${statusOnlyBest.concurrency} slots) = ${percent(statusOnlyBest.jobsPerSec, rawBest.jobsPerSec)} of the raw protocol's best`,
-        );
-      }
+    }
+    if (ourBest) {
+      parts.push(
+        `default table (leases, tokens, retries, results; every column read) at best ${format(ourBest.jobsPerSec)} jobs/s (${plural(ourBest.workers)} x ${ourBest.concurrency} slots) = ${percent(ourBest.jobsPerSec, rawBest.jobsPerSec)} of the raw protocol's best`,
+      );
       // The gap in two parts: statusq's statements by hand against the minimal SQL (what the lease, token and
       // due columns and RETURNING * cost), and statusq against its own statements by hand (what the worker costs).
       const statementsBest = fastest(burn.filter((r) => r.system === 'raw-statusq-sql' && r.dialect === dialect));

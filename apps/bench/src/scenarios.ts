@@ -207,8 +207,9 @@ async function rawRun(ctx: BenchContext, db: BenchDatabase, scenario: BurnDownRe
  * default), per dialect and worker count: the knob users have, and where its default comes from. The raw
  * protocol runs at the same rows per claim beside it, so each size has its own ceiling (at 256 rows a claim,
  * statusq is not held to the raw loop's 50), once with the minimal SQL and once with statusq's statements.
- * statusq also runs once more with every optional column turned off (variant `native, status only`): the raw
- * loop's own protocol, as over an application table with only a status column.
+ * statusq also runs once more with every optional column turned off and `select: []` (variant `native, status
+ * only`): the raw loop's own protocol (status written, the id read back), as over an application table with only a
+ * status column and a handler that reads nothing else.
  */
 export async function batchSize(ctx: BenchContext): Promise<void> {
   const { plan } = ctx;

@@ -21,9 +21,11 @@ export interface StatusqRunOptions {
   handlerDelayMs: number;
   timeoutMs: number;
   /**
-   * `status only`: every optional column of the managed table turned off (`columns: { claimedAt: false, ...}`),
-   * so statusq runs the same protocol as the minimal raw loop (status written, nothing else), as it does over
-   * an application table that has only a status column. Default `all`: leases, tokens, attempts, results.
+   * `status only`: every optional column of the managed table turned off (`columns: { claimedAt: false, ...}`)
+   * and the claim reading only statusq's own columns (`select: []`: id, status, date), so statusq runs the
+   * same protocol as the minimal raw loop (status written, the id read back), as it does over an application
+   * table that has only a status column and a handler that reads nothing else. Default `all`: leases, tokens,
+   * attempts, results, and every column of each claimed row.
    */
   columns?: BenchColumns;
 }
@@ -112,7 +114,7 @@ function burnDownConnections(workers: number): ConnectionOptions {
 async function createBenchWorker(store: Store, options: StatusqRunOptions, errors: Record<string, number>, span: Span): Promise<Worker> {
   const worker = await Worker.create({
     store,
-    table: { table: options.table, ...(options.columns === 'status only' && { columns: STATUS_ONLY }) },
+    table: { table: options.table, ...(options.columns === 'status only' && { columns: STATUS_ONLY, select: [] }) },
     handler: handlerFor(options.handlerDelayMs),
     concurrency: options.concurrency,
     ...(options.batch !== undefined && { batch: options.batch }),
