@@ -12,9 +12,9 @@ import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ClaimStrategy } from '@statusq/core';
 import { DIALECTS, openBenchDatabase, type Dialect } from './databases.js';
-import type { Peer } from './peer-contract.js';
 import { OBSERVABILITY_VARIANTS, type BenchRecord, type ObservabilityVariant } from './records.js';
 import { observability } from './observability.js';
+import { loadPeers } from './peers/registry.js';
 import { ceilingLines, markdownReport, ratioLines, textReport, throughputSvg } from './report.js';
 import { FULL_PLAN, QUICK_PLAN, SCENARIOS, batchSize, burnDown, costGrowth, idlePickup, peers, pickup, type BenchContext, type ScenarioName } from './scenarios.js';
 
@@ -88,16 +88,6 @@ function parseArgs(argv: readonly string[]): Args {
 function observabilityVariants(args: Args): ObservabilityVariant[] {
   if (args.variants !== null) return args.progress && !args.variants.includes('progress') ? [...args.variants, 'progress'] : args.variants;
   return args.progress ? ['quiet', 'observed', 'progress'] : ['quiet', 'observed'];
-}
-
-async function loadPeers(): Promise<Peer[]> {
-  // graphile-worker logs a line per finished job unless told not to; its own performance test does the same.
-  process.env.NO_LOG_SUCCESS ??= '1';
-  const bullmq = await import('./peers/bullmq.js');
-  const modules = [await import('./peers/graphile-worker.js'), await import('./peers/pg-boss.js'), bullmq];
-  const isPeer = (value: unknown): value is Peer => typeof value === 'object' && value !== null && 'burnDown' in value && 'pickup' in value && 'system' in value;
-  const redis = await bullmq.redisPeer();
-  return [...modules.flatMap((m) => Object.values(m as Record<string, unknown>).filter(isPeer)), ...(redis ? [redis] : [])];
 }
 
 async function machineDescription(dialects: readonly Dialect[]): Promise<string[]> {

@@ -8,7 +8,8 @@ import type { Peer } from './peer-contract.js';
 import { STATUS_ONLY_VARIANT, quantile, round, type BenchRecord, type BurnDownRecord, type CostRecord, type PickupRecord } from './records.js';
 import { idlePickup as idlePickupRun, idlePickupVariants, type IdlePickupPlan } from './idle-pickup.js';
 import { burnDownInProcess, burnDownInProcesses, pickupLatency, type StatusqBurnDownResult, type StatusqRunOptions } from './statusq-runs.js';
-import { RAW_BATCH, rawBurnDown, type RawStatements } from './raw-protocol.js';
+import { RAW_BATCH, type RawStatements } from './raw-protocol.js';
+import { peerBurnDownIsolated, rawBurnDownIsolated } from './isolated-run.js';
 
 export interface Plan {
   /** Jobs of each throughput run: statusq's native burn-downs, the sweep, the raw loops and the peers. */
@@ -161,7 +162,8 @@ export async function burnDown(ctx: BenchContext, scenario: BurnDownRecord['scen
         for (const workers of workerCounts) {
           const options: StatusqRunOptions = { table, workers, concurrency: plan.concurrency, strategy, handlerDelayMs, timeoutMs: plan.runTimeoutMs };
           await db.createTable(table, { pending: jobs, finished: 0 });
-          const result = await burnDownInProcess(db, options);
+          // Every throughput run in a fresh process (one child holding all W workers): see isolated-run.ts.
+          const result = await burnDownInProcesses(db, options, 1);
           ctx.record(burnDownRecord(scenario, dialect, options, 1, jobs, result));
         }
       }
@@ -184,7 +186,7 @@ export async function burnDown(ctx: BenchContext, scenario: BurnDownRecord['scen
 async function rawRun(ctx: BenchContext, db: BenchDatabase, scenario: BurnDownRecord['scenario'], table: string, workers: number, batch: number, statements: RawStatements = 'minimal'): Promise<void> {
   const { plan } = ctx;
   await db.createTable(table, { pending: plan.jobs, finished: 0 });
-  const raw = await rawBurnDown({ dialect: db.dialect, url: db.url, table, jobs: plan.jobs, workers, batch, timeoutMs: plan.runTimeoutMs, statements });
+  const raw = await rawBurnDownIsolated({ dialect: db.dialect, url: db.url, table, jobs: plan.jobs, workers, batch, timeoutMs: plan.runTimeoutMs, statements });
   ctx.record({
     scenario,
     system: statements === 'statusq' ? 'raw-statusq-sql' : 'raw-protocol',
@@ -220,11 +222,11 @@ export async function batchSize(ctx: BenchContext): Promise<void> {
         for (const workers of plan.slotWorkerCounts) {
           const options: StatusqRunOptions = { table, workers, concurrency: slots, batch: slots, strategy: 'native', handlerDelayMs: 0, timeoutMs: plan.runTimeoutMs };
           await db.createTable(table, { pending: plan.jobs, finished: 0 });
-          const result = await burnDownInProcess(db, options);
+          const result = await burnDownInProcesses(db, options, 1);
           ctx.record(burnDownRecord('batch-size', dialect, options, 1, plan.jobs, result));
           const statusOnly: StatusqRunOptions = { ...options, columns: 'status only' };
           await db.createTable(table, { pending: plan.jobs, finished: 0 });
-          ctx.record(burnDownRecord('batch-size', dialect, statusOnly, 1, plan.jobs, await burnDownInProcess(db, statusOnly)));
+          ctx.record(burnDownRecord('batch-size', dialect, statusOnly, 1, plan.jobs, await burnDownInProcesses(db, statusOnly, 1)));
           await rawRun(ctx, db, 'batch-size', table, workers, slots);
           await rawRun(ctx, db, 'batch-size', table, workers, slots, 'statusq');
         }
@@ -243,7 +245,7 @@ export async function peers(ctx: BenchContext, scenario: BurnDownRecord['scenari
   const jobs = handlerDelayMs > 0 ? ctx.plan.slowJobs : ctx.plan.jobs;
   for (const peer of ctx.peers) {
     for (const workers of workerCounts) {
-      const result = await peer.burnDown({ url, jobs, workers, concurrency: ctx.plan.concurrency, handlerDelayMs, timeoutMs: ctx.plan.runTimeoutMs });
+      const result = await peerBurnDownIsolated(peer.system, peer.variant, { url, jobs, workers, concurrency: ctx.plan.concurrency, handlerDelayMs, timeoutMs: ctx.plan.runTimeoutMs });
       ctx.record({
         scenario,
         system: peer.system as BurnDownRecord['system'],

@@ -1,4 +1,4 @@
-import type { ExecResult, JobId, Row, SqlValue } from '@statusq/core/adapter';
+import type { ExecResult, JobId, Row, SqlParam } from '@statusq/core/adapter';
 
 /** mysql2's own formatting of a toISOString() value would be refused by DATETIME; see bindValue. */
 const ISO_UTC = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d(?:\.\d{1,6})?)Z$/;
@@ -8,7 +8,7 @@ const ISO_UTC = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d(?:\.\d{1,6})?)Z$/;
  * (MariaDB: error 1292). The session zone is UTC, so the same instant is `YYYY-MM-DD HH:MM:SS.sss`. Only a
  * string of exactly that shape is rewritten.
  */
-export function bindValue(value: SqlValue): SqlValue {
+export function bindValue(value: SqlParam): SqlParam {
   if (typeof value === 'string') {
     const m = ISO_UTC.exec(value);
     if (m) return `${m[1]} ${m[2]}`;

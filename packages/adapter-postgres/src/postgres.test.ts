@@ -61,6 +61,30 @@ if (unavailable !== null) {
       expect((await jobs.claim({ limit: 50, token: 't' })).rows).toHaveLength(20);
     });
 
+    it('id lists bind as one array parameter: text ids with commas, quotes, braces, backslashes and the word NULL claim and settle, and 70,000 ids settle in one statement (past the 65,535-parameter limit of an IN list)', async () => {
+      const s = await store();
+      await s.execute({ sql: 'CREATE TABLE texty (id text PRIMARY KEY, date timestamptz NOT NULL DEFAULT now(), status smallint)', params: [] });
+      const awkward = ['a,b', '"quoted"', "it's", '{braced}', 'back\\slash', 'NULL', ' spaced ', 'é,ü', ''];
+      await s.executeBatch(awkward.map((id) => ({ sql: 'INSERT INTO texty (id) VALUES ($1)', params: [id] })));
+      const texty = await Queue.open(s, { table: 'texty' });
+      const claimed = (await texty.claim({ limit: 100, token: null })).rows.map((r) => r.id as string);
+      expect(claimed.sort()).toEqual([...awkward].sort());
+      const [settle] = await texty.apply([texty.sql.completeMany(claimed, null)]);
+      expect(settle!.affected).toBe(awkward.length);
+      expect((await texty.counts()).done).toBe(awkward.length);
+
+      const MANY = 70_000;
+      await s.execute({ sql: 'CREATE TABLE many (id bigint PRIMARY KEY, date timestamptz NOT NULL DEFAULT now(), status smallint)', params: [] });
+      await s.execute({ sql: `INSERT INTO many (id, status) SELECT g, 9 FROM generate_series(1, ${MANY}) g`, params: [] });
+      const many = await Queue.open(s, { table: 'many' });
+      const ids = Array.from({ length: MANY }, (_, i) => i + 1);
+      const statement = many.sql.completeMany(ids, null);
+      expect(statement.params).toHaveLength(1);
+      const [done] = await many.apply([statement]);
+      expect(done!.affected).toBe(MANY);
+      expect(await many.counts()).toMatchObject({ done: MANY, processing: 0 });
+    });
+
     it('ConnectionLost: the worker\'s connections are killed (pg_terminate_backend) three times mid-run; it reconnects and every job ends done, none lost', async () => {
       const JOBS = 3000;
       const admin = await store();

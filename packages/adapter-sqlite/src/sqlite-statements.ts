@@ -1,4 +1,4 @@
-import type { ExecResult, Row, SqlValue } from '@statusq/core/adapter';
+import type { ExecResult, Row, SqlParam } from '@statusq/core/adapter';
 
 /** The part of a better-sqlite3 statement runPrepared uses (the application's own copy of the driver may differ). */
 export interface PreparedSqlite {
@@ -8,7 +8,7 @@ export interface PreparedSqlite {
 }
 
 /** Runs a prepared statement; RETURNING statements report their rows as affected. */
-export function runPrepared(prepared: PreparedSqlite, params: readonly SqlValue[]): ExecResult {
+export function runPrepared(prepared: PreparedSqlite, params: readonly SqlParam[]): ExecResult {
   if (prepared.reader) {
     const rows = prepared.all(...params) as Row[];
     return { rows, affected: rows.length };
@@ -81,7 +81,7 @@ export function cacheable(prepared: RawCapableSqlite, schemaVersion: SchemaVersi
 }
 
 /** runPrepared for the store's own statements (see CachedSqlite). */
-export function runCached(cached: CachedSqlite, params: readonly SqlValue[], schemaVersion: SchemaVersion): ExecResult {
+export function runCached(cached: CachedSqlite, params: readonly SqlParam[], schemaVersion: SchemaVersion): ExecResult {
   if (cached.columns === null) return runPrepared(cached.prepared, params);
   const version = schemaVersion();
   const arrays = cached.prepared.all(...params) as unknown[][];

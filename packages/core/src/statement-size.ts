@@ -1,4 +1,4 @@
-import type { Statement, StatementLimit } from './store.js';
+import type { SqlParam, SqlValue, Statement, StatementLimit } from './store.js';
 
 const encoder = new TextEncoder();
 /**
@@ -15,12 +15,16 @@ const ESCAPED = new Set([0, 8, 9, 10, 13, 26, 34, 39, 92]);
  */
 export function statementBytes({ sql, params }: Statement): number {
   let bytes = utf8Bytes(sql);
-  for (const value of params) {
-    if (value === null) bytes += 4;
-    else if (typeof value === 'string') bytes += utf8Bytes(value) + escapes(value) + 2;
-    else bytes += String(value).length;
-  }
+  for (const value of params) bytes += paramBytes(value);
   return bytes;
+}
+
+function paramBytes(value: SqlParam): number {
+  if (value === null) return 4;
+  if (typeof value === 'string') return utf8Bytes(value) + escapes(value) + 2;
+  // An array parameter (PostgreSQL's id lists): its elements, a separator each, and the braces.
+  if (Array.isArray(value)) return value.reduce((n: number, v: SqlValue) => n + paramBytes(v) + 1, 2);
+  return String(value).length;
 }
 
 function escapes(text: string): number {

@@ -4,10 +4,15 @@ import type { ColumnInfo, OrderTimeEncoding, ResolvedTable } from './table.js';
 export type SqlValue = string | number | bigint | null;
 export type Row = Record<string, unknown>;
 export type JobId = string | number | bigint;
+/**
+ * A statement's parameter: a value, or a list bound as one array parameter, which core builds only for a
+ * dialect with `anyOf` (PostgreSQL); the other adapters never receive one.
+ */
+export type SqlParam = SqlValue | readonly SqlValue[];
 
 export interface Statement {
   sql: string;
-  params: SqlValue[];
+  params: SqlParam[];
 }
 
 export interface ExecResult {
@@ -43,6 +48,13 @@ export interface SqlDialect {
    * by aging, and only for the order column's encoding as `orderTimeEncoding` judged it.
    */
   orderCutoff(msParameter: string, encoding: OrderTimeEncoding): string;
+  /**
+   * `column` equals one of the values of the array parameter at `placeholder`, for an id list bound as one
+   * parameter. Optional; without it an id list is `column IN (...)` with one placeholder per value. With it
+   * (PostgreSQL: `= ANY($1)`) a grouped settle of any size is one statement text that the server parses
+   * without an IN list of hundreds of parameters, and no list runs into the 65,535-parameter limit.
+   */
+  anyOf?(column: string, placeholder: string): string;
 }
 
 /**

@@ -51,6 +51,7 @@ function allStatements(sql: TransitionSql): Array<[string, Statement]> {
     ['selectByIds', sql.selectByIds([3, 4])],
     ['complete', sql.complete(7, 'tok', '{"r":1}')],
     ['complete without token', sql.complete(7, null, null)],
+    ['completeMany', sql.completeMany([7, 8, 9], 'tok')],
     ['giveUp', sql.giveUp(7, 'tok', 'boom')],
     ['abuse from processing', sql.abuse(7, 'tok', 'spam')],
     ['abuse from pending', sql.abuse(7, null, 'spam', 'pending')],
@@ -107,6 +108,34 @@ describe('TransitionSql parameter order', () => {
     sql.candidates(p, { limit: 10, columns: 'id', agedMs: 60_000 });
     expect(p.values).toEqual([-60_000, 10]);
     for (const [label, statement] of allStatements(sql)) expect(count(statement), label).toBe(statement.params.length);
+  });
+});
+
+describe('TransitionSql id lists', () => {
+  const ID_LIST_STATEMENTS = ['claimByIds', 'selectByIds', 'completeMany', 'requeue failed', 'requeueProcessing', 'requeueProcessing of expired leases', 'statusOfIds'];
+
+  it('binds an id list as one array parameter on a dialect with anyOf, keeping parameter order', () => {
+    const anyOf = (column: string, placeholder: string) => `${column} = ANY(${placeholder})`;
+    const dialect: SqlDialect = { ...numbered('$'), anyOf };
+    const sql = new TransitionSql(sqlFor().table, dialect);
+    const statements = new Map(allStatements(sql));
+    for (const label of ID_LIST_STATEMENTS) {
+      const statement = statements.get(label)!;
+      expect(statement.sql, label).toMatch(/"id" = ANY\(\$\d+\)/);
+      expect(statement.sql, label).not.toMatch(/ IN \(/);
+      expect(statement.params.filter(Array.isArray), label).toHaveLength(1);
+    }
+    expect(statements.get('completeMany')!.params).toEqual([[7, 8, 9], 'tok']);
+    for (const [label, statement] of statements) expectTextOrder(statement, label);
+  });
+
+  it('writes an IN list with a placeholder per id on a dialect without anyOf', () => {
+    const statements = new Map(allStatements(sqlFor()));
+    for (const label of ID_LIST_STATEMENTS) {
+      expect(statements.get(label)!.sql, label).toMatch(/"id" IN \(\$\d+(, \$\d+)*\)/);
+      expect(statements.get(label)!.params.some(Array.isArray), label).toBe(false);
+    }
+    expect(statements.get('completeMany')!.params).toEqual([7, 8, 9, 'tok']);
   });
 });
 

@@ -8,19 +8,21 @@
  */
 import { ConfigError } from './errors.js';
 import { assertTransition, sourcesOf, statusCode, type StatusName, type TransitionCause } from './status.js';
-import type { JobId, SqlDialect, SqlValue, Statement } from './store.js';
+import type { JobId, SqlDialect, SqlParam, SqlValue, Statement } from './store.js';
 import { columnOverflow, type ColumnLimit, type ResolvedTable } from './table.js';
 
 /** Collects parameters and hands out the dialect's placeholders in order. */
 export class Params {
-  readonly values: SqlValue[] = [];
+  readonly values: SqlParam[] = [];
   constructor(private readonly dialect: SqlDialect) {}
-  add(value: SqlValue): string {
+  add(value: SqlParam): string {
     this.values.push(value);
     return this.dialect.placeholder(this.values.length);
   }
-  list(values: readonly SqlValue[]): string {
-    return values.map((v) => this.add(v)).join(', ');
+  /** `column` is one of `ids`: one array parameter where the dialect takes one (anyOf), an IN list elsewhere. */
+  in(column: string, ids: readonly JobId[]): string {
+    if (this.dialect.anyOf) return this.dialect.anyOf(column, this.add(ids));
+    return `${column} IN (${ids.map((id) => this.add(id)).join(', ')})`;
   }
 }
 
@@ -159,7 +161,7 @@ export class TransitionSql {
     const p = new Params(this.dialect);
     const set = this.claimAssignments(p, token, claimedAt);
     const sql =
-      `UPDATE ${this.q.table} SET ${set} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])}) AND ${this.dueCondition()}` +
+      `UPDATE ${this.q.table} SET ${set} WHERE ${p.in(this.q.id, ids)} AND ${this.dueCondition()}` +
       (returning ? ` RETURNING ${this.rowColumns}` : '');
     return { sql, params: p.values };
   }
@@ -167,7 +169,7 @@ export class TransitionSql {
   /** The claimed rows of `ids` (rowColumns), read back after a claim that could not return them. */
   selectByIds(ids: readonly JobId[]): Statement {
     const p = new Params(this.dialect);
-    return { sql: `SELECT ${this.rowColumns} FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])})`, params: p.values };
+    return { sql: `SELECT ${this.rowColumns} FROM ${this.q.table} WHERE ${p.in(this.q.id, ids)}`, params: p.values };
   }
 
   /** complete (processing -> done), storing the result when the table has a result column. */
@@ -191,7 +193,7 @@ export class TransitionSql {
     const p = new Params(this.dialect);
     const sets = [`${this.q.status} = ${this.table.codes.done}`];
     if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
-    const where = `${this.q.id} IN (${p.list(ids as SqlValue[])}) AND ${this.guard('complete')}${this.tokenGuard(p, token)}`;
+    const where = `${p.in(this.q.id, ids)} AND ${this.guard('complete')}${this.tokenGuard(p, token)}`;
     return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
   }
 
@@ -204,7 +206,7 @@ export class TransitionSql {
    */
   completedUnder(ids: readonly JobId[], token: string | null): Statement {
     const p = new Params(this.dialect);
-    const sql = `SELECT ${this.q.id} AS id FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])}) AND ${this.statusIs('done')}${this.tokenGuard(p, token)}`;
+    const sql = `SELECT ${this.q.id} AS id FROM ${this.q.table} WHERE ${p.in(this.q.id, ids)} AND ${this.statusIs('done')}${this.tokenGuard(p, token)}`;
     return { sql, params: p.values };
   }
 
@@ -326,7 +328,7 @@ export class TransitionSql {
     if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = 0`);
     if (this.q.nextAttemptAt) sets.push(`${this.q.nextAttemptAt} = NULL`);
     let where = this.guard('requeue', [from, 'pending']);
-    if (ids) where += ` AND ${this.q.id} IN (${p.list(ids as SqlValue[])})`;
+    if (ids) where += ` AND ${p.in(this.q.id, ids)}`;
     return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
   }
 
@@ -344,7 +346,7 @@ export class TransitionSql {
     if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
     if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
     let where = leaseMs !== null && this.q.claimedAt ? this.leaseExpired(p, leaseMs, 'requeueProcessing') : this.guard('requeueProcessing');
-    if (ids) where += ` AND ${this.q.id} IN (${p.list(ids as SqlValue[])})`;
+    if (ids) where += ` AND ${p.in(this.q.id, ids)}`;
     return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
   }
 
@@ -356,7 +358,7 @@ export class TransitionSql {
     const p = new Params(this.dialect);
     let what = `${this.q.id} AS id, ${this.q.status} AS status`;
     if (leaseMs !== null && this.q.claimedAt) what += `, CASE WHEN ${this.leaseExpired(p, leaseMs, 'requeueProcessing')} THEN 1 ELSE 0 END AS expired`;
-    return { sql: `SELECT ${what} FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])})`, params: p.values };
+    return { sql: `SELECT ${what} FROM ${this.q.table} WHERE ${p.in(this.q.id, ids)}`, params: p.values };
   }
 
   /**
@@ -409,7 +411,7 @@ export class TransitionSql {
   /** The named rows whole, with the database's clock as `clock`. */
   inspectIds(ids: readonly JobId[], clock: string): Statement {
     const p = new Params(this.dialect);
-    const sql = `SELECT *, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(clock)} FROM ${this.q.table} WHERE ${this.q.id} IN (${p.list(ids as SqlValue[])})`;
+    const sql = `SELECT *, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(clock)} FROM ${this.q.table} WHERE ${p.in(this.q.id, ids)}`;
     return { sql, params: p.values };
   }
 

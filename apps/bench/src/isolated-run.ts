@@ -1,0 +1,49 @@
+/**
+ * Each throughput run of a peer or of the raw loop in a Node process of its own (statusq's runs go to
+ * burn-child.ts the same way), so no run pays for what the ones before it left in the bench's process: a heap
+ * grown over an hour of runs, the peers' modules, timers and idle connections. Measured before this: in the
+ * full run statusq's SQLite burn-down reached 68% of the raw loop over the same protocol, and 92% side by
+ * side in a fresh process with the same code; PostgreSQL 75% against 86%.
+ */
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { BurnDownOptions, BurnDownResult } from './peer-contract.js';
+import type { RawOptions, RawResult } from './raw-protocol.js';
+import { exited } from './statusq-runs.js';
+
+export type IsolatedTask = { kind: 'raw'; options: RawOptions } | { kind: 'peer'; system: string; variant: string; options: BurnDownOptions };
+
+export type IsolatedMessage = { type: 'result'; value: RawResult | BurnDownResult } | { type: 'error'; message: string };
+
+const CHILD_SCRIPT = fileURLToPath(new URL('./isolated-child.js', import.meta.url));
+
+/** Start-up, module loading and set-up beyond the run's own bound; past it the child is taken for hung. */
+const CHILD_GRACE_MS = 60_000;
+
+export function rawBurnDownIsolated(options: RawOptions): Promise<RawResult> {
+  return runIsolated({ kind: 'raw', options }, options.timeoutMs) as Promise<RawResult>;
+}
+
+export function peerBurnDownIsolated(system: string, variant: string, options: BurnDownOptions): Promise<BurnDownResult> {
+  return runIsolated({ kind: 'peer', system, variant, options }, options.timeoutMs) as Promise<BurnDownResult>;
+}
+
+async function runIsolated(task: IsolatedTask, timeoutMs: number): Promise<RawResult | BurnDownResult> {
+  const deadline = AbortSignal.timeout(timeoutMs + CHILD_GRACE_MS);
+  const child = fork(CHILD_SCRIPT, [JSON.stringify(task)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  try {
+    const message = await new Promise<IsolatedMessage>((resolve, reject) => {
+      child.once('message', (m: IsolatedMessage) => resolve(m));
+      child.once('exit', (code, signal) => reject(new Error(`bench child (${describe(task)}) exited with ${code ?? signal} before its result`)));
+      deadline.addEventListener('abort', () => reject(new Error(`bench child (${describe(task)}) sent no result within the run's bound`)), { once: true });
+    });
+    if (message.type === 'error') throw new Error(`bench child (${describe(task)}) failed: ${message.message}`);
+    return message.value;
+  } finally {
+    await exited(child, deadline);
+  }
+}
+
+function describe(task: IsolatedTask): string {
+  return task.kind === 'raw' ? `raw protocol, ${task.options.dialect}` : `${task.system} ${task.variant}`;
+}
