@@ -1,7 +1,8 @@
 /**
- * One child of a multi-process burn-down: opens its own stores after it starts (nothing inherited from the
- * parent), reports ready, waits for "go", drains the table with its workers, reports its counters and
- * closes its connections when the parent says so.
+ * One child of a burn-down run in processes of their own: drains its share of the warm-up table first when
+ * there is one (untimed), opens its own stores (nothing inherited from the parent), reports ready, waits for
+ * "go", drains the table with its workers, reports its counters and closes its connections when the parent
+ * says so.
  */
 import { ownCpuSeconds } from './cpu.js';
 import { connectUrl } from './databases.js';
@@ -10,6 +11,16 @@ import { BenchWorkers, sumCounters, type ChildConfig, type ChildMessage } from '
 async function main(config: ChildConfig): Promise<void> {
   const bench = new BenchWorkers();
   try {
+    if (config.warmUpTable) {
+      // Untimed: the same workers and settings over a table of their own, so the run below starts on warm code.
+      const warmUp = new BenchWorkers();
+      try {
+        await warmUp.open(() => connectUrl(config.dialect, config.url, config.connections), { ...config, table: config.warmUpTable });
+        await warmUp.run(config.timeoutMs);
+      } finally {
+        await warmUp.close();
+      }
+    }
     await bench.open(() => connectUrl(config.dialect, config.url, config.connections), config);
     const go = new Promise<void>((resolve) => process.once('message', () => resolve()));
     send({ type: 'ready' });

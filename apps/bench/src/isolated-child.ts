@@ -1,13 +1,17 @@
-/** The child of isolated-run.ts: runs its one task, sends the result (or the error) and exits. */
+/** The child of isolated-run.ts: runs its one task (after its untimed warm-up), sends the result (or the error) and exits. */
 import type { IsolatedMessage, IsolatedTask } from './isolated-run.js';
 import type { BurnDownResult } from './peer-contract.js';
 import { loadPeers } from './peers/registry.js';
 import { rawBurnDown, type RawResult } from './raw-protocol.js';
 
 async function run(task: IsolatedTask): Promise<RawResult | BurnDownResult> {
-  if (task.kind === 'raw') return rawBurnDown(task.options);
+  if (task.kind === 'raw') {
+    if (task.warmUp) await rawBurnDown({ ...task.options, table: task.warmUp.table, jobs: task.warmUp.jobs });
+    return rawBurnDown(task.options);
+  }
   const peer = (await loadPeers()).find((p) => p.system === task.system && p.variant === task.variant);
   if (!peer) throw new Error(`no peer ${task.system} ${task.variant} in this process`);
+  if (task.warmUpJobs) await peer.burnDown({ ...task.options, jobs: task.warmUpJobs });
   return peer.burnDown(task.options);
 }
 

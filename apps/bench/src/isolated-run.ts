@@ -4,32 +4,46 @@
  * grown over an hour of runs, the peers' modules, timers and idle connections. Measured before this: in the
  * full run statusq's SQLite burn-down reached 68% of the raw loop over the same protocol, and 92% side by
  * side in a fresh process with the same code; PostgreSQL 75% against 86%.
+ *
+ * A fresh process runs cold code, though, and a queue's workers run for hours: each child first drains an
+ * untimed warm-up of `warmUpJobs` jobs with the same code and settings (the raw loop and statusq from a table
+ * of their own, a peer from its own schema, as its burnDown makes one), then the timed run.
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import type { BenchDatabase } from './databases.js';
 import type { BurnDownOptions, BurnDownResult } from './peer-contract.js';
 import type { RawOptions, RawResult } from './raw-protocol.js';
-import { exited } from './statusq-runs.js';
+import { exited, warmUpTableOf } from './statusq-runs.js';
 
-export type IsolatedTask = { kind: 'raw'; options: RawOptions } | { kind: 'peer'; system: string; variant: string; options: BurnDownOptions };
+export type IsolatedTask =
+  | { kind: 'raw'; options: RawOptions; warmUp?: { table: string; jobs: number } }
+  | { kind: 'peer'; system: string; variant: string; options: BurnDownOptions; warmUpJobs?: number };
 
 export type IsolatedMessage = { type: 'result'; value: RawResult | BurnDownResult } | { type: 'error'; message: string };
 
 const CHILD_SCRIPT = fileURLToPath(new URL('./isolated-child.js', import.meta.url));
 
-/** Start-up, module loading and set-up beyond the run's own bound; past it the child is taken for hung. */
+/** Start-up, module loading and set-up beyond the bounds of the warm-up and the run; past it the child is taken for hung. */
 const CHILD_GRACE_MS = 60_000;
 
-export function rawBurnDownIsolated(options: RawOptions): Promise<RawResult> {
-  return runIsolated({ kind: 'raw', options }, options.timeoutMs) as Promise<RawResult>;
+export async function rawBurnDownIsolated(db: BenchDatabase, options: RawOptions, warmUpJobs = 0): Promise<RawResult> {
+  if (warmUpJobs === 0) return (await runIsolated({ kind: 'raw', options }, options.timeoutMs)) as RawResult;
+  const table = warmUpTableOf(options.table);
+  await db.createTable(table, { pending: warmUpJobs, finished: 0 });
+  try {
+    return (await runIsolated({ kind: 'raw', options, warmUp: { table, jobs: warmUpJobs } }, 2 * options.timeoutMs)) as RawResult;
+  } finally {
+    await db.dropTable(table);
+  }
 }
 
-export function peerBurnDownIsolated(system: string, variant: string, options: BurnDownOptions): Promise<BurnDownResult> {
-  return runIsolated({ kind: 'peer', system, variant, options }, options.timeoutMs) as Promise<BurnDownResult>;
+export async function peerBurnDownIsolated(system: string, variant: string, options: BurnDownOptions, warmUpJobs = 0): Promise<BurnDownResult> {
+  return (await runIsolated({ kind: 'peer', system, variant, options, ...(warmUpJobs > 0 && { warmUpJobs }) }, (warmUpJobs > 0 ? 2 : 1) * options.timeoutMs)) as BurnDownResult;
 }
 
-async function runIsolated(task: IsolatedTask, timeoutMs: number): Promise<RawResult | BurnDownResult> {
-  const deadline = AbortSignal.timeout(timeoutMs + CHILD_GRACE_MS);
+async function runIsolated(task: IsolatedTask, boundMs: number): Promise<RawResult | BurnDownResult> {
+  const deadline = AbortSignal.timeout(boundMs + CHILD_GRACE_MS);
   const child = fork(CHILD_SCRIPT, [JSON.stringify(task)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   try {
     const message = await new Promise<IsolatedMessage>((resolve, reject) => {

@@ -14,8 +14,14 @@ export type Store = Dialect | 'redis';
 export const STATUS_ONLY_VARIANT = 'native, status only';
 
 export interface BurnDownRecord {
-  /** `batch-size`: statusq's native burn-down at each slots-per-worker of the sweep (batch = slots). */
-  scenario: 'burn-down' | 'handler-5ms' | 'batch-size';
+  /**
+   * `batch-size`: statusq's native burn-down at each slots-per-worker of the sweep (batch = slots).
+   * `target-check`: statusq over the raw loop's own protocol and the minimal raw loop, each at its fastest
+   * setting of the sweep, again in alternating rounds (`round`): the target is read from their medians.
+   */
+  scenario: 'burn-down' | 'handler-5ms' | 'batch-size' | 'target-check';
+  /** target-check only: the round (0-based); rounds alternate which side runs first. */
+  round?: number;
   system: System;
   /**
    * statusq: `native` or `conditional-update` (`native, status only`: every optional column off and `select: []`, in the

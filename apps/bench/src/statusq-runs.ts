@@ -28,6 +28,11 @@ export interface StatusqRunOptions {
    * attempts, results, and every column of each claimed row.
    */
   columns?: BenchColumns;
+  /**
+   * Run in a process of its own (burnDownInProcesses): rows each process drains first, untimed, from a table of
+   * their own with the same settings, so the timed run measures warm code as a long-running worker runs it.
+   */
+  warmUpJobs?: number;
 }
 
 export type BenchColumns = 'all' | 'status only';
@@ -51,6 +56,13 @@ export interface ChildConfig extends StatusqRunOptions {
   dialect: Dialect;
   url: string;
   connections: ConnectionOptions;
+  /** The table the warm-up drains first (warmUpJobs rows per process), when there is one. */
+  warmUpTable?: string;
+}
+
+/** The untimed warm-up's own table beside `table`. */
+export function warmUpTableOf(table: string): string {
+  return `${table}_warm`;
 }
 
 function handlerFor(delayMs: number): Handler {
@@ -222,10 +234,13 @@ const CHILD_GRACE_MS = 30_000;
  */
 export async function burnDownInProcesses(db: BenchDatabase, options: StatusqRunOptions, processes: number): Promise<StatusqBurnDownResult> {
   const perChild = Math.max(1, Math.round(options.workers / processes));
-  const config: ChildConfig = { ...options, workers: perChild, dialect: db.dialect, url: db.url, connections: burnDownConnections(options.workers) };
+  const warmUpTable = options.warmUpJobs ? warmUpTableOf(options.table) : undefined;
+  if (warmUpTable) await db.createTable(warmUpTable, { pending: options.warmUpJobs! * processes, finished: 0 });
+  const config: ChildConfig = { ...options, workers: perChild, dialect: db.dialect, url: db.url, connections: burnDownConnections(options.workers), ...(warmUpTable && { warmUpTable }) };
   const children: ChildProcess[] = [];
   const results: Array<Extract<ChildMessage, { type: 'done' }>> = [];
-  const deadline = AbortSignal.timeout(options.timeoutMs + CHILD_GRACE_MS);
+  // The warm-up is bounded by the run's bound too.
+  const deadline = AbortSignal.timeout((warmUpTable ? 2 : 1) * options.timeoutMs + CHILD_GRACE_MS);
   try {
     const ready: Array<Promise<void>> = [];
     const done: Array<Promise<void>> = [];
@@ -265,6 +280,7 @@ export async function burnDownInProcesses(db: BenchDatabase, options: StatusqRun
     };
   } finally {
     await Promise.all(children.map((child) => exited(child, deadline)));
+    if (warmUpTable) await db.dropTable(warmUpTable);
   }
 }
 
