@@ -36,7 +36,7 @@ export interface RawCapableSqlite extends PreparedSqlite {
  */
 export interface CachedSqlite {
   readonly prepared: PreparedSqlite;
-  /** The reader's column names in raw mode; null for a writer, or a reader left to build its own rows. */
+  /** The reader's column names in raw mode; null for a writer. */
   columns: readonly string[] | null;
   /** Builds one row object from the raw values, for `columns`. */
   build: RowBuilder;
@@ -56,17 +56,16 @@ const unused: RowBuilder = () => ({});
  * Function constructor: an object literal of known keys gets one hidden class that V8 creates in one step,
  * where assigning computed keys one at a time is a megamorphic store per property (about 15 ns a row
  * against 150 ns for 11 columns, measured on Node 20). Each name enters the source only as a JSON string
- * literal. Where code generation is disallowed (`--disallow-code-generation-from-strings`) the loop does it.
+ * literal. A `"__proto__": v` entry (or an assignment to it) would set the prototype instead of a column, so
+ * that name alone is written as a computed key, which defines an own property like any other; where code
+ * generation is disallowed (`--disallow-code-generation-from-strings`) Object.fromEntries does the same.
  */
 export function rowBuilder(columns: readonly string[]): RowBuilder {
+  const entry = (name: string, i: number) => `${name === '__proto__' ? `[${JSON.stringify(name)}]` : JSON.stringify(name)}: values[${i}]`;
   try {
-    return new Function('values', `return { ${columns.map((name, i) => `${JSON.stringify(name)}: values[${i}]`).join(', ')} };`) as RowBuilder;
+    return new Function('values', `return { ${columns.map(entry).join(', ')} };`) as RowBuilder;
   } catch {
-    return (values) => {
-      const row: Row = {};
-      for (let c = 0; c < columns.length; c++) row[columns[c]!] = values[c];
-      return row;
-    };
+    return (values) => Object.fromEntries(columns.map((name, c) => [name, values[c]]));
   }
 }
 
@@ -74,8 +73,6 @@ export function cacheable(prepared: RawCapableSqlite, schemaVersion: SchemaVersi
   if (!prepared.reader) return { prepared, columns: null, build: unused, schemaVersion: 0 };
   const version = schemaVersion();
   const columns = prepared.columns().map((c) => c.name);
-  // A "__proto__" key, in a literal or an assignment, would set the prototype; such rows stay the driver's to build.
-  if (columns.includes('__proto__')) return { prepared, columns: null, build: unused, schemaVersion: version };
   prepared.raw(true);
   return { prepared, columns, build: rowBuilder(columns), schemaVersion: version };
 }
@@ -87,7 +84,6 @@ export function runCached(cached: CachedSqlite, params: readonly SqlParam[], sch
   const arrays = cached.prepared.all(...params) as unknown[][];
   if (version !== cached.schemaVersion || (arrays.length > 0 && arrays[0]!.length !== cached.columns.length)) {
     const columns = (cached.prepared as RawCapableSqlite).columns().map((c) => c.name);
-    if (columns.includes('__proto__')) return { rows: arrays.map((values) => Object.fromEntries(columns.map((name, c) => [name, values[c]]))), affected: arrays.length };
     cached.columns = columns;
     cached.build = rowBuilder(columns);
     cached.schemaVersion = version;
