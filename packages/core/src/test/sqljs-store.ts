@@ -135,7 +135,11 @@ export class SqlJsStore implements Store {
     const before = this.totalChanges();
     const rows = this.rows(
       statement.sql,
-      statement.params.map((v) => (typeof v === 'bigint' ? Number(v) : v)),
+      statement.params.map((v) => {
+        // Core builds an array parameter only for a dialect with anyOf, and this one has none.
+        if (Array.isArray(v)) throw new TypeError('sql.js store: an array parameter on a dialect without anyOf');
+        return typeof v === 'bigint' ? Number(v) : (v as SqlJsValue);
+      }),
     );
     return { rows, affected: this.totalChanges() - before };
   }
