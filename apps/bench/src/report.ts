@@ -122,8 +122,8 @@ function sections(records: readonly BenchRecord[]): Section[] {
   if (checks.length > 0) {
     out.push({
       title: "Target check (statusq over the raw loop's own protocol and the minimal raw loop, each at its fastest setting of the sweep, run again in alternating rounds; medians)",
-      header: ['dialect', 'statusq setting', 'raw setting', 'rounds', 'statusq median', 'statusq range', 'raw median', 'raw range', '% of raw'],
-      rows: checks.map((c) => [c.dialect, `${c.ours.workers} x ${c.ours.concurrency}`, `${c.raw.workers}, ${c.raw.variant}`, c.rounds, c.ours.median, c.ours.range, c.raw.median, c.raw.range, percent(c.ours.median, c.raw.median)]),
+      header: ['dialect', 'statusq setting', 'raw setting', 'rounds', 'jobs a run', 'statusq median', 'statusq range', 'raw median', 'raw range', '% of raw'],
+      rows: checks.map((c) => [c.dialect, `${c.ours.workers} x ${c.ours.concurrency}`, `${c.raw.workers}, ${c.raw.variant}`, c.rounds, c.jobs, c.ours.median, c.ours.range, c.raw.median, c.raw.range, percent(c.ours.median, c.raw.median)]),
     });
   }
   const pickups = records.filter((r): r is PickupRecord => r.scenario === 'pickup');
@@ -211,6 +211,8 @@ interface CheckedSide {
 interface TargetCheck {
   dialect: BurnDownRecord['dialect'];
   rounds: number;
+  /** Jobs of each run (statusq's; the raw loop's are the same). */
+  jobs: number;
   ours: CheckedSide;
   raw: CheckedSide;
 }
@@ -226,7 +228,7 @@ function targetChecks(records: readonly BenchRecord[]): TargetCheck[] {
   for (const dialect of ['postgres', 'mysql', 'sqlite'] as const) {
     const ours = runs.filter((r) => r.dialect === dialect && r.system === 'statusq');
     const raw = runs.filter((r) => r.dialect === dialect && r.system === 'raw-protocol');
-    if (ours.length > 0 && raw.length > 0) checks.push({ dialect, rounds: Math.min(ours.length, raw.length), ours: side(ours), raw: side(raw) });
+    if (ours.length > 0 && raw.length > 0) checks.push({ dialect, rounds: Math.min(ours.length, raw.length), jobs: ours[0]!.jobs, ours: side(ours), raw: side(raw) });
   }
   return checks;
 }

@@ -67,3 +67,19 @@ export function isConnectionError(error: unknown): boolean {
   const mapped = toStoreError(error);
   return mapped instanceof StoreError && mapped.kind === 'ConnectionLost';
 }
+
+/**
+ * Whether the server refused a named prepared statement itself, before running it, so the same statement
+ * unnamed is safe to send at once:
+ * - 26000 invalid_sql_statement_name (`prepared statement "..." does not exist`) and 42P05
+ *   duplicate_prepared_statement: the session behind the connection is not the one that prepared it, as
+ *   behind a transaction-mode pooler that does not track prepared statements (PgBouncer before 1.21, or
+ *   with max_prepared_statements = 0), or something ran DEALLOCATE on it;
+ * - 0A000 `cached plan must not change result type`: the table changed shape (ALTER TABLE) under a
+ *   prepared `RETURNING *`, which PostgreSQL will not re-plan into different columns.
+ */
+export function refusesPreparedStatement(error: unknown): boolean {
+  const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  if (code === '26000' || code === '42P05') return true;
+  return code === '0A000' && error instanceof Error && /cached plan must not change result type/i.test(error.message);
+}

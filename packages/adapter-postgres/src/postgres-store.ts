@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import {
   ConfigError,
@@ -33,7 +34,7 @@ import { describePostgresTable } from './postgres-catalog.js';
 import { postgresNativeClaim } from './postgres-claim-sql.js';
 import { postgresDialect, postgresOrderTimeEncoding } from './postgres-dialect.js';
 import { postgresInspection } from './postgres-doctor.js';
-import { isConnectionError, isReadOnlyRefusal, toStoreError } from './postgres-errors.js';
+import { isConnectionError, isReadOnlyRefusal, refusesPreparedStatement, toStoreError } from './postgres-errors.js';
 import { PostgresListener } from './postgres-listener.js';
 import { postgresSchema } from './postgres-schema.js';
 import { postgresTypes } from './postgres-types.js';
@@ -46,7 +47,17 @@ export interface PostgresStoreOptions extends ServerConnectionOptions {
   listen?: boolean;
   /** Extra pg pool settings (ssl, ...); they win over the defaults above. */
   pool?: pg.PoolConfig;
+  /**
+   * Prepare the worker's claim and grouped settle once per connection (named statements) instead of sending
+   * their text to be parsed on every call. Default true. The store turns it off by itself, for good, the first
+   * time the server refuses a prepared statement (a transaction-mode pooler that does not track them, or a
+   * table changed under a prepared `RETURNING *`), and re-sends that statement unnamed.
+   */
+  prepare?: boolean;
 }
+
+/** Most statement texts a store prepares; past it, further texts are sent unnamed. */
+const MAX_PREPARED_TEXTS = 64;
 
 
 /**
@@ -78,6 +89,12 @@ export class PostgresStore implements Store {
   private readonly sockets = new Set<ClosableSocket>();
   private closed = false;
   private readonly listener: PostgresListener;
+  /**
+   * Names of the reusable statements prepared so far, by text; null once preparing is off. The name is a hash
+   * of the text, so one name means one text on every connection and in every process: a session that holds
+   * another process's statement of that name (behind a pooler) holds the same statement.
+   */
+  private preparedNames: Map<string, string> | null;
 
   constructor(options: PostgresStoreOptions) {
     if (!options || typeof options.connectionString !== 'string' || options.connectionString.length === 0) {
@@ -108,13 +125,43 @@ export class PostgresStore implements Store {
       client.on('error', () => undefined);
       this.track(client);
     });
+    this.preparedNames = options.prepare === false ? null : new Map();
     this.listener = new PostgresListener(clientConfig, this.deadlines.queryTimeoutMs, (client) => this.track(client));
     // Without LISTEN the worker polls: no waitForWork at all.
     if (!this.capabilities.listenNotify) (this as { waitForWork?: unknown }).waitForWork = undefined;
   }
 
   async execute(statement: Statement): Promise<ExecResult> {
-    return this.withClient((client) => run(client, statement), deadlineOf([statement], this.deadlines));
+    return this.withClient((client) => this.runAutocommitted(client, statement), deadlineOf([statement], this.deadlines));
+  }
+
+  /**
+   * One statement on its own (no transaction around it), prepared when it is reusable: about 6-8% more jobs/s
+   * on the no-op burn-down (8 workers x 256 slots, 2026-12-03), the server parsing and analysing each claim
+   * and settle once per connection instead of per call. Only here: a refused prepared statement aborts the
+   * transaction it is in, and only outside one can it be sent again at once, unnamed.
+   */
+  private async runAutocommitted(client: pg.PoolClient, statement: Statement): Promise<ExecResult> {
+    const name = this.preparedNameOf(statement);
+    if (name === null) return run(client, statement);
+    try {
+      return await run(client, statement, name);
+    } catch (error) {
+      if (!refusesPreparedStatement(error)) throw error;
+      this.preparedNames = null;
+      return run(client, statement);
+    }
+  }
+
+  private preparedNameOf(statement: Statement): string | null {
+    if (!statement.reusable || this.preparedNames === null) return null;
+    let name = this.preparedNames.get(statement.sql);
+    if (name === undefined) {
+      if (this.preparedNames.size >= MAX_PREPARED_TEXTS) return null;
+      name = `statusq_${createHash('sha256').update(statement.sql).digest('hex').slice(0, 32)}`;
+      this.preparedNames.set(statement.sql, name);
+    }
+    return name;
   }
 
   async executeBatch(statements: readonly Statement[]): Promise<ExecResult[]> {
@@ -232,8 +279,10 @@ const CONNECTION_OPS: PooledConnectionOps<pg.PoolClient> = {
   timeoutError: (ms) => new StoreError('ConnectionLost', `PostgreSQL did not answer within ${ms} ms (queryTimeout); the connection was dropped`, 'QUERY_TIMEOUT'),
 };
 
-async function run(client: pg.PoolClient, statement: Statement): Promise<ExecResult> {
-  const result = (await client.query({ text: statement.sql, values: statement.params as unknown[] })) as pg.QueryResult | pg.QueryResult[];
+async function run(client: pg.PoolClient, statement: Statement, name?: string): Promise<ExecResult> {
+  const query: pg.QueryConfig = { text: statement.sql, values: statement.params as unknown[] };
+  if (name !== undefined) query.name = name;
+  const result = (await client.query(query)) as pg.QueryResult | pg.QueryResult[];
   const last = Array.isArray(result) ? result[result.length - 1]! : result;
   return { rows: last.rows as Row[], affected: last.rowCount ?? 0 };
 }

@@ -85,6 +85,65 @@ if (unavailable !== null) {
       expect(await many.counts()).toMatchObject({ done: MANY, processing: 0 });
     });
 
+    describe('prepared statements', () => {
+      const prepared = async (s: Store) => (await s.execute({ sql: 'SELECT name, statement FROM pg_prepared_statements ORDER BY statement', params: [] })).rows as Array<{ name: string; statement: string }>;
+      const jobsQueue = async (s: Store, rows: number) => {
+        const { table } = await initTable(s, 'jobs');
+        await s.execute({ sql: `INSERT INTO jobs (date, payload) SELECT now() - g * interval '1 second', '{}' FROM generate_series(1, ${rows}) g`, params: [] });
+        return Queue.open(s, { table });
+      };
+
+      it('the claim and the grouped settle are prepared once per connection, under a name hashed from their text; the other statements are not', async () => {
+        // One connection, so the catalog view (per session) shows what the worker's statements left there.
+        const s = await store({ maxConnections: 1 });
+        const jobs = await jobsQueue(s, 20);
+        const claim = oneStatementClaim(jobs.sql, postgresNativeClaim, { limit: 5, token: 'w:1' });
+        expect(claim.reusable).toBe(true);
+        for (let round = 0; round < 3; round++) {
+          const ids = (await jobs.claim({ limit: 5, token: 'w:1' }, 'native')).rows.map((r) => r.id as number);
+          expect(ids).toHaveLength(5);
+          const [settle] = await jobs.apply([jobs.sql.completeMany(ids, 'w:1')]);
+          expect(settle!.affected).toBe(5);
+        }
+        const names = await prepared(s);
+        expect(names.map((p) => p.statement).sort()).toEqual([claim.sql, jobs.sql.completeMany([1], 'w:1').sql].sort());
+        for (const { name } of names) expect(name).toMatch(/^statusq_[0-9a-f]{32}$/);
+        expect((await jobs.counts()).done).toBe(15);
+      });
+
+      it('a refused prepared statement (gone from the session, as behind a pooler) is sent again unnamed, and preparing stays off for that store', async () => {
+        const s = await store({ maxConnections: 1 });
+        const jobs = await jobsQueue(s, 20);
+        expect((await jobs.claim({ limit: 5, token: 'w:1' }, 'native')).rows).toHaveLength(5);
+        expect(await prepared(s)).toHaveLength(1);
+        // pg still believes the session holds the claim: its next call binds a name the server no longer knows.
+        await s.execute({ sql: 'DEALLOCATE ALL', params: [] });
+        expect((await jobs.claim({ limit: 5, token: 'w:2' }, 'native')).rows).toHaveLength(5);
+        expect((await jobs.claim({ limit: 5, token: 'w:3' }, 'native')).rows).toHaveLength(5);
+        expect(await prepared(s)).toEqual([]);
+        expect(await jobs.counts()).toMatchObject({ processing: 15, pending: 5 });
+      });
+
+      it('a table changed under a prepared RETURNING * claim: the next claim goes through with the new column', async () => {
+        const s = await store({ maxConnections: 1 });
+        const jobs = await jobsQueue(s, 10);
+        expect((await jobs.claim({ limit: 2, token: 'w:1' }, 'native')).rows).toHaveLength(2);
+        await s.execute({ sql: "ALTER TABLE jobs ADD COLUMN region text NOT NULL DEFAULT 'eu'", params: [] });
+        const after = (await jobs.claim({ limit: 2, token: 'w:2' }, 'native')).rows;
+        expect(after).toHaveLength(2);
+        for (const row of after) expect(row.region).toBe('eu');
+      });
+
+      it('prepare: false sends every statement unnamed', async () => {
+        const s = await store({ maxConnections: 1, prepare: false });
+        const jobs = await jobsQueue(s, 10);
+        const ids = (await jobs.claim({ limit: 5, token: 'w:1' }, 'native')).rows.map((r) => r.id as number);
+        await jobs.apply([jobs.sql.completeMany(ids, 'w:1')]);
+        expect(await prepared(s)).toEqual([]);
+        expect((await jobs.counts()).done).toBe(5);
+      });
+    });
+
     it('ConnectionLost: the worker\'s connections are killed (pg_terminate_backend) three times mid-run; it reconnects and every job ends done, none lost', async () => {
       const JOBS = 3000;
       const admin = await store();

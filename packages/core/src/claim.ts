@@ -64,7 +64,7 @@ export function oneStatementClaim(sql: TransitionSql, native: NativeClaim, reque
   const p = new Params(sql.dialect);
   const set = sql.claimAssignments(p, request.token);
   const candidates = sql.candidates(p, { limit: request.limit, columns: 'id' }) + native.lockCandidates;
-  return { sql: native.oneStatement({ table: sql.q.table, id: sql.q.id, set, candidates, returning: sql.rowColumns }), params: p.values };
+  return { sql: native.oneStatement({ table: sql.q.table, id: sql.q.id, set, candidates, returning: sql.rowColumns }), params: p.values, reusable: p.fixedText };
 }
 
 /**

@@ -3,12 +3,18 @@ import { Queue } from './queue.js';
 import { OPTIONAL_COLUMNS } from './table.js';
 import { ReadOnlyWait } from './read-only-wait.js';
 import { Settler } from './settler.js';
+import type { Statement } from './store.js';
 import { jobsStoreEachTest, type SqlJsStore } from './test/sqljs-store.js';
 
 const withJobs = jobsStoreEachTest();
 
 function statuses(s: SqlJsStore): Array<number | null> {
   return s.rows('SELECT status FROM jobs ORDER BY id').map((r) => r.status as number | null);
+}
+
+/** Submits one settle and resolves (or rejects) as the settler answers it. */
+function submit(settler: Settler, statement: () => Statement, completion: { id: number; token: string | null } | null): Promise<boolean> {
+  return new Promise((settled, failed) => settler.submit({ groupable: completion !== null, id: completion?.id ?? 0, token: completion?.token ?? null, statement, settled, failed }));
 }
 
 async function settlerOn(s: SqlJsStore): Promise<{ queue: Queue; settler: Settler }> {
@@ -28,16 +34,16 @@ describe('Settler', () => {
     const { rows } = await queue.claim({ limit: 4, token: null });
     const ids = rows.map((r) => r.id as number);
     const built: number[] = [];
-    const submit = (id: number) =>
-      settler.submit(() => {
+    const complete = (id: number) =>
+      submit(settler, () => {
         built.push(id);
         return queue.sql.complete(id, null, null);
       }, { id, token: null });
-    expect(await Promise.all(ids.slice(0, 2).map(submit))).toEqual([true, true]);
+    expect(await Promise.all(ids.slice(0, 2).map(complete))).toEqual([true, true]);
     expect(built).toEqual([]);
     // An operator puts one claimed row back to pending: its completion changes nothing and says so.
     await s.execute({ sql: 'UPDATE jobs SET status = NULL WHERE id = ?', params: [ids[2]!] });
-    expect(await Promise.all(ids.slice(2).map(submit))).toEqual([false, true]);
+    expect(await Promise.all(ids.slice(2).map(complete))).toEqual([false, true]);
     expect(built).toEqual([]);
     const statusOf = new Map(s.rows('SELECT id, status FROM jobs').map((r) => [r.id, r.status]));
     expect(ids.map((id) => statusOf.get(id))).toEqual([1, 1, null, 1]);
@@ -54,9 +60,9 @@ describe('Settler', () => {
       return queue.sql.complete(id, 'w:1', null);
     };
     const settled = await Promise.all([
-      settler.submit(build(ids[0]!), { id: ids[0]!, token: 'w:1' }),
-      settler.submit(build(ids[1]!), { id: ids[1]!, token: 'w:1' }),
-      settler.submit(build(ids[2]!), null),
+      submit(settler, build(ids[0]!), { id: ids[0]!, token: 'w:1' }),
+      submit(settler, build(ids[1]!), { id: ids[1]!, token: 'w:1' }),
+      submit(settler, build(ids[2]!), null),
     ]);
     expect(settled).toEqual([true, true, true]);
     expect(built).toEqual([ids[2]]);
@@ -70,11 +76,11 @@ describe('Settler', () => {
     const [a, b, c] = rows.map((r) => r.id as number);
     const broken = new Error('cannot build this settle');
     const outcomes = await Promise.allSettled([
-      settler.submit(() => queue.sql.complete(a!, 'w:1', null), null),
-      settler.submit(() => {
+      submit(settler, () => queue.sql.complete(a!, 'w:1', null), null),
+      submit(settler, () => {
         throw broken;
       }, null),
-      settler.submit(() => queue.sql.giveUp(c!, 'w:1', 'gave up'), null),
+      submit(settler, () => queue.sql.giveUp(c!, 'w:1', 'gave up'), null),
     ]);
     expect(outcomes).toEqual([
       { status: 'fulfilled', value: true },

@@ -13,6 +13,12 @@ export type SqlParam = SqlValue | readonly SqlValue[];
 export interface Statement {
   sql: string;
   params: SqlParam[];
+  /**
+   * Its text is one a worker sends over and over with other values (the claim, the grouped settle), never
+   * one that grows with its values: a store may prepare it once per connection and reuse it (PostgreSQL's
+   * does; see its store). Default false.
+   */
+  reusable?: boolean;
 }
 
 export interface ExecResult {

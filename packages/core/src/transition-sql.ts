@@ -14,6 +14,8 @@ import { columnOverflow, type ColumnLimit, type ResolvedTable } from './table.js
 /** Collects parameters and hands out the dialect's placeholders in order. */
 export class Params {
   readonly values: SqlParam[] = [];
+  /** No list of values has added placeholders to the text: the same statement with other values has the same text. */
+  fixedText = true;
   constructor(private readonly dialect: SqlDialect) {}
   add(value: SqlParam): string {
     this.values.push(value);
@@ -22,6 +24,7 @@ export class Params {
   /** `column` is one of `ids`: one array parameter where the dialect takes one (anyOf), an IN list elsewhere. */
   in(column: string, ids: readonly JobId[]): string {
     if (this.dialect.anyOf) return this.dialect.anyOf(column, this.add(ids));
+    this.fixedText = false;
     return `${column} IN (${ids.map((id) => this.add(id)).join(', ')})`;
   }
 }
@@ -194,7 +197,7 @@ export class TransitionSql {
     const sets = [`${this.q.status} = ${this.table.codes.done}`];
     if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
     const where = `${p.in(this.q.id, ids)} AND ${this.guard('complete')}${this.tokenGuard(p, token)}`;
-    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
+    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values, reusable: p.fixedText };
   }
 
   /**

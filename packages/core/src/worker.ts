@@ -10,7 +10,7 @@ import { ConfigError, JobTimeoutError, StoreError, describeError, isRetryableSto
 import { TypedEmitter } from './events.js';
 import type { IdOf, Job } from './handler.js';
 import { Queue } from './queue.js';
-import { JobOutcomes, abortFlight, beforeSettle, ranFor, undecided, type InFlight, type Outcome } from './job-run.js';
+import { InFlight, JobOutcomes, abortFlight, beforeSettle, ranFor, undecided, type FlightOwner, type Outcome } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { ReadOnlyWait, isReadOnlyError } from './read-only-wait.js';
 import { Settler } from './settler.js';
@@ -98,6 +98,12 @@ export class Worker extends TypedEmitter {
   /** Resolvers of the loop's current wait; a finished job or stop() resolves them early. */
   private readonly wakeWaiters = new Set<() => void>();
   private claimSequence = 0;
+  /** Where every flight of this worker reports its settle. */
+  private readonly flightOwner: FlightOwner = {
+    settleStatement: (flight) => this.settleStatement(flight),
+    settled: (flight, applied) => this.settled(flight, applied),
+    settleFailed: (flight, error) => this.settleFailed(flight, error),
+  };
   private running: Promise<WorkerCounters> | null = null;
 
   private constructor(
@@ -299,56 +305,81 @@ export class Worker extends TypedEmitter {
    * first synchronous step leaves the rest listed as claimed but not started (see unstartedClaims).
    */
   private start(jobs: readonly Job[], token: string | null): void {
-    const flights = jobs.map((job): InFlight => ({ job, token, state: 'claimed', controller: null, abortReason: null, timer: null, timedOut: false, stuck: false, startedAt: 0, ranMs: null }));
+    const flights = jobs.map((job) => new InFlight(job, token, this.flightOwner));
     for (const flight of flights) this.inFlight.add(flight);
     for (const flight of flights) {
       if (this.settings.jobTimeoutMs !== null) flight.timer = setTimeout(() => this.timeOut(flight), this.settings.jobTimeoutMs);
-      void this.execute(flight);
+      this.execute(flight);
     }
   }
 
-  /** Runs one job to its settle; its slot is free again once this returns, however it ends. */
-  private async execute(flight: InFlight): Promise<void> {
+  /**
+   * Runs one job's user code and submits its settle. No promise of its own: a handler that returns at once
+   * goes straight to the settler, and the flight hears back through settled/settleFailed. Its slot is free
+   * again (finish) however it ends.
+   */
+  private execute(flight: InFlight): void {
+    flight.startedAt = performance.now();
+    const decided = this.outcomes.decide(flight);
+    if (decided instanceof Promise) {
+      // decide turns every throw into an outcome; a rejection here would be a bug, still settled as a failure.
+      decided.then(
+        (outcome) => this.decided(flight, outcome),
+        (error: unknown) => this.decided(flight, this.outcomes.failure(flight.job, error)),
+      );
+    } else {
+      this.decided(flight, decided);
+    }
+  }
+
+  private decided(flight: InFlight, outcome: Outcome): void {
+    flight.ranMs = performance.now() - flight.startedAt;
+    if (flight.timer) clearTimeout(flight.timer);
+    // Lost, handed back or settled as stuck while the handler ran: that already decided the row.
+    if (flight.state !== 'running') return this.finish(flight);
+    flight.outcome = flight.timedOut ? this.outcomes.failure(flight.job, flight.abortReason) : outcome;
+    flight.state = 'settling';
+    this.settler.submit(flight);
+  }
+
+  /** The flight's settle committed. */
+  private settled(flight: InFlight, applied: boolean): void {
     try {
-      flight.startedAt = performance.now();
-      const decided = this.outcomes.decide(flight);
-      let outcome = decided instanceof Promise ? await decided : decided;
-      flight.ranMs = performance.now() - flight.startedAt;
-      if (flight.timer) clearTimeout(flight.timer);
-      // Lost, handed back or settled as stuck while the handler ran: that already decided the row.
-      if (flight.state !== 'running') return;
-      if (flight.timedOut) outcome = this.outcomes.failure(flight.job, flight.abortReason);
-      const { job } = flight;
-      flight.state = 'settling';
-      let applied: boolean;
-      try {
-        applied = await this.submitSettle(flight, outcome);
-      } catch (error) {
-        if (outcome.kind === 'complete' && outcome.stored !== null && !isRetryableStoreError(error) && !isReadOnlyError(error)) {
-          // The database refuses this result (too large, not valid for the column): the row fails with that
-          // reason instead of staying in processing and running again by lease.
-          this.emit('error', { error, during: `settle of job ${String(job.id)}` });
-          outcome = { kind: 'giveUp', reason: `result could not be stored: ${describeError(error)}`, cause: error };
-          try {
-            applied = await this.submitSettle(flight, outcome);
-          } catch (fallbackError) {
-            return this.settleFailed(job, fallbackError);
-          }
-        } else {
-          return this.settleFailed(job, error);
-        }
-      }
       if (flight.state === 'settling') flight.state = 'done';
       if (!applied) {
         this.counters.claimLost++;
-        this.emit('claim-lost', { job, during: 'settle' });
-        return;
+        this.emit('claim-lost', { job: flight.job, during: 'settle' });
+      } else {
+        this.countOutcome(flight, flight.outcome!);
       }
-      this.countOutcome(flight, outcome);
     } finally {
-      this.inFlight.delete(flight);
-      this.wake();
+      this.finish(flight);
     }
+  }
+
+  /** The flight's settle did not commit. */
+  private settleFailed(flight: InFlight, error: unknown): void {
+    const outcome = flight.outcome!;
+    const { job } = flight;
+    if (outcome.kind === 'complete' && outcome.stored !== null && !isRetryableStoreError(error) && !isReadOnlyError(error)) {
+      // The database refuses this result (too large, not valid for the column): the row fails with that
+      // reason instead of staying in processing and running again by lease.
+      this.emit('error', { error, during: `settle of job ${String(job.id)}` });
+      flight.outcome = { kind: 'giveUp', reason: `result could not be stored: ${describeError(error)}`, cause: error };
+      this.settler.submit(flight);
+      return;
+    }
+    try {
+      this.reportUncommittedSettle(job, error);
+    } finally {
+      this.finish(flight);
+    }
+  }
+
+  /** The job's slot is free again. */
+  private finish(flight: InFlight): void {
+    this.inFlight.delete(flight);
+    this.wake();
   }
 
   private countOutcome(flight: InFlight, outcome: Outcome): void {
@@ -374,8 +405,8 @@ export class Worker extends TypedEmitter {
     }
   }
 
-  /** The guarded UPDATE that settles a job with `outcome`. */
-  private settleStatement(flight: InFlight, outcome: Outcome): Statement {
+  /** The guarded UPDATE that settles the flight with its outcome (or with `outcome`). */
+  private settleStatement(flight: InFlight, outcome: Outcome = flight.outcome!): Statement {
     const { job, token } = flight;
     const sql = this.queue.sql;
     return outcome.kind === 'complete'
@@ -387,13 +418,6 @@ export class Worker extends TypedEmitter {
           : sql.retry(job.id, token, outcome.reason, outcome.delayMs);
   }
 
-  private submitSettle(flight: InFlight, outcome: Outcome): Promise<boolean> {
-    const { job, token } = flight;
-    // A plain completion can share one UPDATE with the others of its batch (under its claim token, if any).
-    const groupable = outcome.kind === 'complete' && outcome.stored === null;
-    return this.settler.submit(() => this.settleStatement(flight, outcome), groupable ? { id: job.id, token } : null);
-  }
-
   /**
    * A settle that did not commit. After an outage that outlasted the retries the row stays in processing
    * (with a lease the reaper returns it; without one an operator requeues it). Any other error would fail
@@ -401,7 +425,7 @@ export class Worker extends TypedEmitter {
    * than claiming rows it cannot finish; so does a database still read-only at the end of the wait
    * (the rows stay in processing, for the lease reaper or a requeue).
    */
-  private settleFailed(job: Job, error: unknown): void {
+  private reportUncommittedSettle(job: Job, error: unknown): void {
     this.emit('error', { error, during: `settle of job ${String(job.id)}` });
     if (isRetryableStoreError(error)) return;
     this.fatal ??= error;
