@@ -13,7 +13,12 @@ function slowCounts(ms: () => number) {
     state.running++;
     state.maxRunning = Math.max(state.maxRunning, state.running);
     try {
-      await new Promise((resolve) => setTimeout(resolve, ms()));
+      // At least `wait` on performance.now(), the sampler's clock: a timer may fire a fraction of a
+      // millisecond early by it (libuv reads its clock once per loop turn), which made a 30 ms count 29.3 ms.
+      const wait = ms();
+      const started = performance.now();
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      while (performance.now() - started < wait) await new Promise((resolve) => setTimeout(resolve, 1));
       if (state.fail) throw new Error('database down');
       return { pending: 1, processing: 2, done: state.calls, abuse: 3, failed: 4, other: 5 };
     } finally {
