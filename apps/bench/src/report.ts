@@ -121,7 +121,7 @@ function sections(records: readonly BenchRecord[]): Section[] {
   const checks = targetChecks(records);
   if (checks.length > 0) {
     out.push({
-      title: "Target check (statusq over the raw loop's own protocol and the minimal raw loop, each at its fastest setting of the sweep, run again in alternating rounds; medians)",
+      title: "Target check (statusq over the raw loop's own protocol and the minimal raw loop, each at its two fastest settings of the sweep, run again in alternating rounds; the better median of each side)",
       header: ['dialect', 'statusq setting', 'raw setting', 'rounds', 'jobs a run', 'statusq median', 'statusq range', 'raw median', 'raw range', '% of raw'],
       rows: checks.map((c) => [c.dialect, `${c.ours.workers} x ${c.ours.concurrency}`, `${c.raw.workers}, ${c.raw.variant}`, c.rounds, c.jobs, c.ours.median, c.ours.range, c.raw.median, c.raw.range, percent(c.ours.median, c.raw.median)]),
     });
@@ -204,6 +204,8 @@ interface CheckedSide {
   workers: number;
   concurrency: number;
   variant: string;
+  /** Runs at this setting. */
+  rounds: number;
   median: number;
   range: string;
 }
@@ -222,13 +224,26 @@ function targetChecks(records: readonly BenchRecord[]): TargetCheck[] {
   const runs = records.filter((r): r is BurnDownRecord => r.scenario === 'target-check' && !r.timedOut && r.jobsPerSec > 0);
   const side = (of: readonly BurnDownRecord[]): CheckedSide => {
     const rates = of.map((r) => r.jobsPerSec);
-    return { workers: of[0]!.workers, concurrency: of[0]!.concurrency, variant: of[0]!.variant, median: quantile(rates, 0.5), range: `${format(Math.min(...rates))}-${format(Math.max(...rates))}` };
+    return { workers: of[0]!.workers, concurrency: of[0]!.concurrency, variant: of[0]!.variant, rounds: of.length, median: quantile(rates, 0.5), range: `${format(Math.min(...rates))}-${format(Math.max(...rates))}` };
+  };
+  // Each side may have run at more than one setting (scenarios.ts targetCheck): its best median counts.
+  const best = (of: readonly BurnDownRecord[]): CheckedSide => {
+    const bySetting = new Map<string, BurnDownRecord[]>();
+    for (const r of of) {
+      const key = `${r.workers}/${r.concurrency}/${r.variant}`;
+      bySetting.set(key, [...(bySetting.get(key) ?? []), r]);
+    }
+    return [...bySetting.values()].map(side).sort((a, b) => b.median - a.median)[0]!;
   };
   const checks: TargetCheck[] = [];
   for (const dialect of ['postgres', 'mysql', 'sqlite'] as const) {
     const ours = runs.filter((r) => r.dialect === dialect && r.system === 'statusq');
     const raw = runs.filter((r) => r.dialect === dialect && r.system === 'raw-protocol');
-    if (ours.length > 0 && raw.length > 0) checks.push({ dialect, rounds: Math.min(ours.length, raw.length), jobs: ours[0]!.jobs, ours: side(ours), raw: side(raw) });
+    if (ours.length > 0 && raw.length > 0) {
+      const oursBest = best(ours);
+      const rawBest = best(raw);
+      checks.push({ dialect, rounds: Math.min(oursBest.rounds, rawBest.rounds), jobs: ours[0]!.jobs, ours: oursBest, raw: rawBest });
+    }
   }
   return checks;
 }
@@ -275,7 +290,7 @@ export function ceilingLines(records: readonly BenchRecord[]): string[] {
     if (check) {
       const share = check.ours.median / check.raw.median;
       parts.push(
-        `target check over the raw loop's own protocol (every optional column off, select []), median of ${check.rounds} alternating round${check.rounds === 1 ? "" : "s"} at each side's fastest setting of the sweep: statusq ${format(check.ours.median)} jobs/s (${plural(check.ours.workers)} x ${check.ours.concurrency} slots) = ${percent(check.ours.median, check.raw.median)} of the raw protocol's ${format(check.raw.median)} (${plural(check.raw.workers)}, ${check.raw.variant}): target ${Math.round(CEILING_TARGET * 100)}% ${share >= CEILING_TARGET ? 'met' : 'missed'}`,
+        `target check over the raw loop's own protocol (every optional column off, select []), median of ${check.rounds} alternating round${check.rounds === 1 ? "" : "s"} at each side's better of its two fastest settings of the sweep: statusq ${format(check.ours.median)} jobs/s (${plural(check.ours.workers)} x ${check.ours.concurrency} slots) = ${percent(check.ours.median, check.raw.median)} of the raw protocol's ${format(check.raw.median)} (${plural(check.raw.workers)}, ${check.raw.variant}): target ${Math.round(CEILING_TARGET * 100)}% ${share >= CEILING_TARGET ? 'met' : 'missed'}`,
       );
     } else if (statusOnlyBest) {
       const share = statusOnlyBest.jobsPerSec / rawBest.jobsPerSec;
