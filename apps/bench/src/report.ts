@@ -231,7 +231,9 @@ function targetChecks(records: readonly BenchRecord[]): TargetCheck[] {
     const bySetting = new Map<string, BurnDownRecord[]>();
     for (const r of of) {
       const key = `${r.workers}/${r.concurrency}/${r.variant}`;
-      bySetting.set(key, [...(bySetting.get(key) ?? []), r]);
+      const setting = bySetting.get(key);
+      if (setting) setting.push(r);
+      else bySetting.set(key, [r]);
     }
     return [...bySetting.values()].map(side).sort((a, b) => b.median - a.median)[0]!;
   };
