@@ -41,6 +41,8 @@ export interface BenchDatabase {
   createTable(table: string, counts: FillCounts): Promise<void>;
   /** Adds `count` more pending rows, newer than every row there. */
   addPending(table: string, count: number): Promise<void>;
+  /** Adds `count` pending rows newer than every row there, not due for `delayMs` (next_attempt_at, the database's clock). */
+  addDelayed(table: string, count: number, delayMs: number): Promise<void>;
   dropPendingIndex(table: string): Promise<void>;
   dropTable(table: string): Promise<void>;
   /** Server and version, for the report. */
@@ -132,6 +134,17 @@ abstract class BaseBench implements BenchDatabase {
     const end = Math.max(Date.now(), (this.nextEndMs.get(table) ?? 0) + count);
     await this.fill(table, count, null, end);
     this.nextEndMs.set(table, end);
+  }
+
+  async addDelayed(table: string, count: number, delayMs: number): Promise<void> {
+    if (count === 0) return;
+    const d = this.admin.dialect;
+    const q = (name: string) => d.quoteIdentifier(name);
+    const { rows } = await this.admin.execute({ sql: `SELECT MAX(${q('id')}) AS id FROM ${q(table)}`, params: [] });
+    const last = Number(rows[0]?.id ?? 0);
+    for (const [, n] of chunks(count)) await this.addPending(table, n);
+    await this.admin.execute({ sql: `UPDATE ${q(table)} SET ${q('next_attempt_at')} = ${d.nowPlusMs(d.placeholder(1))} WHERE ${q('id')} > ${d.placeholder(2)}`, params: [delayMs, last] });
+    await this.analyze(table);
   }
 
   async dropPendingIndex(table: string): Promise<void> {

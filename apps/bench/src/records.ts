@@ -83,6 +83,22 @@ export interface CostRecord {
   claimP99Ms: number;
 }
 
+/** The claim with rows scheduled for later sitting ahead of the due ones in queue order (delayed jobs). */
+export interface DelayedAheadRecord {
+  scenario: 'delayed-ahead';
+  system: 'statusq';
+  dialect: Dialect;
+  /** Pending rows not due for a day, newer than (so, newest first, ahead of) every due row. */
+  delayedRows: number;
+  jobs: number;
+  handled: number;
+  timedOut: boolean;
+  jobsPerSec: number;
+  claimCalls: number;
+  claimP50Ms: number;
+  claimP99Ms: number;
+}
+
 export interface IdlePickupRecord {
   scenario: 'idle-pickup';
   system: 'statusq';
@@ -129,7 +145,7 @@ export interface ObservabilityRecord {
   sideBySideWith?: ObservabilityVariant;
 }
 
-export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | IdlePickupRecord | ObservabilityRecord;
+export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | DelayedAheadRecord | IdlePickupRecord | ObservabilityRecord;
 
 /** The q-th quantile (0..1) by nearest rank; NaN for no samples. */
 export function quantile(samples: readonly number[], q: number): number {

@@ -34,6 +34,8 @@ export interface Plan {
   /** Finished rows kept in the table for the cost-growth scenario. */
   historySizes: number[];
   costPendingRows: number;
+  /** Rows scheduled a day ahead that sit before the due ones in queue order, for the delayed-ahead scenario. */
+  delayedAheadSizes: number[];
   handlerWorkerCounts: number[];
   runTimeoutMs: number;
   /**
@@ -68,6 +70,7 @@ export const FULL_PLAN: Plan = {
   pickupIntervalMs: 10,
   historySizes: [10_000, 1_000_000, 10_000_000],
   costPendingRows: 5_000,
+  delayedAheadSizes: [0, 10_000, 100_000],
   handlerWorkerCounts: [1, 8, 32],
   // The slowest peer variants take 30-60 s for 100,000 jobs; a run cut off still reports its rate (marked).
   runTimeoutMs: 90_000,
@@ -93,6 +96,7 @@ export const QUICK_PLAN: Plan = {
   pickupIntervalMs: 10,
   historySizes: [10_000, 100_000],
   costPendingRows: 500,
+  delayedAheadSizes: [0, 1_000],
   handlerWorkerCounts: [8],
   runTimeoutMs: 5_000,
   targetRounds: 1,
@@ -101,8 +105,8 @@ export const QUICK_PLAN: Plan = {
   idlePickup: { warmUpMs: 200, idleMs: 1_000, rows: 2, gapMs: [100, 200] },
 };
 
-export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'handler-5ms' | 'observability';
-export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'handler-5ms', 'observability'];
+export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'delayed-ahead' | 'handler-5ms' | 'observability';
+export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'delayed-ahead', 'handler-5ms', 'observability'];
 
 export interface BenchContext {
   plan: Plan;
@@ -414,6 +418,46 @@ export async function costGrowth(ctx: BenchContext): Promise<void> {
           }
           ctx.record(await measureClaimCost(db, table, finishedRows, pendingIndex, plan));
         }
+      }
+      await db.dropTable(table);
+    });
+  }
+}
+
+/**
+ * Delayed jobs: the due rows behind a block of rows scheduled a day ahead that are newer, so the newest-first
+ * claim walks past every one of them before it finds a due row. One worker with the native claim, stopped once
+ * the due rows are done (the delayed ones would keep exitWhenEmpty waiting); the claim timed at the store.
+ */
+export async function delayedAhead(ctx: BenchContext): Promise<void> {
+  const { plan } = ctx;
+  const table = 'bench_delayed';
+  for (const dialect of ctx.dialects) {
+    await withDatabase(dialect, async (db) => {
+      for (const delayedRows of plan.delayedAheadSizes) {
+        await db.createTable(table, { pending: plan.costPendingRows, finished: 0 });
+        await db.addDelayed(table, delayedRows, 86_400_000);
+        const samples: number[] = [];
+        const result = await burnDownInProcess(db, { table, workers: 1, concurrency: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs: plan.runTimeoutMs }, (worker) => {
+          timingClaims(worker, samples);
+          let completed = 0;
+          worker.on('completed', () => {
+            if (++completed === plan.costPendingRows) void worker.stop();
+          });
+        });
+        ctx.record({
+          scenario: 'delayed-ahead',
+          system: 'statusq',
+          dialect,
+          delayedRows,
+          jobs: plan.costPendingRows,
+          handled: result.handled,
+          timedOut: result.timedOut,
+          jobsPerSec: Math.round(result.handled / result.seconds),
+          claimCalls: samples.length,
+          claimP50Ms: round(quantile(samples, 0.5), 2),
+          claimP99Ms: round(quantile(samples, 0.99), 2),
+        });
       }
       await db.dropTable(table);
     });

@@ -5,7 +5,7 @@ import { ConfigError, parseDuration, type TableConfig } from '@statusq/core';
 export const COMMAND_FLAGS = {
   init: ['db', 'adapter', 'table'],
   migrate: ['db', 'adapter', 'table', 'with', 'status-column', 'order-column'],
-  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'progress'],
+  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'delay', 'run-at', 'progress'],
   work: [
     'db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'select', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'poll-max', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',

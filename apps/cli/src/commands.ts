@@ -1,7 +1,7 @@
 import { createReadStream, writeSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, DEFAULT_POLL_MIN_MS, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type JobId, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
+import { ConfigError, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
 import { databaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
@@ -137,13 +137,14 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
   const config = tableConfig(flags, 'enqueue', 'jobs');
   validateTableConfig(config);
   const file = optionalString(flags, 'file');
+  const when = enqueueTime(flags);
   const shown = enqueueProgress(progressSurface(flags), config.table, file);
   try {
     const { items, where } = await readItems(flags, io, shown);
     const chunk = optionalInteger(flags, 'chunk');
     return await withStore(flags, 'enqueue', false, async (store) => {
       const queue = await Queue.open(shown?.countingInserts(store) ?? store, { ...config, orderColumn: await existingOrderColumn(store, config.table) });
-      const count = (await queue.enqueue(items, { chunk, describeItem: where })).length;
+      const count = (await queue.enqueue(items, { chunk, describeItem: where, ...when })).length;
       shown?.line.stop();
       io.out(`enqueued ${count} row${count === 1 ? '' : 's'} into ${config.table}`);
       return 0;
@@ -151,6 +152,16 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
   } finally {
     shown?.line.stop();
   }
+}
+
+/** --delay or --run-at, checked before the file is read or the database reached. */
+function enqueueTime(flags: Flags): Pick<EnqueueOptions, 'delayMs' | 'runAt'> {
+  const delay = optionalString(flags, 'delay');
+  const runAt = optionalString(flags, 'run-at');
+  if (delay !== undefined && runAt !== undefined) throw new ConfigError('enqueue: give --delay or --run-at, not both');
+  if (delay !== undefined) return { delayMs: parseDuration(delay, '--delay', DELAY_LIMIT) };
+  if (runAt !== undefined) return { runAt: new Date(parseRunAt(runAt, '--run-at')) };
+  return {};
 }
 
 /**

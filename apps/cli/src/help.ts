@@ -25,10 +25,11 @@ groups asked for and the pending-row index. Data is untouched; a second run chan
 ${DB}
   --table T                   the table (required)
   --with GROUPS               comma-separated: leases (claimed_at, worker_id), retries (attempt_count,
-                              next_attempt_at, last_error), results (result, finished_at); default none
+                              next_attempt_at, last_error), results (result, finished_at), delays
+                              (next_attempt_at alone, for enqueue --delay); default none
   --status-column C           the status column (default status)
   --order-column C            the queue order column (default date)`,
-  enqueue: `usage: statusq enqueue --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -)
+  enqueue: `usage: statusq enqueue --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--delay D | --run-at T]
 Inserts pending rows: payloads on a managed table, column values on an application's own table.
 
 ${DB}
@@ -36,6 +37,10 @@ ${DB}
   --payload JSON              one row
   --file PATH                 one JSON value per line; - reads standard input
   --chunk N                   commit every N rows (default: all rows in one transaction)
+  --delay DURATION            the rows are not claimed before this long from the database's now (e.g. 30s,
+                              2h, 7d); needs next_attempt_at (migrate --with delays)
+  --run-at TIME               the rows are not claimed before this instant, ISO 8601 with a zone
+                              (2026-12-01T10:00:00Z), as the database's clock reads it
 ${PROGRESS}`,
   work: `usage: statusq work --db URL --table T --handler PATH [flags]
 Claims pending rows and runs the handler on each until stopped (SIGTERM/SIGINT), or until the queue is empty.

@@ -15,6 +15,9 @@ export const mysqlDialect: SqlDialect = {
   placeholder: () => '?',
   now: NOW,
   nowPlusMs: shifted,
+  // From a fixed DATETIME rather than FROM_UNIXTIME, which reads the session's time zone: a caller's own
+  // connection (enqueue in the application's transaction) need not run in UTC as the pool's do.
+  atEpochMs: (ms) => `(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL (${ms}) * 1000 MICROSECOND)`,
   orderCutoff(ms: string, encoding: OrderTimeEncoding): string {
     switch (encoding) {
       case 'native':

@@ -13,6 +13,7 @@ export const postgresDialect: SqlDialect = {
   placeholder: (index) => `$${index}`,
   now: 'CURRENT_TIMESTAMP',
   nowPlusMs: (ms) => `(CURRENT_TIMESTAMP + ${msInterval(ms)})`,
+  atEpochMs: (ms) => `(TIMESTAMPTZ 'epoch' + ${msInterval(ms)})`,
   // Id lists as one array parameter (pg sends a JS array as an array literal; the server infers its type from
   // the id column). Measured here (2 cores, PostgreSQL 15): a grouped settle of 256 ids took 1.5 ms against
   // 1.7 ms as an IN list of 256 placeholders, and in the 8-worker, 256-slot burn-down the server's CPU for

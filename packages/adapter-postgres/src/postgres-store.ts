@@ -100,6 +100,10 @@ export class PostgresStore implements Store {
     if (!options || typeof options.connectionString !== 'string' || options.connectionString.length === 0) {
       throw new ConfigError('PostgreSQL store needs a connection string');
     }
+    for (const flag of ['listen', 'prepare'] as const) {
+      const value = options[flag];
+      if (value !== undefined && typeof value !== 'boolean') throw new ConfigError(`PostgreSQL store: ${flag} must be true or false, got ${JSON.stringify(value)}`);
+    }
     const { maxConnections: max, connectTimeoutMs, deadlines } = serverConnectionOptions(options);
     this.deadlines = deadlines;
     const hasOptions = /[?&]options=/.test(options.connectionString);

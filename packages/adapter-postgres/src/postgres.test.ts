@@ -142,6 +142,12 @@ if (unavailable !== null) {
         expect(await prepared(s)).toEqual([]);
         expect((await jobs.counts()).done).toBe(5);
       });
+
+      it('prepare and listen take true or false only: anything else is a ConfigError before any connection opens', async () => {
+        for (const bad of [{ prepare: 'no' }, { listen: 0 }, { prepare: null }]) {
+          await expect(store(bad as unknown as Parameters<typeof store>[0])).rejects.toThrow(/^PostgreSQL store: (prepare|listen) must be true or false, got /);
+        }
+      });
     });
 
     it('ConnectionLost: the worker\'s connections are killed (pg_terminate_backend) three times mid-run; it reconnects and every job ends done, none lost', async () => {

@@ -12,6 +12,7 @@ export const sqliteDialect: SqlDialect = {
   placeholder: () => '?',
   now: NOW_MS,
   nowPlusMs: (ms) => `(${NOW_MS} + ${ms})`,
+  atEpochMs: (ms) => `CAST(${ms} AS INTEGER)`,
   orderCutoff(ms: string, encoding: OrderTimeEncoding): string {
     // An application's date column is either a number (epoch ms) or SQLite's own text format
     // 'YYYY-MM-DD HH:MM:SS[.SSS]', which sorts as text; the cutoff is built in the same form.

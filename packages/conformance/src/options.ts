@@ -96,6 +96,7 @@ export const CONFORMANCE_GROUPS = [
   'outcomes',
   'order',
   'retries',
+  'delays',
   'leases',
   'stop',
   'config',

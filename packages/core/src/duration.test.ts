@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_DURATION_MS, formatDuration, parseDuration } from './duration.js';
+import { DELAY_LIMIT, MAX_DELAY_MS, MAX_DURATION_MS, formatDuration, parseDuration } from './duration.js';
 import { ConfigError } from './errors.js';
 
 describe('parseDuration', () => {
@@ -31,6 +31,13 @@ describe('parseDuration', () => {
       expect(() => parseDuration(text, '--lease'), text).toThrow(/is too long: at most 24d/);
     }
     expect(() => parseDuration(MAX_DURATION_MS + 1, 'lease')).toThrow(/from 0 to 2073600000/);
+  });
+
+  it('a job delay is no timer: up to 100 years with DELAY_LIMIT, and the message says which bound', () => {
+    expect(parseDuration('90d', '--delay', DELAY_LIMIT)).toBe(90 * 86_400_000);
+    expect(parseDuration('36500d', '--delay', DELAY_LIMIT)).toBe(MAX_DELAY_MS);
+    expect(() => parseDuration('36501d', '--delay', DELAY_LIMIT)).toThrow('--delay 36501d is too long: at most 36500d (a delay is kept for at most 100 years)');
+    expect(() => parseDuration(-1, 'delayMs', DELAY_LIMIT)).toThrow(/delayMs must be a number of milliseconds from 0 to 3153600000000/);
   });
 
   it('passes through non-negative finite numbers of milliseconds', () => {

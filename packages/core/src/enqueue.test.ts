@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, EnqueueError, StoreError } from './errors.js';
-import { Queue } from './queue.js';
+import { ConfigError, EnqueueError, SchemaError, StoreError } from './errors.js';
+import { Queue, parseRunAt } from './queue.js';
 import type { CallerRunner, ExecResult, Statement } from './store.js';
 import { SqlJsStore } from './test/sqljs-store.js';
 
@@ -147,5 +147,58 @@ describe('enqueue in the caller transaction', () => {
     withRunner(store, () => ({ rows: [], affected: 1 }));
     await expect(queue.enqueue([{ n: 1 }], { transaction: {}, chunk: 5 })).rejects.toBeInstanceOf(ConfigError);
     expect(ids(store)).toEqual([]);
+  });
+});
+
+describe('delayed enqueue', () => {
+  it('parseRunAt: zoned ISO 8601 naming a real day and time, or a valid Date; the instant in ms since the epoch', () => {
+    expect(parseRunAt('2026-12-01T10:00:00Z')).toBe(Date.UTC(2026, 11, 1, 10));
+    expect(parseRunAt('2026-12-01 10:00+01:00')).toBe(Date.UTC(2026, 11, 1, 9));
+    expect(parseRunAt('2028-02-29T23:59:59.999-0130')).toBe(Date.UTC(2028, 2, 1, 1, 29, 59, 999));
+    expect(parseRunAt(new Date(5))).toBe(5);
+    for (const bad of ['2026-02-31T10:00:00Z', '2027-02-29T10:00:00Z', '2026-12-01T24:00:00Z', '2026-12-01T10:60:00Z', '2026-12-01T10:00:00+25:00', '2026-12-01', '2026-12-01T10:00:00', 'soon', '']) {
+      expect(() => parseRunAt(bad, '--run-at'), bad).toThrow(new ConfigError(`--run-at must be a date and time with a zone, such as 2026-12-01T10:00:00Z, got ${JSON.stringify(bad)}`));
+    }
+    expect(() => parseRunAt('1969-12-31T23:59:59Z')).toThrow('runAt must lie between 1970 and the year 9999, got 1969-12-31T23:59:59.000Z');
+  });
+
+  it('writes next_attempt_at from the database clock (nowPlusMs), or the instant runAt names (atEpochMs), in the caller transaction too', async () => {
+    const store = (open = await SqlJsStore.open(`CREATE TABLE jobs (id INTEGER PRIMARY KEY, date INTEGER NOT NULL DEFAULT 0, status INTEGER, payload TEXT, next_attempt_at INTEGER)`));
+    const queue = await Queue.open(store, { table: 'jobs' });
+    const seen: Statement[] = [];
+    store.beforeRun = (statements) => seen.push(...statements);
+    await queue.enqueue([{ n: 1 }], { delayMs: 30_000 });
+    expect(seen[0]!.sql).toMatch(/^INSERT INTO "jobs" \("payload", "next_attempt_at"\) VALUES \(\?, \(CAST\(\(julianday\('now'\).*\+ \?\)\)/);
+    expect(seen[0]!.params).toEqual(['{"n":1}', 30_000]);
+    await queue.enqueue([{ n: 2 }], { runAt: '2030-01-02T03:04:05.678+01:00' });
+    expect(seen[1]!.sql).toContain('"next_attempt_at") VALUES (?, CAST(? AS INTEGER))');
+    expect(seen[1]!.params).toEqual(['{"n":2}', Date.UTC(2030, 0, 2, 2, 4, 5, 678)]);
+    const [at] = store.rows('SELECT next_attempt_at AS at FROM jobs WHERE id = 2').map((r) => Number(r.at));
+    expect(at).toBe(Date.UTC(2030, 0, 2, 2, 4, 5, 678));
+
+    const inserts: Statement[] = [];
+    Object.assign(store, {
+      runnerFor: (): CallerRunner => ({
+        execute: async (statement) => {
+          inserts.push(statement);
+          return { rows: [{ id: 9 }], affected: 1 };
+        },
+      }),
+    });
+    await queue.enqueue([{ n: 3 }], { transaction: {}, delayMs: 5 });
+    expect(inserts[0]!.sql).toContain('"next_attempt_at"');
+    expect(inserts[0]!.params).toEqual(['{"n":3}', 5]);
+  });
+
+  it('on a table without next_attempt_at: a SchemaError naming the group that adds it, before anything is written', async () => {
+    const { store, queue } = await jobs(true);
+    await expect(queue.enqueue([{ n: 1 }], { delayMs: 1000 })).rejects.toThrow(new SchemaError('table jobs has no next_attempt_at column, which a delayed job needs (statusq migrate --with delays adds it)'));
+    expect(ids(store)).toEqual([]);
+  });
+
+  it('refuses items that are not an array, and options that are not an object', async () => {
+    const { queue } = await jobs(true);
+    await expect(queue.enqueue({ n: 1 } as unknown as unknown[])).rejects.toThrow(new ConfigError('enqueue takes an array of items, got object'));
+    await expect(queue.enqueue([{ n: 1 }], null as unknown as undefined)).rejects.toThrow(new ConfigError('enqueue options must be an object'));
   });
 });

@@ -36,7 +36,7 @@ export {
   type StatusCodes,
   type TransitionCause,
 } from './status.js';
-export { parseDuration, formatDuration, MAX_DURATION_MS } from './duration.js';
+export { parseDuration, formatDuration, MAX_DURATION_MS, MAX_DELAY_MS, DELAY_LIMIT, type DurationLimit } from './duration.js';
 export { redactUrl } from './urls.js';
 export { connect, schemeOf, adapterModuleFor, type ConnectUrlOptions } from './connect.js';
 export {

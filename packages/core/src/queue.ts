@@ -7,7 +7,8 @@ import { requeueCause, statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
 import { columnOverflow, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { INSPECT_CLOCK, InspectTimes, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
-import { TransitionSql } from './transition-sql.js';
+import { TransitionSql, type NotBefore } from './transition-sql.js';
+import { DELAY_LIMIT, parseDuration } from './duration.js';
 import { fitsStatementLimit, statementTooLarge } from './statement-size.js';
 import { monitoringCounts, type MonitoringCountOptions, type MonitoringCounts } from './monitoring-counts.js';
 
@@ -67,6 +68,18 @@ export interface EnqueueOptions {
    * writes the caller cannot see.
    */
   transaction?: unknown;
+  /**
+   * Delayed jobs: the rows are pending but not claimed before `delayMs` milliseconds from the database's now
+   * (never this process's clock). Needs a `next_attempt_at` column (`migrate --with delays`, or `retries`);
+   * a table without one is a SchemaError before anything is written. Not with `runAt`.
+   */
+  delayMs?: number | undefined;
+  /**
+   * Delayed jobs: the rows are not claimed before this instant (a Date, or ISO 8601 text with a time zone:
+   * `2026-12-01T10:00:00Z`), as the database's clock reads it. A time already past is due at once. Not with
+   * `delayMs`.
+   */
+  runAt?: Date | string | undefined;
 }
 
 /**
@@ -269,13 +282,16 @@ export class Queue {
    * generated key MySQL reports is then another column's). Every table initTable creates has known ids.
    */
   async enqueue(items: readonly unknown[], options: EnqueueOptions = {}): Promise<Array<JobId | null>> {
+    if (!Array.isArray(items)) throw new ConfigError(`enqueue takes an array of items, got ${items === null ? 'null' : typeof items}`);
+    if (options === null || typeof options !== 'object') throw new ConfigError('enqueue options must be an object');
     const describe = options.describeItem ?? ((index: number) => `item ${index + 1}`);
-    if (options.transaction !== undefined) return this.enqueueInTransaction(options.transaction, items, describe, options.chunk);
+    const notBefore = notBeforeOf(options);
+    if (options.transaction !== undefined) return this.enqueueInTransaction(options.transaction, items, describe, options.chunk, notBefore);
     const chunk = options.chunk ?? Math.max(1, items.length);
     if (!Number.isSafeInteger(chunk) || chunk < 1) throw new ConfigError(`enqueue chunk must be a positive integer, got ${chunk}`);
     const returningId = this.store.capabilities.insertReturning;
-    const rows = items.map((item, index) => this.rowFor(item, index, describe));
-    const statements = rows.map((row) => this.sql.insert(row, { returningId }));
+    const rows = items.map((item, index) => this.rowFor(item, index, describe, notBefore));
+    const statements = rows.map((row) => this.sql.insert(row, { returningId, notBefore }));
     statements.forEach((statement, index) => this.checkStatementSize(statement, index, describe));
     const ids: Array<JobId | null> = [];
     for (let start = 0; start < statements.length; start += chunk) {
@@ -298,19 +314,26 @@ export class Queue {
   }
 
   /** enqueue on the caller's open transaction: the INSERTs only, one by one, never retried. */
-  private async enqueueInTransaction(handle: unknown, items: readonly unknown[], describe: (index: number) => string, chunk: number | undefined): Promise<Array<JobId | null>> {
+  private async enqueueInTransaction(
+    handle: unknown,
+    items: readonly unknown[],
+    describe: (index: number) => string,
+    chunk: number | undefined,
+    notBefore: NotBefore | undefined,
+  ): Promise<Array<JobId | null>> {
     if (chunk !== undefined) throw new ConfigError('enqueue: chunk commits rows on their own, which cannot happen inside the caller\'s transaction; give chunk or transaction, not both');
     if (!this.store.runnerFor) throw new ConfigError(`enqueue: this ${this.store.dialect.name} store cannot run in the caller's transaction (its adapter has no runnerFor)`);
     const runner = this.store.runnerFor(handle);
     const returningId = this.store.capabilities.insertReturning;
-    const rows = items.map((item, index) => this.rowFor(item, index, describe));
-    rows.forEach((row, index) => this.checkStatementSize(this.sql.insert(row, { returningId, placeholder: runner.placeholder }), index, describe));
+    const rows = items.map((item, index) => this.rowFor(item, index, describe, notBefore));
+    const insert = (row: Record<string, SqlValue>) => this.sql.insert(row, { returningId, placeholder: runner.placeholder, notBefore });
+    rows.forEach((row, index) => this.checkStatementSize(insert(row), index, describe));
     await runner.assertInTransaction?.();
     const ids: Array<JobId | null> = [];
     for (const [index, row] of rows.entries()) {
       let result: ExecResult;
       try {
-        result = await runner.execute(this.sql.insert(row, { returningId, placeholder: runner.placeholder }));
+        result = await runner.execute(insert(row));
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
         throw new EnqueueError(`${describe(index)} was rejected by the database; statusq committed nothing, roll the transaction back: ${error.message}`, error, index, 0);
@@ -344,7 +367,7 @@ export class Queue {
     return this.idColumn.autoIncrement === true ? (result.insertId ?? null) : null;
   }
 
-  private rowFor(item: unknown, index: number, describe: (index: number) => string): Record<string, SqlValue> {
+  private rowFor(item: unknown, index: number, describe: (index: number) => string, notBefore: NotBefore | undefined): Record<string, SqlValue> {
     const payloadColumn = this.table.columns.payload;
     if (payloadColumn) {
       const text = JSON.stringify(item);
@@ -364,10 +387,50 @@ export class Queue {
       if (key.toLowerCase() === this.table.status.toLowerCase()) {
         throw new SchemaError(`${describe(index)}: the status column is set by statusq; enqueue leaves it NULL (pending)`);
       }
+      if (notBefore && key.toLowerCase() === this.table.columns.nextAttemptAt?.toLowerCase()) {
+        throw new ConfigError(`${describe(index)}: sets ${key} itself, and a delay or run time was given too; give one or the other`);
+      }
       row[key] = toSqlValue(value);
     }
     return row;
   }
+}
+
+/** The latest instant a time column holds on every dialect (MySQL's DATETIME ends with year 9999). */
+const LAST_RUN_AT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+/** ISO 8601 with a time zone: a run time without one would be read in whatever zone this process runs in. */
+const ZONED_ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;
+
+/** Zoned ISO 8601 text naming a real day and time: Date.parse reads 2026-02-31 as March 3 and 24:30 as the next day. */
+function isCalendarTime(text: string): boolean {
+  const match = ZONED_ISO_TIME.exec(text);
+  if (!match) return false;
+  const [year, month, day, hour, minute, second] = [match[1], match[2], match[3], match[4], match[5], match[6] ?? '0'].map(Number) as [number, number, number, number, number, number];
+  const zone = match[8]!.replace(':', '');
+  const zoneOk = zone.toUpperCase() === 'Z' || (Number(zone.slice(1, 3)) <= 23 && Number(zone.slice(3)) <= 59);
+  return month >= 1 && month <= 12 && day >= 1 && day <= new Date(Date.UTC(year, month, 0)).getUTCDate() && hour <= 23 && minute <= 59 && second <= 59 && zoneOk;
+}
+
+/**
+ * An instant given as a Date or ISO 8601 text with a zone, in milliseconds since the epoch; anything else is a
+ * ConfigError naming `what`. Shared by enqueue's runAt and the CLI's --run-at.
+ */
+export function parseRunAt(value: Date | string, what = 'runAt'): number {
+  const ms = value instanceof Date ? value.getTime() : typeof value === 'string' && isCalendarTime(value.trim()) ? Date.parse(value.trim()) : Number.NaN;
+  if (!Number.isFinite(ms)) {
+    throw new ConfigError(`${what} must be a date and time with a zone, such as 2026-12-01T10:00:00Z, got ${value instanceof Date ? 'an invalid Date' : JSON.stringify(value)}`);
+  }
+  if (ms < 0 || ms > LAST_RUN_AT_MS) throw new ConfigError(`${what} must lie between 1970 and the year 9999, got ${new Date(ms).toISOString()}`);
+  return ms;
+}
+
+/** The first due time enqueue's options ask for, checked; undefined when the rows are due at once. */
+function notBeforeOf(options: EnqueueOptions): NotBefore | undefined {
+  const { delayMs, runAt } = options;
+  if (delayMs !== undefined && runAt !== undefined) throw new ConfigError('enqueue: give delayMs or runAt, not both');
+  if (delayMs !== undefined) return { delayMs: Math.round(parseDuration(delayMs, 'enqueue: delayMs', DELAY_LIMIT)) };
+  if (runAt !== undefined) return { atEpochMs: parseRunAt(runAt, 'enqueue: runAt') };
+  return undefined;
 }
 
 /**

@@ -16,9 +16,17 @@ export const COLUMN_GROUPS = {
   retries: ['attemptCount', 'nextAttemptAt', 'lastError'],
   /** result + finished_at: what the handler returned and when the job ended. */
   results: ['result', 'finishedAt'],
+  /** next_attempt_at alone: delayed jobs (enqueue's delay or run time) on a table that wants no retries. */
+  delays: ['nextAttemptAt'],
 } as const satisfies Record<string, readonly OptionalColumn[]>;
 
 export type ColumnGroup = keyof typeof COLUMN_GROUPS;
+
+/** The smallest group that adds `column`: what an error about its absence tells the user to migrate with. */
+export function columnGroupOf(column: OptionalColumn): ColumnGroup {
+  const groups = Object.entries(COLUMN_GROUPS) as Array<[ColumnGroup, readonly OptionalColumn[]]>;
+  return groups.filter(([, columns]) => columns.includes(column)).sort((a, b) => a[1].length - b[1].length)[0]![0];
+}
 
 export function parseColumnGroups(list: string | readonly string[] | undefined): ColumnGroup[] {
   if (list === undefined) return [];
@@ -80,7 +88,7 @@ const MANAGED_COLUMNS: readonly ColumnSpec[] = [
   { name: 'date', kind: 'time', nullable: false, default: 'now' },
   statusColumnSpec('status'),
   optionalColumn('payload'),
-  ...Object.values(COLUMN_GROUPS).flatMap((group) => group.map(optionalColumn)),
+  ...[...new Set(Object.values(COLUMN_GROUPS).flat())].map(optionalColumn),
 ];
 
 function schemaSupportOf(store: Store): SchemaSupport {
@@ -127,7 +135,8 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
     throw new SchemaError(`table ${JSON.stringify(table)} has no order column ${JSON.stringify(orderColumn)} (columns: ${columns.map((c) => c.name).join(', ')})`);
   }
   const addedStatus = !present.has(statusColumn.toLowerCase());
-  const wanted = groups.flatMap((g) => COLUMN_GROUPS[g].map(optionalColumn)).filter((c) => !present.has(c.name));
+  // Groups may share a column (delays is part of retries): each is added once.
+  const wanted = [...new Set(groups.flatMap((g) => COLUMN_GROUPS[g]))].map(optionalColumn).filter((c) => !present.has(c.name));
   const added = addedStatus ? [statusColumnSpec(statusColumn), ...wanted] : wanted;
   if (added.length > 0) await runAll(store, schema.addColumns(table, added));
   const createdIndex = await ensurePendingIndex(store, schema, table, statusColumn, orderColumn);

@@ -55,6 +55,12 @@ export interface SqlDialect {
    */
   orderCutoff(msParameter: string, encoding: OrderTimeEncoding): string;
   /**
+   * The instant a parameter holding milliseconds since 1970-01-01 UTC names, in the representation of `now`
+   * (a delayed job's `next_attempt_at` when the caller gave a time rather than a delay). Optional; without it
+   * enqueue's `runAt` is a ConfigError on this store (`delayMs` needs only nowPlusMs).
+   */
+  atEpochMs?(msParameter: string): string;
+  /**
    * `column` equals one of the values of the array parameter at `placeholder`, for an id list bound as one
    * parameter. Optional; without it an id list is `column IN (...)` with one placeholder per value. With it
    * (PostgreSQL: `= ANY($1)`) a grouped settle of any size is one statement text that the server parses

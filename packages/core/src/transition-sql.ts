@@ -6,10 +6,14 @@
  * guard from there (`guard`), so no builder writes a status condition of its own. (Slightly over 350 lines:
  * the builders share one guard, one parameter list and one table quoting, and read best side by side.)
  */
-import { ConfigError } from './errors.js';
+import { ConfigError, SchemaError } from './errors.js';
+import { columnGroupOf } from './schema.js';
 import { assertTransition, sourcesOf, statusCode, type StatusName, type TransitionCause } from './status.js';
 import type { JobId, SqlDialect, SqlParam, SqlValue, Statement } from './store.js';
-import { columnOverflow, type ColumnLimit, type ResolvedTable } from './table.js';
+import { columnOverflow, DEFAULT_OPTIONAL_COLUMN_NAMES, type ColumnLimit, type OptionalColumn, type ResolvedTable } from './table.js';
+
+/** When a new row first becomes claimable: a delay from the database's now, or an instant (ms since the epoch, UTC). */
+export type NotBefore = { readonly delayMs: number } | { readonly atEpochMs: number };
 
 /** Collects parameters and hands out the dialect's placeholders in order. */
 export class Params {
@@ -469,12 +473,28 @@ export class TransitionSql {
    * One pending row. `returningId`: the INSERT returns the new row's id as `id` (StoreCapabilities.insertReturning).
    * `placeholder`: the one the runner takes when it is not the dialect's (CallerRunner.placeholder).
    */
-  insert(row: Record<string, SqlValue>, options: { returningId?: boolean; placeholder?: ((index: number) => string) | undefined } = {}): Statement {
+  insert(row: Record<string, SqlValue>, options: { returningId?: boolean; placeholder?: ((index: number) => string) | undefined; notBefore?: NotBefore | undefined } = {}): Statement {
     const p = new Params(options.placeholder ? { ...this.dialect, placeholder: options.placeholder } : this.dialect);
     const names = Object.keys(row);
-    const columns = names.map((n) => this.dialect.quoteIdentifier(n)).join(', ');
-    const values = names.map((n) => p.add(row[n]!)).join(', ');
+    const quoted = names.map((n) => this.dialect.quoteIdentifier(n));
+    const values = names.map((n) => p.add(row[n]!));
+    if (options.notBefore) {
+      quoted.push(this.q.nextAttemptAt ?? this.missingColumn('nextAttemptAt', 'a delayed job'));
+      values.push(this.notBeforeValue(p, options.notBefore));
+    }
+    const columns = quoted.join(', ');
     const returning = options.returningId ? ` RETURNING ${this.q.id} AS id` : '';
-    return { sql: `INSERT INTO ${this.q.table} (${columns}) VALUES (${values})${returning}`, params: p.values };
+    return { sql: `INSERT INTO ${this.q.table} (${columns}) VALUES (${values.join(', ')})${returning}`, params: p.values };
+  }
+
+  /** A delayed job's first due time, computed by the database: its now plus the delay, or the instant given. */
+  private notBeforeValue(p: Params, notBefore: NotBefore): string {
+    if ('delayMs' in notBefore) return this.dialect.nowPlusMs(p.add(notBefore.delayMs));
+    if (!this.dialect.atEpochMs) throw new ConfigError(`the ${this.dialect.name} dialect cannot store a run time (its SqlDialect has no atEpochMs); give a delay instead`);
+    return this.dialect.atEpochMs(p.add(notBefore.atEpochMs));
+  }
+
+  private missingColumn(column: OptionalColumn, what: string): never {
+    throw new SchemaError(`table ${this.table.table} has no ${DEFAULT_OPTIONAL_COLUMN_NAMES[column]} column, which ${what} needs (statusq migrate --with ${columnGroupOf(column)} adds it)`);
   }
 }

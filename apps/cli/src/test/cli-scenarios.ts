@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { TcpProxy, waitFor, type CallDeadlines } from '@statusq/conformance';
+import { TcpProxy, toMs, waitFor, type CallDeadlines } from '@statusq/conformance';
 import { generateTableARows, handlerPath } from '@statusq/test-fixtures';
 import { dashboardScenarios } from './cli-dashboard-scenarios.js';
 import { doctorScenarios } from './cli-doctor-scenarios.js';
@@ -101,6 +101,34 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       expect(poison.map((r) => ({ attempt_count: Number(r.attempt_count), last_error: r.last_error }))).toEqual([{ attempt_count: 3, last_error: 'Error: boom 3' }]);
       const results = (await db.query<{ result: string }>('SELECT result FROM tasks WHERE status = 1 ORDER BY id')).map((r) => JSON.parse(r.result) as unknown);
       expect(results).toEqual([{ doubled: 2, text: 'grüße ✓' }, { doubled: 4 }]);
+    });
+
+    it('enqueue --delay and --run-at: the delayed row waits for its time (the database clock), a run time already past is due at once, and work --exit-when-empty waits for both', async () => {
+      const { statusq, stats, db, file, dir } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      expect(await statusq('enqueue', '--db', db.url, '--payload', '{"kind":"later"}', '--delay', '1500ms')).toMatchObject({ code: 0, stdout: 'enqueued 1 row into jobs' });
+      expect((await statusq('enqueue', '--db', db.url, '--payload', '{"kind":"past"}', '--run-at', '2020-01-01T00:00:00+02:00')).code).toBe(0);
+      expect((await statusq('enqueue', '--db', db.url, '--payload', '{"kind":"now"}')).code).toBe(0);
+      expect(await stats()).toMatchObject({ pending: 3 });
+      const seen = join(dir, 'seen.ndjson');
+      const handler = file(
+        'record.mjs',
+        `import { appendFileSync } from 'node:fs';
+         export default async (job) => {
+           const v = job.row.next_attempt_at;
+           appendFileSync(${JSON.stringify(seen)}, JSON.stringify({ kind: job.payload.kind, at: Date.now(), notBefore: v instanceof Date ? v.toISOString() : v }) + '\\n');
+         };`,
+      );
+      const run = await statusq('work', '--db', db.url, '--table', 'jobs', '--handler', handler, '--exit-when-empty', '--poll-max', '50ms');
+      expect(run.code, run.stderr).toBe(0);
+      const lines = readFileSync(seen, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { kind: string; at: number; notBefore: unknown });
+      // The two due rows run in the first claim; the delayed one after its time.
+      expect(lines.map((l) => l.kind).slice(0, 2).sort()).toEqual(['now', 'past']);
+      const later = lines[2]!;
+      expect(later.kind).toBe('later');
+      expect(later.at).toBeGreaterThanOrEqual(toMs(later.notBefore)! - 5);
+      expect(toMs(lines.find((l) => l.kind === 'past')!.notBefore)).toBe(Date.UTC(2019, 11, 31, 22));
+      expect(await stats()).toMatchObject({ pending: 0, done: 3 });
     });
 
     it("migrates the seed's table_a (twice: the second is a no-op), works it with the plain .mjs fixture handler, and requeues", async () => {
@@ -384,6 +412,13 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
         ['--force on failed rows', () => ['requeue', '--db', db(), '--table', 'jobs', '--status', 'failed', '--force'], /--force and --lease apply only to --status processing/],
         ['a bad --chunk', () => ['enqueue', '--db', db(), '--payload', '{"n":2}', '--chunk', '0'], /chunk must be a positive integer/],
         ['an unknown --with group', () => ['migrate', '--db', db(), '--table', 'jobs', '--with', 'leases,magic'], /unknown column group "magic"/],
+        ['a --delay without a unit', () => ['enqueue', '--db', db(), '--payload', '{"n":2}', '--delay', '30'], /^statusq: --delay 30 has no unit: write 30s or 30ms/],
+        ['a negative --delay', () => ['enqueue', '--db', db(), '--payload', '{"n":2}', '--delay', '-5s'], /invalid --delay "-5s"/],
+        ['a --delay past 100 years', () => ['enqueue', '--db', db(), '--payload', '{"n":2}', '--delay', '40000d'], /--delay 40000d is too long: at most 36500d/],
+        ['a --run-at that is not a date', () => ['enqueue', '--db', db(), '--payload', '{"n":2}', '--run-at', 'tomorrow'], /^statusq: --run-at must be a date and time with a zone, such as 2026-12-01T10:00:00Z, got "tomorrow"$/],
+        ['a --run-at without a zone', () => ['enqueue', '--db', db(), '--payload', '{"n":2}', '--run-at', '2026-12-01T10:00:00'], /--run-at must be a date and time with a zone/],
+        ['a --run-at that is no day', () => ['enqueue', '--db', db(), '--payload', '{"n":2}', '--run-at', '2026-02-31T10:00:00Z'], /--run-at must be a date and time with a zone/],
+        ['--delay with --run-at', () => ['enqueue', '--db', db(), '--payload', '{"n":2}', '--delay', '5s', '--run-at', '2026-12-01T10:00:00Z'], /give --delay or --run-at, not both/],
       ];
       it.each(cases)('%s', async (_name, args, message) => {
         const run = await ctx().statusq(...args());

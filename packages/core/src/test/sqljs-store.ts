@@ -20,6 +20,7 @@ const dialect: SqlDialect = {
   placeholder: () => '?',
   now: NOW_MS,
   nowPlusMs: (ms) => `(${NOW_MS} + ${ms})`,
+  atEpochMs: (ms) => `CAST(${ms} AS INTEGER)`,
   orderCutoff: (ms, encoding) => (encoding === 'text' ? `strftime('%Y-%m-%d %H:%M:%f', 'now', (${ms} / 1000.0) || ' seconds')` : `(${NOW_MS} + ${ms})`),
 };
 
