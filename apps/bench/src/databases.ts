@@ -38,7 +38,8 @@ export interface BenchDatabase {
   readonly url: string;
   connect(options?: ConnectionOptions): Promise<Store>;
   /** A fresh managed table (`statusq init`) holding `counts` rows, with fresh planner statistics. */
-  createTable(table: string, counts: FillCounts): Promise<void>;
+  /** With `priorityLevels`, a priority column (and its index) whose values run 0 .. levels-1 by id, mixed. */
+  createTable(table: string, counts: FillCounts, options?: { priorityLevels?: number }): Promise<void>;
   /** Adds `count` more pending rows, newer than every row there. */
   addPending(table: string, count: number): Promise<void>;
   /** Adds `count` pending rows newer than every row there, not due for `delayMs` (next_attempt_at, the database's clock). */
@@ -116,16 +117,20 @@ abstract class BaseBench implements BenchDatabase {
 
   private nextEndMs = new Map<string, number>();
 
-  async createTable(table: string, counts: FillCounts): Promise<void> {
+  async createTable(table: string, counts: FillCounts, options: { priorityLevels?: number } = {}): Promise<void> {
     validateTableName(table);
     await this.dropTable(table);
-    await initTable(this.admin, table);
+    await initTable(this.admin, table, options.priorityLevels ? { with: ['priority'] } : {});
     // Finished rows are older than pending ones: the claim's newest-first walk meets pending rows first
     // only because of the pending index, not because the history happens to sit behind them.
     const now = Date.now();
     const finishedEnd = now - counts.pending - 1;
     for (const [offset, count] of chunks(counts.finished)) await this.fill(table, count, 1, finishedEnd - offset);
     for (const [offset, count] of chunks(counts.pending)) await this.fill(table, count, null, now - offset);
+    if (options.priorityLevels) {
+      const q = (name: string) => this.admin.dialect.quoteIdentifier(name);
+      await this.admin.execute({ sql: `UPDATE ${q(table)} SET ${q('priority')} = ${q('id')} % ${Math.floor(options.priorityLevels)}`, params: [] });
+    }
     this.nextEndMs.set(table, now);
     await this.analyze(table);
   }

@@ -83,12 +83,19 @@ export interface CostRecord {
   claimP99Ms: number;
 }
 
-/** The claim with rows scheduled for later sitting ahead of the due ones in queue order (delayed jobs). */
-export interface DelayedAheadRecord {
-  scenario: 'delayed-ahead';
+/**
+ * The claim on a table of one shape (the features of issue 15 that touch it), timed at the store while one worker
+ * burns down `jobs` due rows: `plain` (the managed table), `priority` (a priority column with ten levels, mixed,
+ * and its index), `delayed ahead` (rows due in a day, newer than the due ones, so newest first they come first).
+ */
+export interface ClaimShapeRecord {
+  scenario: 'claim-shapes';
   system: 'statusq';
   dialect: Dialect;
-  /** Pending rows not due for a day, newer than (so, newest first, ahead of) every due row. */
+  shape: 'plain' | 'priority' | 'delayed ahead';
+  /** Pending rows in the table when the run starts (delayed ones included). */
+  pendingRows: number;
+  /** Of them, not due (delayed ahead). */
   delayedRows: number;
   jobs: number;
   handled: number;
@@ -145,7 +152,7 @@ export interface ObservabilityRecord {
   sideBySideWith?: ObservabilityVariant;
 }
 
-export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | DelayedAheadRecord | IdlePickupRecord | ObservabilityRecord;
+export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ClaimShapeRecord | IdlePickupRecord | ObservabilityRecord;
 
 /** The q-th quantile (0..1) by nearest rank; NaN for no samples. */
 export function quantile(samples: readonly number[], q: number): number {

@@ -2,7 +2,7 @@
  * Turns bench records into tables (plain text for the terminal, Markdown for docs/benchmarks.md), the
  * headline ratios against the peers, and an SVG bar chart of jobs/s per system and worker count.
  */
-import { STATUS_ONLY_VARIANT, quantile, type BenchRecord, type BurnDownRecord, type CostRecord, type DelayedAheadRecord, type IdlePickupRecord, type PickupRecord } from './records.js';
+import { STATUS_ONLY_VARIANT, quantile, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type CostRecord, type IdlePickupRecord, type PickupRecord } from './records.js';
 
 type Cell = string | number;
 
@@ -150,12 +150,12 @@ function sections(records: readonly BenchRecord[]): Section[] {
       rows: costs.map((r) => [r.dialect, r.finishedRows, r.pendingIndex ? 'yes' : 'no', r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.claimCalls, r.claimP50Ms, r.claimP99Ms, r.jobsPerSec]),
     });
   }
-  const delayed = records.filter((r): r is DelayedAheadRecord => r.scenario === 'delayed-ahead');
-  if (delayed.length > 0) {
+  const shapes = records.filter((r): r is ClaimShapeRecord => r.scenario === 'claim-shapes');
+  if (shapes.length > 0) {
     out.push({
-      title: 'Delayed rows ahead of the queue (rows due in a day, newer than the due ones; 1 worker x 64 slots, newest first)',
-      header: ['dialect', 'delayed rows ahead', 'due jobs', 'claims', 'claim p50 ms', 'claim p99 ms', 'jobs/s'],
-      rows: delayed.map((r) => [r.dialect, r.delayedRows, r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.claimCalls, r.claimP50Ms, r.claimP99Ms, r.jobsPerSec]),
+      title: 'Claim by table shape (plain; a priority column, ten levels mixed; rows due in a day ahead of the due ones, newest first; 1 worker x 64 slots)',
+      header: ['dialect', 'shape', 'pending rows', 'of them delayed', 'jobs', 'claims', 'claim p50 ms', 'claim p99 ms', 'jobs/s'],
+      rows: shapes.map((r) => [r.dialect, r.shape, r.pendingRows, r.delayedRows, r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.claimCalls, r.claimP50Ms, r.claimP99Ms, r.jobsPerSec]),
     });
   }
   const handler = records.filter((r): r is BurnDownRecord => r.scenario === 'handler-5ms');

@@ -5,7 +5,7 @@
 import type { ClaimStrategy, Worker, WorkerCounters } from '@statusq/core';
 import { openBenchDatabase, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
 import type { Peer } from './peer-contract.js';
-import { STATUS_ONLY_VARIANT, quantile, round, type BenchRecord, type BurnDownRecord, type CostRecord, type PickupRecord } from './records.js';
+import { STATUS_ONLY_VARIANT, quantile, round, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type CostRecord, type PickupRecord } from './records.js';
 import { idlePickup as idlePickupRun, idlePickupVariants, type IdlePickupPlan } from './idle-pickup.js';
 import { burnDownInProcess, burnDownInProcesses, pickupLatency, type StatusqBurnDownResult, type StatusqRunOptions } from './statusq-runs.js';
 import { RAW_BATCH, type RawStatements } from './raw-protocol.js';
@@ -34,7 +34,8 @@ export interface Plan {
   /** Finished rows kept in the table for the cost-growth scenario. */
   historySizes: number[];
   costPendingRows: number;
-  /** Rows scheduled a day ahead that sit before the due ones in queue order, for the delayed-ahead scenario. */
+  /** The claim-shapes scenario: pending rows of the plain and priority tables, and delayed rows ahead of the due ones. */
+  shapePendingRows: number;
   delayedAheadSizes: number[];
   handlerWorkerCounts: number[];
   runTimeoutMs: number;
@@ -70,7 +71,8 @@ export const FULL_PLAN: Plan = {
   pickupIntervalMs: 10,
   historySizes: [10_000, 1_000_000, 10_000_000],
   costPendingRows: 5_000,
-  delayedAheadSizes: [0, 10_000, 100_000],
+  shapePendingRows: 1_000_000,
+  delayedAheadSizes: [10_000, 100_000],
   handlerWorkerCounts: [1, 8, 32],
   // The slowest peer variants take 30-60 s for 100,000 jobs; a run cut off still reports its rate (marked).
   runTimeoutMs: 90_000,
@@ -96,7 +98,8 @@ export const QUICK_PLAN: Plan = {
   pickupIntervalMs: 10,
   historySizes: [10_000, 100_000],
   costPendingRows: 500,
-  delayedAheadSizes: [0, 1_000],
+  shapePendingRows: 2_000,
+  delayedAheadSizes: [1_000],
   handlerWorkerCounts: [8],
   runTimeoutMs: 5_000,
   targetRounds: 1,
@@ -105,8 +108,8 @@ export const QUICK_PLAN: Plan = {
   idlePickup: { warmUpMs: 200, idleMs: 1_000, rows: 2, gapMs: [100, 200] },
 };
 
-export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'delayed-ahead' | 'handler-5ms' | 'observability';
-export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'delayed-ahead', 'handler-5ms', 'observability'];
+export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'handler-5ms' | 'observability';
+export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'handler-5ms', 'observability'];
 
 export interface BenchContext {
   plan: Plan;
@@ -425,18 +428,18 @@ export async function costGrowth(ctx: BenchContext): Promise<void> {
 }
 
 /**
- * Delayed jobs: the due rows behind a block of rows scheduled a day ahead that are newer, so the newest-first
- * claim walks past every one of them before it finds a due row. One worker with the native claim, stopped once
- * the due rows are done (the delayed ones would keep exitWhenEmpty waiting); the claim timed at the store.
+ * The claim on the table shapes issue 15's features make (ClaimShapeRecord): the plain managed table and one with
+ * a priority column, each with shapePendingRows pending rows; then costPendingRows due rows behind a block of
+ * rows scheduled a day ahead that are newer, which the newest-first claim walks past before it finds a due row.
+ * One worker with the native claim, stopped once costPendingRows jobs are done (pending rows remain, so
+ * exitWhenEmpty would wait); the claim timed at the store.
  */
-export async function delayedAhead(ctx: BenchContext): Promise<void> {
+export async function claimShapes(ctx: BenchContext): Promise<void> {
   const { plan } = ctx;
-  const table = 'bench_delayed';
+  const table = 'bench_shapes';
   for (const dialect of ctx.dialects) {
     await withDatabase(dialect, async (db) => {
-      for (const delayedRows of plan.delayedAheadSizes) {
-        await db.createTable(table, { pending: plan.costPendingRows, finished: 0 });
-        await db.addDelayed(table, delayedRows, 86_400_000);
+      const measure = async (shape: ClaimShapeRecord['shape'], pendingRows: number, delayedRows: number) => {
         const samples: number[] = [];
         const result = await burnDownInProcess(db, { table, workers: 1, concurrency: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs: plan.runTimeoutMs }, (worker) => {
           timingClaims(worker, samples);
@@ -446,9 +449,11 @@ export async function delayedAhead(ctx: BenchContext): Promise<void> {
           });
         });
         ctx.record({
-          scenario: 'delayed-ahead',
+          scenario: 'claim-shapes',
           system: 'statusq',
           dialect,
+          shape,
+          pendingRows,
           delayedRows,
           jobs: plan.costPendingRows,
           handled: result.handled,
@@ -458,6 +463,15 @@ export async function delayedAhead(ctx: BenchContext): Promise<void> {
           claimP50Ms: round(quantile(samples, 0.5), 2),
           claimP99Ms: round(quantile(samples, 0.99), 2),
         });
+      };
+      await db.createTable(table, { pending: plan.shapePendingRows, finished: 0 });
+      await measure('plain', plan.shapePendingRows, 0);
+      await db.createTable(table, { pending: plan.shapePendingRows, finished: 0 }, { priorityLevels: 10 });
+      await measure('priority', plan.shapePendingRows, 0);
+      for (const delayedRows of plan.delayedAheadSizes) {
+        await db.createTable(table, { pending: plan.costPendingRows, finished: 0 });
+        await db.addDelayed(table, delayedRows, 86_400_000);
+        await measure('delayed ahead', plan.costPendingRows + delayedRows, delayedRows);
       }
       await db.dropTable(table);
     });

@@ -3,9 +3,9 @@ import { ConfigError, parseDuration, type TableConfig } from '@statusq/core';
 
 /** The flags each command accepts; anything else is a usage error (exit 2). */
 export const COMMAND_FLAGS = {
-  init: ['db', 'adapter', 'table'],
-  migrate: ['db', 'adapter', 'table', 'with', 'status-column', 'order-column'],
-  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'delay', 'run-at', 'progress'],
+  init: ['db', 'adapter', 'table', 'with', 'order'],
+  migrate: ['db', 'adapter', 'table', 'with', 'status-column', 'order-column', 'order'],
+  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'delay', 'run-at', 'priority', 'progress'],
   work: [
     'db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'select', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'poll-max', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',

@@ -1,7 +1,7 @@
 import { createReadStream, writeSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
+import { ConfigError, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
 import { databaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
@@ -44,21 +44,34 @@ export async function withStore<T>(flags: Flags, command: Command, create: boole
 
 export async function init(flags: Flags, io: Io): Promise<number> {
   const table = validateTableName(optionalString(flags, 'table') ?? 'jobs');
+  const groups = parseColumnGroups(optionalString(flags, 'with'));
+  const order = orderFlag(flags);
   return withStore(flags, 'init', true, async (store) => {
-    const report = await initTable(store, table);
+    const report = await initTable(store, table, { with: groups, ...(order && { order }) });
     if (report.created) io.out(`created table ${table}`);
-    else if (report.migrated && (report.migrated.addedColumns.length > 0 || report.migrated.createdIndex)) {
-      io.out(`table ${table} exists; added ${describeAdditions(report.migrated.addedColumns, report.migrated.createdIndex)}`);
-    } else io.out(`table ${table} already exists; nothing to do`);
+    else if (report.migrated && hasAdditions(report.migrated)) io.out(`table ${table} exists; added ${describeAdditions(report.migrated)}`);
+    else io.out(`table ${table} already exists; nothing to do`);
     return 0;
   });
 }
 
-function describeAdditions(columns: string[], index: string | null): string {
+function hasAdditions(report: MigrateReport): boolean {
+  return report.addedColumns.length > 0 || report.createdIndex !== null || report.createdPriorityIndex !== null;
+}
+
+function describeAdditions(report: MigrateReport): string {
   const parts = [];
-  if (columns.length > 0) parts.push(`columns ${columns.join(', ')}`);
-  if (index) parts.push(`index ${index}`);
+  if (report.addedColumns.length > 0) parts.push(`columns ${report.addedColumns.join(', ')}`);
+  const indexes = [report.createdIndex, report.createdPriorityIndex].filter((name): name is string => name !== null);
+  if (indexes.length > 0) parts.push(`${indexes.length === 1 ? 'index' : 'indexes'} ${indexes.join(', ')}`);
   return parts.join(' and ');
+}
+
+/** --order, checked (work, inspect and the rest read it through tableConfig). */
+function orderFlag(flags: Flags): Order | undefined {
+  const order = optionalString(flags, 'order');
+  if (order !== undefined && order !== 'newest' && order !== 'oldest') throw new ConfigError(`--order must be newest or oldest, got ${JSON.stringify(order)}`);
+  return order;
 }
 
 export async function migrate(flags: Flags, io: Io): Promise<number> {
@@ -66,15 +79,17 @@ export async function migrate(flags: Flags, io: Io): Promise<number> {
   const groups = parseColumnGroups(optionalString(flags, 'with'));
   const statusColumn = optionalString(flags, 'status-column');
   const orderColumn = optionalString(flags, 'order-column');
+  const order = orderFlag(flags);
   return withStore(flags, 'migrate', false, async (store) => {
     const report = await migrateTable(store, {
       table,
       with: groups,
       ...(statusColumn !== undefined ? { statusColumn } : {}),
       ...(orderColumn !== undefined ? { orderColumn } : {}),
+      ...(order && { order }),
     });
-    if (report.addedColumns.length === 0 && !report.createdIndex) io.out(`table ${table} is up to date; nothing to do`);
-    else io.out(`migrated ${table}: added ${describeAdditions(report.addedColumns, report.createdIndex)}`);
+    if (!hasAdditions(report)) io.out(`table ${table} is up to date; nothing to do`);
+    else io.out(`migrated ${table}: added ${describeAdditions(report)}`);
     if (report.addedStatus) io.out(`note: ${table} had no status column; every existing row is now pending`);
     return 0;
   });
@@ -138,13 +153,14 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
   validateTableConfig(config);
   const file = optionalString(flags, 'file');
   const when = enqueueTime(flags);
+  const priority = optionalInteger(flags, 'priority');
   const shown = enqueueProgress(progressSurface(flags), config.table, file);
   try {
     const { items, where } = await readItems(flags, io, shown);
     const chunk = optionalInteger(flags, 'chunk');
     return await withStore(flags, 'enqueue', false, async (store) => {
       const queue = await Queue.open(shown?.countingInserts(store) ?? store, { ...config, orderColumn: await existingOrderColumn(store, config.table) });
-      const count = (await queue.enqueue(items, { chunk, describeItem: where, ...when })).length;
+      const count = (await queue.enqueue(items, { chunk, describeItem: where, ...when, ...(priority !== undefined && { priority }) })).length;
       shown?.line.stop();
       io.out(`enqueued ${count} row${count === 1 ? '' : 's'} into ${config.table}`);
       return 0;

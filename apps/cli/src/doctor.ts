@@ -13,6 +13,7 @@ import {
   Worker,
   initTable,
   pendingIndexName,
+  priorityIndexName,
   redactUrl,
   validateTableConfig,
   type OptionalColumn,
@@ -58,11 +59,12 @@ const OPTIONAL_COLUMN_ROLES: Readonly<Record<OptionalColumn, string>> = {
   claimedAt: 'leases: a crashed worker\'s rows return to the queue',
   workerId: 'fencing: a worker whose lease was taken over changes nothing',
   attemptCount: 'retries',
-  nextAttemptAt: 'backoff between retries',
+  nextAttemptAt: 'backoff between retries, and delayed jobs',
   lastError: 'the last failure reason on the row',
   payload: 'a JSON payload per job',
   result: "the handler's return value",
   finishedAt: 'the end time',
+  priority: 'priorities: higher first, then the queue order',
 };
 
 export async function doctor(flags: Flags, io: Io): Promise<number> {
@@ -314,7 +316,14 @@ async function planChecks(store: Store, table: ResolvedTable, migrate: string): 
     if (!(error instanceof StoreError)) throw error;
     return [{ name: 'pending index', status: 'fail', detail: `the indexes of ${table.table} could not be listed: ${oneLine(error)}` }];
   }
-  const fix = `${migrate}${ddl ? ` (or: ${ddl})` : ''}`;
+  // On a table with a priority column the claim is served by the priority index, built for one order.
+  const priorityDdl =
+    table.features.priority && store.schema?.createPriorityIndex
+      ? (await store.schema.createPriorityIndex(table.table, { name: priorityIndexName(table.table), statusColumn: table.status, orderColumn: table.order, priorityColumn: table.columns.priority!, direction: table.direction })).map((s) => s.sql).join('; ')
+      : null;
+  const fix = priorityDdl
+    ? `${migrate} --with priority --order ${table.direction} (or: ${priorityDdl})`
+    : `${migrate}${ddl ? ` (or: ${ddl})` : ''}`;
   const own = indexes?.find((name) => name.toLowerCase() === indexName.toLowerCase());
   if (!inspection) {
     if (own) return [{ name: 'pending index', status: 'pass', detail: own }];
@@ -329,7 +338,7 @@ async function planChecks(store: Store, table: ResolvedTable, migrate: string): 
   const options = { columns, lock: native?.lockCandidates ?? '' } as const;
   const plain = candidateStatements(sql, { limit: 50, token: null }, options)[0]!;
   const statements: Array<[string, Statement]> = [['claim plan', plain]];
-  if (table.direction === 'newest') statements.push(['claim plan (--aging)', candidateStatements(sql, { limit: 50, token: null, agingMs: 3_600_000 }, options)[0]!]);
+  if (table.direction === 'newest' || table.features.priority) statements.push(['claim plan (--aging)', candidateStatements(sql, { limit: 50, token: null, agingMs: 3_600_000 }, options)[0]!]);
 
   const checks: Check[] = [];
   const verdicts: Array<{ plan: QueryPlan; served: boolean | null } | null> = [];

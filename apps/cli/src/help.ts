@@ -12,13 +12,15 @@ const COLUMNS = '  --id-column C               the primary key (default id)\n' +
   '  --order-column C            the queue order column (default date)';
 
 export const COMMAND_HELP: Readonly<Record<Command, string>> = {
-  init: `usage: statusq init --db URL [--table jobs]
-Creates a managed queue table (id, date, status, payload and every optional column, the pending index).
-On an existing table it adds what is missing.
+  init: `usage: statusq init --db URL [--table jobs] [--with priority] [--order newest|oldest]
+Creates a managed queue table (id, date, status, payload, the leases, retries, results and delays columns,
+the pending index). On an existing table it adds what is missing.
 
 ${DB}
-  --table T                   the table to create (default jobs)`,
-  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results]
+  --table T                   the table to create (default jobs)
+  --with priority             a priority column too, with its index (enqueue --priority)
+  --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
+  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority] [--order newest|oldest]
 Prepares an existing table: adds the status column if missing (every row then pending), the optional column
 groups asked for and the pending-row index. Data is untouched; a second run changes nothing.
 
@@ -26,9 +28,11 @@ ${DB}
   --table T                   the table (required)
   --with GROUPS               comma-separated: leases (claimed_at, worker_id), retries (attempt_count,
                               next_attempt_at, last_error), results (result, finished_at), delays
-                              (next_attempt_at alone, for enqueue --delay); default none
+                              (next_attempt_at alone, for enqueue --delay), priority (priority and its
+                              index, for enqueue --priority); default none
   --status-column C           the status column (default status)
-  --order-column C            the queue order column (default date)`,
+  --order-column C            the queue order column (default date)
+  --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
   enqueue: `usage: statusq enqueue --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--delay D | --run-at T]
 Inserts pending rows: payloads on a managed table, column values on an application's own table.
 
@@ -41,6 +45,8 @@ ${DB}
                               2h, 7d); needs next_attempt_at (migrate --with delays)
   --run-at TIME               the rows are not claimed before this instant, ISO 8601 with a zone
                               (2026-12-01T10:00:00Z), as the database's clock reads it
+  --priority N                higher is claimed first (default 0); needs a priority column (migrate
+                              --with priority)
 ${PROGRESS}`,
   work: `usage: statusq work --db URL --table T --handler PATH [flags]
 Claims pending rows and runs the handler on each until stopped (SIGTERM/SIGINT), or until the queue is empty.

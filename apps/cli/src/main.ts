@@ -15,10 +15,11 @@ export const VERSION: string = (JSON.parse(readFileSync(new URL('../package.json
 
 export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --help: its flags and defaults; statusq --version)
 
-  init     --db URL [--table jobs]
-  migrate  --db URL --table T [--with leases,retries,results,delays] [--status-column C] [--order-column C]
+  init     --db URL [--table jobs] [--with priority] [--order newest|oldest]
+  migrate  --db URL --table T [--with leases,retries,results,delays,priority] [--status-column C] [--order-column C]
+           [--order newest|oldest]
   enqueue  --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--chunk N]
-           [--delay DURATION | --run-at TIME] [--progress auto|on|off]
+           [--delay DURATION | --run-at TIME] [--priority N] [--progress auto|on|off]
   work     --db URL --table T --handler PATH [--id-column C] [--status-column C] [--order-column C]
            [--order newest|oldest] [--select C1,C2] [--concurrency N] [--batch N] [--max-attempts N]
            [--retry-delay DURATION] [--lease DURATION] [--aging DURATION] [--poll-max DURATION]

@@ -14,7 +14,7 @@
  *
  * It registers vitest describe/it blocks that run real workers against a fresh database per test: the
  * state machine's guarded UPDATEs, fencing, races of many workers on separate connections, several OS
- * processes (one killed with SIGKILL), poison, abuse, order and aging, retries and backoff, delayed jobs, leases and
+ * processes (one killed with SIGKILL), poison, abuse, order and aging, retries and backoff, delayed jobs, priorities, leases and
  * heartbeats, bad configuration, graceful stop, the schema helpers, the adapter's declared capabilities,
  * and (on a private server the adapter starts, see `disposableServer`) a server restart and dropped
  * connections in the middle of a supervised run. Tests that need a capability say so in their title
@@ -33,6 +33,7 @@ import { outcomeCases } from './cases/outcomes.js';
 import { orderCases } from './cases/order.js';
 import { retryCases } from './cases/retries.js';
 import { delayCases } from './cases/delays.js';
+import { priorityCases } from './cases/priority.js';
 import { leaseCases } from './cases/leases.js';
 import { configCases } from './cases/config.js';
 import { stopCases } from './cases/stop.js';
@@ -119,6 +120,7 @@ export function runConformance(options: ConformanceOptions): void {
       order: () => orderCases(env),
       retries: () => retryCases(env),
       delays: () => delayCases(env),
+      priority: () => priorityCases(env),
       leases: () => leaseCases(env),
       stop: () => stopCases(env),
       config: () => configCases(env),

@@ -97,6 +97,7 @@ export const CONFORMANCE_GROUPS = [
   'order',
   'retries',
   'delays',
+  'priority',
   'leases',
   'stop',
   'config',

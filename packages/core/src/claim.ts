@@ -118,9 +118,12 @@ async function selectByIds(runner: StatementRunner, sql: TransitionSql, ids: rea
   return rows;
 }
 
-/** Aging changes the claim: aged rows first (oldest first), before the configured newest-first order. */
+/**
+ * Aging changes the claim: aged rows first (oldest first), before the configured order. Oldest-first without
+ * priorities needs no aging (the oldest rows come first anyway); with priorities it bounds a low priority's wait.
+ */
 function agesFirst(sql: TransitionSql, request: ClaimRequest): boolean {
-  return request.agingMs !== undefined && sql.table.direction === 'newest';
+  return request.agingMs !== undefined && (sql.table.direction === 'newest' || sql.table.features.priority);
 }
 
 /**
@@ -244,10 +247,15 @@ function orderKey(value: unknown): number | bigint | string | null {
   return String(value);
 }
 
-/** Sorts claimed rows into queue order (RETURNING promises none), rows without an order value last. */
+/** Sorts claimed rows into queue order (RETURNING promises none): priority first where there is one, rows without an order value last. */
 export function sortByQueueOrder(rows: Row[], table: ResolvedTable): Row[] {
   const sign = table.direction === 'newest' ? -1 : 1;
+  const priority = table.columns.priority;
   return rows.sort((a, b) => {
+    if (priority !== undefined) {
+      const byPriority = Number(b[priority] ?? 0) - Number(a[priority] ?? 0);
+      if (byPriority !== 0) return byPriority;
+    }
     const x = orderKey(a[table.order]);
     const y = orderKey(b[table.order]);
     if (x === y) return 0;

@@ -80,6 +80,11 @@ export interface EnqueueOptions {
    * `delayMs`.
    */
   runAt?: Date | string | undefined;
+  /**
+   * The rows' priority: higher is claimed first (then the queue order). An integer from -2147483648 to
+   * 2147483647; rows enqueued without one have 0. Needs a `priority` column (`migrate --with priority`).
+   */
+  priority?: number | undefined;
 }
 
 /**
@@ -286,11 +291,12 @@ export class Queue {
     if (options === null || typeof options !== 'object') throw new ConfigError('enqueue options must be an object');
     const describe = options.describeItem ?? ((index: number) => `item ${index + 1}`);
     const notBefore = notBeforeOf(options);
-    if (options.transaction !== undefined) return this.enqueueInTransaction(options.transaction, items, describe, options.chunk, notBefore);
+    const stamp = this.stampOf(options);
+    if (options.transaction !== undefined) return this.enqueueInTransaction(options.transaction, items, describe, options.chunk, notBefore, stamp);
     const chunk = options.chunk ?? Math.max(1, items.length);
     if (!Number.isSafeInteger(chunk) || chunk < 1) throw new ConfigError(`enqueue chunk must be a positive integer, got ${chunk}`);
     const returningId = this.store.capabilities.insertReturning;
-    const rows = items.map((item, index) => this.rowFor(item, index, describe, notBefore));
+    const rows = items.map((item, index) => this.rowFor(item, index, describe, notBefore, stamp));
     const statements = rows.map((row) => this.sql.insert(row, { returningId, notBefore }));
     statements.forEach((statement, index) => this.checkStatementSize(statement, index, describe));
     const ids: Array<JobId | null> = [];
@@ -320,12 +326,13 @@ export class Queue {
     describe: (index: number) => string,
     chunk: number | undefined,
     notBefore: NotBefore | undefined,
+    stamp: Record<string, SqlValue>,
   ): Promise<Array<JobId | null>> {
     if (chunk !== undefined) throw new ConfigError('enqueue: chunk commits rows on their own, which cannot happen inside the caller\'s transaction; give chunk or transaction, not both');
     if (!this.store.runnerFor) throw new ConfigError(`enqueue: this ${this.store.dialect.name} store cannot run in the caller's transaction (its adapter has no runnerFor)`);
     const runner = this.store.runnerFor(handle);
     const returningId = this.store.capabilities.insertReturning;
-    const rows = items.map((item, index) => this.rowFor(item, index, describe, notBefore));
+    const rows = items.map((item, index) => this.rowFor(item, index, describe, notBefore, stamp));
     const insert = (row: Record<string, SqlValue>) => this.sql.insert(row, { returningId, placeholder: runner.placeholder, notBefore });
     rows.forEach((row, index) => this.checkStatementSize(insert(row), index, describe));
     await runner.assertInTransaction?.();
@@ -367,7 +374,25 @@ export class Queue {
     return this.idColumn.autoIncrement === true ? (result.insertId ?? null) : null;
   }
 
-  private rowFor(item: unknown, index: number, describe: (index: number) => string, notBefore: NotBefore | undefined): Record<string, SqlValue> {
+  /**
+   * The column values enqueue's options set on every row (the priority), checked against the table: an option
+   * whose column the table lacks is a SchemaError before anything is written.
+   */
+  private stampOf(options: EnqueueOptions): Record<string, SqlValue> {
+    const stamp: Record<string, SqlValue> = {};
+    if (options.priority !== undefined) {
+      const { priority } = options;
+      if (typeof priority !== 'number' || !Number.isInteger(priority) || priority < MIN_PRIORITY || priority > MAX_PRIORITY) {
+        throw new ConfigError(`enqueue: priority must be an integer from ${MIN_PRIORITY} to ${MAX_PRIORITY}, got ${JSON.stringify(priority) ?? String(priority)}`);
+      }
+      const column = this.table.columns.priority;
+      if (column === undefined) throw new SchemaError(`table ${this.table.table} has no priority column, which a job's priority needs (statusq migrate --with priority adds it)`);
+      stamp[column] = priority;
+    }
+    return stamp;
+  }
+
+  private rowFor(item: unknown, index: number, describe: (index: number) => string, notBefore: NotBefore | undefined, stamp: Record<string, SqlValue>): Record<string, SqlValue> {
     const payloadColumn = this.table.columns.payload;
     if (payloadColumn) {
       const text = JSON.stringify(item);
@@ -375,7 +400,7 @@ export class Queue {
       // Refused here, before any row of the batch is inserted, rather than by the database mid-batch.
       const overflow = columnOverflow(text, this.table.limits.payload);
       if (overflow !== null) throw new ConfigError(`${describe(index)}: the payload does not fit column ${payloadColumn}: ${overflow}`);
-      return { [payloadColumn]: text };
+      return { [payloadColumn]: text, ...stamp };
     }
     if (item === null || typeof item !== 'object' || Array.isArray(item)) {
       throw new ConfigError(`${describe(index)}: table ${this.table.table} has no payload column, so each item must be an object of column values`);
@@ -390,11 +415,18 @@ export class Queue {
       if (notBefore && key.toLowerCase() === this.table.columns.nextAttemptAt?.toLowerCase()) {
         throw new ConfigError(`${describe(index)}: sets ${key} itself, and a delay or run time was given too; give one or the other`);
       }
+      if (Object.keys(stamp).some((name) => name.toLowerCase() === key.toLowerCase())) {
+        throw new ConfigError(`${describe(index)}: sets ${key} itself, and enqueue's options set it too; give one or the other`);
+      }
       row[key] = toSqlValue(value);
     }
-    return row;
+    return { ...row, ...stamp };
   }
 }
+
+/** A priority is an INTEGER column's value on every dialect. */
+const MIN_PRIORITY = -2_147_483_648;
+const MAX_PRIORITY = 2_147_483_647;
 
 /** The latest instant a time column holds on every dialect (MySQL's DATETIME ends with year 9999). */
 const LAST_RUN_AT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);

@@ -1,7 +1,7 @@
 import { ConfigError, SchemaError } from './errors.js';
 import { derivedName, splitTableName, validateIdentifier, validateTableName } from './identifiers.js';
-import type { ColumnSpec, SchemaSupport, Statement, Store } from './store.js';
-import { DEFAULT_OPTIONAL_COLUMN_NAMES, type OptionalColumn } from './table.js';
+import type { ColumnSpec, PriorityIndexSpec, SchemaSupport, Statement, Store } from './store.js';
+import { DEFAULT_OPTIONAL_COLUMN_NAMES, type OptionalColumn, type Order } from './table.js';
 
 /**
  * `initTable` and `migrateTable`: what a statusq table holds and when it changes, decided here once for every
@@ -18,7 +18,12 @@ export const COLUMN_GROUPS = {
   results: ['result', 'finishedAt'],
   /** next_attempt_at alone: delayed jobs (enqueue's delay or run time) on a table that wants no retries. */
   delays: ['nextAttemptAt'],
+  /** priority: higher first, then the queue order; with its own index. Not on a table `init` makes unless asked. */
+  priority: ['priority'],
 } as const satisfies Record<string, readonly OptionalColumn[]>;
+
+/** The groups a table `init` makes has (and adds to an older managed table): all but priority, whose index every insert pays for. */
+const MANAGED_GROUPS: readonly ColumnGroup[] = ['leases', 'retries', 'results', 'delays'];
 
 export type ColumnGroup = keyof typeof COLUMN_GROUPS;
 
@@ -43,6 +48,12 @@ export interface MigrateOptions {
   orderColumn?: string;
   /** Optional column groups to add. */
   with?: readonly ColumnGroup[];
+  /**
+   * The order the workers claim in (their `order` option), which the priority index is built for: the claim is
+   * `ORDER BY priority DESC, <order column> DESC` newest first, `ASC` oldest first, and one index serves one of
+   * the two without a sort. Default newest, the workers' default. Only matters with a priority column.
+   */
+  order?: Order;
 }
 
 export interface MigrateReport {
@@ -51,6 +62,8 @@ export interface MigrateReport {
   addedColumns: string[];
   /** Name of the pending-row index created, or null when it existed. */
   createdIndex: string | null;
+  /** Name of the priority index created (a table with a priority column), or null when it existed or there is none. */
+  createdPriorityIndex: string | null;
   /** True when the status column itself was added: every existing row is now pending. */
   addedStatus: boolean;
 }
@@ -67,6 +80,11 @@ export function pendingIndexName(table: string): string {
   return derivedName(`${table.replace('.', '_')}_statusq_pending`, table);
 }
 
+/** The priority index's name: one per table, built for the order given at migrate time (PriorityIndexSpec). */
+export function priorityIndexName(table: string): string {
+  return derivedName(`${table.replace('.', '_')}_statusq_priority`, table);
+}
+
 const OPTIONAL_COLUMN_SPECS: Readonly<Record<OptionalColumn, Omit<ColumnSpec, 'name'>>> = {
   claimedAt: { kind: 'time', nullable: true },
   workerId: { kind: 'token', nullable: true },
@@ -76,6 +94,7 @@ const OPTIONAL_COLUMN_SPECS: Readonly<Record<OptionalColumn, Omit<ColumnSpec, 'n
   payload: { kind: 'longText', nullable: true },
   result: { kind: 'longText', nullable: true },
   finishedAt: { kind: 'time', nullable: true },
+  priority: { kind: 'integer', nullable: false, default: 0 },
 };
 
 const optionalColumn = (column: OptionalColumn): ColumnSpec => ({ name: DEFAULT_OPTIONAL_COLUMN_NAMES[column], ...OPTIONAL_COLUMN_SPECS[column] });
@@ -88,7 +107,7 @@ const MANAGED_COLUMNS: readonly ColumnSpec[] = [
   { name: 'date', kind: 'time', nullable: false, default: 'now' },
   statusColumnSpec('status'),
   optionalColumn('payload'),
-  ...[...new Set(Object.values(COLUMN_GROUPS).flat())].map(optionalColumn),
+  ...[...new Set(MANAGED_GROUPS.flatMap((group) => COLUMN_GROUPS[group]))].map(optionalColumn),
 ];
 
 function schemaSupportOf(store: Store): SchemaSupport {
@@ -96,23 +115,45 @@ function schemaSupportOf(store: Store): SchemaSupport {
   return store.schema;
 }
 
+function assertPriorityIndexable(store: Store, schema: SchemaSupport, groups: readonly ColumnGroup[]): void {
+  if (groups.includes('priority') && !schema.createPriorityIndex) {
+    throw new ConfigError(`the ${store.dialect.name} store cannot create the priority index (its schema support has no createPriorityIndex); without it every claim would sort the pending rows`);
+  }
+}
+
 async function runAll(store: Store, statements: Promise<Statement[]>): Promise<void> {
   for (const statement of await statements) await store.execute(statement);
 }
 
+/** What `init` adds beyond the managed table's own columns. */
+export interface InitOptions {
+  /** Column groups beyond the managed ones (leases, retries, results, delays): `priority`. */
+  with?: readonly ColumnGroup[];
+  /** The order the priority index is built for (MigrateOptions.order). */
+  order?: Order;
+}
+
 /**
- * Creates a statusq-managed table (id, date, status, payload, every optional column, the pending index).
- * Running it on an existing table creates nothing and adds whatever optional columns it lacks.
+ * Creates a statusq-managed table (id, date, status, payload, the optional columns of leases, retries,
+ * results and delays, and those of `options.with`; the pending index, and the priority index with a priority
+ * column). Running it on an existing table creates nothing and adds whatever of those it lacks.
  */
-export async function initTable(store: Store, table = 'jobs'): Promise<InitReport> {
+export async function initTable(store: Store, table = 'jobs', options: InitOptions = {}): Promise<InitReport> {
   validateTableName(table);
+  const extra = parseColumnGroups(options.with ?? []);
+  const groups = [...new Set([...MANAGED_GROUPS, ...extra])];
   const schema = schemaSupportOf(store);
   if (await store.describeTable(table)) {
-    const migrated = await migrateTable(store, { table, with: Object.keys(COLUMN_GROUPS) as ColumnGroup[] });
+    const migrated = await migrateTable(store, { table, with: groups, ...(options.order && { order: options.order }) });
     return { table, created: false, migrated };
   }
-  await runAll(store, schema.createTable(table, MANAGED_COLUMNS));
+  assertPriorityIndexable(store, schema, extra);
+  const extraColumns = extra.flatMap((group) => COLUMN_GROUPS[group]).filter((column) => !MANAGED_COLUMNS.some((c) => c.name === DEFAULT_OPTIONAL_COLUMN_NAMES[column]));
+  await runAll(store, schema.createTable(table, [...MANAGED_COLUMNS, ...[...new Set(extraColumns)].map(optionalColumn)]));
   await ensurePendingIndex(store, schema, table, 'status', 'date');
+  if (extraColumns.includes('priority')) {
+    await ensurePriorityIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', priorityColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.priority, direction: options.order ?? 'newest' });
+  }
   await schema.installWakeUps?.(store, table, 'status');
   return { table, created: true, migrated: null };
 }
@@ -127,12 +168,21 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   const statusColumn = validateIdentifier(options.statusColumn ?? 'status', 'status column');
   const orderColumn = validateIdentifier(options.orderColumn ?? 'date', 'order column');
   const groups = parseColumnGroups(options.with ?? []);
+  const order = options.order ?? 'newest';
+  if (order !== 'newest' && order !== 'oldest') throw new ConfigError(`order must be "newest" or "oldest", got ${JSON.stringify(order)}`);
   const schema = schemaSupportOf(store);
+  assertPriorityIndexable(store, schema, groups);
   const columns = await store.describeTable(table);
   if (!columns) throw new SchemaError(`table ${JSON.stringify(table)} does not exist; migrate prepares an existing table (statusq init creates a new one)`);
   const present = new Set(columns.map((c) => c.name.toLowerCase()));
   if (!present.has(orderColumn.toLowerCase())) {
     throw new SchemaError(`table ${JSON.stringify(table)} has no order column ${JSON.stringify(orderColumn)} (columns: ${columns.map((c) => c.name).join(', ')})`);
+  }
+  // Workers claim by an integer `priority` column whenever the table has one (resolveTable), asked for or not:
+  // the index follows the column, so such a claim never sorts.
+  const ownPriority = columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.priority);
+  if (ownPriority && !ownPriority.integer && groups.includes('priority')) {
+    throw new SchemaError(`table ${JSON.stringify(table)} has a column ${JSON.stringify(ownPriority.name)} of type ${ownPriority.type}; a priority column holds integers`);
   }
   const addedStatus = !present.has(statusColumn.toLowerCase());
   // Groups may share a column (delays is part of retries): each is added once.
@@ -140,8 +190,19 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   const added = addedStatus ? [statusColumnSpec(statusColumn), ...wanted] : wanted;
   if (added.length > 0) await runAll(store, schema.addColumns(table, added));
   const createdIndex = await ensurePendingIndex(store, schema, table, statusColumn, orderColumn);
+  const priorityColumn = ownPriority?.integer ? ownPriority.name : added.some((c) => c.name === DEFAULT_OPTIONAL_COLUMN_NAMES.priority) ? DEFAULT_OPTIONAL_COLUMN_NAMES.priority : null;
+  const createdPriorityIndex = priorityColumn === null ? null : await ensurePriorityIndex(store, schema, table, { statusColumn, orderColumn, priorityColumn, direction: order });
   await schema.installWakeUps?.(store, table, statusColumn);
-  return { table, addedColumns: added.map((c) => c.name), createdIndex, addedStatus };
+  return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, addedStatus };
+}
+
+async function ensurePriorityIndex(store: Store, schema: SchemaSupport, table: string, spec: Omit<PriorityIndexSpec, 'name'>): Promise<string | null> {
+  if (!schema.createPriorityIndex) return null;
+  const name = priorityIndexName(table);
+  const { rows } = await store.execute(schema.indexNames(...splitTableName(table)));
+  if (rows.some((r) => String(r.name).toLowerCase() === name.toLowerCase())) return null;
+  await runAll(store, schema.createPriorityIndex(table, { name, ...spec }));
+  return name;
 }
 
 async function ensurePendingIndex(store: Store, schema: SchemaSupport, table: string, statusColumn: string, orderColumn: string): Promise<string | null> {

@@ -417,6 +417,15 @@ export interface PendingIndexSpec {
 }
 
 /**
+ * The index of a table with a priority column: pending rows by priority, highest first, then the order column
+ * in `direction` (newest: descending), the claim's own ORDER BY, so the claim walks it without sorting.
+ */
+export interface PriorityIndexSpec extends PendingIndexSpec {
+  readonly priorityColumn: string;
+  readonly direction: 'newest' | 'oldest';
+}
+
+/**
  * The DDL an adapter supplies for `initTable` / `migrateTable`. Core decides what to create (columns,
  * index name, when) and runs the statements with `execute`, one at a time; the adapter decides how its
  * database spells it. The builders are asynchronous so an adapter can load its DDL generator only when a
@@ -432,6 +441,11 @@ export interface SchemaSupport {
    * shape is the adapter's choice (a partial index, or a composite one the planner uses the same way).
    */
   createPendingIndex(table: string, index: PendingIndexSpec): Promise<Statement[]>;
+  /**
+   * The index that serves the claim on a table with a priority column (see PriorityIndexSpec). Optional: without
+   * it `migrate --with priority` is a ConfigError on this store, since every claim would sort the pending rows.
+   */
+  createPriorityIndex?(table: string, index: PriorityIndexSpec): Promise<Statement[]>;
   /**
    * A query for the names of the indexes on table `name` in `schema` (null: the connection's default),
    * one row per index with the name in column `name`.

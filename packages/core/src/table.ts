@@ -12,6 +12,7 @@ export const OPTIONAL_COLUMNS = [
   'payload',
   'result',
   'finishedAt',
+  'priority',
 ] as const;
 export type OptionalColumn = (typeof OPTIONAL_COLUMNS)[number];
 
@@ -25,6 +26,7 @@ export const DEFAULT_OPTIONAL_COLUMN_NAMES: Readonly<Record<OptionalColumn, stri
   payload: 'payload',
   result: 'result',
   finishedAt: 'finished_at',
+  priority: 'priority',
 };
 
 export type Order = 'newest' | 'oldest';
@@ -105,6 +107,7 @@ const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError'];
  * - retries: `attempt_count` -> a failed attempt may be retried (up to maxAttempts).
  * - backoff: `next_attempt_at` -> retries wait an exponentially growing, jittered delay.
  * - errorHistory: `last_error` -> the latest failure reason is kept on the row.
+ * - priority: `priority` (an integer column) -> higher priorities are claimed first, then the queue order.
  */
 export interface QueueFeatures {
   leases: boolean;
@@ -112,6 +115,7 @@ export interface QueueFeatures {
   retries: boolean;
   backoff: boolean;
   errorHistory: boolean;
+  priority: boolean;
 }
 
 /**
@@ -252,10 +256,15 @@ export function resolveTable(
     const configured = config.columns?.[key];
     if (configured === false) continue;
     if (configured !== undefined) {
-      optional[key] = require(configured, key).name;
+      const column = require(configured, key);
+      if (key === 'priority' && !column.integer) {
+        throw new SchemaError(`table ${JSON.stringify(config.table)}: priority column ${JSON.stringify(column.name)} is ${column.type}, not an integer type`);
+      }
+      optional[key] = column.name;
     } else {
       const found = byName.get(DEFAULT_OPTIONAL_COLUMN_NAMES[key]);
-      if (found) optional[key] = found.name;
+      // An application's own `priority` that holds text (low/high) is its business, not a claim order.
+      if (found && (key !== 'priority' || found.integer)) optional[key] = found.name;
     }
   }
   const limits: Partial<Record<TextColumn, ColumnLimit>> = {};
@@ -285,6 +294,7 @@ export function resolveTable(
       retries: optional.attemptCount !== undefined,
       backoff: optional.nextAttemptAt !== undefined,
       errorHistory: optional.lastError !== undefined,
+      priority: optional.priority !== undefined,
     },
     limits,
     returned,

@@ -23,7 +23,7 @@ function sqlFor(columns: string[] = ALL_COLUMNS, config: Partial<TableConfig> = 
     name,
     type: name === 'date' ? 'bigint' : 'text',
     unique: name === 'id',
-    integer: name === 'status' || name === 'id',
+    integer: name === 'status' || name === 'id' || name === 'priority',
     maxLength: name === 'last_error' && config.table === 'short_errors' ? { chars: 100, bytes: 150 } : null,
   }));
   return new TransitionSql(resolveTable({ table: 'jobs', ...config }, info, () => 'epochMs'), numbered(style));
@@ -187,6 +187,26 @@ describe('TransitionSql guards', () => {
     const bounded = sqlFor(ALL_COLUMNS, { table: 'short_errors' });
     expect(bounded.table.limits).toEqual({ lastError: { chars: 100, bytes: 150 } });
     expect(bounded.giveUp(1, null, 'z'.repeat(5000)).params[0]).toBe(`${'z'.repeat(99)}…`);
+  });
+});
+
+describe('TransitionSql claim order', () => {
+  const candidates = (sql: TransitionSql, agedMs?: number) => sql.candidates(new Params(sql.dialect), { limit: 10, columns: 'id', agedMs });
+
+  it('orders by priority, highest first, then the order column, where the table has a priority column; aged rows by age alone', () => {
+    const ranked = sqlFor([...ALL_COLUMNS, 'priority']);
+    expect(candidates(ranked)).toMatch(/ORDER BY "priority" DESC, "date" DESC LIMIT \$\d+$/);
+    expect(candidates(sqlFor([...ALL_COLUMNS, 'priority'], { order: 'oldest' }))).toMatch(/ORDER BY "priority" DESC, "date" ASC LIMIT/);
+    expect(candidates(ranked, 60_000)).toMatch(/AND "date" <= \(NOW_MS \+ \$\d+\) ORDER BY "date" ASC LIMIT/);
+    expect(candidates(sqlFor())).toMatch(/ORDER BY "date" DESC LIMIT/);
+    expect(ranked.inspect('pending', 5, 'clock').sql).toMatch(/ORDER BY "priority" DESC, "date" DESC LIMIT/);
+    expect(ranked.inspectColumns()).toContain('priority');
+  });
+
+  it('a priority column that is not an integer is not statusq\'s unless named, and then a SchemaError', () => {
+    const info = ['id', 'date', 'status', 'priority'].map((name) => ({ name, type: name === 'priority' ? 'varchar(10)' : 'integer', unique: name === 'id', integer: name !== 'priority', maxLength: null }));
+    expect(resolveTable({ table: 'jobs' }, info, () => 'epochMs').features.priority).toBe(false);
+    expect(() => resolveTable({ table: 'jobs', columns: { priority: 'priority' } }, info, () => 'epochMs')).toThrow(/priority column "priority" is varchar\(10\), not an integer type/);
   });
 });
 

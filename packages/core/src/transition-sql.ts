@@ -47,6 +47,7 @@ export interface QuotedTable {
   readonly payload?: string;
   readonly result?: string;
   readonly finishedAt?: string;
+  readonly priority?: string;
 }
 
 export function quoteTable(t: ResolvedTable, d: SqlDialect): QuotedTable {
@@ -144,12 +145,19 @@ export class TransitionSql {
     let where = this.dueCondition();
     // A condition of the caller's own, ANDed (MySQL's idle probe ties each of its checks to its step).
     if (options.alsoWhere !== undefined) where += ` AND ${options.alsoWhere}`;
-    let direction = this.table.direction === 'newest' ? 'DESC' : 'ASC';
+    let orderBy = this.queueOrder();
     if (options.agedMs !== undefined) {
+      // Aged rows oldest first whatever their priority: that is what bounds a low priority's wait.
       where += ` AND ${this.q.order} <= ${this.dialect.orderCutoff(p.add(-options.agedMs), this.table.orderTime)}`;
-      direction = 'ASC';
+      orderBy = `${this.q.order} ASC`;
     }
-    return `SELECT ${what} FROM ${this.q.table} WHERE ${where} ORDER BY ${this.q.order} ${direction} LIMIT ${p.add(options.limit)}`;
+    return `SELECT ${what} FROM ${this.q.table} WHERE ${where} ORDER BY ${orderBy} LIMIT ${p.add(options.limit)}`;
+  }
+
+  /** The claim's order: highest priority first where the table has a priority column, then the order column. */
+  private queueOrder(): string {
+    const byOrder = `${this.q.order} ${this.table.direction === 'newest' ? 'DESC' : 'ASC'}`;
+    return this.q.priority ? `${this.q.priority} DESC, ${byOrder}` : byOrder;
   }
 
   /**
@@ -375,7 +383,7 @@ export class TransitionSql {
   inspectColumns(): string[] {
     const t = this.table;
     const names = [t.id, t.order, t.status];
-    for (const key of ['attemptCount', 'claimedAt', 'workerId', 'nextAttemptAt', 'lastError', 'finishedAt'] as const) {
+    for (const key of ['priority', 'attemptCount', 'claimedAt', 'workerId', 'nextAttemptAt', 'lastError', 'finishedAt'] as const) {
       const name = t.columns[key];
       if (name !== undefined) names.push(name);
     }
@@ -401,7 +409,7 @@ export class TransitionSql {
     const what = this.inspectColumns().map((name) => this.dialect.quoteIdentifier(name)).join(', ');
     const { id } = this.q;
     let orderBy: string;
-    if (status === 'pending') orderBy = `${this.q.order} ${this.table.direction === 'newest' ? 'DESC' : 'ASC'}`;
+    if (status === 'pending') orderBy = this.queueOrder();
     else if (status === 'processing') {
       const claimed = this.q.claimedAt;
       orderBy = claimed ? `CASE WHEN ${claimed} IS NULL THEN 0 ELSE 1 END, ${claimed} ASC, ${id} ASC` : `${id} ASC`;

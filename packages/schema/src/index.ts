@@ -36,7 +36,7 @@ const DEFAULT_KINDS: Readonly<Record<Exclude<ColumnKind, 'time'>, AddColumn>> = 
   longText: (t, name) => t.text(name),
 };
 
-export type KnexStatements = Pick<SchemaSupport, 'createTable' | 'addColumns' | 'createPendingIndex'>;
+export type KnexStatements = Pick<SchemaSupport, 'createTable' | 'addColumns' | 'createPendingIndex' | 'createPriorityIndex'>;
 
 /**
  * SchemaSupport's statement builders for `ddl`. knex is imported on the first call, not with the adapter:
@@ -81,6 +81,17 @@ export function knexStatements(ddl: KnexDdl): KnexStatements {
         knex.schema.alterTable(table, (t) => {
           if (ddl.pendingIndex === 'partial') t.index([orderColumn], name, { predicate: knex.whereNull(statusColumn) });
           else t.index([statusColumn, orderColumn], name);
+        }),
+      );
+    },
+    async createPriorityIndex(table, { name, statusColumn, orderColumn, priorityColumn, direction }) {
+      const knex = await knexOf();
+      // knex has no per-column direction; a raw column with `??` is quoted by knex as any other name.
+      const ordered = [knex.raw('?? DESC', [priorityColumn]), knex.raw(`?? ${direction === 'newest' ? 'DESC' : 'ASC'}`, [orderColumn])];
+      return statementsOf(
+        knex.schema.alterTable(table, (t) => {
+          if (ddl.pendingIndex === 'partial') t.index(ordered, name, { predicate: knex.whereNull(statusColumn) });
+          else t.index([statusColumn, ...ordered], name);
         }),
       );
     },

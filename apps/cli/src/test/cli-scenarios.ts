@@ -131,6 +131,35 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       expect(await stats()).toMatchObject({ pending: 0, done: 3 });
     });
 
+    it('init --with priority and enqueue --priority: higher first, then newest; migrate reports the priority index; --priority on a table without the column exits 2 and writes nothing', async () => {
+      const { statusq, stats, db, file, dir } = ctx();
+      expect(await statusq('init', '--db', db.url, '--table', 'plain')).toMatchObject({ code: 0 });
+      const refused = await statusq('enqueue', '--db', db.url, '--table', 'plain', '--payload', '{"n":1}', '--priority', '3');
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/^statusq: table plain has no priority column, which a job's priority needs \(statusq migrate --with priority adds it\)$/);
+      expect(await stats('plain')).toMatchObject({ pending: 0 });
+      expect(await statusq('migrate', '--db', db.url, '--table', 'plain', '--with', 'priority')).toMatchObject({ code: 0, stdout: 'migrated plain: added columns priority and index plain_statusq_priority' });
+
+      expect(await statusq('init', '--db', db.url, '--with', 'priority')).toMatchObject({ code: 0, stdout: 'created table jobs' });
+      for (const [n, priority] of [[1, '0'], [2, '5'], [3, '-1'], [4, '5'], [5, '0']] as const) {
+        expect((await statusq('enqueue', '--db', db.url, '--payload', JSON.stringify({ n }), ...(priority === '0' ? [] : ['--priority', priority]))).code).toBe(0);
+      }
+      const seen = join(dir, 'seen.txt');
+      const handler = file('record.mjs', `import { appendFileSync } from 'node:fs';\nexport default async (job) => { appendFileSync(${JSON.stringify(seen)}, job.payload.n + ' ' + job.row.priority + '\\n'); };`);
+      const run = await statusq('work', '--db', db.url, '--table', 'jobs', '--handler', handler, '--concurrency', '1', '--exit-when-empty', '--poll-max', '50ms');
+      expect(run.code, run.stderr).toBe(0);
+      expect(readFileSync(seen, 'utf8').trim().split('\n')).toEqual(['4 5', '2 5', '5 0', '1 0', '3 -1']);
+      for (const bad of ['1.5', 'high']) {
+        const result = await statusq('enqueue', '--db', db.url, '--payload', '{"n":9}', '--priority', bad);
+        expect(result.code).toBe(2);
+        expect(result.stderr).toBe(`statusq: --priority must be a whole number, got ${JSON.stringify(bad)}`);
+      }
+      const huge = await statusq('enqueue', '--db', db.url, '--payload', '{"n":9}', '--priority', '99999999999');
+      expect(huge.code).toBe(2);
+      expect(huge.stderr).toMatch(/priority must be an integer from -2147483648 to 2147483647, got 99999999999/);
+      expect(await stats()).toMatchObject({ pending: 0, done: 5 });
+    });
+
     it("migrates the seed's table_a (twice: the second is a no-op), works it with the plain .mjs fixture handler, and requeues", async () => {
       const { statusq, stats, db } = ctx();
       for (const ddl of target.fixtures.tableA('table_a')) await db.query(ddl);
