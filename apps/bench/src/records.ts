@@ -68,12 +68,8 @@ export interface PickupRecord {
   maxMs: number;
 }
 
-export interface CostRecord {
-  scenario: 'cost-growth';
-  system: 'statusq';
-  dialect: Dialect;
-  finishedRows: number;
-  pendingIndex: boolean;
+/** One worker's burn-down of `jobs` rows with every claim timed at the store (cost-growth, claim-shapes). */
+export interface ClaimTiming {
   jobs: number;
   handled: number;
   timedOut: boolean;
@@ -83,12 +79,20 @@ export interface CostRecord {
   claimP99Ms: number;
 }
 
+export interface CostRecord extends ClaimTiming {
+  scenario: 'cost-growth';
+  system: 'statusq';
+  dialect: Dialect;
+  finishedRows: number;
+  pendingIndex: boolean;
+}
+
 /**
  * The claim on a table of one shape (the features of issue 15 that touch it), timed at the store while one worker
  * burns down `jobs` due rows: `plain` (the managed table), `priority` (a priority column with ten levels, mixed,
  * and its index), `delayed ahead` (rows due in a day, newer than the due ones, so newest first they come first).
  */
-export interface ClaimShapeRecord {
+export interface ClaimShapeRecord extends ClaimTiming {
   scenario: 'claim-shapes';
   system: 'statusq';
   dialect: Dialect;
@@ -97,13 +101,6 @@ export interface ClaimShapeRecord {
   pendingRows: number;
   /** Of them, not due (delayed ahead). */
   delayedRows: number;
-  jobs: number;
-  handled: number;
-  timedOut: boolean;
-  jobsPerSec: number;
-  claimCalls: number;
-  claimP50Ms: number;
-  claimP99Ms: number;
 }
 
 export interface IdlePickupRecord {

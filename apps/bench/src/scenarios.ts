@@ -5,7 +5,7 @@
 import type { ClaimStrategy, Worker, WorkerCounters } from '@statusq/core';
 import { openBenchDatabase, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
 import type { Peer } from './peer-contract.js';
-import { STATUS_ONLY_VARIANT, quantile, round, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type CostRecord, type PickupRecord } from './records.js';
+import { STATUS_ONLY_VARIANT, quantile, round, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type ClaimTiming, type CostRecord, type PickupRecord } from './records.js';
 import { idlePickup as idlePickupRun, idlePickupVariants, type IdlePickupPlan } from './idle-pickup.js';
 import { burnDownInProcess, burnDownInProcesses, pickupLatency, type StatusqBurnDownResult, type StatusqRunOptions } from './statusq-runs.js';
 import { RAW_BATCH, type RawStatements } from './raw-protocol.js';
@@ -440,29 +440,8 @@ export async function claimShapes(ctx: BenchContext): Promise<void> {
   for (const dialect of ctx.dialects) {
     await withDatabase(dialect, async (db) => {
       const measure = async (shape: ClaimShapeRecord['shape'], pendingRows: number, delayedRows: number) => {
-        const samples: number[] = [];
-        const result = await burnDownInProcess(db, { table, workers: 1, concurrency: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs: plan.runTimeoutMs }, (worker) => {
-          timingClaims(worker, samples);
-          let completed = 0;
-          worker.on('completed', () => {
-            if (++completed === plan.costPendingRows) void worker.stop();
-          });
-        });
-        ctx.record({
-          scenario: 'claim-shapes',
-          system: 'statusq',
-          dialect,
-          shape,
-          pendingRows,
-          delayedRows,
-          jobs: plan.costPendingRows,
-          handled: result.handled,
-          timedOut: result.timedOut,
-          jobsPerSec: Math.round(result.handled / result.seconds),
-          claimCalls: samples.length,
-          claimP50Ms: round(quantile(samples, 0.5), 2),
-          claimP99Ms: round(quantile(samples, 0.99), 2),
-        });
+        const timing = await timedClaimRun(db, table, plan.costPendingRows, plan.runTimeoutMs, { stopWhenDone: true });
+        ctx.record({ scenario: 'claim-shapes', system: 'statusq', dialect, shape, pendingRows, delayedRows, ...timing });
       };
       await db.createTable(table, { pending: plan.shapePendingRows, finished: 0 });
       await measure('plain', plan.shapePendingRows, 0);
@@ -479,16 +458,28 @@ export async function claimShapes(ctx: BenchContext): Promise<void> {
 }
 
 async function measureClaimCost(db: BenchDatabase, table: string, finishedRows: number, pendingIndex: boolean, plan: Plan): Promise<CostRecord> {
-  const samples: number[] = [];
   const timeoutMs = pendingIndex ? plan.runTimeoutMs : Math.min(plan.runTimeoutMs, UNINDEXED_TIMEOUT_MS);
-  const result = await burnDownInProcess(db, { table, workers: 1, concurrency: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs }, (worker) => timingClaims(worker, samples));
+  const timing = await timedClaimRun(db, table, plan.costPendingRows, timeoutMs);
+  return { scenario: 'cost-growth', system: 'statusq', dialect: db.dialect, finishedRows, pendingIndex, ...timing };
+}
+
+/**
+ * One worker (native claim, 64 slots, no-op handler) burns down `table`, every claim timed at the store. With
+ * `stopWhenDone` it stops after `jobs` completions: rows left pending (not due yet, or more than the run's
+ * share) would keep exitWhenEmpty waiting.
+ */
+async function timedClaimRun(db: BenchDatabase, table: string, jobs: number, timeoutMs: number, options: { stopWhenDone?: boolean } = {}): Promise<ClaimTiming> {
+  const samples: number[] = [];
+  const result = await burnDownInProcess(db, { table, workers: 1, concurrency: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs }, (worker) => {
+    timingClaims(worker, samples);
+    if (!options.stopWhenDone) return;
+    let completed = 0;
+    worker.on('completed', () => {
+      if (++completed === jobs) void worker.stop();
+    });
+  });
   return {
-    scenario: 'cost-growth',
-    system: 'statusq',
-    dialect: db.dialect,
-    finishedRows,
-    pendingIndex,
-    jobs: plan.costPendingRows,
+    jobs,
     handled: result.handled,
     timedOut: result.timedOut,
     jobsPerSec: Math.round(result.handled / result.seconds),

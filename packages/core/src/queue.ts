@@ -8,6 +8,7 @@ import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlVa
 import { columnOverflow, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { INSPECT_CLOCK, InspectTimes, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
 import { TransitionSql, type NotBefore } from './transition-sql.js';
+import { missingColumnError } from './schema.js';
 import { DELAY_LIMIT, parseDuration } from './duration.js';
 import { fitsStatementLimit, statementTooLarge } from './statement-size.js';
 import { monitoringCounts, type MonitoringCountOptions, type MonitoringCounts } from './monitoring-counts.js';
@@ -386,7 +387,7 @@ export class Queue {
         throw new ConfigError(`enqueue: priority must be an integer from ${MIN_PRIORITY} to ${MAX_PRIORITY}, got ${JSON.stringify(priority) ?? String(priority)}`);
       }
       const column = this.table.columns.priority;
-      if (column === undefined) throw new SchemaError(`table ${this.table.table} has no priority column, which a job's priority needs (statusq migrate --with priority adds it)`);
+      if (column === undefined) throw missingColumnError(this.table.table, 'priority', "a job's priority");
       stamp[column] = priority;
     }
     return stamp;

@@ -28,9 +28,19 @@ const MANAGED_GROUPS: readonly ColumnGroup[] = ['leases', 'retries', 'results', 
 export type ColumnGroup = keyof typeof COLUMN_GROUPS;
 
 /** The smallest group that adds `column`: what an error about its absence tells the user to migrate with. */
-export function columnGroupOf(column: OptionalColumn): ColumnGroup {
+function columnGroupOf(column: OptionalColumn): ColumnGroup {
   const groups = Object.entries(COLUMN_GROUPS) as Array<[ColumnGroup, readonly OptionalColumn[]]>;
   return groups.filter(([, columns]) => columns.includes(column)).sort((a, b) => a[1].length - b[1].length)[0]![0];
+}
+
+/** `table` lacks the optional `column` that `what` needs: the SchemaError, naming the group that adds it. */
+export function missingColumnError(table: string, column: OptionalColumn, what: string): SchemaError {
+  return new SchemaError(`table ${table} has no ${DEFAULT_OPTIONAL_COLUMN_NAMES[column]} column, which ${what} needs (statusq migrate --with ${columnGroupOf(column)} adds it)`);
+}
+
+/** The optional columns `groups` add, each once (groups may share one: delays is part of retries). */
+function columnsOf(groups: readonly ColumnGroup[]): OptionalColumn[] {
+  return [...new Set(groups.flatMap((group) => COLUMN_GROUPS[group]))];
 }
 
 export function parseColumnGroups(list: string | readonly string[] | undefined): ColumnGroup[] {
@@ -107,7 +117,7 @@ const MANAGED_COLUMNS: readonly ColumnSpec[] = [
   { name: 'date', kind: 'time', nullable: false, default: 'now' },
   statusColumnSpec('status'),
   optionalColumn('payload'),
-  ...[...new Set(MANAGED_GROUPS.flatMap((group) => COLUMN_GROUPS[group]))].map(optionalColumn),
+  ...columnsOf(MANAGED_GROUPS).map(optionalColumn),
 ];
 
 function schemaSupportOf(store: Store): SchemaSupport {
@@ -148,8 +158,9 @@ export async function initTable(store: Store, table = 'jobs', options: InitOptio
     return { table, created: false, migrated };
   }
   assertPriorityIndexable(store, schema, extra);
-  const extraColumns = extra.flatMap((group) => COLUMN_GROUPS[group]).filter((column) => !MANAGED_COLUMNS.some((c) => c.name === DEFAULT_OPTIONAL_COLUMN_NAMES[column]));
-  await runAll(store, schema.createTable(table, [...MANAGED_COLUMNS, ...[...new Set(extraColumns)].map(optionalColumn)]));
+  const managed = columnsOf(MANAGED_GROUPS);
+  const extraColumns = columnsOf(extra).filter((column) => !managed.includes(column));
+  await runAll(store, schema.createTable(table, [...MANAGED_COLUMNS, ...extraColumns.map(optionalColumn)]));
   await ensurePendingIndex(store, schema, table, 'status', 'date');
   if (extraColumns.includes('priority')) {
     await ensurePriorityIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', priorityColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.priority, direction: options.order ?? 'newest' });
@@ -185,8 +196,7 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
     throw new SchemaError(`table ${JSON.stringify(table)} has a column ${JSON.stringify(ownPriority.name)} of type ${ownPriority.type}; a priority column holds integers`);
   }
   const addedStatus = !present.has(statusColumn.toLowerCase());
-  // Groups may share a column (delays is part of retries): each is added once.
-  const wanted = [...new Set(groups.flatMap((g) => COLUMN_GROUPS[g]))].map(optionalColumn).filter((c) => !present.has(c.name));
+  const wanted = columnsOf(groups).map(optionalColumn).filter((c) => !present.has(c.name));
   const added = addedStatus ? [statusColumnSpec(statusColumn), ...wanted] : wanted;
   if (added.length > 0) await runAll(store, schema.addColumns(table, added));
   const createdIndex = await ensurePendingIndex(store, schema, table, statusColumn, orderColumn);

@@ -6,11 +6,11 @@
  * guard from there (`guard`), so no builder writes a status condition of its own. (Slightly over 350 lines:
  * the builders share one guard, one parameter list and one table quoting, and read best side by side.)
  */
-import { ConfigError, SchemaError } from './errors.js';
-import { columnGroupOf } from './schema.js';
+import { ConfigError } from './errors.js';
+import { missingColumnError } from './schema.js';
 import { assertTransition, sourcesOf, statusCode, type StatusName, type TransitionCause } from './status.js';
 import type { JobId, SqlDialect, SqlParam, SqlValue, Statement } from './store.js';
-import { columnOverflow, DEFAULT_OPTIONAL_COLUMN_NAMES, type ColumnLimit, type OptionalColumn, type ResolvedTable } from './table.js';
+import { columnOverflow, type ColumnLimit, type ResolvedTable } from './table.js';
 
 /** When a new row first becomes claimable: a delay from the database's now, or an instant (ms since the epoch, UTC). */
 export type NotBefore = { readonly delayMs: number } | { readonly atEpochMs: number };
@@ -487,7 +487,8 @@ export class TransitionSql {
     const quoted = names.map((n) => this.dialect.quoteIdentifier(n));
     const values = names.map((n) => p.add(row[n]!));
     if (options.notBefore) {
-      quoted.push(this.q.nextAttemptAt ?? this.missingColumn('nextAttemptAt', 'a delayed job'));
+      if (!this.q.nextAttemptAt) throw missingColumnError(this.table.table, 'nextAttemptAt', 'a delayed job');
+      quoted.push(this.q.nextAttemptAt);
       values.push(this.notBeforeValue(p, options.notBefore));
     }
     const columns = quoted.join(', ');
@@ -502,7 +503,4 @@ export class TransitionSql {
     return this.dialect.atEpochMs(p.add(notBefore.atEpochMs));
   }
 
-  private missingColumn(column: OptionalColumn, what: string): never {
-    throw new SchemaError(`table ${this.table.table} has no ${DEFAULT_OPTIONAL_COLUMN_NAMES[column]} column, which ${what} needs (statusq migrate --with ${columnGroupOf(column)} adds it)`);
-  }
 }

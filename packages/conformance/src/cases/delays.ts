@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, Queue, SchemaError, migrateTable, type Store } from '@statusq/core';
 import { generateTableARows } from '@statusq/test-fixtures';
-import { FAST, Ledger, countsOf, deferred, idKey, readRows, toMs, withDeadline, withLatency, type StartedWorker, type TestEnv } from '../harness.js';
+import { countsOf, idKey, readRows, toMs, type TestEnv } from '../harness.js';
+import { raceToEmpty } from '../racing-workers.js';
 import { createJobs, createTableA, enqueueJobs } from '../tables.js';
 
 /** Long enough that every due row of the race is claimed well before a delayed one may be. */
@@ -38,35 +39,17 @@ export function delayCases(env: () => TestEnv): void {
       for (const id of scheduled) expect(Math.abs(toMs(rows.get(id)!.next_attempt_at)! - atMs)).toBeLessThanOrEqual(1);
       for (const id of due) expect(rows.get(id)!.next_attempt_at).toBeNull();
 
-      const ledger = new Ledger();
       const early: string[] = [];
-      const go = deferred();
-      const workers: StartedWorker[] = [];
-      for (let i = 0; i < 4; i++) {
-        const store = withLatency(await env().store(`worker store ${i + 1}`));
-        workers.push(
-          await env().startWorker(
-            {
-              store,
-              table: { table: 'jobs' },
-              concurrency: 4,
-              exitWhenEmpty: true,
-              ...FAST,
-              handler: async (job, ctx) => {
-                ledger.record(job, ctx.workerId);
-                const notBefore = toMs(job.row.next_attempt_at);
-                if (notBefore !== null && Date.now() < notBefore - CLOCK_SLACK_MS) early.push(`${idKey(job.id)} ran ${notBefore - Date.now()} ms early`);
-                await new Promise((resolve) => setImmediate(resolve));
-              },
-            },
-            undefined,
-            undefined,
-            go.promise,
-          ),
-        );
-      }
-      go.resolve();
-      await withDeadline(Promise.all(workers.map((w) => w.done)), 45_000, 'the workers to run every row, delayed ones included');
+      const { ledger, workers } = await raceToEmpty(env(), {
+        workers: 4,
+        concurrency: 4,
+        deadlineMs: 45_000,
+        what: 'the workers to run every row, delayed ones included',
+        handler: (job) => {
+          const notBefore = toMs(job.row.next_attempt_at);
+          if (notBefore !== null && Date.now() < notBefore - CLOCK_SLACK_MS) early.push(`${idKey(job.id)} ran ${notBefore - Date.now()} ms early`);
+        },
+      });
       expect(early).toEqual([]);
       const all = [...due, ...delayed, ...scheduled, ...past];
       expect(ledger.notExactlyOnce(all)).toEqual([]);

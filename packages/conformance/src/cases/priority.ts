@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, Queue, SchemaError, initTable, migrateTable, priorityIndexName, type ClaimStrategy, type Order, type Store } from '@statusq/core';
 import { Params, TransitionSql } from '@statusq/core/adapter';
 import { generateTableARows } from '@statusq/test-fixtures';
-import { FAST, Ledger, countsOf, deferred, readRows, withDeadline, withLatency, type StartedWorker, type TestEnv } from '../harness.js';
+import { countsOf, readRows, type TestEnv } from '../harness.js';
+import { raceToEmpty } from '../racing-workers.js';
 import { skipFor } from '../skips.js';
 import { createTableA, insertJobsAt, timeValue } from '../tables.js';
 
@@ -85,32 +86,7 @@ export function priorityCases(env: () => TestEnv): void {
         const ids = await queue.enqueue(Array.from({ length: 150 }, (_, n) => ({ n, priority })), { priority });
         for (const id of ids) byPriority.set(String(id), priority);
       }
-      const ledger = new Ledger();
-      const go = deferred();
-      const workers: StartedWorker[] = [];
-      for (let i = 0; i < 4; i++) {
-        const store = withLatency(await env().store(`worker store ${i + 1}`));
-        workers.push(
-          await env().startWorker(
-            {
-              store,
-              table: { table: 'jobs' },
-              concurrency: 4,
-              exitWhenEmpty: true,
-              ...FAST,
-              handler: async (job, ctx) => {
-                ledger.record(job, ctx.workerId);
-                await new Promise((resolve) => setImmediate(resolve));
-              },
-            },
-            undefined,
-            undefined,
-            go.promise,
-          ),
-        );
-      }
-      go.resolve();
-      await withDeadline(Promise.all(workers.map((w) => w.done)), 45_000, 'the workers to run every row');
+      const { ledger, workers } = await raceToEmpty(env(), { workers: 4, concurrency: 4, deadlineMs: 45_000, what: 'the workers to run every row' });
       expect(ledger.notExactlyOnce(byPriority.keys())).toEqual([]);
       expect(await countsOf(setup, 'jobs')).toMatchObject({ pending: 0, processing: 0, done: 450 });
       const meanPosition = (priority: number) => {
