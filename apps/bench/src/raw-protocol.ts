@@ -10,7 +10,8 @@
  *   id = ANY($1) AND status = 9`.
  * - MariaDB/MySQL: a READ COMMITTED transaction of `SELECT id ... FOR UPDATE SKIP LOCKED` and `UPDATE ...
  *   SET status = 9 WHERE id IN (...)`, then the grouped settle autocommitted. A deadlock (1213) re-runs the
- *   claim, at most MAX_DEADLOCK_RETRIES times in a row.
+ *   claim or the settle (InnoDB rolled the statement's transaction back, so running it again is the whole
+ *   retry), at most MAX_DEADLOCK_RETRIES times in a row; the run counts them, as statusq's store does.
  * - SQLite: `BEGIN IMMEDIATE; UPDATE t SET status = 9 WHERE id IN (SELECT id ... LIMIT n) RETURNING id;
  *   COMMIT`, then the grouped settle; WAL, synchronous NORMAL and a busy timeout, as statusq's store opens it.
  *   better-sqlite3 is synchronous, so N connections in this one thread take turns (each yields between
@@ -33,6 +34,7 @@ import mysql from 'mysql2/promise';
 import pg from 'pg';
 import { connectUrl, type Dialect } from './databases.js';
 import { assertLocalUrl } from './limits.js';
+import { deadlocksOf } from './statusq-runs.js';
 
 /** The batch the issue's raw script claimed (and settled) per round trip. */
 export const RAW_BATCH = 50;
@@ -59,6 +61,8 @@ export interface RawResult {
   handled: number;
   seconds: number;
   timedOut: boolean;
+  /** Deadlocks retried (MariaDB/MySQL; 0 elsewhere). */
+  deadlocks: number;
 }
 
 /** One connection's two statements. `claim` resolves to the claimed ids (none: the queue looked empty). */
@@ -68,6 +72,8 @@ interface RawConnection {
   /** Rows at status 1 (done). */
   done(): Promise<number>;
   close(): Promise<void>;
+  /** Deadlocks this connection retried. */
+  deadlocks(): number;
 }
 
 /** Table names come from the bench's own scenario names; still, nothing but [a-z0-9_] reaches the SQL. */
@@ -87,6 +93,7 @@ async function postgresConnection(url: string, table: string, batch: number): Pr
     settle: async (ids) => void (await client.query(settleSql, [ids])),
     done: async () => Number((await client.query<{ n: string }>(`SELECT count(*) AS n FROM ${t} WHERE status = 1`)).rows[0]?.n ?? 0),
     close: () => client.end(),
+    deadlocks: () => 0,
   };
 }
 
@@ -108,19 +115,23 @@ async function mysqlConnection(url: string, table: string, batch: number): Promi
       throw error;
     }
   };
-  return {
-    claim: async () => {
-      for (let attempt = 0; ; attempt++) {
-        try {
-          return await claimOnce();
-        } catch (error) {
-          if ((error as { errno?: number }).errno !== 1213 || attempt >= MAX_DEADLOCK_RETRIES) throw error;
-        }
+  let deadlocks = 0;
+  const retryingDeadlocks = async <T>(statement: () => Promise<T>): Promise<T> => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await statement();
+      } catch (error) {
+        if ((error as { errno?: number }).errno !== 1213 || attempt >= MAX_DEADLOCK_RETRIES) throw error;
+        deadlocks++;
       }
-    },
-    settle: async (ids) => void (await conn.query(`UPDATE ${t} SET status = 1 WHERE id IN (${ids.map(Number).join(',')}) AND status = 9`)),
+    }
+  };
+  return {
+    claim: () => retryingDeadlocks(claimOnce),
+    settle: (ids) => retryingDeadlocks(async () => void (await conn.query(`UPDATE ${t} SET status = 1 WHERE id IN (${ids.map(Number).join(',')}) AND status = 9`))),
     done: async () => Number((await conn.query<mysql.RowDataPacket[]>(`SELECT COUNT(*) AS n FROM ${t} WHERE status = 1`))[0][0]?.n ?? 0),
     close: () => conn.end(),
+    deadlocks: () => deadlocks,
   };
 }
 
@@ -146,6 +157,7 @@ function sqliteConnection(url: string, table: string, batch: number): RawConnect
     },
     done: async () => Number(db.prepare<[], { n: number }>(`SELECT COUNT(*) AS n FROM ${t} WHERE status = 1`).get()?.n ?? 0),
     close: async () => void db.close(),
+    deadlocks: () => 0,
   };
 }
 
@@ -160,6 +172,7 @@ async function statusqConnection(options: RawOptions, loop: number): Promise<Raw
       settle: async (ids) => void (await queue.apply([queue.sql.completeMany(ids, token)])),
       done: async () => (await queue.counts()).done,
       close: () => store.close(),
+      deadlocks: () => deadlocksOf(store),
     };
   } catch (error) {
     await store.close();
@@ -209,7 +222,7 @@ export async function rawBurnDown(options: RawOptions): Promise<RawResult> {
       const done = await connections[0]!.done();
       if (done !== options.jobs) throw new Error(`raw protocol (${options.dialect}) settled ${done} of ${options.jobs} rows (counted ${handled})`);
     }
-    return { handled, seconds: first === undefined || last === undefined ? Number.NaN : (last - first) / 1000, timedOut };
+    return { handled, seconds: first === undefined || last === undefined ? Number.NaN : (last - first) / 1000, timedOut, deadlocks: connections.reduce((n, c) => n + c.deadlocks(), 0) };
   } finally {
     await Promise.allSettled(connections.map((c) => c.close()));
   }

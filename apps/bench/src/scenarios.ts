@@ -232,6 +232,7 @@ async function rawRun(plan: Plan, db: BenchDatabase, scenario: BurnDownRecord['s
     handled: raw.handled,
     seconds: round(raw.seconds, 3),
     jobsPerSec: Math.round(raw.handled / raw.seconds),
+    ...(db.dialect === 'mysql' && { deadlocksPer1000: round((1000 * raw.deadlocks) / Math.max(1, raw.handled), 2) }),
     timedOut: raw.timedOut,
   };
 }
