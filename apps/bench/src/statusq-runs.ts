@@ -70,7 +70,7 @@ function handlerFor(delayMs: number): Handler {
 }
 
 /** The store's own deadlock and lock-wait-timeout counters, where it keeps them (MySQL). */
-export function deadlocksOf(store: Store): number {
+function deadlocksOf(store: Store): number {
   const stats = (store as { stats?: { deadlocks?: unknown; lockWaitTimeouts?: unknown } }).stats;
   return (typeof stats?.deadlocks === 'number' ? stats.deadlocks : 0) + (typeof stats?.lockWaitTimeouts === 'number' ? stats.lockWaitTimeouts : 0);
 }
