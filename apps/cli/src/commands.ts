@@ -1,7 +1,8 @@
-import { createReadStream, writeSync } from 'node:fs';
+import { createReadStream, readFileSync, writeSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, Queue, STOP_MARGIN_MS, Supervisor, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
+import { parse as parseYaml } from 'yaml';
+import { ConfigError, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, Queue, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, type ScheduleDefinition, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
 import { databaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
@@ -56,13 +57,13 @@ export async function init(flags: Flags, io: Io): Promise<number> {
 }
 
 function hasAdditions(report: MigrateReport): boolean {
-  return report.addedColumns.length > 0 || report.createdIndex !== null || report.createdPriorityIndex !== null;
+  return report.addedColumns.length > 0 || report.createdIndex !== null || report.createdPriorityIndex !== null || report.createdKeyIndex !== null;
 }
 
 function describeAdditions(report: MigrateReport): string {
   const parts = [];
   if (report.addedColumns.length > 0) parts.push(`columns ${report.addedColumns.join(', ')}`);
-  const indexes = [report.createdIndex, report.createdPriorityIndex].filter((name): name is string => name !== null);
+  const indexes = [report.createdIndex, report.createdPriorityIndex, report.createdKeyIndex].filter((name): name is string => name !== null);
   if (indexes.length > 0) parts.push(`${indexes.length === 1 ? 'index' : 'indexes'} ${indexes.join(', ')}`);
   return parts.join(' and ');
 }
@@ -154,15 +155,24 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
   const file = optionalString(flags, 'file');
   const when = enqueueTime(flags);
   const priority = optionalInteger(flags, 'priority');
+  const key = optionalString(flags, 'key');
   const shown = enqueueProgress(progressSurface(flags), config.table, file);
   try {
     const { items, where } = await readItems(flags, io, shown);
+    if (key !== undefined && items.length !== 1) throw new ConfigError(`enqueue: --key names one row, and ${file ?? '--payload'} holds ${items.length}; on an application's table each row may set dedupe_key itself`);
     const chunk = optionalInteger(flags, 'chunk');
     return await withStore(flags, 'enqueue', false, async (store) => {
       const queue = await Queue.open(shown?.countingInserts(store) ?? store, { ...config, orderColumn: await existingOrderColumn(store, config.table) });
-      const count = (await queue.enqueue(items, { chunk, describeItem: where, ...when, ...(priority !== undefined && { priority }) })).length;
+      const outcomes = await queue.enqueueDetailed(items, { chunk, describeItem: where, ...when, ...(priority !== undefined && { priority }), ...(key !== undefined && { key }) });
       shown?.line.stop();
-      io.out(`enqueued ${count} row${count === 1 ? '' : 's'} into ${config.table}`);
+      const duplicates = outcomes.filter((o) => o.duplicate);
+      const count = outcomes.length - duplicates.length;
+      if (key !== undefined) {
+        const id = String(outcomes[0]!.id);
+        io.out(duplicates.length > 0 ? `duplicate: row ${id} holds key ${JSON.stringify(key)} and is pending or processing; nothing inserted into ${config.table}` : `enqueued 1 row into ${config.table} (id ${id}, key ${JSON.stringify(key)})`);
+        return 0;
+      }
+      io.out(`enqueued ${count} row${count === 1 ? '' : 's'} into ${config.table}${duplicates.length > 0 ? ` (${duplicates.length} duplicate${duplicates.length === 1 ? '' : 's'} of live keys not inserted)` : ''}`);
       return 0;
     });
   } finally {
@@ -220,6 +230,8 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   const processes = optionalInteger(flags, 'processes');
   const metrics = metricsSettings(flags);
   const progress = progressSurface(flags);
+  const scheduleFile = optionalString(flags, 'schedule');
+  const schedules = scheduleFile === undefined ? null : readSchedules(scheduleFile);
   // The handler is loaded before the database is opened: a bad handler touches nothing.
   const { handler, isAbuse } = await loadHandler(handlerFile);
   if (processes !== undefined) {
@@ -300,6 +312,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       { table: config.table, handler: handlerFile, concurrency: options.concurrency, maxAttempts: worker.maxAttempts, exitWhenEmpty: options.exitWhenEmpty },
       `worker started on ${config.table}`,
     );
+    const scheduler = schedules === null ? null : await startScheduler(store, config, schedules, log, drain);
     const started = Date.now();
     try {
       const counters = await worker.run();
@@ -313,6 +326,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     } finally {
       draining = true;
       unregister();
+      await scheduler?.stop();
       await stopMetrics();
       await shown.stop();
     }
@@ -323,6 +337,43 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     }
     return EXIT.ok;
   });
+}
+
+/** A --schedule file (YAML, or JSON, which YAML reads too), checked whole before the database is opened. */
+function readSchedules(file: string): ScheduleDefinition[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`--schedule: cannot read ${file}: ${(error as Error).message}`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(text);
+  } catch (error) {
+    throw new ConfigError(`--schedule: ${file} is neither YAML nor JSON: ${(error as Error).message.split('\n')[0]}`);
+  }
+  return parseSchedules(parsed, file);
+}
+
+/**
+ * The schedules of --schedule, beside the worker on its store: every process running the same file claims
+ * ticks, and the schedules table lets one of them enqueue each. A failure it cannot retry drains the worker.
+ */
+async function startScheduler(store: Store, config: TableConfig, schedules: readonly ScheduleDefinition[], log: Logger, drain: () => void): Promise<Scheduler> {
+  const scheduler = await Scheduler.create({
+    store,
+    table: config,
+    schedules,
+    onEnqueued: ({ schedule, tick, id, caughtUp }) => log.info({ schedule, tick, jobId: id, caughtUp }, `schedule ${schedule}: enqueued ${caughtUp ? 'missed ' : ''}tick ${tick}${id === null ? '' : ` as row ${String(id)}`}`),
+    onError: (error, schedule) => log.warn({ schedule, err: errorFields(error) }, `schedule ${schedule}: claiming a tick failed (tried again in a second): ${errorFields(error).message as string}`),
+  });
+  log.info({ schedules: schedules.map((s) => s.name) }, `scheduling ${schedules.map((s) => `${s.name} (${s.cron}${s.timezone ? ` ${s.timezone}` : ''})`).join(', ')}`);
+  scheduler.run().catch((error: unknown) => {
+    log.error({ err: errorFields(error) }, `the scheduler stopped: ${errorFields(error).message as string}; draining the worker`);
+    drain();
+  });
+  return scheduler;
 }
 
 /**

@@ -12,6 +12,8 @@ import {
   StoreError,
   Worker,
   initTable,
+  hasIndex,
+  keyIndexName,
   pendingIndexName,
   priorityIndexName,
   redactUrl,
@@ -65,6 +67,7 @@ const OPTIONAL_COLUMN_ROLES: Readonly<Record<OptionalColumn, string>> = {
   result: "the handler's return value",
   finishedAt: 'the end time',
   priority: 'priorities: higher first, then the queue order',
+  dedupeKey: 'deduplication keys: one live row per key',
 };
 
 export async function doctor(flags: Flags, io: Io): Promise<number> {
@@ -259,6 +262,8 @@ async function checkTable(store: Store, config: TableConfig, statusq: CommandLin
   if (table) {
     checks.push(optionalColumnsCheck(table, migrate));
     checks.push(...(await planChecks(store, table, migrate)));
+    const keyCheck = await keyIndexCheck(store, table, migrate);
+    if (keyCheck) checks.push(keyCheck);
   }
   checks.push(await privilegesCheck(store, config, columns, table));
 }
@@ -284,6 +289,22 @@ function optionalColumnsCheck(table: ResolvedTable, migrate: string): Check {
     return { name: 'optional columns', status: 'warn', detail: `${detail}; without claimed_at a crashed worker's rows stay processing until requeue --force`, fix: `${migrate} --with leases,retries` };
   }
   return { name: 'optional columns', status: 'pass', detail };
+}
+
+/**
+ * A table with a dedupe_key column needs its key index, or keyed enqueues are refused (Queue.assertKeyIndex):
+ * said here before the first one fails. Null on a table without the column, or a store that cannot list indexes.
+ */
+async function keyIndexCheck(store: Store, table: ResolvedTable, migrate: string): Promise<Check | null> {
+  if (!table.features.dedupe || !store.schema) return null;
+  const name = keyIndexName(table.table);
+  try {
+    if (await hasIndex(store, store.schema, table.table, name)) return { name: 'key index', status: 'pass', detail: `${name}: one pending or processing row per ${table.columns.dedupeKey}` };
+  } catch (error) {
+    if (!(error instanceof StoreError)) throw error;
+    return { name: 'key index', status: 'fail', detail: `the indexes of ${table.table} could not be listed: ${oneLine(error)}` };
+  }
+  return { name: 'key index', status: 'fail', detail: `${table.columns.dedupeKey} has no key index ${name}: enqueues with a key are refused, since without it two enqueuers could both insert`, fix: `${migrate} --with dedupe` };
 }
 
 /** How a plan reads the candidates, and whether that serves the claim: the status column bounds the read, with no sort. */

@@ -13,14 +13,14 @@ const COLUMNS = '  --id-column C               the primary key (default id)\n' +
 
 export const COMMAND_HELP: Readonly<Record<Command, string>> = {
   init: `usage: statusq init --db URL [--table jobs] [--with priority] [--order newest|oldest]
-Creates a managed queue table (id, date, status, payload, the leases, retries, results and delays columns,
-the pending index). On an existing table it adds what is missing.
+Creates a managed queue table (id, date, status, payload, the leases, retries, results, delays and dedupe
+columns, the pending and key indexes). On an existing table it adds what is missing.
 
 ${DB}
   --table T                   the table to create (default jobs)
   --with priority             a priority column too, with its index (enqueue --priority)
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
-  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority] [--order newest|oldest]
+  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority,dedupe] [--order newest|oldest]
 Prepares an existing table: adds the status column if missing (every row then pending), the optional column
 groups asked for and the pending-row index. Data is untouched; a second run changes nothing.
 
@@ -29,7 +29,8 @@ ${DB}
   --with GROUPS               comma-separated: leases (claimed_at, worker_id), retries (attempt_count,
                               next_attempt_at, last_error), results (result, finished_at), delays
                               (next_attempt_at alone, for enqueue --delay), priority (priority and its
-                              index, for enqueue --priority); default none
+                              index, for enqueue --priority), dedupe (dedupe_key and its unique index over
+                              pending and processing rows, for enqueue --key); default none
   --status-column C           the status column (default status)
   --order-column C            the queue order column (default date)
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
@@ -47,6 +48,9 @@ ${DB}
                               (2026-12-01T10:00:00Z), as the database's clock reads it
   --priority N                higher is claimed first (default 0); needs a priority column (migrate
                               --with priority)
+  --key K                     deduplication key of the one row (--payload, or a file of one line): while a
+                              row with key K is pending or processing, nothing is inserted and its id is
+                              printed (exit 0); needs dedupe_key (migrate --with dedupe)
 ${PROGRESS}`,
   work: `usage: statusq work --db URL --table T --handler PATH [flags]
 Claims pending rows and runs the handler on each until stopped (SIGTERM/SIGINT), or until the queue is empty.
@@ -73,6 +77,8 @@ ${COLUMNS}
   --read-only-wait DURATION   how long to wait for a read-only database (a replica, a failover in progress) to take
                               writes again before exiting 1 (default 2m; 0: exit at once); rows stay claimed for the lease
   --exit-when-empty           exit 0 once nothing is pending or processing
+  --schedule FILE             recurring rows: a YAML or JSON list of {name, cron, timezone, payload | row,
+                              priority, catchUp}; each tick enqueues one row however many workers run the file
   --processes P               run P worker processes under a supervisor
   --log-level L               error, warn, info (default) or debug (a line per job); every level logs those above it
   --log-format F              json (default when standard output is not a terminal) or pretty (the default on one)

@@ -7,6 +7,12 @@ import { quoteIdentifierWith, type OrderTimeEncoding, type SqlDialect } from '@s
  * reclaim a live lease early: the lease cutoff is NOW(3) minus the lease, computed by the server.
  */
 const NOW = 'NOW(3)';
+
+/**
+ * The virtual column the key index is built on (mysql-schema.ts): the key while the row is pending or
+ * processing, NULL after. One name for every table, so no configuration reaches it.
+ */
+export const LIVE_KEY_COLUMN = 'statusq_live_key';
 const shifted = (ms: string) => `(${NOW} + INTERVAL (${ms}) * 1000 MICROSECOND)`;
 
 export const mysqlDialect: SqlDialect = {
@@ -18,6 +24,7 @@ export const mysqlDialect: SqlDialect = {
   // From a fixed DATETIME rather than FROM_UNIXTIME, which reads the session's time zone: a caller's own
   // connection (enqueue in the application's transaction) need not run in UTC as the pool's do.
   atEpochMs: (ms) => `(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL (${ms}) * 1000 MICROSECOND)`,
+  liveKey: ({ placeholder }) => `${quoteIdentifierWith('`')(LIVE_KEY_COLUMN)} = ${placeholder}`,
   orderCutoff(ms: string, encoding: OrderTimeEncoding): string {
     switch (encoding) {
       case 'native':

@@ -217,18 +217,18 @@ mysqlSuite('mysql on production server settings (private MariaDB per setting)', 
       try {
         expect(store.settings.lowerCaseTableNames).toBe(1);
         expect(await initTable(store, 'Jobs')).toMatchObject({ table: 'Jobs', created: true });
-        expect(await initTable(store, 'Jobs')).toMatchObject({ created: false, migrated: { addedColumns: [], createdIndex: null, createdPriorityIndex: null, addedStatus: false } });
+        expect(await initTable(store, 'Jobs')).toMatchObject({ created: false, migrated: { addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, addedStatus: false } });
         // The server keeps the name in lower case; statusq's catalog look-ups still find it by the configured one.
         expect(await server().admin('SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [optionsFromUrl(url).database])).toEqual([{ t: 'jobs' }]);
         for (const s of mysqlFixtures.tableA('Table_A')) await store.execute({ sql: s, params: [] });
         await store.execute({ sql: "INSERT INTO Table_A (id, date, url, kind) VALUES (1, NOW(3), 'u', 'k'), (2, NOW(3), 'u', 'k'), (3, NOW(3), 'u', 'k')", params: [] });
         const migrated = await migrateTable(store, { table: 'Table_A', with: ['leases', 'retries', 'results'] });
         expect(migrated.addedColumns.length).toBeGreaterThan(0);
-        expect(await migrateTable(store, { table: 'Table_A', with: ['leases', 'retries', 'results'] })).toEqual({ table: 'Table_A', addedColumns: [], createdIndex: null, createdPriorityIndex: null, addedStatus: false });
+        expect(await migrateTable(store, { table: 'Table_A', with: ['leases', 'retries', 'results'] })).toEqual({ table: 'Table_A', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, addedStatus: false });
         const jobs = await Queue.open(store, { table: 'Jobs' });
-        expect(jobs.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false });
+        expect(jobs.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: true });
         const tableA = await Queue.open(store, { table: 'Table_A' });
-        expect(tableA.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false });
+        expect(tableA.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: false });
         for (const [queue, claimStrategy, n] of [[jobs, 'native', 100], [jobs, 'conditional-update', 100], [tableA, 'native', 0]] as const) {
           if (n > 0) await queue.enqueue(Array.from({ length: n }, (_, i) => ({ i })));
           const errors: unknown[] = [];
@@ -391,7 +391,7 @@ mysqlSuite('mysql on production server settings (private MariaDB per setting)', 
       try {
         expect(store.settings.maxAllowedPacket).toBe(1024);
         await initTable(store, 'jobs');
-        expect((await Queue.open(store, { table: 'jobs' })).table.limits).toEqual({ payload: { bytes: 256 }, result: { bytes: 256 }, lastError: { bytes: 256 } });
+        expect((await Queue.open(store, { table: 'jobs' })).table.limits).toEqual({ payload: { bytes: 256 }, result: { bytes: 256 }, lastError: { bytes: 256 }, dedupeKey: { chars: 255, bytes: 256 } });
       } finally {
         await store.close();
         await dropFresh(server(), url);

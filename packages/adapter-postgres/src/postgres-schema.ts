@@ -10,6 +10,7 @@ const statements = knexStatements({
   // (full scan and sort on every claim); a partial index on date WHERE status IS NULL made the same
   // skip-locked batch claim 2.7x faster (23,600 vs 8,700 jobs/s).
   pendingIndex: 'partial',
+  keyIndex: { kind: 'partial' },
 });
 
 /** Trigger names; a trigger's name is per table, so every queue table uses the same two. */

@@ -119,7 +119,7 @@ export class PostgresStore implements Store {
       ...(hasOptions ? {} : { options: '-c TimeZone=UTC' }),
       types: postgresTypes,
     };
-    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true, insertReturning: true, listenNotify: options.listen ?? true };
+    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true, insertReturning: true, insertOnConflictDoNothing: true, listenNotify: options.listen ?? true };
     this.pool = new pg.Pool({ ...clientConfig, max, ...options.pool });
     // An idle connection that dies (server restart, pg_terminate_backend) is dropped by the pool; without a
     // listener its error would crash the process.

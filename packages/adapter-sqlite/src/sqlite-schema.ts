@@ -11,6 +11,8 @@ const statements = knexStatements({
   // Measured: SQLite serves `status IS NULL ORDER BY date DESC LIMIT n` from (status, date) with no sort,
   // and the same index answers "is anything processing?" for --exit-when-empty.
   pendingIndex: 'composite',
+  // Partial indexes (3.8+): keyless and settled rows never enter the key index.
+  keyIndex: { kind: 'partial' },
 });
 
 /** `initTable` / `migrateTable` on SQLite. */

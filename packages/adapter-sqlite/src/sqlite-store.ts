@@ -88,7 +88,7 @@ export class SqliteStore implements Store {
       throw toStoreError(error);
     }
     this.wakeUps = options.filename === ':memory:' ? null : new SqliteWakeUps(options.filename);
-    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true, insertReturning: true, listenNotify: this.wakeUps !== null };
+    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: true, skipLocked: true, returning: true, insertReturning: true, insertOnConflictDoNothing: true, listenNotify: this.wakeUps !== null };
     const wakeUps = this.wakeUps;
     this.nativeClaim = wakeUps ? { ...sqliteNativeClaim, beforeClaim: () => wakeUps.claimStarts() } : sqliteNativeClaim;
     // A :memory: database is polled: no waitForWork at all.

@@ -34,6 +34,8 @@ import { orderCases } from './cases/order.js';
 import { retryCases } from './cases/retries.js';
 import { delayCases } from './cases/delays.js';
 import { priorityCases } from './cases/priority.js';
+import { dedupeCases } from './cases/dedupe.js';
+import { scheduleCases } from './cases/schedules.js';
 import { leaseCases } from './cases/leases.js';
 import { configCases } from './cases/config.js';
 import { stopCases } from './cases/stop.js';
@@ -121,6 +123,8 @@ export function runConformance(options: ConformanceOptions): void {
       retries: () => retryCases(env),
       delays: () => delayCases(env),
       priority: () => priorityCases(env),
+      dedupe: () => dedupeCases(env),
+      schedules: () => scheduleCases(env),
       leases: () => leaseCases(env),
       stop: () => stopCases(env),
       config: () => configCases(env),

@@ -98,6 +98,8 @@ export const CONFORMANCE_GROUPS = [
   'retries',
   'delays',
   'priority',
+  'dedupe',
+  'schedules',
   'leases',
   'stop',
   'config',

@@ -130,8 +130,9 @@ export function atStatement(error: unknown, index: number | undefined): unknown 
 /**
  * The database rejected a row of `Queue.enqueue`. `kind` and `nativeCode` are the rejection's own; `item` is
  * the rejected item (0-based; undefined when the database did not say which row of its transaction failed),
- * `committed` how many rows earlier transactions committed (0 unless enqueueing in chunks) and `ids` their
- * ids in item order, as enqueue would have returned them. In the caller's transaction nothing is committed by
+ * `committed` how many rows earlier transactions committed (0 unless enqueueing in chunks or with keys) and
+ * `ids` the ids of the items before it in item order, as enqueue would have returned them (with keys, a
+ * duplicate's is the live row's). In the caller's transaction nothing is committed by
  * statusq: `committed` is 0, and the caller rolls its transaction back.
  */
 export class EnqueueError extends StoreError {

@@ -7,8 +7,8 @@ import { requeueCause, statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
 import { columnOverflow, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { INSPECT_CLOCK, InspectTimes, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
-import { TransitionSql, type NotBefore } from './transition-sql.js';
-import { missingColumnError } from './schema.js';
+import { TransitionSql, type NotBefore, type Params } from './transition-sql.js';
+import { hasIndex, keyIndexName, missingColumnError } from './schema.js';
 import { DELAY_LIMIT, parseDuration } from './duration.js';
 import { fitsStatementLimit, statementTooLarge } from './statement-size.js';
 import { monitoringCounts, type MonitoringCountOptions, type MonitoringCounts } from './monitoring-counts.js';
@@ -86,6 +86,25 @@ export interface EnqueueOptions {
    * 2147483647; rows enqueued without one have 0. Needs a `priority` column (`migrate --with priority`).
    */
   priority?: number | undefined;
+  /**
+   * Deduplication key: while a row with this key is pending or processing, enqueueing it again inserts nothing
+   * and reports that row's id (EnqueueOutcome.duplicate); once the row settles (done, abuse, failed) the key is
+   * free. A string is the key of the one item of the call; for several items, a function gives each item's key
+   * (null or undefined: that item has none). A key is 1 to 255 characters without surrounding whitespace, and
+   * keys compare exactly ('Key' and 'key' are two). Race-safe: the database's key index decides between
+   * enqueuers at the same moment. Keyed rows commit one at a time, in item order (not with `chunk`). Needs a
+   * `dedupe_key` column and its index (`migrate --with dedupe`; tables `init` makes have both). An item of an
+   * application's table may set the `dedupe_key` column itself instead.
+   */
+  key?: string | ((item: unknown, index: number) => string | null | undefined) | undefined;
+}
+
+/** What enqueue did with one item (Queue.enqueueDetailed). */
+export interface EnqueueOutcome {
+  /** The inserted row's id, or for a duplicate the id of the live row that holds the key (see Queue.enqueue on ids). */
+  id: JobId | null;
+  /** True when nothing was inserted because a pending or processing row already holds the item's key. */
+  duplicate: boolean;
 }
 
 /**
@@ -242,7 +261,17 @@ export class Queue {
     if (ids) statements.push(this.sql.statusOfIds(ids, leaseMs));
     statements.push(cause === 'requeueProcessing' ? this.sql.requeueProcessing(ids, leaseMs) : this.sql.requeue(from, ids));
     if (leaseMs !== null && !ids) statements.push(this.sql.countWithStatus(this.table.codes.processing));
-    const results = await withStoreRetry(() => this.apply(statements), STORE_RETRY.write);
+    const results = await withStoreRetry(() => this.apply(statements), STORE_RETRY.write).catch((error: unknown) => {
+      // A failed or abuse row's deduplication key may be held by a newer live row (or by another row requeued
+      // with it): pending again, the two would share a live key, which the key index refuses for the whole batch.
+      if (!(error instanceof StoreError) || error.kind !== 'UniqueViolation' || !this.table.features.dedupe) throw error;
+      throw new StoreError(
+        'UniqueViolation',
+        `requeue: nothing was requeued, because a row among them has a ${this.table.columns.dedupeKey} that a pending or processing row (or another of them) holds; requeue the others by id, or once that row has finished (${error.message})`,
+        error.nativeCode,
+        { cause: error },
+      );
+    });
     const requeued = results[ids ? 1 : 0]!.affected;
     if (!ids) return { requeued, leaseMs, live: leaseMs === null ? 0 : Number(results[1]!.rows[0]?.n ?? 0), notRequeued: [] };
 
@@ -288,16 +317,33 @@ export class Queue {
    * generated key MySQL reports is then another column's). Every table initTable creates has known ids.
    */
   async enqueue(items: readonly unknown[], options: EnqueueOptions = {}): Promise<Array<JobId | null>> {
+    return (await this.enqueueDetailed(items, options)).map((outcome) => outcome.id);
+  }
+
+  /**
+   * enqueue, saying of each item whether it was inserted or was a duplicate of a live row with its key
+   * (EnqueueOptions.key). Without keys every outcome has `duplicate: false`.
+   */
+  async enqueueDetailed(items: readonly unknown[], options: EnqueueOptions = {}): Promise<EnqueueOutcome[]> {
     if (!Array.isArray(items)) throw new ConfigError(`enqueue takes an array of items, got ${items === null ? 'null' : typeof items}`);
     if (options === null || typeof options !== 'object') throw new ConfigError('enqueue options must be an object');
     const describe = options.describeItem ?? ((index: number) => `item ${index + 1}`);
     const notBefore = notBeforeOf(options);
     const stamp = this.stampOf(options);
-    if (options.transaction !== undefined) return this.enqueueInTransaction(options.transaction, items, describe, options.chunk, notBefore, stamp);
+    const keyOf = this.keysOf(items, options);
+    const inserted = (ids: Array<JobId | null>) => ids.map((id) => ({ id, duplicate: false }));
+    if (options.transaction !== undefined) {
+      if (keyOf) throw new ConfigError("enqueue: deduplication keys are not taken in the caller's transaction yet; enqueue keyed rows on their own");
+      return inserted(await this.enqueueInTransaction(options.transaction, items, describe, options.chunk, notBefore, stamp));
+    }
+    const rows = items.map((item, index) => this.rowFor(item, index, describe, notBefore, stamp, keyOf?.(index)));
+    if (keyOf || rows.some((row, index) => this.keyIn(row, describe, index) !== null)) {
+      if (options.chunk !== undefined) throw new ConfigError('enqueue: keyed rows commit one at a time; give chunk or keys, not both');
+      return this.enqueueKeyed(rows, describe, notBefore);
+    }
     const chunk = options.chunk ?? Math.max(1, items.length);
     if (!Number.isSafeInteger(chunk) || chunk < 1) throw new ConfigError(`enqueue chunk must be a positive integer, got ${chunk}`);
     const returningId = this.store.capabilities.insertReturning;
-    const rows = items.map((item, index) => this.rowFor(item, index, describe, notBefore, stamp));
     const statements = rows.map((row) => this.sql.insert(row, { returningId, notBefore }));
     statements.forEach((statement, index) => this.checkStatementSize(statement, index, describe));
     const ids: Array<JobId | null> = [];
@@ -317,7 +363,136 @@ export class Queue {
         throw new EnqueueError(message, error, item, ids.length, ids);
       }
     }
-    return ids;
+    return inserted(ids);
+  }
+
+  /**
+   * Rows of which some carry a deduplication key, one at a time in item order, each committing on its own. A keyed
+   * row is inserted unless a live row holds its key (Queue.insertKeyed); a row without one as any other.
+   */
+  private async enqueueKeyed(rows: ReadonlyArray<Record<string, SqlValue>>, describe: (index: number) => string, notBefore: NotBefore | undefined): Promise<EnqueueOutcome[]> {
+    const returningId = this.store.capabilities.insertReturning;
+    rows.forEach((row, index) => this.checkStatementSize(this.sql.insert(row, { returningId, notBefore }), index, describe));
+    await this.assertKeyIndex();
+    const outcomes: EnqueueOutcome[] = [];
+    for (const [index, row] of rows.entries()) {
+      try {
+        const key = this.keyIn(row, describe, index);
+        if (key === null) {
+          const result = await withStoreRetry(() => this.store.execute(this.sql.insert(row, { returningId, notBefore })), STORE_RETRY.write);
+          outcomes.push({ id: this.insertedId(result, row, returningId), duplicate: false });
+        } else {
+          outcomes.push(await this.insertKeyed(row, key, notBefore));
+        }
+      } catch (error) {
+        if (!(error instanceof StoreError)) throw error;
+        const committed = outcomes.filter((o) => !o.duplicate).length;
+        const message =
+          committed === 0
+            ? `${describe(index)} was rejected by the database, and no row of this call was committed: ${error.message}`
+            : `${committed} row${committed === 1 ? '' : 's'} committed before ${describe(index)} failed: ${error.message}`;
+        throw new EnqueueError(message, error, index, committed, outcomes.map((o) => o.id));
+      }
+    }
+    return outcomes;
+  }
+
+  /**
+   * One keyed row: the INSERT, and when the key index refuses it the id of the live row that holds the key. The
+   * key index is the arbiter, so of any number of enqueuers racing with one key exactly one inserts. The holder
+   * may settle between the refused INSERT and the read, freeing the key: then the INSERT runs again (at most
+   * KEYED_INSERT_ATTEMPTS times). Where the store skips conflicts (PostgreSQL, SQLite), the first INSERT skips any
+   * unique index's, so a later one does not: a conflict with another unique index of an application's table
+   * then fails as the error it is, instead of passing for a duplicate.
+   */
+  private async insertKeyed(row: Record<string, SqlValue>, key: string, notBefore: NotBefore | undefined): Promise<EnqueueOutcome> {
+    const returningId = this.store.capabilities.insertReturning;
+    let skipConflicts = this.store.capabilities.insertOnConflictDoNothing;
+    let refusal: StoreError | undefined;
+    for (let attempt = 0; attempt < KEYED_INSERT_ATTEMPTS; attempt++) {
+      const insert = this.sql.insert(row, { returningId, notBefore, skipConflicts });
+      try {
+        const result = await withStoreRetry(() => this.store.execute(insert), STORE_RETRY.write);
+        if (result.affected > 0) return { id: this.insertedId(result, row, returningId), duplicate: false };
+      } catch (error) {
+        if (!(error instanceof StoreError) || error.kind !== 'UniqueViolation') throw error;
+        refusal = error;
+      }
+      const holder = await withStoreRetry(() => this.store.execute(this.sql.liveKeyHolder(key)), STORE_RETRY.write);
+      const id = holder.rows[0]?.id;
+      if (typeof id === 'number' || typeof id === 'bigint' || typeof id === 'string') return { id, duplicate: true };
+      skipConflicts = false;
+    }
+    throw refusal ?? new StoreError('WriteConflict', `the row with key ${JSON.stringify(key)} was refused ${KEYED_INSERT_ATTEMPTS} times, yet no live row holds the key`);
+  }
+
+  /**
+   * One row, inserted only if `claim.update` (a guarded UPDATE of another table) changes a row, in the same
+   * transaction: `claim.onlyWhere` is the FROM ... WHERE that finds the row that UPDATE just claimed (the
+   * INSERT selects its values from it), so a claim lost to someone else inserts nothing. A schedule's tick is
+   * claimed this way (scheduler.ts). `item` and `options` are enqueue's; the key, when given, is set on the row.
+   */
+  async enqueueIfClaimed(item: unknown, options: Pick<EnqueueOptions, 'priority' | 'key'>, claim: { update: Statement; onlyWhere: (p: Params) => string }): Promise<{ claimed: boolean; id: JobId | null }> {
+    const describe = () => 'the scheduled row';
+    const stamp = this.stampOf(options);
+    const key = typeof options.key === 'string' ? options.key : undefined;
+    if (key !== undefined && this.table.columns.dedupeKey === undefined) throw missingColumnError(this.table.table, 'dedupeKey', 'a deduplication key');
+    const row = this.rowFor(item, 0, describe, undefined, stamp, key);
+    const returningId = this.store.capabilities.insertReturning;
+    const insert = this.sql.insert(row, { returningId, onlyWhere: claim.onlyWhere });
+    this.checkStatementSize(insert, 0, describe);
+    const [update, inserted] = await withStoreRetry(() => this.store.executeBatch([claim.update, insert]), STORE_RETRY.write);
+    if (update!.affected !== 1) return { claimed: false, id: null };
+    return { claimed: true, id: this.insertedId(inserted!, row, returningId) };
+  }
+
+  private keyIndexChecked: Promise<void> | undefined;
+
+  /**
+   * Keys are race-safe only through the key index: a table with a dedupe_key column but without the index (the
+   * column added by hand, the index dropped) would let two enqueuers insert one key. Checked once per queue.
+   */
+  private assertKeyIndex(): Promise<void> {
+    const schema = this.store.schema;
+    if (!schema) return Promise.resolve();
+    this.keyIndexChecked ??= (async () => {
+      const name = keyIndexName(this.table.table);
+      if (await hasIndex(this.store, schema, this.table.table, name)) return;
+      throw new SchemaError(
+        `table ${this.table.table} has a ${this.table.columns.dedupeKey} column but not its key index ${name}, without which two enqueuers of one key could both insert (statusq migrate --with dedupe builds it)`,
+      );
+    })().catch((error: unknown) => {
+      this.keyIndexChecked = undefined;
+      throw error;
+    });
+    return this.keyIndexChecked;
+  }
+
+  /** Each item's key as EnqueueOptions.key gives it, checked against the table; undefined when the call gives none. */
+  private keysOf(items: readonly unknown[], options: EnqueueOptions): ((index: number) => string | null) | undefined {
+    const { key } = options;
+    if (key === undefined) return undefined;
+    if (typeof key !== 'string' && typeof key !== 'function') throw new ConfigError(`enqueue: key must be a string or a function of the item, got ${key === null ? 'null' : typeof key}`);
+    if (this.table.columns.dedupeKey === undefined) throw missingColumnError(this.table.table, 'dedupeKey', 'a deduplication key');
+    if (typeof key === 'string') {
+      if (items.length !== 1) throw new ConfigError(`enqueue: a key string names one row, and ${items.length} items were given; give key as a function of the item`);
+      return () => key;
+    }
+    return (index) => key(items[index], index) ?? null;
+  }
+
+  /** The deduplication key a row carries (checked), or null. */
+  private keyIn(row: Record<string, SqlValue>, describe: (index: number) => string, index: number): string | null {
+    const column = this.table.columns.dedupeKey;
+    if (column === undefined) return null;
+    const value = row[column];
+    if (value === undefined || value === null) return null;
+    if (typeof value !== 'string' || value.length === 0 || value.length > MAX_KEY_LENGTH || value.trim() !== value) {
+      throw new ConfigError(`${describe(index)}: a deduplication key is 1 to ${MAX_KEY_LENGTH} characters without surrounding whitespace, got ${JSON.stringify(value) ?? String(value)}`);
+    }
+    const overflow = columnOverflow(value, this.table.limits.dedupeKey);
+    if (overflow !== null) throw new ConfigError(`${describe(index)}: the key does not fit column ${column}: ${overflow}`);
+    return value;
   }
 
   /** enqueue on the caller's open transaction: the INSERTs only, one by one, never retried. */
@@ -393,7 +568,19 @@ export class Queue {
     return stamp;
   }
 
-  private rowFor(item: unknown, index: number, describe: (index: number) => string, notBefore: NotBefore | undefined, stamp: Record<string, SqlValue>): Record<string, SqlValue> {
+  private rowFor(item: unknown, index: number, describe: (index: number) => string, notBefore: NotBefore | undefined, stamp: Record<string, SqlValue>, key?: string | null): Record<string, SqlValue> {
+    const row = this.columnValuesOf(item, index, describe, notBefore, stamp);
+    if (key === undefined || key === null) return row;
+    const column = this.table.columns.dedupeKey!;
+    if (Object.keys(row).some((name) => name.toLowerCase() === column.toLowerCase())) {
+      throw new ConfigError(`${describe(index)}: sets ${column} itself, and enqueue's key option gives one too; give one or the other`);
+    }
+    const keyed = { ...row, [column]: key };
+    this.keyIn(keyed, describe, index);
+    return keyed;
+  }
+
+  private columnValuesOf(item: unknown, index: number, describe: (index: number) => string, notBefore: NotBefore | undefined, stamp: Record<string, SqlValue>): Record<string, SqlValue> {
     const payloadColumn = this.table.columns.payload;
     if (payloadColumn) {
       const text = JSON.stringify(item);
@@ -424,6 +611,11 @@ export class Queue {
     return { ...row, ...stamp };
   }
 }
+
+/** The longest deduplication key: the dedupe_key column statusq creates is VARCHAR(255). */
+const MAX_KEY_LENGTH = 255;
+/** INSERTs of one keyed row before giving up: each refused one means a live holder existed a moment before. */
+const KEYED_INSERT_ATTEMPTS = 5;
 
 /** A priority is an INTEGER column's value on every dialect. */
 const MIN_PRIORITY = -2_147_483_648;

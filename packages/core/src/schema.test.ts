@@ -35,6 +35,11 @@ function plainSqlSchema(store: SqlJsStore, calls: string[]): SchemaSupport {
       calls.push(`createPendingIndex ${table}: ${index.name} (${index.statusColumn}, ${index.orderColumn})`);
       return [{ sql: `CREATE INDEX ${q(index.name)} ON ${q(table)} (${q(index.statusColumn)}, ${q(index.orderColumn)})`, params: [] }];
     },
+    async createKeyIndex(table, index) {
+      calls.push(`createKeyIndex ${table}: ${index.name} (${index.keyColumn} live at ${index.statusColumn} NULL or ${index.processingCode})`);
+      const live = `${q(index.keyColumn)} IS NOT NULL AND (${q(index.statusColumn)} IS NULL OR ${q(index.statusColumn)} = ${index.processingCode})`;
+      return [{ sql: `CREATE UNIQUE INDEX ${q(index.name)} ON ${q(table)} (${q(index.keyColumn)}) WHERE ${live}`, params: [] }];
+    },
     indexNames: (_schema, table) => ({ sql: `SELECT upper(name) AS name FROM sqlite_master WHERE type = 'index' AND tbl_name = ?`, params: [table] }),
     async installWakeUps(wakeStore, table, statusColumn) {
       calls.push(`installWakeUps ${table}.${statusColumn} on ${wakeStore === store ? 'the store' : 'another store'}`);
@@ -59,25 +64,26 @@ describe('initTable and migrateTable over a SchemaSupport', () => {
     const { store, calls } = await storeWithSchema();
     expect(await initTable(store, 'jobs')).toEqual({ table: 'jobs', created: true, migrated: null });
     expect(calls).toEqual([
-      'createTable jobs: id serialKey, date time=now, status integer?, payload longText?, claimed_at time?, worker_id token?, attempt_count integer=0, next_attempt_at time?, last_error text?, result longText?, finished_at time?',
+      'createTable jobs: id serialKey, date time=now, status integer?, payload longText?, claimed_at time?, worker_id token?, attempt_count integer=0, next_attempt_at time?, last_error text?, result longText?, finished_at time?, dedupe_key token?',
       'createPendingIndex jobs: jobs_statusq_pending (status, date)',
+      'createKeyIndex jobs: jobs_statusq_key (dedupe_key live at status NULL or 9)',
       'installWakeUps jobs.status on the store',
     ]);
     const queue = await Queue.open(store, { table: 'jobs' });
-    expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false });
+    expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: true });
     expect(await queue.enqueue([{ n: 1 }])).toHaveLength(1);
     expect(store.rows('SELECT status, attempt_count, date > 0 AS dated FROM jobs')).toEqual([{ status: null, attempt_count: 0, dated: 1 }]);
 
     calls.length = 0;
     // The index is found though the listing spells it in upper case.
-    expect(await initTable(store, 'jobs')).toEqual({ table: 'jobs', created: false, migrated: { table: 'jobs', addedColumns: [], createdIndex: null, createdPriorityIndex: null, addedStatus: false } });
+    expect(await initTable(store, 'jobs')).toEqual({ table: 'jobs', created: false, migrated: { table: 'jobs', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, addedStatus: false } });
     expect(calls).toEqual(['installWakeUps jobs.status on the store']);
   });
 
   it('migrate adds a missing status column first, then only the missing columns of the chosen groups; existing rows become pending', async () => {
     const { store, calls } = await storeWithSchema('CREATE TABLE legacy (id INTEGER PRIMARY KEY, created INTEGER NOT NULL, worker_id TEXT); INSERT INTO legacy VALUES (1, 10, NULL), (2, 20, NULL)');
     const report = await migrateTable(store, { table: 'legacy', orderColumn: 'created', with: parseColumnGroups('leases, results') });
-    expect(report).toEqual({ table: 'legacy', addedColumns: ['status', 'claimed_at', 'result', 'finished_at'], createdIndex: 'legacy_statusq_pending', createdPriorityIndex: null, addedStatus: true });
+    expect(report).toEqual({ table: 'legacy', addedColumns: ['status', 'claimed_at', 'result', 'finished_at'], createdIndex: 'legacy_statusq_pending', createdPriorityIndex: null, createdKeyIndex: null, addedStatus: true });
     expect(calls).toEqual([
       'addColumns legacy: status, claimed_at, result, finished_at',
       'createPendingIndex legacy: legacy_statusq_pending (status, created)',
@@ -88,7 +94,7 @@ describe('initTable and migrateTable over a SchemaSupport', () => {
       { id: 2, status: null },
     ]);
     calls.length = 0;
-    expect(await migrateTable(store, { table: 'legacy', orderColumn: 'created', with: ['leases', 'results'] })).toEqual({ table: 'legacy', addedColumns: [], createdIndex: null, createdPriorityIndex: null, addedStatus: false });
+    expect(await migrateTable(store, { table: 'legacy', orderColumn: 'created', with: ['leases', 'results'] })).toEqual({ table: 'legacy', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, addedStatus: false });
     expect(calls).toEqual(['installWakeUps legacy.status on the store']);
   });
 
@@ -119,7 +125,7 @@ describe('names and groups', () => {
   it('parseColumnGroups: a comma list or an array, trimmed and deduplicated; unknown groups are a ConfigError', () => {
     expect(parseColumnGroups(undefined)).toEqual([]);
     expect(parseColumnGroups(' leases ,retries,leases,')).toEqual(['leases', 'retries']);
-    expect(parseColumnGroups(Object.keys(COLUMN_GROUPS))).toEqual(['leases', 'retries', 'results', 'delays', 'priority']);
+    expect(parseColumnGroups(Object.keys(COLUMN_GROUPS))).toEqual(['leases', 'retries', 'results', 'delays', 'priority', 'dedupe']);
     expect(() => parseColumnGroups('leases,everything')).toThrow(ConfigError);
   });
 });

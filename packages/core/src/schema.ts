@@ -1,6 +1,7 @@
-import { ConfigError, SchemaError } from './errors.js';
+import { ConfigError, SchemaError, StoreError } from './errors.js';
 import { derivedName, splitTableName, validateIdentifier, validateTableName } from './identifiers.js';
-import type { ColumnSpec, PriorityIndexSpec, SchemaSupport, Statement, Store } from './store.js';
+import { resolveStatusCodes, type StatusCodes } from './status.js';
+import type { ColumnSpec, KeyIndexSpec, PriorityIndexSpec, SchemaSupport, Statement, Store } from './store.js';
 import { DEFAULT_OPTIONAL_COLUMN_NAMES, type OptionalColumn, type Order } from './table.js';
 
 /**
@@ -20,10 +21,16 @@ export const COLUMN_GROUPS = {
   delays: ['nextAttemptAt'],
   /** priority: higher first, then the queue order; with its own index. Not on a table `init` makes unless asked. */
   priority: ['priority'],
+  /** dedupe_key, with a unique index over live rows: enqueue with a key inserts nothing while that key is live. */
+  dedupe: ['dedupeKey'],
 } as const satisfies Record<string, readonly OptionalColumn[]>;
 
-/** The groups a table `init` makes has (and adds to an older managed table): all but priority, whose index every insert pays for. */
-const MANAGED_GROUPS: readonly ColumnGroup[] = ['leases', 'retries', 'results', 'delays'];
+/**
+ * The groups a table `init` makes has (and adds to an older managed table): all but priority, whose index every
+ * insert and settle pays for. The key index of dedupe costs a row without a key nothing on PostgreSQL and SQLite
+ * (a partial index it never enters) and one NULL index entry on MySQL, and schedules need it.
+ */
+const MANAGED_GROUPS: readonly ColumnGroup[] = ['leases', 'retries', 'results', 'delays', 'dedupe'];
 
 export type ColumnGroup = keyof typeof COLUMN_GROUPS;
 
@@ -64,6 +71,11 @@ export interface MigrateOptions {
    * the two without a sort. Default newest, the workers' default. Only matters with a priority column.
    */
   order?: Order;
+  /**
+   * The table's status codes, when they are not the seed's: the key index (group dedupe) holds the rows that are
+   * pending or processing, so it is built for the processing code the workers will write.
+   */
+  statusCodes?: Partial<StatusCodes>;
 }
 
 export interface MigrateReport {
@@ -74,6 +86,8 @@ export interface MigrateReport {
   createdIndex: string | null;
   /** Name of the priority index created (a table with a priority column), or null when it existed or there is none. */
   createdPriorityIndex: string | null;
+  /** Name of the key index created (a table with a dedupe_key column), or null when it existed or there is none. */
+  createdKeyIndex: string | null;
   /** True when the status column itself was added: every existing row is now pending. */
   addedStatus: boolean;
 }
@@ -88,6 +102,11 @@ export interface InitReport {
 /** Index names must be valid identifiers too; long table names are shortened with a stable hash. */
 export function pendingIndexName(table: string): string {
   return derivedName(`${table.replace('.', '_')}_statusq_pending`, table);
+}
+
+/** The key index's name (KeyIndexSpec): unique over the keys of live rows. */
+export function keyIndexName(table: string): string {
+  return derivedName(`${table.replace('.', '_')}_statusq_key`, table);
 }
 
 /** The priority index's name: one per table, built for the order given at migrate time (PriorityIndexSpec). */
@@ -105,19 +124,19 @@ const OPTIONAL_COLUMN_SPECS: Readonly<Record<OptionalColumn, Omit<ColumnSpec, 'n
   result: { kind: 'longText', nullable: true },
   finishedAt: { kind: 'time', nullable: true },
   priority: { kind: 'integer', nullable: false, default: 0 },
+  dedupeKey: { kind: 'token', nullable: true },
 };
 
 const optionalColumn = (column: OptionalColumn): ColumnSpec => ({ name: DEFAULT_OPTIONAL_COLUMN_NAMES[column], ...OPTIONAL_COLUMN_SPECS[column] });
 /** Null is pending: a status column added to a table with rows makes every row pending. */
 const statusColumnSpec = (name: string): ColumnSpec => ({ name, kind: 'integer', nullable: true });
 
-/** A managed table: the seed's id, date and status, a payload, and every optional column group. */
-const MANAGED_COLUMNS: readonly ColumnSpec[] = [
+/** A managed table's own columns: the seed's id, date and status, and a payload; its column groups follow them. */
+const MANAGED_BASE_COLUMNS: readonly ColumnSpec[] = [
   { name: 'id', kind: 'serialKey', nullable: false },
   { name: 'date', kind: 'time', nullable: false, default: 'now' },
   statusColumnSpec('status'),
   optionalColumn('payload'),
-  ...columnsOf(MANAGED_GROUPS).map(optionalColumn),
 ];
 
 function schemaSupportOf(store: Store): SchemaSupport {
@@ -125,9 +144,13 @@ function schemaSupportOf(store: Store): SchemaSupport {
   return store.schema;
 }
 
-function assertPriorityIndexable(store: Store, schema: SchemaSupport, groups: readonly ColumnGroup[]): void {
+/** Groups whose column is only safe with its index: a store that cannot build the index cannot add the group. */
+function assertIndexable(store: Store, schema: SchemaSupport, groups: readonly ColumnGroup[]): void {
   if (groups.includes('priority') && !schema.createPriorityIndex) {
     throw new ConfigError(`the ${store.dialect.name} store cannot create the priority index (its schema support has no createPriorityIndex); without it every claim would sort the pending rows`);
+  }
+  if (groups.includes('dedupe') && !schema.createKeyIndex) {
+    throw new ConfigError(`the ${store.dialect.name} store cannot create the key index (its schema support has no createKeyIndex); without it two enqueuers of one key could both insert`);
   }
 }
 
@@ -137,7 +160,7 @@ async function runAll(store: Store, statements: Promise<Statement[]>): Promise<v
 
 /** What `init` adds beyond the managed table's own columns. */
 export interface InitOptions {
-  /** Column groups beyond the managed ones (leases, retries, results, delays): `priority`. */
+  /** Column groups beyond the managed ones (leases, retries, results, delays, dedupe): `priority`. */
   with?: readonly ColumnGroup[];
   /** The order the priority index is built for (MigrateOptions.order). */
   order?: Order;
@@ -145,24 +168,25 @@ export interface InitOptions {
 
 /**
  * Creates a statusq-managed table (id, date, status, payload, the optional columns of leases, retries,
- * results and delays, and those of `options.with`; the pending index, and the priority index with a priority
- * column). Running it on an existing table creates nothing and adds whatever of those it lacks.
+ * results, delays and dedupe, and those of `options.with`; the pending index, the key index, and the priority
+ * index with a priority column). Running it on an existing table creates nothing and adds whatever of those it lacks.
  */
 export async function initTable(store: Store, table = 'jobs', options: InitOptions = {}): Promise<InitReport> {
   validateTableName(table);
   const extra = parseColumnGroups(options.with ?? []);
-  const groups = [...new Set([...MANAGED_GROUPS, ...extra])];
   const schema = schemaSupportOf(store);
+  // An adapter that cannot build the key index gets managed tables without keys, rather than no tables.
+  const managedGroups = MANAGED_GROUPS.filter((group) => group !== 'dedupe' || schema.createKeyIndex);
+  const groups = [...new Set([...managedGroups, ...extra])];
+  assertIndexable(store, schema, extra);
   if (await store.describeTable(table)) {
     const migrated = await migrateTable(store, { table, with: groups, ...(options.order && { order: options.order }) });
     return { table, created: false, migrated };
   }
-  assertPriorityIndexable(store, schema, extra);
-  const managed = columnsOf(MANAGED_GROUPS);
-  const extraColumns = columnsOf(extra).filter((column) => !managed.includes(column));
-  await runAll(store, schema.createTable(table, [...MANAGED_COLUMNS, ...extraColumns.map(optionalColumn)]));
+  await runAll(store, schema.createTable(table, [...MANAGED_BASE_COLUMNS, ...columnsOf(groups).map(optionalColumn)]));
   await ensurePendingIndex(store, schema, table, 'status', 'date');
-  if (extraColumns.includes('priority')) {
+  if (groups.includes('dedupe')) await ensureKeyIndex(store, schema, table, { statusColumn: 'status', keyColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.dedupeKey, processingCode: resolveStatusCodes(undefined).processing });
+  if (groups.includes('priority')) {
     await ensurePriorityIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', priorityColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.priority, direction: options.order ?? 'newest' });
   }
   await schema.installWakeUps?.(store, table, 'status');
@@ -182,7 +206,8 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   const order = options.order ?? 'newest';
   if (order !== 'newest' && order !== 'oldest') throw new ConfigError(`order must be "newest" or "oldest", got ${JSON.stringify(order)}`);
   const schema = schemaSupportOf(store);
-  assertPriorityIndexable(store, schema, groups);
+  assertIndexable(store, schema, groups);
+  const processingCode = resolveStatusCodes(options.statusCodes).processing;
   const columns = await store.describeTable(table);
   if (!columns) throw new SchemaError(`table ${JSON.stringify(table)} does not exist; migrate prepares an existing table (statusq init creates a new one)`);
   const present = new Set(columns.map((c) => c.name.toLowerCase()));
@@ -202,23 +227,87 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   const createdIndex = await ensurePendingIndex(store, schema, table, statusColumn, orderColumn);
   const priorityColumn = ownPriority?.integer ? ownPriority.name : added.some((c) => c.name === DEFAULT_OPTIONAL_COLUMN_NAMES.priority) ? DEFAULT_OPTIONAL_COLUMN_NAMES.priority : null;
   const createdPriorityIndex = priorityColumn === null ? null : await ensurePriorityIndex(store, schema, table, { statusColumn, orderColumn, priorityColumn, direction: order });
+  // A dedupe_key column the table already had gets its index only when asked (--with dedupe): it may be the
+  // application's own, holding values that repeat among live rows.
+  const keyColumn = groups.includes('dedupe') ? (columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.dedupeKey)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.dedupeKey) : null;
+  const createdKeyIndex = keyColumn === null ? null : await ensureKeyIndex(store, schema, table, { statusColumn, keyColumn, processingCode });
   await schema.installWakeUps?.(store, table, statusColumn);
-  return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, addedStatus };
+  return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, createdKeyIndex, addedStatus };
+}
+
+async function ensureKeyIndex(store: Store, schema: SchemaSupport, table: string, spec: Omit<KeyIndexSpec, 'name'>): Promise<string | null> {
+  if (!schema.createKeyIndex) return null;
+  const name = keyIndexName(table);
+  if (await hasIndex(store, schema, table, name)) return null;
+  try {
+    await runAll(store, schema.createKeyIndex(table, { name, ...spec }));
+  } catch (error) {
+    if (!(error instanceof StoreError) || error.kind !== 'UniqueViolation') throw error;
+    throw new SchemaError(
+      `table ${JSON.stringify(table)}: two or more pending or processing rows share a value of ${spec.keyColumn}, so the key index cannot be made unique; let them finish or clear their keys, then migrate again (${error.message})`,
+      { cause: error },
+    );
+  }
+  return name;
+}
+
+/** Whether `table` has an index called `name` (index names compare without case, as MySQL's do). */
+export async function hasIndex(store: Store, schema: SchemaSupport, table: string, name: string): Promise<boolean> {
+  const { rows } = await store.execute(schema.indexNames(...splitTableName(table)));
+  return rows.some((r) => String(r.name).toLowerCase() === name.toLowerCase());
 }
 
 async function ensurePriorityIndex(store: Store, schema: SchemaSupport, table: string, spec: Omit<PriorityIndexSpec, 'name'>): Promise<string | null> {
   if (!schema.createPriorityIndex) return null;
   const name = priorityIndexName(table);
-  const { rows } = await store.execute(schema.indexNames(...splitTableName(table)));
-  if (rows.some((r) => String(r.name).toLowerCase() === name.toLowerCase())) return null;
+  if (await hasIndex(store, schema, table, name)) return null;
   await runAll(store, schema.createPriorityIndex(table, { name, ...spec }));
   return name;
 }
 
 async function ensurePendingIndex(store: Store, schema: SchemaSupport, table: string, statusColumn: string, orderColumn: string): Promise<string | null> {
   const name = pendingIndexName(table);
-  const { rows } = await store.execute(schema.indexNames(...splitTableName(table)));
-  if (rows.some((r) => String(r.name).toLowerCase() === name.toLowerCase())) return null;
+  if (await hasIndex(store, schema, table, name)) return null;
   await runAll(store, schema.createPendingIndex(table, { name, statusColumn, orderColumn }));
   return name;
+}
+
+/**
+ * The table schedules keep their last tick in, one per database (per schema, for a schema-qualified queue table):
+ * a row per queue table and schedule name. Claiming a tick is a guarded UPDATE of its row, so of any number of
+ * schedulers one enqueues each tick (scheduler.ts).
+ */
+export function scheduleTableName(queueTable: string): string {
+  const [schema] = splitTableName(queueTable);
+  return schema === null ? SCHEDULE_TABLE : `${schema}.${SCHEDULE_TABLE}`;
+}
+
+const SCHEDULE_TABLE = 'statusq_schedules';
+
+/** The columns of the schedules table: the last tick is UTC ISO 8601 text, which sorts as time on every database. */
+export const SCHEDULE_COLUMNS = { queueTable: 'queue_table', name: 'name', lastTick: 'last_tick', claimedBy: 'claimed_by' } as const;
+
+/**
+ * Creates the schedules table unless it exists. Schedulers starting together may both try: the one that loses
+ * finds the table there, which is all it wanted.
+ */
+export async function ensureScheduleTable(store: Store, queueTable: string): Promise<string> {
+  const table = scheduleTableName(queueTable);
+  if (await store.describeTable(table)) return table;
+  const schema = schemaSupportOf(store);
+  const c = SCHEDULE_COLUMNS;
+  try {
+    await runAll(
+      store,
+      schema.createTable(table, [
+        { name: c.queueTable, kind: 'token', nullable: false, primaryKey: true },
+        { name: c.name, kind: 'token', nullable: false, primaryKey: true },
+        { name: c.lastTick, kind: 'token', nullable: false },
+        { name: c.claimedBy, kind: 'token', nullable: true },
+      ]),
+    );
+  } catch (error) {
+    if (!(error instanceof StoreError) || !(await store.describeTable(table))) throw error;
+  }
+  return table;
 }

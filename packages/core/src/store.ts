@@ -67,6 +67,13 @@ export interface SqlDialect {
    * without an IN list of hundreds of parameters, and no list runs into the 65,535-parameter limit.
    */
   anyOf?(column: string, placeholder: string): string;
+  /**
+   * The condition "this row is live (pending or processing) and holds the key at `placeholder`", which the key
+   * index serves (KeyIndexSpec). Optional; the default `<key> = <placeholder> AND <live>` suits a partial index
+   * on the key. A database whose key index is on a generated column compares that column instead, since its
+   * planner would not see the expression behind it.
+   */
+  liveKey?(parts: { keyColumn: string; live: string; placeholder: string }): string;
 }
 
 /**
@@ -98,6 +105,13 @@ export interface StoreCapabilities {
    * the id is the one the item set, else the statement's `ExecResult.insertId`, else unknown (null).
    */
   insertReturning: boolean;
+  /**
+   * INSERT ... ON CONFLICT DO NOTHING: a row that would break a unique index is skipped without an error
+   * (PostgreSQL, SQLite). A keyed enqueue then meets a live key without failing its transaction or writing an
+   * error to the server's log; without it, the INSERT fails with UniqueViolation and enqueue reads that as the
+   * same answer. Default false.
+   */
+  insertOnConflictDoNothing: boolean;
 }
 
 export const DEFAULT_CAPABILITIES: Readonly<StoreCapabilities> = Object.freeze({
@@ -107,6 +121,7 @@ export const DEFAULT_CAPABILITIES: Readonly<StoreCapabilities> = Object.freeze({
   listenNotify: false,
   idleProbe: false,
   insertReturning: false,
+  insertOnConflictDoNothing: false,
 });
 
 /**
@@ -408,6 +423,8 @@ export interface ColumnSpec {
   readonly nullable: boolean;
   /** `now`: the database's current time in the `time` representation; 0 for a count that starts there. */
   readonly default?: 'now' | 0;
+  /** Part of the table's primary key (with every other column so marked, in column order). Not with `serialKey`, which is one already. */
+  readonly primaryKey?: boolean;
 }
 
 export interface PendingIndexSpec {
@@ -423,6 +440,20 @@ export interface PendingIndexSpec {
 export interface PriorityIndexSpec extends PendingIndexSpec {
   readonly priorityColumn: string;
   readonly direction: 'newest' | 'oldest';
+}
+
+/**
+ * The index that makes deduplication keys race-safe: unique over `keyColumn` among live rows only (pending:
+ * status NULL, or processing: `processingCode`), so a second live row with a key is refused by the database
+ * itself while a settled row frees its key. Rows without a key are not in it, or hold NULL, which a unique index
+ * lets repeat.
+ */
+export interface KeyIndexSpec {
+  readonly name: string;
+  readonly statusColumn: string;
+  readonly keyColumn: string;
+  /** The status code of a processing row (9 unless the table's codes say otherwise); a validated integer. */
+  readonly processingCode: number;
 }
 
 /**
@@ -446,6 +477,12 @@ export interface SchemaSupport {
    * it `migrate --with priority` is a ConfigError on this store, since every claim would sort the pending rows.
    */
   createPriorityIndex?(table: string, index: PriorityIndexSpec): Promise<Statement[]>;
+  /**
+   * The key index (see KeyIndexSpec): a partial unique index where the database has them, or a unique index on a
+   * generated column that holds the key only while the row is live. Optional: without it `migrate --with dedupe`
+   * is a ConfigError on this store, since keys would not be race-safe.
+   */
+  createKeyIndex?(table: string, index: KeyIndexSpec): Promise<Statement[]>;
   /**
    * A query for the names of the indexes on table `name` in `schema` (null: the connection's default),
    * one row per index with the name in column `name`.

@@ -13,6 +13,7 @@ export const OPTIONAL_COLUMNS = [
   'result',
   'finishedAt',
   'priority',
+  'dedupeKey',
 ] as const;
 export type OptionalColumn = (typeof OPTIONAL_COLUMNS)[number];
 
@@ -27,6 +28,7 @@ export const DEFAULT_OPTIONAL_COLUMN_NAMES: Readonly<Record<OptionalColumn, stri
   result: 'result',
   finishedAt: 'finished_at',
   priority: 'priority',
+  dedupeKey: 'dedupe_key',
 };
 
 export type Order = 'newest' | 'oldest';
@@ -95,9 +97,9 @@ export interface ResolvedTable {
   readonly returned: readonly string[] | null;
 }
 
-/** The optional columns statusq fills with text of any length: JSON payloads and results, failure reasons. */
-export type TextColumn = 'payload' | 'result' | 'lastError';
-const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError'];
+/** The optional columns statusq fills with text: JSON payloads and results, failure reasons, deduplication keys. */
+export type TextColumn = 'payload' | 'result' | 'lastError' | 'dedupeKey';
+const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', 'dedupeKey'];
 
 /**
  * Features follow from the columns present:
@@ -108,6 +110,7 @@ const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError'];
  * - backoff: `next_attempt_at` -> retries wait an exponentially growing, jittered delay.
  * - errorHistory: `last_error` -> the latest failure reason is kept on the row.
  * - priority: `priority` (an integer column) -> higher priorities are claimed first, then the queue order.
+ * - dedupe: `dedupe_key` -> enqueue with a key inserts nothing while a row with that key is pending or processing.
  */
 export interface QueueFeatures {
   leases: boolean;
@@ -116,6 +119,7 @@ export interface QueueFeatures {
   backoff: boolean;
   errorHistory: boolean;
   priority: boolean;
+  dedupe: boolean;
 }
 
 /**
@@ -295,6 +299,7 @@ export function resolveTable(
       backoff: optional.nextAttemptAt !== undefined,
       errorHistory: optional.lastError !== undefined,
       priority: optional.priority !== undefined,
+      dedupe: optional.dedupeKey !== undefined,
     },
     limits,
     returned,

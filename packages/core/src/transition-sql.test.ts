@@ -226,3 +226,22 @@ describe('monitoring count statements', () => {
     expect(() => sql.countUpTo(sql.allRows(), 1.5)).toThrow(/positive integer/);
   });
 });
+
+describe('deduplication key statements', () => {
+  it('reads the live holder of a key through the key column and the live statuses, or through the dialect\'s own condition', () => {
+    const keyed = sqlFor([...ALL_COLUMNS, 'dedupe_key']);
+    expect(keyed.liveKeyHolder('k1')).toEqual({ sql: 'SELECT "id" AS id FROM "jobs" WHERE "dedupe_key" = $1 AND ("status" IS NULL OR "status" = 9) LIMIT 1', params: ['k1'] });
+    const custom = sqlFor([...ALL_COLUMNS, 'dedupe_key'], { statusCodes: { processing: 5 } });
+    expect(custom.liveKeyHolder('k1').sql).toContain('("status" IS NULL OR "status" = 5)');
+    const info: ColumnInfo[] = [...ALL_COLUMNS, 'dedupe_key'].map((name) => ({ name, type: 'text', unique: name === 'id', integer: name === 'status' || name === 'id', maxLength: null }));
+    const generated = new TransitionSql(resolveTable({ table: 'jobs' }, info, () => 'epochMs'), { ...numbered('?'), liveKey: ({ placeholder }) => `"live_key" = ${placeholder}` });
+    expect(generated.liveKeyHolder('k1').sql).toBe('SELECT "id" AS id FROM "jobs" WHERE "live_key" = ? LIMIT 1');
+    expect(() => sqlFor().liveKeyHolder('k1')).toThrow(/no dedupe_key column, which a deduplication key needs \(statusq migrate --with dedupe adds it\)/);
+  });
+
+  it('skips conflicting rows only when asked, before RETURNING', () => {
+    const sql = sqlFor([...ALL_COLUMNS, 'dedupe_key']);
+    expect(sql.insert({ payload: '{}', dedupe_key: 'k' }, { returningId: true, skipConflicts: true }).sql).toBe('INSERT INTO "jobs" ("payload", "dedupe_key") VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING "id" AS id');
+    expect(sql.insert({ payload: '{}' }).sql).not.toContain('ON CONFLICT');
+  });
+});

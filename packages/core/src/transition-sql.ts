@@ -48,6 +48,7 @@ export interface QuotedTable {
   readonly result?: string;
   readonly finishedAt?: string;
   readonly priority?: string;
+  readonly dedupeKey?: string;
 }
 
 export function quoteTable(t: ResolvedTable, d: SqlDialect): QuotedTable {
@@ -383,7 +384,7 @@ export class TransitionSql {
   inspectColumns(): string[] {
     const t = this.table;
     const names = [t.id, t.order, t.status];
-    for (const key of ['priority', 'attemptCount', 'claimedAt', 'workerId', 'nextAttemptAt', 'lastError', 'finishedAt'] as const) {
+    for (const key of ['priority', 'dedupeKey', 'attemptCount', 'claimedAt', 'workerId', 'nextAttemptAt', 'lastError', 'finishedAt'] as const) {
       const name = t.columns[key];
       if (name !== undefined) names.push(name);
     }
@@ -480,8 +481,21 @@ export class TransitionSql {
   /**
    * One pending row. `returningId`: the INSERT returns the new row's id as `id` (StoreCapabilities.insertReturning).
    * `placeholder`: the one the runner takes when it is not the dialect's (CallerRunner.placeholder).
+   * `skipConflicts`: a row that would break a unique index is not inserted, without an error (see
+   * StoreCapabilities.insertOnConflictDoNothing); the INSERT then affects and returns nothing.
+   * `onlyWhere`: the row is inserted only when this FROM ... WHERE (written with the statement's own
+   * parameters) finds one row, as `INSERT ... SELECT <values> FROM ...`: a schedule's tick claim (scheduler.ts).
    */
-  insert(row: Record<string, SqlValue>, options: { returningId?: boolean; placeholder?: ((index: number) => string) | undefined; notBefore?: NotBefore | undefined } = {}): Statement {
+  insert(
+    row: Record<string, SqlValue>,
+    options: {
+      returningId?: boolean;
+      placeholder?: ((index: number) => string) | undefined;
+      notBefore?: NotBefore | undefined;
+      skipConflicts?: boolean;
+      onlyWhere?: ((p: Params) => string) | undefined;
+    } = {},
+  ): Statement {
     const p = new Params(options.placeholder ? { ...this.dialect, placeholder: options.placeholder } : this.dialect);
     const names = Object.keys(row);
     const quoted = names.map((n) => this.dialect.quoteIdentifier(n));
@@ -492,8 +506,23 @@ export class TransitionSql {
       values.push(this.notBeforeValue(p, options.notBefore));
     }
     const columns = quoted.join(', ');
+    const conflicts = options.skipConflicts ? ' ON CONFLICT DO NOTHING' : '';
     const returning = options.returningId ? ` RETURNING ${this.q.id} AS id` : '';
-    return { sql: `INSERT INTO ${this.q.table} (${columns}) VALUES (${values.join(', ')})${returning}`, params: p.values };
+    const source = options.onlyWhere ? `SELECT ${values.join(', ')} FROM ${options.onlyWhere(p)}` : `VALUES (${values.join(', ')})`;
+    return { sql: `INSERT INTO ${this.q.table} (${columns}) ${source}${conflicts}${returning}`, params: p.values };
+  }
+
+  /**
+   * The id of the live row (pending or processing) holding deduplication key `key`, if there is one: one read of
+   * the key index (SqlDialect.liveKey). `placeholder` as for insert.
+   */
+  liveKeyHolder(key: string, placeholder?: (index: number) => string): Statement {
+    if (!this.q.dedupeKey) throw missingColumnError(this.table.table, 'dedupeKey', 'a deduplication key');
+    const p = new Params(placeholder ? { ...this.dialect, placeholder } : this.dialect);
+    const value = p.add(key);
+    const live = `(${this.statusHolds(null)} OR ${this.statusHolds(this.table.codes.processing)})`;
+    const condition = this.dialect.liveKey ? this.dialect.liveKey({ keyColumn: this.q.dedupeKey, live, placeholder: value }) : `${this.q.dedupeKey} = ${value} AND ${live}`;
+    return { sql: `SELECT ${this.q.id} AS id FROM ${this.q.table} WHERE ${condition} LIMIT 1`, params: p.values };
   }
 
   /** A delayed job's first due time, computed by the database: its now plus the delay, or the instant given. */

@@ -24,6 +24,14 @@ export interface KnexDdl {
    * `composite`: (status, order), for planners that serve `status IS NULL ORDER BY order` from it.
    */
   pendingIndex: 'partial' | 'composite';
+  /**
+   * The key index (KeyIndexSpec). `partial`: a unique index on the key column WHERE the row is live, which rows
+   * without a key or settled rows never enter. `generatedColumn`: for databases without partial indexes, an
+   * invisible virtual column `column` (SELECT * leaves it out) holding the key only while the row is live (NULL
+   * otherwise, which a unique index lets repeat), of type `type` (which decides how keys compare), and a unique
+   * index on it.
+   */
+  keyIndex: { kind: 'partial' } | { kind: 'generatedColumn'; column: string; type: string };
   /** Table options a created table states (engine, character set); knex writes them on CREATE TABLE only. */
   tableOptions?(table: Knex.CreateTableBuilder): void;
 }
@@ -36,7 +44,7 @@ const DEFAULT_KINDS: Readonly<Record<Exclude<ColumnKind, 'time'>, AddColumn>> = 
   longText: (t, name) => t.text(name),
 };
 
-export type KnexStatements = Pick<SchemaSupport, 'createTable' | 'addColumns' | 'createPendingIndex' | 'createPriorityIndex'>;
+export type KnexStatements = Pick<SchemaSupport, 'createTable' | 'addColumns' | 'createPendingIndex' | 'createPriorityIndex' | 'createKeyIndex'>;
 
 /**
  * SchemaSupport's statement builders for `ddl`. knex is imported on the first call, not with the adapter:
@@ -64,6 +72,8 @@ export function knexStatements(ddl: KnexDdl): KnexStatements {
         knex.schema.createTable(table, (t) => {
           ddl.tableOptions?.(t);
           for (const spec of columns) addColumn(knex, t, spec);
+          const key = columns.filter((spec) => spec.primaryKey).map((spec) => spec.name);
+          if (key.length > 0) t.primary(key);
         }),
       );
     },
@@ -94,6 +104,21 @@ export function knexStatements(ddl: KnexDdl): KnexStatements {
           else t.index([statusColumn, ...ordered], name);
         }),
       );
+    },
+    async createKeyIndex(table, { name, statusColumn, keyColumn, processingCode }) {
+      const knex = await knexOf();
+      // DDL takes no parameters: the code is inlined, and checked to be an integer before it is.
+      if (!Number.isSafeInteger(processingCode)) throw new Error(`key index: processing code must be an integer, got ${String(processingCode)}`);
+      const live = knex.raw(`(?? IS NULL OR ?? = ${processingCode})`, [statusColumn, statusColumn]);
+      if (ddl.keyIndex.kind === 'partial') {
+        return statementsOf(knex.schema.alterTable(table, (t) => t.unique([keyColumn], { indexName: name, predicate: knex.whereNotNull(keyColumn).andWhere(live) })));
+      }
+      const { column, type } = ddl.keyIndex;
+      const expression = knex.raw(`CASE WHEN ${live.toQuery()} THEN ?? END`, [keyColumn]).toQuery();
+      // One ALTER for the column and its index (knex's builder writes two): when the index fails (live rows
+      // already share a key), no column is left behind to make the next migrate fail on a duplicate column.
+      const sql = knex.raw(`ALTER TABLE ?? ADD COLUMN ?? ${type} GENERATED ALWAYS AS (${expression}) VIRTUAL INVISIBLE, ADD UNIQUE INDEX ?? (??)`, [table, column, name, column]).toQuery();
+      return [{ sql, params: [] }];
     },
   };
 }

@@ -53,9 +53,10 @@ export function doctorScenarios(ctx: () => CliContext, target: CliTarget): void 
       // The adapter's own server checks (StoreInspection.serverChecks: MySQL's version, binlog, ...) come
       // between the server line and the claim; each must pass on a test server all the same.
       const names = report.checks.map((c) => c.name);
-      expect([names[0], ...names.slice(names.indexOf('claim'))]).toEqual(['server', 'claim', 'clock', 'table', 'optional columns', 'pending index', 'claim plan', 'claim plan (--aging)', 'privileges', 'race']);
+      expect([names[0], ...names.slice(names.indexOf('claim'))]).toEqual(['server', 'claim', 'clock', 'table', 'optional columns', 'pending index', 'claim plan', 'claim plan (--aging)', 'key index', 'privileges', 'race']);
       for (const c of report.checks) expect(c.status, `${c.name}: ${c.detail}`).toBe('pass');
       expect(checkOf(report, 'pending index').detail).toBe('jobs_statusq_pending');
+      expect(checkOf(report, 'key index').detail).toBe('jobs_statusq_key: one pending or processing row per dedupe_key');
       expect(checkOf(report, 'claim plan').detail).toMatch(/^reads index jobs_statusq_pending, no sort/);
       expect(checkOf(report, 'privileges').detail).toBe('SELECT, UPDATE, INSERT on jobs');
       expect(report.server).toMatchObject({ version: expect.any(String), isolation: expect.any(String), timeZone: expect.any(String), claim: expect.stringMatching(/^(one statement|transaction)$/) });
@@ -120,6 +121,21 @@ export function doctorScenarios(ctx: () => CliContext, target: CliTarget): void 
       expect(checkOf(after, 'pending index')).toMatchObject({ status: 'pass', detail: 'table_a_statusq_pending' });
       expect(checkOf(after, 'claim plan').status).toBe('pass');
       expect(await rowsOf('table_a')).toEqual(before);
+    });
+
+    it('a dedupe_key column without its key index fails the key index check (exit 1), naming migrate --with dedupe; once migrated it passes', async () => {
+      const { statusq, db } = ctx();
+      for (const sql of target.fixtures.tableA('table_a')) await db.query(sql);
+      await db.query('ALTER TABLE table_a ADD dedupe_key VARCHAR(255)');
+      const run = await statusq('doctor', '--db', db.url, '--table', 'table_a', '--json', '--race-jobs', '0');
+      expect(run.code, run.stdout + run.stderr).toBe(1);
+      const key = checkOf(reportOf(run), 'key index');
+      expect(key).toMatchObject({ status: 'fail', detail: 'dedupe_key has no key index table_a_statusq_key: enqueues with a key are refused, since without it two enqueuers could both insert' });
+      expect(key.fix).toMatch(/^statusq migrate --db (\S+) --table table_a --with dedupe$/);
+      const migrated = runFix(key.fix!, ctx().dir, db.url);
+      expect(migrated.code, migrated.stderr).toBe(0);
+      const fixed = await statusq('doctor', '--db', db.url, '--table', 'table_a', '--json', '--race-jobs', '0');
+      expect(checkOf(reportOf(fixed), 'key index')).toMatchObject({ status: 'pass', detail: 'table_a_statusq_key: one pending or processing row per dedupe_key' });
     });
 
     it("an application's own index that serves the claim is enough: the pending index check passes naming it", async () => {

@@ -5,7 +5,7 @@ import { expect, it } from 'vitest';
 import { generateTableARows, handlerPath } from '@statusq/test-fixtures';
 import type { CliContext, CliTarget } from './cli-target.js';
 
-const LISTING_KEYS = ['id', 'date', 'status', 'attempt_count', 'claimed_at', 'worker_id', 'next_attempt_at', 'last_error', 'finished_at'];
+const LISTING_KEYS = ['id', 'date', 'status', 'dedupe_key', 'attempt_count', 'claimed_at', 'worker_id', 'next_attempt_at', 'last_error', 'finished_at'];
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 type JsonRow = Record<string, unknown>;

@@ -160,6 +160,77 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       expect(await stats()).toMatchObject({ pending: 0, done: 5 });
     });
 
+    it('enqueue --key: a second enqueue of a live key inserts nothing and names the row that holds it (exit 0); once that row is done the key is free; migrate --with dedupe builds the key index; bad keys exit 2 and write nothing', async () => {
+      const { statusq, stats, db, file } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      const first = await statusq('enqueue', '--db', db.url, '--payload', '{"n":1}', '--key', 'invoice-7');
+      expect(first.code, first.stderr).toBe(0);
+      const id = /^enqueued 1 row into jobs \(id (\d+), key "invoice-7"\)$/.exec(first.stdout)?.[1];
+      expect(id, first.stdout).toBeDefined();
+      expect(await statusq('enqueue', '--db', db.url, '--payload', '{"n":2}', '--key', 'invoice-7')).toMatchObject({
+        code: 0,
+        stdout: `duplicate: row ${id} holds key "invoice-7" and is pending or processing; nothing inserted into jobs`,
+      });
+      expect(await stats()).toMatchObject({ pending: 1 });
+      const run = await statusq('work', '--db', db.url, '--table', 'jobs', '--handler', file('noop.mjs', 'export default async () => {};'), '--exit-when-empty', '--poll-max', '50ms');
+      expect(run.code, run.stderr).toBe(0);
+      const again = await statusq('enqueue', '--db', db.url, '--payload', '{"n":3}', '--key', 'invoice-7');
+      expect(again.stdout).toMatch(/^enqueued 1 row into jobs \(id \d+, key "invoice-7"\)$/);
+      expect(again.stdout).not.toContain(`id ${id},`);
+
+      const rows = file('two.ndjson', '{"n":4}\n{"n":5}\n');
+      for (const [args, message] of [
+        [['--payload', '{"n":9}', '--key', ''], /^statusq: --payload: a deduplication key is 1 to 255 characters without surrounding whitespace, got ""$/],
+        [['--payload', '{"n":9}', '--key', 'x'.repeat(256)], /1 to 255 characters/],
+        [['--file', rows, '--key', 'k'], /^statusq: enqueue: --key names one row, and .*two\.ndjson holds 2/],
+      ] as Array<[string[], RegExp]>) {
+        const refused = await statusq('enqueue', '--db', db.url, ...args);
+        expect(refused.code, refused.stderr).toBe(2);
+        expect(refused.stderr).toMatch(message);
+      }
+      expect(await stats()).toMatchObject({ pending: 1, done: 1 });
+
+      for (const ddl of target.fixtures.tableA('table_a')) await db.query(ddl);
+      const missing = await statusq('enqueue', '--db', db.url, '--table', 'table_a', '--payload', '{"id":1}', '--key', 'k');
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toBe("statusq: table table_a has no dedupe_key column, which a deduplication key needs (statusq migrate --with dedupe adds it)");
+      expect(await statusq('migrate', '--db', db.url, '--table', 'table_a', '--with', 'dedupe')).toMatchObject({
+        code: 0,
+        stdout: 'migrated table_a: added columns dedupe_key and indexes table_a_statusq_pending, table_a_statusq_key',
+      });
+      expect(await statusq('migrate', '--db', db.url, '--table', 'table_a', '--with', 'dedupe')).toMatchObject({ code: 0, stdout: 'table table_a is up to date; nothing to do' });
+    });
+
+    it('work --schedule (YAML) with --processes 2: every tick of an every-second schedule runs once, logged by the process that claimed it; a bad schedule file exits 2 before the database is touched', async () => {
+      const { statusq, db, file, dir } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      const schedules = file('schedules.yaml', ['schedules:', '  - name: heartbeat', "    cron: '* * * * * *'", '    payload: { ping: true }', '    catchUp: 0', ''].join('\n'));
+      const seen = join(dir, 'seen.txt');
+      const handler = file('record.mjs', `import { appendFileSync } from 'node:fs';\nexport default async (job) => { appendFileSync(${JSON.stringify(seen)}, job.row.dedupe_key + '\\n'); };`);
+      const run = launchCli(dir, ['work', '--db', db.url, '--table', 'jobs', '--handler', handler, '--schedule', schedules, '--processes', '2', '--poll-max', '50ms']);
+      const ran = () => (existsSync(seen) ? readFileSync(seen, 'utf8').trim().split('\n').filter(Boolean) : []);
+      await waitFor('three ticks to run', () => ran().length >= 3, { timeoutMs: 30_000, intervalMs: 50 });
+      run.child.kill('SIGTERM');
+      const result = await run.ended;
+      expect(result.code, result.stderr).toBe(0);
+      const keys = ran();
+      expect(new Set(keys).size).toBe(keys.length);
+      const ticks = keys.map((key) => Date.parse(key.replace('schedule:heartbeat:', ''))).sort((a, b) => a - b);
+      for (let i = 1; i < ticks.length; i++) expect(ticks[i]! - ticks[i - 1]!).toBe(1000);
+      const logged = logLines(result.stdout).filter((line) => typeof line.msg === 'string' && line.msg.startsWith('schedule heartbeat: enqueued tick'));
+      expect(logged.length).toBeGreaterThanOrEqual(keys.length);
+      expect(new Set(logged.map((line) => line.tick)).size).toBe(logged.length);
+
+      for (const [text, message] of [
+        ['schedules: [{ name: x, cron: "every day" }]', /^statusq: .*bad\.yaml: schedule x: cron "every day" is not a cron expression/],
+        ['{ not yaml', /^statusq: --schedule: .*bad\.yaml is neither YAML nor JSON/],
+      ] as Array<[string, RegExp]>) {
+        const refused = await statusq('work', '--db', 'sqlite:/nonexistent/dir/never.db', '--table', 'jobs', '--handler', handler, '--schedule', file('bad.yaml', text));
+        expect(refused.code, refused.stderr).toBe(2);
+        expect(refused.stderr).toMatch(message);
+      }
+    });
+
     it("migrates the seed's table_a (twice: the second is a no-op), works it with the plain .mjs fixture handler, and requeues", async () => {
       const { statusq, stats, db } = ctx();
       for (const ddl of target.fixtures.tableA('table_a')) await db.query(ddl);
