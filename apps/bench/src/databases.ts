@@ -30,6 +30,8 @@ export interface FillCounts {
   pending: number;
   /** Rows already done (status 1), older than every pending row: an application table's history. */
   finished: number;
+  /** How much older than the pending rows the finished ones are (default 0: right before them). */
+  finishedAgoMs?: number;
 }
 
 export interface BenchDatabase {
@@ -124,7 +126,7 @@ abstract class BaseBench implements BenchDatabase {
     // Finished rows are older than pending ones: the claim's newest-first walk meets pending rows first
     // only because of the pending index, not because the history happens to sit behind them.
     const now = Date.now();
-    const finishedEnd = now - counts.pending - 1;
+    const finishedEnd = now - counts.pending - 1 - (counts.finishedAgoMs ?? 0);
     for (const [offset, count] of chunks(counts.finished)) await this.fill(table, count, 1, finishedEnd - offset);
     for (const [offset, count] of chunks(counts.pending)) await this.fill(table, count, null, now - offset);
     if (options.priorityLevels) {

@@ -103,6 +103,22 @@ export interface ClaimShapeRecord extends ClaimTiming {
   delayedRows: number;
 }
 
+/** Workers burning down pending rows alone, or while a prune deletes the table's old finished rows (scenarios.ts pruneAlongside). */
+export interface PruneRecord {
+  scenario: 'prune-alongside';
+  system: 'statusq';
+  dialect: Dialect;
+  pruning: boolean;
+  jobs: number;
+  handled: number;
+  timedOut: boolean;
+  jobsPerSec: number;
+  finishedRows: number;
+  pruned?: number;
+  pruneSeconds?: number;
+  pruneRowsPerSec?: number;
+}
+
 export interface IdlePickupRecord {
   scenario: 'idle-pickup';
   system: 'statusq';
@@ -149,7 +165,7 @@ export interface ObservabilityRecord {
   sideBySideWith?: ObservabilityVariant;
 }
 
-export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ClaimShapeRecord | IdlePickupRecord | ObservabilityRecord;
+export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ClaimShapeRecord | PruneRecord | IdlePickupRecord | ObservabilityRecord;
 
 /** The q-th quantile (0..1) by nearest rank; NaN for no samples. */
 export function quantile(samples: readonly number[], q: number): number {

@@ -2,7 +2,7 @@
  * Turns bench records into tables (plain text for the terminal, Markdown for docs/benchmarks.md), the
  * headline ratios against the peers, and an SVG bar chart of jobs/s per system and worker count.
  */
-import { STATUS_ONLY_VARIANT, quantile, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type CostRecord, type IdlePickupRecord, type PickupRecord } from './records.js';
+import { STATUS_ONLY_VARIANT, quantile, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type CostRecord, type IdlePickupRecord, type PickupRecord, type PruneRecord } from './records.js';
 
 type Cell = string | number;
 
@@ -156,6 +156,14 @@ function sections(records: readonly BenchRecord[]): Section[] {
       title: 'Claim by table shape (plain; a priority column, ten levels mixed; rows due in a day ahead of the due ones, newest first; 1 worker x 64 slots)',
       header: ['dialect', 'shape', 'pending rows', 'of them delayed', 'jobs', 'claims', 'claim p50 ms', 'claim p99 ms', 'jobs/s'],
       rows: shapes.map((r) => [r.dialect, r.shape, r.pendingRows, r.delayedRows, r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.claimCalls, r.claimP50Ms, r.claimP99Ms, r.jobsPerSec]),
+    });
+  }
+  const prunes = records.filter((r): r is PruneRecord => r.scenario === 'prune-alongside');
+  if (prunes.length > 0) {
+    out.push({
+      title: 'Burn-down beside a prune (8 workers x 64 slots over the pending rows, alone and while `prune` deletes the old finished ones in batches of 1,000)',
+      header: ['dialect', 'finished rows', 'prune running', 'jobs', 'jobs/s', 'pruned', 'prune s', 'pruned rows/s'],
+      rows: prunes.map((r) => [r.dialect, r.finishedRows, r.pruning ? 'yes' : 'no', r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.jobsPerSec, r.pruned ?? '', r.pruneSeconds ?? '', r.pruneRowsPerSec ?? '']),
     });
   }
   const handler = records.filter((r): r is BurnDownRecord => r.scenario === 'handler-5ms');

@@ -2,7 +2,7 @@
  * The six scenarios of the benchmark (issue 6), each bounded in rows and time. A `Plan` holds their sizes;
  * `--quick` shrinks every one so the whole set runs in about two minutes.
  */
-import type { ClaimStrategy, Worker, WorkerCounters } from '@statusq/core';
+import { Queue, pruneRows, type ClaimStrategy, type Worker, type WorkerCounters } from '@statusq/core';
 import { openBenchDatabase, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
 import type { Peer } from './peer-contract.js';
 import { STATUS_ONLY_VARIANT, quantile, round, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type ClaimTiming, type CostRecord, type PickupRecord } from './records.js';
@@ -37,6 +37,9 @@ export interface Plan {
   /** The claim-shapes scenario: pending rows of the plain and priority tables, and delayed rows ahead of the due ones. */
   shapePendingRows: number;
   delayedAheadSizes: number[];
+  /** The prune-alongside scenario: old finished rows a prune removes while workers burn down the pending ones. */
+  pruneFinishedRows: number;
+  prunePendingRows: number;
   handlerWorkerCounts: number[];
   runTimeoutMs: number;
   /**
@@ -73,6 +76,8 @@ export const FULL_PLAN: Plan = {
   costPendingRows: 5_000,
   shapePendingRows: 1_000_000,
   delayedAheadSizes: [10_000, 100_000],
+  pruneFinishedRows: 1_000_000,
+  prunePendingRows: 100_000,
   handlerWorkerCounts: [1, 8, 32],
   // The slowest peer variants take 30-60 s for 100,000 jobs; a run cut off still reports its rate (marked).
   runTimeoutMs: 90_000,
@@ -100,6 +105,8 @@ export const QUICK_PLAN: Plan = {
   costPendingRows: 500,
   shapePendingRows: 2_000,
   delayedAheadSizes: [1_000],
+  pruneFinishedRows: 5_000,
+  prunePendingRows: 1_000,
   handlerWorkerCounts: [8],
   runTimeoutMs: 5_000,
   targetRounds: 1,
@@ -108,8 +115,8 @@ export const QUICK_PLAN: Plan = {
   idlePickup: { warmUpMs: 200, idleMs: 1_000, rows: 2, gapMs: [100, 200] },
 };
 
-export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'handler-5ms' | 'observability';
-export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'handler-5ms', 'observability'];
+export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'prune-alongside' | 'handler-5ms' | 'observability';
+export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'prune-alongside', 'handler-5ms', 'observability'];
 
 export interface BenchContext {
   plan: Plan;
@@ -457,6 +464,61 @@ export async function claimShapes(ctx: BenchContext): Promise<void> {
     });
   }
 }
+
+/**
+ * Issue 15's retention point: 8 workers x 64 slots burn down `prunePendingRows` pending rows of a table that also
+ * holds `pruneFinishedRows` old finished ones, once alone and once while a prune (batches of 1,000, its own
+ * connection) deletes those finished rows. What the prune costs the workers is the difference in jobs/s; the
+ * prune's own rate is recorded beside it.
+ */
+export async function pruneAlongside(ctx: BenchContext): Promise<void> {
+  const { plan } = ctx;
+  const table = 'bench_prune';
+  for (const dialect of ctx.dialects) {
+    await withDatabase(dialect, async (db) => {
+      for (const pruning of [false, true]) {
+        await db.createTable(table, { pending: plan.prunePendingRows, finished: plan.pruneFinishedRows, finishedAgoMs: 2 * PRUNE_CUTOFF_MS });
+        const options: StatusqRunOptions = { table, workers: 8, concurrency: 64, batch: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs: plan.runTimeoutMs };
+        const prune = pruning ? timedPrune(db, table) : null;
+        const result = await burnDownInProcesses(db, options, 1);
+        const pruned = await prune;
+        ctx.record({
+          scenario: 'prune-alongside',
+          system: 'statusq',
+          dialect,
+          pruning,
+          jobs: plan.prunePendingRows,
+          handled: result.handled,
+          timedOut: result.timedOut,
+          jobsPerSec: Math.round(result.handled / result.seconds),
+          finishedRows: plan.pruneFinishedRows,
+          ...(pruned && { pruned: pruned.removed, pruneSeconds: round(pruned.seconds, 2), pruneRowsPerSec: Math.round(pruned.removed / pruned.seconds) }),
+        });
+      }
+      await db.dropTable(table);
+    });
+  }
+}
+
+/**
+ * Every row the fill made finished (queued two days ago, without finished_at) pruned in batches of 1,000 on a
+ * connection of its own, timed, with prune's default pause; rows the workers finish meanwhile are a day younger
+ * than the cut-off and stay.
+ */
+async function timedPrune(db: BenchDatabase, table: string): Promise<{ removed: number; seconds: number }> {
+  const store = await db.connect({ listen: false, connections: 1 });
+  try {
+    const queue = await Queue.open(store, { table });
+    const started = performance.now();
+    const report = await pruneRows(queue, { statuses: ['done'], olderThanMs: PRUNE_CUTOFF_MS, batch: 1_000 });
+    return { removed: report.removed, seconds: (performance.now() - started) / 1000 };
+  } finally {
+    await store.close();
+  }
+}
+
+/** The prune's cut-off: the filled finished rows are twice as old, the ones the workers finish far younger. */
+const PRUNE_CUTOFF_MS = 86_400_000;
 
 async function measureClaimCost(db: BenchDatabase, table: string, finishedRows: number, pendingIndex: boolean, plan: Plan): Promise<CostRecord> {
   const timeoutMs = pendingIndex ? plan.runTimeoutMs : Math.min(plan.runTimeoutMs, UNINDEXED_TIMEOUT_MS);

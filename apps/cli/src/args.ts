@@ -13,6 +13,7 @@ export const COMMAND_FLAGS = {
   ],
   stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'json'],
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
+  prune: ['db', 'adapter', 'table', 'status', 'older-than', 'batch', 'pause', 'dry-run', 'archive', 'id-column', 'status-column', 'order-column'],
   inspect: ['db', 'adapter', 'table', 'status', 'limit', 'id', 'id-column', 'status-column', 'order-column', 'order', 'json'],
   doctor: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'race-jobs', 'race-workers', 'json'],
   dashboard: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'lease', 'port', 'host', 'read-only', 'token'],
@@ -23,7 +24,7 @@ export type Command = keyof typeof COMMAND_FLAGS;
 /** Flags that were renamed: using the old name is a usage error that names the new one, never silently accepted. */
 const RENAMED_FLAGS: Readonly<Record<string, string>> = { strategy: 'claim-strategy' };
 
-const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose', 'force', 'read-only']);
+const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose', 'force', 'read-only', 'dry-run']);
 const REPEATABLE_FLAGS = new Set(['id']);
 
 export type Flags = Record<string, string | string[] | boolean | undefined>;

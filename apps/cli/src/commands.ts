@@ -2,7 +2,7 @@ import { createReadStream, readFileSync, writeSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, Queue, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, type ScheduleDefinition, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
+import { ConfigError, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, Queue, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
 import { databaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
@@ -434,6 +434,35 @@ export async function requeue(flags: Flags, io: Io): Promise<number> {
     io.out(line);
     // A distinct code, so a script notices that some of the rows it named were not requeued.
     return report.notRequeued.length > 0 ? 5 : 0;
+  });
+}
+
+export async function prune(flags: Flags, io: Io): Promise<number> {
+  const config = tableConfig(flags, 'prune');
+  validateTableConfig(config);
+  const statuses = required(flags, 'status', 'prune').split(',').map((s) => s.trim()).filter(Boolean) as StatusName[];
+  const olderThan = required(flags, 'older-than', 'prune');
+  const olderThanMs = parseDuration(olderThan, '--older-than', DELAY_LIMIT);
+  const batch = optionalInteger(flags, 'batch');
+  const archive = optionalString(flags, 'archive');
+  const dryRun = flags['dry-run'] === true;
+  const pauseMs = optionalDuration(flags, 'pause');
+  return withStore(flags, 'prune', false, async (store) => {
+    const queue = await Queue.open(store, config);
+    const stop = new AbortController();
+    const unregister = io.onSignal(() => stop.abort());
+    try {
+      const report = await pruneRows(queue, { statuses, olderThanMs, ...(batch !== undefined && { batch }), ...(archive !== undefined && { archive }), ...(pauseMs !== undefined && { pauseMs }), dryRun, signal: stop.signal });
+      const what = `${statuses.join(', ')} row${report.removed === 1 ? '' : 's'} of ${config.table} finished more than ${olderThan} ago (by ${report.ageColumn})`;
+      if (report.dryRun) io.out(`would ${archive === undefined ? 'delete' : `move to ${archive}`} ${report.removed} ${what}; nothing changed (--dry-run)`);
+      else {
+        const done = archive === undefined ? `deleted ${report.removed} ${what}` : `moved ${report.removed} ${what} to ${archive}${report.createdArchive ? ' (created)' : ''}`;
+        io.out(`${done} in ${report.batches} batch${report.batches === 1 ? '' : 'es'}${report.interrupted ? '; interrupted: the rest stay' : ''}`);
+      }
+      return report.interrupted ? EXIT.stoppedHard : EXIT.ok;
+    } finally {
+      unregister();
+    }
   });
 }
 

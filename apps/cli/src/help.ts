@@ -105,6 +105,22 @@ ${DB}
 ${COLUMNS}
   --lease DURATION            processing rows: only those whose lease expired this long ago (default 5m)
   --force                     processing rows without leases: requeue them anyway (they may be running)`,
+  prune: `usage: statusq prune --db URL --table T --status done[,abuse,failed] --older-than DURATION [--batch N] [--pause D] [--archive TABLE] [--dry-run]
+Deletes finished rows older than a cut-off, in small batches that never touch a pending or processing row, or
+with --archive moves them to another table. Ages are by finished_at (rows without one: the order column).
+
+${DB}
+  --table T                   the table (required)
+  --status S                  comma-separated: done, abuse, failed (required; pending and processing are refused)
+  --older-than DURATION       only rows finished longer ago than this, by the database's clock (required; 30d)
+  --batch N                   rows a transaction takes (default 1000, at most 10000)
+  --pause DURATION            wait between batches (default: as long as the batch took, so the prune has the
+                              database at most half the time; 0s: back to back)
+  --archive TABLE             copy each batch to TABLE before deleting it (made with the table's columns if missing)
+  --dry-run                   count the rows that would go; change nothing
+${COLUMNS}
+
+Durations need a unit: 250ms, 30s, 5m, 1h, 30d.`,
   inspect: `usage: statusq inspect --db URL --table T [--status failed|abuse|processing|pending] [--limit N] [--json]
        statusq inspect --db URL --table T --id ID [--json]
 Shows rows without writing SQL: id, order column, status and whichever of attempt_count, claimed_at, worker_id,

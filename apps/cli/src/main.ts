@@ -28,6 +28,7 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
            [--processes P] [--metrics-port PORT] [--metrics-host H] [--progress auto|on|off] [--schedule FILE]
   stats    --db URL --table T [--json]
   requeue  --db URL --table T --status failed|abuse|processing [--id ID ...] [--lease DURATION] [--force]
+  prune    --db URL --table T --status done[,abuse,failed] --older-than DURATION [--batch N] [--pause D] [--archive TABLE] [--dry-run]
   inspect  --db URL --table T [--status failed|abuse|processing|pending] [--limit N] [--json]
            [--id ID] [--id-column C] [--status-column C] [--order-column C] [--order newest|oldest]
   doctor   --db URL [--table T] [--id-column C] [--status-column C] [--order-column C] [--order newest|oldest]

@@ -36,6 +36,7 @@ import { delayCases } from './cases/delays.js';
 import { priorityCases } from './cases/priority.js';
 import { dedupeCases } from './cases/dedupe.js';
 import { scheduleCases } from './cases/schedules.js';
+import { pruneCases } from './cases/prune.js';
 import { leaseCases } from './cases/leases.js';
 import { configCases } from './cases/config.js';
 import { stopCases } from './cases/stop.js';
@@ -125,6 +126,7 @@ export function runConformance(options: ConformanceOptions): void {
       priority: () => priorityCases(env),
       dedupe: () => dedupeCases(env),
       schedules: () => scheduleCases(env),
+      prune: () => pruneCases(env),
       leases: () => leaseCases(env),
       stop: () => stopCases(env),
       config: () => configCases(env),

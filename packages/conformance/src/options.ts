@@ -100,6 +100,7 @@ export const CONFORMANCE_GROUPS = [
   'priority',
   'dedupe',
   'schedules',
+  'prune',
   'leases',
   'stop',
   'config',

@@ -231,6 +231,42 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       }
     });
 
+    it('prune: --dry-run counts, then deletes (or --archive moves) finished rows past --older-than in batches; pending rows and refused statuses stay (exit 2)', async () => {
+      const { statusq, stats, db, file } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      expect((await statusq('enqueue', '--db', db.url, '--file', file('rows.ndjson', [1, 2, 3, 4, 5].map((n) => `{"n":${n}}`).join('\n')))).code).toBe(0);
+      const run = await statusq('work', '--db', db.url, '--table', 'jobs', '--handler', file('noop.mjs', 'export default async () => {};'), '--exit-when-empty');
+      expect(run.code, run.stderr).toBe(0);
+      await db.query(`UPDATE jobs SET finished_at = ${target.dateLiteral('2020-01-01T00:00:00.000Z')} WHERE id <= 3`);
+      expect((await statusq('enqueue', '--db', db.url, '--payload', '{"n":6}')).code).toBe(0);
+
+      expect(await statusq('prune', '--db', db.url, '--table', 'jobs', '--status', 'done', '--older-than', '30d', '--dry-run')).toMatchObject({
+        code: 0,
+        stdout: 'would delete 3 done rows of jobs finished more than 30d ago (by finished_at); nothing changed (--dry-run)',
+      });
+      expect(await stats()).toMatchObject({ pending: 1, done: 5 });
+      expect(await statusq('prune', '--db', db.url, '--table', 'jobs', '--status', 'done', '--older-than', '30d', '--batch', '2', '--archive', 'jobs_archive')).toMatchObject({
+        code: 0,
+        stdout: 'moved 3 done rows of jobs finished more than 30d ago (by finished_at) to jobs_archive (created) in 2 batches',
+      });
+      expect(await stats()).toMatchObject({ pending: 1, done: 2 });
+      expect((await db.query<{ n: unknown }>('SELECT COUNT(*) AS n FROM jobs_archive WHERE status = 1')).map((r) => Number(r.n))).toEqual([3]);
+      expect(await statusq('prune', '--db', db.url, '--table', 'jobs', '--status', 'done,abuse,failed', '--older-than', '0s')).toMatchObject({
+        code: 0,
+        stdout: 'deleted 2 done, abuse, failed rows of jobs finished more than 0s ago (by finished_at) in 1 batch',
+      });
+      for (const [args, message] of [
+        [['--status', 'pending', '--older-than', '1d'], /^statusq: prune removes finished rows only \(done, abuse, failed\); "pending" rows are still to run or running$/],
+        [['--status', 'done'], /^statusq: prune: --older-than is required/],
+        [['--status', 'done', '--older-than', '30'], /--older-than/],
+      ] as Array<[string[], RegExp]>) {
+        const refused = await statusq('prune', '--db', db.url, '--table', 'jobs', ...args);
+        expect(refused.code, refused.stderr).toBe(2);
+        expect(refused.stderr).toMatch(message);
+      }
+      expect(await stats()).toMatchObject({ pending: 1, done: 0 });
+    });
+
     it("migrates the seed's table_a (twice: the second is a no-op), works it with the plain .mjs fixture handler, and requeues", async () => {
       const { statusq, stats, db } = ctx();
       for (const ddl of target.fixtures.tableA('table_a')) await db.query(ddl);
