@@ -68,6 +68,7 @@ const OPTIONAL_COLUMN_ROLES: Readonly<Record<OptionalColumn, string>> = {
   finishedAt: 'the end time',
   priority: 'priorities: higher first, then the queue order',
   dedupeKey: 'deduplication keys: one live row per key',
+  progress: "a running handler's last ctx.progress",
 };
 
 export async function doctor(flags: Flags, io: Io): Promise<number> {

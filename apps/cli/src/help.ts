@@ -12,15 +12,16 @@ const COLUMNS = '  --id-column C               the primary key (default id)\n' +
   '  --order-column C            the queue order column (default date)';
 
 export const COMMAND_HELP: Readonly<Record<Command, string>> = {
-  init: `usage: statusq init --db URL [--table jobs] [--with priority] [--order newest|oldest]
+  init: `usage: statusq init --db URL [--table jobs] [--with priority,progress] [--order newest|oldest]
 Creates a managed queue table (id, date, status, payload, the leases, retries, results, delays and dedupe
 columns, the pending and key indexes). On an existing table it adds what is missing.
 
 ${DB}
   --table T                   the table to create (default jobs)
-  --with priority             a priority column too, with its index (enqueue --priority)
+  --with GROUPS               priority (a priority column with its index, for enqueue --priority), progress (a
+                              progress column, for ctx.progress)
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
-  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority,dedupe] [--order newest|oldest]
+  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress] [--order newest|oldest]
 Prepares an existing table: adds the status column if missing (every row then pending), the optional column
 groups asked for and the pending-row index. Data is untouched; a second run changes nothing.
 
@@ -30,7 +31,8 @@ ${DB}
                               next_attempt_at, last_error), results (result, finished_at), delays
                               (next_attempt_at alone, for enqueue --delay), priority (priority and its
                               index, for enqueue --priority), dedupe (dedupe_key and its unique index over
-                              pending and processing rows, for enqueue --key); default none
+                              pending and processing rows, for enqueue --key), progress (for ctx.progress);
+                              default none
   --status-column C           the status column (default status)
   --order-column C            the queue order column (default date)
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,

@@ -37,6 +37,7 @@ import { priorityCases } from './cases/priority.js';
 import { dedupeCases } from './cases/dedupe.js';
 import { scheduleCases } from './cases/schedules.js';
 import { pruneCases } from './cases/prune.js';
+import { progressCases } from './cases/progress.js';
 import { leaseCases } from './cases/leases.js';
 import { configCases } from './cases/config.js';
 import { stopCases } from './cases/stop.js';
@@ -127,6 +128,7 @@ export function runConformance(options: ConformanceOptions): void {
       dedupe: () => dedupeCases(env),
       schedules: () => scheduleCases(env),
       prune: () => pruneCases(env),
+      progress: () => progressCases(env),
       leases: () => leaseCases(env),
       stop: () => stopCases(env),
       config: () => configCases(env),

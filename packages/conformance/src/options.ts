@@ -101,6 +101,7 @@ export const CONFORMANCE_GROUPS = [
   'dedupe',
   'schedules',
   'prune',
+  'progress',
   'leases',
   'stop',
   'config',

@@ -31,6 +31,13 @@ export interface JobContext {
   abuse(reason?: string): SettleDirective;
   /** Settle to failed (0) with no retry, whatever attempts remain. */
   giveUp(reason?: string): SettleDirective;
+  /**
+   * How far the job got: a number from 0 to 100, or a small JSON value (at most 1,000 characters as JSON), kept in
+   * the row's `progress` column while it runs (`migrate --with progress`). Throttled: however often it is called,
+   * the row is written at most every PROGRESS_INTERVAL_MS, with the latest value; each write is fenced by the
+   * claim like a settle, so a worker that lost its claim writes nothing. Returns at once; a bad value throws.
+   */
+  progress(value: unknown): void;
   /** Aborted when the claim is lost (lease taken over) or the worker stops hard. */
   readonly signal: AbortSignal;
   readonly workerId: string;

@@ -1,5 +1,6 @@
 import { HandlerResultError, describeError } from './errors.js';
 import { SettleDirective, type Job, type JobContext } from './handler.js';
+import type { ProgressWriter } from './progress-writer.js';
 import type { Queue } from './queue.js';
 import { backoffDelay } from './retry.js';
 import type { SettleRequest } from './settler.js';
@@ -123,7 +124,12 @@ class FlightContext implements JobContext {
   constructor(
     private readonly flight: InFlight,
     readonly workerId: string,
+    private readonly progressWriter: ProgressWriter,
   ) {}
+
+  get progress(): JobContext['progress'] {
+    return (value) => this.progressWriter.report(this.flight, value);
+  }
 
   get abuse(): JobContext['abuse'] {
     return (reason) => this.choose('abuse', reason, 'abuse');
@@ -155,6 +161,7 @@ export class JobOutcomes {
     private readonly queue: Queue,
     private readonly settings: WorkerSettings,
     private readonly options: Pick<WorkerOptions, 'handler' | 'isAbuse'>,
+    private readonly progressWriter: ProgressWriter,
   ) {}
 
   /**
@@ -162,7 +169,7 @@ export class JobOutcomes {
    * without a promise (and no abuse rule) is decided at once, with no promise of this method's own.
    */
   decide(flight: InFlight): Outcome | Promise<Outcome> {
-    const ctx = new FlightContext(flight, this.settings.workerId);
+    const ctx = new FlightContext(flight, this.settings.workerId, this.progressWriter);
     if (flight.state === 'claimed') flight.state = 'running';
     if (this.options.isAbuse) return this.decideAfterAbuseRule(flight, ctx);
     let result: unknown;

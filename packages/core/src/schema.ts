@@ -23,6 +23,8 @@ export const COLUMN_GROUPS = {
   priority: ['priority'],
   /** dedupe_key, with a unique index over live rows: enqueue with a key inserts nothing while that key is live. */
   dedupe: ['dedupeKey'],
+  /** progress: what a running handler last reported through ctx.progress. Not in a table `init` makes unless asked. */
+  progress: ['progress'],
 } as const satisfies Record<string, readonly OptionalColumn[]>;
 
 /**
@@ -125,6 +127,7 @@ const OPTIONAL_COLUMN_SPECS: Readonly<Record<OptionalColumn, Omit<ColumnSpec, 'n
   finishedAt: { kind: 'time', nullable: true },
   priority: { kind: 'integer', nullable: false, default: 0 },
   dedupeKey: { kind: 'token', nullable: true },
+  progress: { kind: 'text', nullable: true },
 };
 
 const optionalColumn = (column: OptionalColumn): ColumnSpec => ({ name: DEFAULT_OPTIONAL_COLUMN_NAMES[column], ...OPTIONAL_COLUMN_SPECS[column] });
@@ -160,7 +163,7 @@ async function runAll(store: Store, statements: Promise<Statement[]>): Promise<v
 
 /** What `init` adds beyond the managed table's own columns. */
 export interface InitOptions {
-  /** Column groups beyond the managed ones (leases, retries, results, delays, dedupe): `priority`. */
+  /** Column groups beyond the managed ones (leases, retries, results, delays, dedupe): `priority`, `progress`. */
   with?: readonly ColumnGroup[];
   /** The order the priority index is built for (MigrateOptions.order). */
   order?: Order;

@@ -23,6 +23,7 @@ const STATES: StatusName[] = ['pending', 'processing', 'done', 'abuse', 'failed'
 const LEGAL = new Set([
   'claim:pending>processing',
   'heartbeat:processing>processing',
+  'progress:processing>processing',
   'complete:processing>done',
   'giveUp:processing>failed',
   'abuse:pending>abuse',
@@ -44,7 +45,7 @@ describe('status transition table', () => {
   it('has exactly the legal moves of the design, and no others', () => {
     const actual = new Set(causes.flatMap((cause) => TRANSITIONS[cause].map(([from, to]) => `${cause}:${from}>${to}`)));
     expect(actual).toEqual(LEGAL);
-    expect([...causes].sort()).toEqual(['abuse', 'claim', 'complete', 'giveUp', 'heartbeat', 'leaseExpired', 'ownerDied', 'release', 'requeue', 'requeueProcessing', 'retry']);
+    expect([...causes].sort()).toEqual(['abuse', 'claim', 'complete', 'giveUp', 'heartbeat', 'leaseExpired', 'ownerDied', 'progress', 'release', 'requeue', 'requeueProcessing', 'retry']);
     expect(STATUS_NAMES).toEqual(STATES);
   });
 
@@ -70,8 +71,8 @@ describe('status transition table', () => {
         }
       }
     }
-    // claim, heartbeat, complete, giveUp, 2x abuse, retry, release, 2x ownerDied, 2x leaseExpired, 2x requeue, requeueProcessing
-    expect(causes.reduce((n, cause) => n + TRANSITIONS[cause].length, 0)).toBe(15);
+    // claim, heartbeat, progress, complete, giveUp, 2x abuse, retry, release, 2x ownerDied, 2x leaseExpired, 2x requeue, requeueProcessing
+    expect(causes.reduce((n, cause) => n + TRANSITIONS[cause].length, 0)).toBe(16);
     for (const [from, to, cause] of [
       ['done', 'pending', 'requeue'],
       ['done', 'pending', 'requeueProcessing'],
@@ -85,11 +86,11 @@ describe('status transition table', () => {
     }
   });
 
-  it('never lets a row leave done, and never moves a row into processing except by a claim of a pending row (a heartbeat keeps it there)', () => {
+  it('never lets a row leave done, and never moves a row into processing except by a claim of a pending row (a heartbeat or a progress report keeps it there)', () => {
     for (const cause of causes) {
       for (const to of STATES) expect(isLegalTransition('done', to, cause)).toBe(false);
       for (const from of STATES) {
-        const legal = (cause === 'claim' && from === 'pending') || (cause === 'heartbeat' && from === 'processing');
+        const legal = (cause === 'claim' && from === 'pending') || ((cause === 'heartbeat' || cause === 'progress') && from === 'processing');
         expect(isLegalTransition(from, 'processing', cause), `${cause}:${from}>processing`).toBe(legal);
       }
     }

@@ -39,6 +39,7 @@ export function resolveStatusCodes(partial: Partial<StatusCodes> | undefined): S
 export type TransitionCause =
   | 'claim' // a worker takes a pending row
   | 'heartbeat' // the holder extends its lease; the status stays, but the guard is a state like any other
+  | 'progress' // the holder's handler reports how far it got (ctx.progress); the status stays, guarded the same way
   | 'complete' // the handler returned
   | 'giveUp' // the handler failed for good (or threw with no retries left)
   | 'abuse' // a business rule judged the row abusive (from pending or while processing)
@@ -52,6 +53,7 @@ export type TransitionCause =
 export const TRANSITIONS: Readonly<Record<TransitionCause, ReadonlyArray<readonly [StatusName, StatusName]>>> = {
   claim: [['pending', 'processing']],
   heartbeat: [['processing', 'processing']],
+  progress: [['processing', 'processing']],
   complete: [['processing', 'done']],
   giveUp: [['processing', 'failed']],
   abuse: [

@@ -14,6 +14,7 @@ export const OPTIONAL_COLUMNS = [
   'finishedAt',
   'priority',
   'dedupeKey',
+  'progress',
 ] as const;
 export type OptionalColumn = (typeof OPTIONAL_COLUMNS)[number];
 
@@ -29,6 +30,7 @@ export const DEFAULT_OPTIONAL_COLUMN_NAMES: Readonly<Record<OptionalColumn, stri
   finishedAt: 'finished_at',
   priority: 'priority',
   dedupeKey: 'dedupe_key',
+  progress: 'progress',
 };
 
 export type Order = 'newest' | 'oldest';
@@ -98,8 +100,8 @@ export interface ResolvedTable {
 }
 
 /** The optional columns statusq fills with text: JSON payloads and results, failure reasons, deduplication keys. */
-export type TextColumn = 'payload' | 'result' | 'lastError' | 'dedupeKey';
-const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', 'dedupeKey'];
+export type TextColumn = 'payload' | 'result' | 'lastError' | 'dedupeKey' | 'progress';
+const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', 'dedupeKey', 'progress'];
 
 /**
  * Features follow from the columns present:
@@ -111,6 +113,7 @@ const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', '
  * - errorHistory: `last_error` -> the latest failure reason is kept on the row.
  * - priority: `priority` (an integer column) -> higher priorities are claimed first, then the queue order.
  * - dedupe: `dedupe_key` -> enqueue with a key inserts nothing while a row with that key is pending or processing.
+ * - progress: `progress` -> a handler's ctx.progress(value) is kept on the row while it runs.
  */
 export interface QueueFeatures {
   leases: boolean;
@@ -120,6 +123,7 @@ export interface QueueFeatures {
   errorHistory: boolean;
   priority: boolean;
   dedupe: boolean;
+  progress: boolean;
 }
 
 /**
@@ -300,6 +304,7 @@ export function resolveTable(
       errorHistory: optional.lastError !== undefined,
       priority: optional.priority !== undefined,
       dedupe: optional.dedupeKey !== undefined,
+      progress: optional.progress !== undefined,
     },
     limits,
     returned,

@@ -245,3 +245,11 @@ describe('deduplication key statements', () => {
     expect(sql.insert({ payload: '{}' }).sql).not.toContain('ON CONFLICT');
   });
 });
+
+describe('progress statement', () => {
+  it('writes the value under the processing guard and the claim token, and needs the column', () => {
+    const sql = sqlFor([...ALL_COLUMNS, 'progress']);
+    expect(sql.progress(7, 'tok', '42')).toEqual({ sql: 'UPDATE "jobs" SET "progress" = $1 WHERE "id" = $2 AND "status" = 9 AND "worker_id" = $3', params: ['42', 7, 'tok'] });
+    expect(() => sqlFor().progress(7, 'tok', '42')).toThrow(/no progress column, which ctx.progress needs \(statusq migrate --with progress adds it\)/);
+  });
+});

@@ -49,6 +49,7 @@ export interface QuotedTable {
   readonly finishedAt?: string;
   readonly priority?: string;
   readonly dedupeKey?: string;
+  readonly progress?: string;
 }
 
 export function quoteTable(t: ResolvedTable, d: SqlDialect): QuotedTable {
@@ -264,6 +265,13 @@ export class TransitionSql {
     return this.guardedUpdate(p, [`${this.q.status} = NULL`], id, token, 'release');
   }
 
+  /** progress: what the handler of a claim this token still holds last reported (ctx.progress), as JSON text. */
+  progress(id: JobId, token: string | null, text: string): Statement {
+    if (!this.q.progress) throw missingColumnError(this.table.table, 'progress', 'ctx.progress');
+    const p = new Params(this.dialect);
+    return this.guardedUpdate(p, [`${this.q.progress} = ${p.add(text)}`], id, token, 'progress');
+  }
+
   /** heartbeat: extends the lease of a claim this token still holds. */
   heartbeat(id: JobId, token: string | null): Statement {
     return this.guardedUpdate(new Params(this.dialect), [`${this.q.claimedAt} = ${this.dialect.now}`], id, token, 'heartbeat');
@@ -384,7 +392,7 @@ export class TransitionSql {
   inspectColumns(): string[] {
     const t = this.table;
     const names = [t.id, t.order, t.status];
-    for (const key of ['priority', 'dedupeKey', 'attemptCount', 'claimedAt', 'workerId', 'nextAttemptAt', 'lastError', 'finishedAt'] as const) {
+    for (const key of ['priority', 'dedupeKey', 'attemptCount', 'claimedAt', 'workerId', 'progress', 'nextAttemptAt', 'lastError', 'finishedAt'] as const) {
       const name = t.columns[key];
       if (name !== undefined) names.push(name);
     }

@@ -12,6 +12,7 @@ import type { IdOf, Job } from './handler.js';
 import { Queue } from './queue.js';
 import { InFlight, JobOutcomes, abortFlight, beforeSettle, ranFor, undecided, type FlightOwner, type Outcome } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { ProgressWriter } from './progress-writer.js';
 import { ReadOnlyWait, isReadOnlyError } from './read-only-wait.js';
 import { Settler } from './settler.js';
 import { DEFAULT_POLL_MAX_MS, DEFAULT_POLL_MIN_MS, defaultWorkerId, nonNegative, resolveWorkerOptions, type WorkerOptions, type WorkerSettings } from './worker-options.js';
@@ -119,7 +120,7 @@ export class Worker extends TypedEmitter {
       ended: (durationMs) => this.emit('writable', { durationMs }),
     });
     this.settler = new Settler(queue, this.settings.settleBatch, (error) => this.emit('error', { error, during: 'settle' }), this.readOnly);
-    this.outcomes = new JobOutcomes(queue, this.settings, options);
+    this.outcomes = new JobOutcomes(queue, this.settings, options, new ProgressWriter(queue, (error) => this.emit('error', { error, during: 'progress' })));
     this.leases = new LeaseKeeper<InFlight>(queue, this.settings, {
       held: () => [...this.inFlight].filter(beforeSettle),
       lost: (flight) => this.heartbeatLost(flight),

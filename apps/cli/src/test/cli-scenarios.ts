@@ -199,6 +199,9 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
         stdout: 'migrated table_a: added columns dedupe_key and indexes table_a_statusq_pending, table_a_statusq_key',
       });
       expect(await statusq('migrate', '--db', db.url, '--table', 'table_a', '--with', 'dedupe')).toMatchObject({ code: 0, stdout: 'table table_a is up to date; nothing to do' });
+      expect(await statusq('migrate', '--db', db.url, '--table', 'table_a', '--with', 'progress')).toMatchObject({ code: 0, stdout: 'migrated table_a: added columns progress' });
+      expect(await statusq('init', '--db', db.url, '--table', 'reports', '--with', 'progress')).toMatchObject({ code: 0, stdout: 'created table reports' });
+      expect(await statusq('doctor', '--db', db.url, '--table', 'reports', '--json', '--race-jobs', '0')).toMatchObject({ code: 0, stdout: expect.stringContaining("progress (a running handler's last ctx.progress)") });
     });
 
     it('work --schedule (YAML) with --processes 2: every tick of an every-second schedule runs once, logged by the process that claimed it; a bad schedule file exits 2 before the database is touched', async () => {
