@@ -336,10 +336,17 @@ export class Queue {
       if (keyOf) throw new ConfigError("enqueue: deduplication keys are not taken in the caller's transaction yet; enqueue keyed rows on their own");
       return inserted(await this.enqueueInTransaction(options.transaction, items, describe, options.chunk, notBefore, stamp));
     }
-    const rows = items.map((item, index) => this.rowFor(item, index, describe, notBefore, stamp, keyOf?.(index)));
-    if (keyOf || rows.some((row, index) => this.keyIn(row, describe, index) !== null)) {
+    const rows: Array<Record<string, SqlValue>> = [];
+    // Each row's key, checked with the row: one an application row sets itself, or the key option's.
+    const keys: Array<string | null> = [];
+    items.forEach((item, index) => {
+      const row = this.rowFor(item, index, describe, notBefore, stamp, keyOf?.(index));
+      rows.push(row);
+      keys.push(this.keyIn(row, describe, index));
+    });
+    if (keyOf || keys.some((key) => key !== null)) {
       if (options.chunk !== undefined) throw new ConfigError('enqueue: keyed rows commit one at a time; give chunk or keys, not both');
-      return this.enqueueKeyed(rows, describe, notBefore);
+      return this.enqueueKeyed(rows, keys, describe, notBefore);
     }
     const chunk = options.chunk ?? Math.max(1, items.length);
     if (!Number.isSafeInteger(chunk) || chunk < 1) throw new ConfigError(`enqueue chunk must be a positive integer, got ${chunk}`);
@@ -370,14 +377,14 @@ export class Queue {
    * Rows of which some carry a deduplication key, one at a time in item order, each committing on its own. A keyed
    * row is inserted unless a live row holds its key (Queue.insertKeyed); a row without one as any other.
    */
-  private async enqueueKeyed(rows: ReadonlyArray<Record<string, SqlValue>>, describe: (index: number) => string, notBefore: NotBefore | undefined): Promise<EnqueueOutcome[]> {
+  private async enqueueKeyed(rows: ReadonlyArray<Record<string, SqlValue>>, keys: ReadonlyArray<string | null>, describe: (index: number) => string, notBefore: NotBefore | undefined): Promise<EnqueueOutcome[]> {
     const returningId = this.store.capabilities.insertReturning;
     rows.forEach((row, index) => this.checkStatementSize(this.sql.insert(row, { returningId, notBefore }), index, describe));
     await this.assertKeyIndex();
     const outcomes: EnqueueOutcome[] = [];
     for (const [index, row] of rows.entries()) {
       try {
-        const key = this.keyIn(row, describe, index);
+        const key = keys[index]!;
         if (key === null) {
           const result = await withStoreRetry(() => this.store.execute(this.sql.insert(row, { returningId, notBefore })), STORE_RETRY.write);
           outcomes.push({ id: this.insertedId(result, row, returningId), duplicate: false });
@@ -435,9 +442,8 @@ export class Queue {
   async enqueueIfClaimed(item: unknown, options: Pick<EnqueueOptions, 'priority' | 'key'>, claim: { update: Statement; onlyWhere: (p: Params) => string }): Promise<{ claimed: boolean; id: JobId | null }> {
     const describe = () => 'the scheduled row';
     const stamp = this.stampOf(options);
-    const key = typeof options.key === 'string' ? options.key : undefined;
-    if (key !== undefined && this.table.columns.dedupeKey === undefined) throw missingColumnError(this.table.table, 'dedupeKey', 'a deduplication key');
-    const row = this.rowFor(item, 0, describe, undefined, stamp, key);
+    const row = this.rowFor(item, 0, describe, undefined, stamp, this.keysOf([item], options)?.(0));
+    this.keyIn(row, describe, 0);
     const returningId = this.store.capabilities.insertReturning;
     const insert = this.sql.insert(row, { returningId, onlyWhere: claim.onlyWhere });
     this.checkStatementSize(insert, 0, describe);
@@ -575,9 +581,7 @@ export class Queue {
     if (Object.keys(row).some((name) => name.toLowerCase() === column.toLowerCase())) {
       throw new ConfigError(`${describe(index)}: sets ${column} itself, and enqueue's key option gives one too; give one or the other`);
     }
-    const keyed = { ...row, [column]: key };
-    this.keyIn(keyed, describe, index);
-    return keyed;
+    return { ...row, [column]: key };
   }
 
   private columnValuesOf(item: unknown, index: number, describe: (index: number) => string, notBefore: NotBefore | undefined, stamp: Record<string, SqlValue>): Record<string, SqlValue> {

@@ -16,7 +16,8 @@ import { ConfigError, StoreError, describeError } from './errors.js';
 import { Queue } from './queue.js';
 import { STORE_RETRY, sleep, withStoreRetry } from './retry.js';
 import { SCHEDULE_COLUMNS, ensureScheduleTable } from './schema.js';
-import type { JobId, Store } from './store.js';
+import type { JobId, Statement, Store } from './store.js';
+import { Params } from './transition-sql.js';
 import type { TableConfig } from './table.js';
 
 /** One recurring schedule, as a schedule file or the library gives it. */
@@ -260,22 +261,18 @@ export class Scheduler {
   }
 
   /** The guarded UPDATE that claims `tick` of schedule `name`, and where the INSERT finds the row it claimed. */
-  private tickClaim(name: string, tick: string) {
+  private tickClaim(name: string, tick: string): { update: Statement; onlyWhere: (p: Params) => string } {
     const d = this.queue.store.dialect;
     const q = (n: string) => d.quoteIdentifier(n);
     const c = SCHEDULE_COLUMNS;
     const token = randomBytes(12).toString('hex');
     const table = q(this.scheduleTable);
-    const ph = (values: unknown[], value: unknown) => {
-      values.push(value);
-      return d.placeholder(values.length);
-    };
-    const params: string[] = [];
-    const update = `UPDATE ${table} SET ${q(c.lastTick)} = ${ph(params, tick)}, ${q(c.claimedBy)} = ${ph(params, token)} WHERE ${q(c.queueTable)} = ${ph(params, this.queue.table.table)} AND ${q(c.name)} = ${ph(params, name)} AND ${q(c.lastTick)} < ${ph(params, tick)}`;
+    const p = new Params(d);
+    const update = `UPDATE ${table} SET ${q(c.lastTick)} = ${p.add(tick)}, ${q(c.claimedBy)} = ${p.add(token)} WHERE ${q(c.queueTable)} = ${p.add(this.queue.table.table)} AND ${q(c.name)} = ${p.add(name)} AND ${q(c.lastTick)} < ${p.add(tick)}`;
     return {
-      update: { sql: update, params },
-      onlyWhere: (p: { add(value: string): string }) =>
-        `${table} WHERE ${q(c.queueTable)} = ${p.add(this.queue.table.table)} AND ${q(c.name)} = ${p.add(name)} AND ${q(c.claimedBy)} = ${p.add(token)} AND ${q(c.lastTick)} = ${p.add(tick)}`,
+      update: { sql: update, params: p.values },
+      onlyWhere: (insert) =>
+        `${table} WHERE ${q(c.queueTable)} = ${insert.add(this.queue.table.table)} AND ${q(c.name)} = ${insert.add(name)} AND ${q(c.claimedBy)} = ${insert.add(token)} AND ${q(c.lastTick)} = ${insert.add(tick)}`,
     };
   }
 

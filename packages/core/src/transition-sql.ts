@@ -522,11 +522,11 @@ export class TransitionSql {
 
   /**
    * The id of the live row (pending or processing) holding deduplication key `key`, if there is one: one read of
-   * the key index (SqlDialect.liveKey). `placeholder` as for insert.
+   * the key index (SqlDialect.liveKey).
    */
-  liveKeyHolder(key: string, placeholder?: (index: number) => string): Statement {
+  liveKeyHolder(key: string): Statement {
     if (!this.q.dedupeKey) throw missingColumnError(this.table.table, 'dedupeKey', 'a deduplication key');
-    const p = new Params(placeholder ? { ...this.dialect, placeholder } : this.dialect);
+    const p = new Params(this.dialect);
     const value = p.add(key);
     const live = `(${this.statusHolds(null)} OR ${this.statusHolds(this.table.codes.processing)})`;
     const condition = this.dialect.liveKey ? this.dialect.liveKey({ keyColumn: this.q.dedupeKey, live, placeholder: value }) : `${this.q.dedupeKey} = ${value} AND ${live}`;
