@@ -119,6 +119,24 @@ export interface PruneRecord {
   pruneRowsPerSec?: number;
 }
 
+/** Three processes of 16 slots under one shared rate limit (scenarios.ts rateLimit): the rate achieved against the limit. */
+export interface RateLimitRecord {
+  scenario: 'rate-limit';
+  system: 'statusq';
+  dialect: Dialect;
+  /** The limit, in jobs a second. */
+  limitPerSec: number;
+  processes: number;
+  concurrency: number;
+  jobs: number;
+  handled: number;
+  timedOut: boolean;
+  /** Jobs settled over the run, first settle to last: the budget's burst at the start counts in it. */
+  jobsPerSec: number;
+  /** jobsPerSec over the limit, in percent (100: exactly the limit). */
+  ofLimitPercent: number;
+}
+
 export interface IdlePickupRecord {
   scenario: 'idle-pickup';
   system: 'statusq';
@@ -165,7 +183,7 @@ export interface ObservabilityRecord {
   sideBySideWith?: ObservabilityVariant;
 }
 
-export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ClaimShapeRecord | PruneRecord | IdlePickupRecord | ObservabilityRecord;
+export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ClaimShapeRecord | PruneRecord | RateLimitRecord | IdlePickupRecord | ObservabilityRecord;
 
 /** The q-th quantile (0..1) by nearest rank; NaN for no samples. */
 export function quantile(samples: readonly number[], q: number): number {

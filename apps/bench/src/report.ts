@@ -2,7 +2,7 @@
  * Turns bench records into tables (plain text for the terminal, Markdown for docs/benchmarks.md), the
  * headline ratios against the peers, and an SVG bar chart of jobs/s per system and worker count.
  */
-import { STATUS_ONLY_VARIANT, quantile, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type CostRecord, type IdlePickupRecord, type PickupRecord, type PruneRecord } from './records.js';
+import { STATUS_ONLY_VARIANT, quantile, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type CostRecord, type IdlePickupRecord, type PickupRecord, type PruneRecord, type RateLimitRecord } from './records.js';
 
 type Cell = string | number;
 
@@ -164,6 +164,14 @@ function sections(records: readonly BenchRecord[]): Section[] {
       title: 'Burn-down beside a prune (8 workers x 64 slots over the pending rows, alone and while `prune` deletes the old finished ones in batches of 1,000)',
       header: ['dialect', 'finished rows', 'prune running', 'jobs', 'jobs/s', 'pruned', 'prune s', 'pruned rows/s'],
       rows: prunes.map((r) => [r.dialect, r.finishedRows, r.pruning ? 'yes' : 'no', r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.jobsPerSec, r.pruned ?? '', r.pruneSeconds ?? '', r.pruneRowsPerSec ?? '']),
+    });
+  }
+  const rates = records.filter((r): r is RateLimitRecord => r.scenario === 'rate-limit');
+  if (rates.length > 0) {
+    out.push({
+      title: 'Shared rate limit (`work --rate`: 3 processes x 16 slots, one budget, a backlog of 10 s at the limit; first settle to last)',
+      header: ['dialect', 'limit jobs/s', 'jobs', 'achieved jobs/s', 'of the limit'],
+      rows: rates.map((r) => [r.dialect, r.limitPerSec, r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.jobsPerSec, `${r.ofLimitPercent}%`]),
     });
   }
   const handler = records.filter((r): r is BurnDownRecord => r.scenario === 'handler-5ms');

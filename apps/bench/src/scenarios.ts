@@ -55,6 +55,9 @@ export interface Plan {
   targetJobs: number;
   /** Rounds of the observability scenario (each runs every variant once, in alternating order). */
   observabilityRounds: number;
+  /** The rate-limit scenario: the limits (jobs a second) and how long each run lasts at its limit. */
+  rateLimits: readonly number[];
+  rateLimitSeconds: number;
   /** The idle-pickup scenario: how long the worker idles first, then rows one at a time, gaps in ms. */
   idlePickup: IdlePickupPlan;
 }
@@ -85,6 +88,8 @@ export const FULL_PLAN: Plan = {
   targetRounds: 5,
   targetJobs: 500_000,
   observabilityRounds: 5,
+  rateLimits: [50, 1_000],
+  rateLimitSeconds: 10,
   idlePickup: { warmUpMs: 15_000, idleMs: 10_000, rows: 20, gapMs: [2_000, 3_000] },
 };
 
@@ -112,11 +117,13 @@ export const QUICK_PLAN: Plan = {
   targetRounds: 1,
   targetJobs: 1_000,
   observabilityRounds: 1,
+  rateLimits: [50],
+  rateLimitSeconds: 1,
   idlePickup: { warmUpMs: 200, idleMs: 1_000, rows: 2, gapMs: [100, 200] },
 };
 
-export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'prune-alongside' | 'handler-5ms' | 'observability';
-export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'prune-alongside', 'handler-5ms', 'observability'];
+export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'prune-alongside' | 'rate-limit' | 'handler-5ms' | 'observability';
+export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'prune-alongside', 'rate-limit', 'handler-5ms', 'observability'];
 
 export interface BenchContext {
   plan: Plan;
@@ -496,6 +503,31 @@ export async function pruneAlongside(ctx: BenchContext): Promise<void> {
         });
       }
       await db.dropTable(table);
+    });
+  }
+}
+
+/**
+ * `work --rate`'s promise measured: three processes of 16 slots (one worker each) share one budget over a backlog
+ * of `rateLimitSeconds` at the limit; the rate achieved, first settle to last, against the limit.
+ */
+export async function rateLimit(ctx: BenchContext): Promise<void> {
+  const { plan } = ctx;
+  const table = 'bench_rate';
+  const processes = 3;
+  for (const dialect of ctx.dialects) {
+    await withDatabase(dialect, async (db) => {
+      for (const limitPerSec of plan.rateLimits) {
+        const jobs = limitPerSec * plan.rateLimitSeconds;
+        await db.createTable(table, { pending: jobs, finished: 0 });
+        const options: StatusqRunOptions = { table, workers: processes, concurrency: 16, strategy: 'native', handlerDelayMs: 0, timeoutMs: 3 * plan.rateLimitSeconds * 1000 + plan.runTimeoutMs, rateLimit: `${limitPerSec}/s` };
+        const result = await burnDownInProcesses(db, options, processes);
+        const jobsPerSec = result.handled / result.seconds;
+        ctx.record({ scenario: 'rate-limit', system: 'statusq', dialect, limitPerSec, processes, concurrency: 16, jobs, handled: result.handled, timedOut: result.timedOut, jobsPerSec: round(jobsPerSec, 1), ofLimitPercent: round((100 * jobsPerSec) / limitPerSec, 1) });
+        await db.dropTable(table);
+        // The budget row outlives the table; the next limit starts from a fresh one.
+        await db.dropTable('statusq_rate_limits');
+      }
     });
   }
 }

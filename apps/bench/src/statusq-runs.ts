@@ -33,6 +33,8 @@ export interface StatusqRunOptions {
    * their own with the same settings, so the timed run measures warm code as a long-running worker runs it.
    */
   warmUpJobs?: number;
+  /** The workers' shared rate limit (`50/s`); default none. */
+  rateLimit?: string;
 }
 
 export type BenchColumns = 'all' | 'status only';
@@ -132,6 +134,7 @@ async function createBenchWorker(store: Store, options: StatusqRunOptions, error
     ...(options.batch !== undefined && { batch: options.batch }),
     claimStrategy: options.strategy,
     exitWhenEmpty: true,
+    ...(options.rateLimit !== undefined && { rateLimit: options.rateLimit }),
   });
   countErrors(worker, errors);
   trackSpan(worker, span);

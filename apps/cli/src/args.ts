@@ -10,6 +10,7 @@ export const COMMAND_FLAGS = {
     'db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'select', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'poll-max', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
     'read-only-wait', 'log-level', 'log-format', 'processes', 'metrics-port', 'metrics-host', 'progress', 'schedule',
+    'max-instances', 'wait', 'instance-lease', 'rate',
   ],
   stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'json'],
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
@@ -24,7 +25,12 @@ export type Command = keyof typeof COMMAND_FLAGS;
 /** Flags that were renamed: using the old name is a usage error that names the new one, never silently accepted. */
 const RENAMED_FLAGS: Readonly<Record<string, string>> = { strategy: 'claim-strategy' };
 
-const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose', 'force', 'read-only', 'dry-run']);
+const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose', 'force', 'read-only', 'dry-run', 'wait']);
+/** A flag that takes no value: dropping it from an argv drops it alone. */
+export function isBooleanFlag(name: string): boolean {
+  return BOOLEAN_FLAGS.has(name);
+}
+
 const REPEATABLE_FLAGS = new Set(['id']);
 
 export type Flags = Record<string, string | string[] | boolean | undefined>;

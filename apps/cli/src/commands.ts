@@ -2,9 +2,9 @@ import { createReadStream, readFileSync, writeSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, Queue, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
+import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
-import { databaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
+import { databaseUrl, isBooleanFlag, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
 import { createLogger, errorFields, logSettings, type LogDestination, type Logger, type LogSettings } from './log.js';
 import { logSummary, logSupervisorEvent, logWorkerEvents } from './log-events.js';
@@ -208,6 +208,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     throw new ConfigError(`--claim-strategy must be native or conditional-update, got ${JSON.stringify(claimStrategy)}`);
   }
   const pollMaxMs = optionalDuration(flags, 'poll-max');
+  const rateFlag = optionalString(flags, 'rate');
   // Below this an idle worker would claim in a tight loop; a wake-up (NOTIFY, SQLite's file watch) is the way to sub-10 ms pick-up.
   if (pollMaxMs !== undefined && pollMaxMs < MIN_POLL_MAX_MS) throw new ConfigError(`--poll-max must be at least ${MIN_POLL_MAX_MS}ms, got ${flags['poll-max'] as string}`);
   const options = {
@@ -224,6 +225,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     readOnlyWaitMs: optionalDuration(flags, 'read-only-wait'),
     claimStrategy: claimStrategy as ClaimStrategy | undefined,
     exitWhenEmpty: flags['exit-when-empty'] === true,
+    rateLimit: rateFlag === undefined ? undefined : parseRateLimit(rateFlag, '--rate'),
   };
   const stopTimeoutMs = optionalDuration(flags, 'stop-timeout') ?? 30_000;
   const logging = logSettings(flags);
@@ -232,6 +234,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   const progress = progressSurface(flags);
   const scheduleFile = optionalString(flags, 'schedule');
   const schedules = scheduleFile === undefined ? null : readSchedules(scheduleFile);
+  const cap = instanceCap(flags);
   // The handler is loaded before the database is opened: a bad handler touches nothing.
   const { handler, isAbuse } = await loadHandler(handlerFile);
   if (processes !== undefined) {
@@ -247,18 +250,28 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     const env = { ...process.env, STATUSQ_DATABASE_URL: url, ...(adapter === undefined ? {} : { [ADAPTER_VARIABLE]: adapter }), ...(metrics === null ? {} : { [METRICS_IPC_VARIABLE]: '1' }), ...shown.children };
     const log = await workLogger(logging, io, { role: 'supervisor' }, shown.logBeside);
     // Only the launcher listens; its children send it their metrics instead.
-    const args = ['work', ...['processes', 'db', 'metrics-port', 'metrics-host', 'progress'].reduce(withoutFlag, argv), '--progress', 'off'];
+    // The launcher holds the instance slot for all its children, on a connection of its own; losing it drains them.
+    const args = ['work', ...['processes', 'db', 'metrics-port', 'metrics-host', 'progress', 'max-instances', 'wait', 'instance-lease'].reduce(withoutFlag, argv), '--progress', 'off'];
+    const slotStore = cap === null ? null : await openStore(url, { create: false }, adapter);
+    const lostSlot = new AbortController();
     let launcher: Awaited<ReturnType<typeof serveLauncherMetrics>> | null = null;
+    let slot: InstanceSlot | null = null;
     try {
+      if (slotStore !== null && cap !== null) {
+        slot = await takeInstanceSlot(slotStore, config, cap, io, log, () => lostSlot.abort());
+        if (slot === null) return EXIT.ok;
+      }
       launcher = metrics === null ? null : await serveLauncherMetrics(metrics, recovery, log);
       log.info({ table: config.table, handler: handlerFile, processes }, `starting ${processes} worker process${processes === 1 ? '' : 'es'} on ${config.table}`);
-      return await supervise(args, processes, stopTimeoutMs, env, io, log, recovery, (event) => {
+      return await supervise(args, processes, stopTimeoutMs, env, io, log, recovery, lostSlot.signal, (event) => {
         launcher?.observe(event);
         shown.observe(event);
       });
     } finally {
       await launcher?.close();
       await shown.stop();
+      await slot?.release();
+      await slotStore?.close();
     }
   }
   return withStore(flags, 'work', false, async (store) => {
@@ -267,6 +280,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     const supervised = process.env.STATUSQ_SUPERVISED === '1' && process.connected;
     const shown = workProgress(progress, worker, options.exitWhenEmpty);
     const log = await workLogger(logging, io, { workerId: worker.workerId }, shown.logBeside);
+
     let stopReason = 'stop';
     worker.on('stopped', ({ reason }) => (stopReason = reason));
     let stopping: Promise<unknown> | null = null;
@@ -294,6 +308,15 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       process.once('disconnect', drain);
       // The IPC channel is only a lifeline; it must not keep a finished worker alive.
       process.channel?.unref();
+    }
+    let lostSlot = false;
+    const slot = cap === null ? null : await takeInstanceSlot(store, config, cap, io, log, () => {
+      lostSlot = true;
+      drain();
+    });
+    if (cap !== null && slot === null) {
+      await shown.stop();
+      return EXIT.ok;
     }
     logWorkerEvents(worker, log, config.table);
     const stopMetrics = await workerMetrics(worker, store, supervised ? 'launcher' : metrics, log, () => draining);
@@ -329,7 +352,9 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       await scheduler?.stop();
       await stopMetrics();
       await shown.stop();
+      await slot?.release();
     }
+    if (lostSlot) log.warn({ exitCode: EXIT.ok }, 'drained after losing the instance slot; exiting (code 0) to keep within --max-instances');
     if (stopReason === 'recycle') {
       log.error({ exitCode: EXIT.recycled }, `a job outlived --job-timeout and ignored its abort; its row was settled as a failed attempt; exiting (code ${EXIT.recycled}) to end it`);
       // The stuck handler would keep this process alive; exiting is what ends it.
@@ -337,6 +362,62 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     }
     return EXIT.ok;
   });
+}
+
+interface InstanceCap {
+  max: number;
+  wait: boolean;
+  leaseMs: number;
+}
+
+/** --max-instances, --wait and --instance-lease, checked before the database is opened; null without --max-instances. */
+function instanceCap(flags: Flags): InstanceCap | null {
+  const max = optionalInteger(flags, 'max-instances');
+  const leaseMs = optionalDuration(flags, 'instance-lease');
+  const wait = flags.wait === true;
+  if (max === undefined) {
+    if (wait || leaseMs !== undefined) throw new ConfigError(`--${wait ? 'wait' : 'instance-lease'} needs --max-instances`);
+    return null;
+  }
+  validateInstanceCap(max, leaseMs ?? DEFAULT_INSTANCE_LEASE_MS);
+  return { max, wait, leaseMs: leaseMs ?? DEFAULT_INSTANCE_LEASE_MS };
+}
+
+/**
+ * A slot of the table's --max-instances cap, or null when the cap is full (said in the log) and --wait was not
+ * given, or a signal ended the wait. `lost` runs if the slot is lost later (this process stalled past its lease
+ * and another instance took the slot): from then on this instance is over the cap.
+ */
+async function takeInstanceSlot(store: Store, config: TableConfig, cap: InstanceCap, io: Io, log: Logger, lost: () => void): Promise<InstanceSlot | null> {
+  const stop = new AbortController();
+  const unregister = io.onSignal((signal) => {
+    log.info({ signal }, `${signal}: no longer waiting for an instance slot; exiting`);
+    stop.abort();
+  });
+  const onLost = (reason: string) => {
+    log.warn({ reason }, `lost the instance slot (${reason}); draining: another instance may run in its place`);
+    lost();
+  };
+  try {
+    const options = { store, table: config, max: cap.max, leaseMs: cap.leaseMs, signal: stop.signal, onLost };
+    const now = await InstanceSlot.acquire(options);
+    if (now !== null || stop.signal.aborted) return logSlot(now, log, cap);
+    const holders = await instanceHolders(store, config);
+    const who = holders.map((h) => `${h.host ?? '?'} (slot ${h.slot})`).join(', ');
+    if (!cap.wait) {
+      log.info({ maxInstances: cap.max, holders: holders.map((h) => h.host) }, `${cap.max} of ${cap.max} instance slots on ${config.table} are held (${who}); exiting (code 0) rather than run over --max-instances`);
+      return null;
+    }
+    log.info({ maxInstances: cap.max, holders: holders.map((h) => h.host) }, `${cap.max} of ${cap.max} instance slots on ${config.table} are held (${who}); waiting for one`);
+    return logSlot(await InstanceSlot.acquire({ ...options, wait: true }), log, cap);
+  } finally {
+    unregister();
+  }
+}
+
+function logSlot(slot: InstanceSlot | null, log: Logger, cap: InstanceCap): InstanceSlot | null {
+  if (slot !== null) log.info({ slot: slot.slot, maxInstances: cap.max }, `holding instance slot ${slot.slot} of ${cap.max}`);
+  return slot;
 }
 
 /** A --schedule file (YAML, or JSON, which YAML reads too), checked whole before the database is opened. */
@@ -483,7 +564,7 @@ export function parseId(text: string, column: ColumnInfo, command: Command, what
  * `work --processes P`: runs P copies of this same command (without --processes) under the Supervisor.
  * Children drain within --stop-timeout; the launcher waits that long plus a margin before killing them.
  */
-async function supervise(args: string[], processes: number, stopTimeoutMs: number, env: NodeJS.ProcessEnv, io: Io, log: Logger, recovery: RecoveryTarget, observe: (event: SupervisorEvent) => void): Promise<number> {
+async function supervise(args: string[], processes: number, stopTimeoutMs: number, env: NodeJS.ProcessEnv, io: Io, log: Logger, recovery: RecoveryTarget, lostSlot: AbortSignal | undefined, observe: (event: SupervisorEvent) => void): Promise<number> {
   const recoveries = new Set<Promise<void>>();
   const supervisor = new Supervisor(
     // Children exit by themselves within the stop timeout plus their margin; the launcher kills only past that.
@@ -507,6 +588,7 @@ async function supervise(args: string[], processes: number, stopTimeoutMs: numbe
     else log.warn({ signal }, `${signal} again: killing worker processes; their claims return to the queue by lease or requeue`);
     supervisor.stop(signal);
   });
+  lostSlot?.addEventListener('abort', () => supervisor.stop('SIGTERM'), { once: true });
   try {
     const code = await supervisor.run();
     while (recoveries.size > 0) await Promise.all(recoveries);
@@ -644,7 +726,7 @@ function withoutFlag(argv: readonly string[], name: string): string[] {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === `--${name}`) {
-      i++;
+      if (!isBooleanFlag(name)) i++;
       continue;
     }
     if (arg.startsWith(`--${name}=`)) continue;

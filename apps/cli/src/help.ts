@@ -82,6 +82,12 @@ ${COLUMNS}
   --schedule FILE             recurring rows: a YAML or JSON list of {name, cron, timezone, payload | row,
                               priority, catchUp}; each tick enqueues one row however many workers run the file
   --processes P               run P worker processes under a supervisor
+  --max-instances N           at most N instances of work on this table at once, across hosts (each holds a slot
+                              in statusq_instances, renewed while it runs); one over the cap exits 0 at once
+  --wait                      with --max-instances: wait for a slot instead of exiting
+  --instance-lease DURATION   how long a dead instance's slot stays held (default 30s, from 1s to 1h)
+  --rate N/s|N/m|N/h          at most N job starts per second, minute or hour across every process and host on the
+                              table (a budget row in statusq_rate_limits, on the database's clock)
   --log-level L               error, warn, info (default) or debug (a line per job); every level logs those above it
   --log-format F              json (default when standard output is not a terminal) or pretty (the default on one)
   --verbose                   the same as --log-level debug

@@ -37,6 +37,8 @@ import { priorityCases } from './cases/priority.js';
 import { dedupeCases } from './cases/dedupe.js';
 import { scheduleCases } from './cases/schedules.js';
 import { pruneCases } from './cases/prune.js';
+import { instanceCases } from './cases/instances.js';
+import { rateLimitCases } from './cases/rate-limit.js';
 import { progressCases } from './cases/progress.js';
 import { leaseCases } from './cases/leases.js';
 import { configCases } from './cases/config.js';
@@ -128,6 +130,8 @@ export function runConformance(options: ConformanceOptions): void {
       dedupe: () => dedupeCases(env),
       schedules: () => scheduleCases(env),
       prune: () => pruneCases(env),
+      instances: () => instanceCases(env),
+      'rate-limit': () => rateLimitCases(env),
       progress: () => progressCases(env),
       leases: () => leaseCases(env),
       stop: () => stopCases(env),

@@ -101,6 +101,8 @@ export const CONFORMANCE_GROUPS = [
   'dedupe',
   'schedules',
   'prune',
+  'instances',
+  'rate-limit',
   'progress',
   'leases',
   'stop',

@@ -53,6 +53,8 @@ export type { Store, StoreCapabilities, StoreInspection, ServerFacts, ServerChec
 export * from './queue.js';
 export * from './scheduler.js';
 export * from './prune.js';
+export * from './instance-slots.js';
+export { parseRateLimit, type RateLimit } from './rate-limiter.js';
 export { MAX_PROGRESS_LENGTH, PROGRESS_INTERVAL_MS } from './progress-writer.js';
 export { DEFAULT_COUNT_UP_TO, DEFAULT_EXACT_BELOW_ROWS, type MonitoringCountOptions, type MonitoringCounts, type StatusBucket } from './monitoring-counts.js';
 export { INSPECT_STATUSES, DEFAULT_INSPECT_LIMIT, MAX_INSPECT_LIMIT, isInspectStatus, resolveInspectOptions, type InspectStatus, type InspectOptions, type InspectReport, type InspectIdsReport } from './inspect.js';

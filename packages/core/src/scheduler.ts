@@ -12,10 +12,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { CronExpressionParser, type CronExpression } from 'cron-parser';
-import { ConfigError, StoreError, describeError } from './errors.js';
+import { DatabaseClock } from './database-clock.js';
+import { ConfigError, StoreError } from './errors.js';
 import { Queue } from './queue.js';
 import { STORE_RETRY, sleep, withStoreRetry } from './retry.js';
-import { SCHEDULE_COLUMNS, ensureScheduleTable } from './schema.js';
+import { SCHEDULE_COLUMNS, ensureSideTable } from './schema.js';
 import type { JobId, Statement, Store } from './store.js';
 import { Params } from './transition-sql.js';
 import type { TableConfig } from './table.js';
@@ -160,15 +161,17 @@ function ticksBetween(definition: ScheduleDefinition, afterMs: number, untilMs: 
 export class Scheduler {
   private readonly stopper = new AbortController();
   private running: Promise<void> | null = null;
-  /** The database's clock minus this process's, read at start and again every wake past MAX_WAIT_MS. */
-  private clockOffsetMs = 0;
+  /** What ticks are judged by: read at start and again every wake past MAX_WAIT_MS. */
+  private readonly clock: DatabaseClock;
 
   private constructor(
     private readonly queue: Queue,
     private readonly scheduleTable: string,
     private readonly schedules: ParsedSchedule[],
     private readonly options: SchedulerOptions,
-  ) {}
+  ) {
+    this.clock = new DatabaseClock(queue.store, (error) => options.onError?.(error, '*'));
+  }
 
   static async create(options: SchedulerOptions): Promise<Scheduler> {
     if (!options || typeof options !== 'object') throw new ConfigError('scheduler options must be an object');
@@ -180,7 +183,7 @@ export class Scheduler {
       catchUp: definition.catchUp ?? DEFAULT_CATCH_UP,
       since: 0,
     }));
-    const scheduleTable = await ensureScheduleTable(options.store, queue.table.table);
+    const scheduleTable = await ensureSideTable(options.store, queue.table.table, 'statusq_schedules');
     return new Scheduler(queue, scheduleTable, schedules, options);
   }
 
@@ -196,7 +199,7 @@ export class Scheduler {
   }
 
   private async loop(): Promise<void> {
-    await this.syncClock();
+    await this.clock.sync();
     await this.startUp(this.now());
     while (!this.stopper.signal.aborted) {
       const now = this.now();
@@ -206,7 +209,7 @@ export class Scheduler {
       const waitMs = this.behind ? RETRY_AFTER_FAILURE_MS : Math.min(MAX_WAIT_MS, Math.max(0, next - now));
       await sleep(waitMs, this.stopper.signal);
       if (this.stopper.signal.aborted) return;
-      if (waitMs === MAX_WAIT_MS) await this.syncClock();
+      if (waitMs === MAX_WAIT_MS) await this.clock.sync();
       await this.claimDue(this.now());
     }
   }
@@ -308,22 +311,8 @@ export class Scheduler {
     return ms;
   }
 
-  /** The time ticks are judged by: the database's clock where the store can read it, as every other time statusq compares. */
   private now(): number {
-    return Date.now() + this.clockOffsetMs;
-  }
-
-  private async syncClock(): Promise<void> {
-    const inspection = this.queue.store.inspection;
-    if (!inspection) return;
-    try {
-      const before = Date.now();
-      const db = await inspection.clockMs();
-      this.clockOffsetMs = db - (before + Date.now()) / 2;
-    } catch (error) {
-      // The last offset stays: a clock read failing is a database outage the claims will meet and report.
-      this.options.onError?.(new StoreError('Unknown', `reading the database's clock failed: ${describeError(error)}`), '*');
-    }
+    return this.clock.now();
   }
 }
 

@@ -5,6 +5,7 @@ import type { AbuseRule, Handler, IdOf } from './handler.js';
 import { DEFAULT_LEASE_MS } from './queue.js';
 import { DEFAULT_READ_ONLY_WAIT_MS } from './read-only-wait.js';
 import type { ClaimStrategy, JobId, Row, Store } from './store.js';
+import type { RateLimit } from './rate-limiter.js';
 import type { ResolvedTable, TableConfig } from './table.js';
 
 /**
@@ -21,6 +22,13 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
   concurrency?: number | undefined;
   /** Rows claimed per claim call, at most the free slots. Default: the concurrency. */
   batch?: number | undefined;
+  /**
+   * At most this many job starts per period across every worker of the table, in every process and host
+   * (`{ count: 50, periodMs: 1000 }`, or `'50/s'`, `'300/m'`, `'1000/h'`); every worker of the table should
+   * be given the same. The budget is a row of statusq_rate_limits, on the database's clock (rate-limiter.ts).
+   * Default: no limit.
+   */
+  rateLimit?: RateLimit | string | undefined;
   /**
    * `native` (default): the store's best safe claim; `conditional-update`: the seed's portable claim. A
    * store set to conditional-update (MySQL's claimStrategy) declares no native claim, so conditional-update

@@ -10,6 +10,7 @@ import { ConfigError, JobTimeoutError, StoreError, describeError, isRetryableSto
 import { TypedEmitter } from './events.js';
 import type { IdOf, Job } from './handler.js';
 import { Queue } from './queue.js';
+import { RateLimiter, parseRateLimit, validateRateLimit } from './rate-limiter.js';
 import { InFlight, JobOutcomes, abortFlight, beforeSettle, ranFor, undecided, type FlightOwner, type Outcome } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { ProgressWriter } from './progress-writer.js';
@@ -110,6 +111,7 @@ export class Worker extends TypedEmitter {
   private constructor(
     readonly queue: Queue,
     private readonly options: WorkerOptions,
+    private readonly rateLimiter: RateLimiter | null,
   ) {
     super();
     this.settings = resolveWorkerOptions(options, queue.table);
@@ -134,8 +136,12 @@ export class Worker extends TypedEmitter {
     if (!options || typeof options !== 'object') throw new ConfigError('worker options must be an object');
     if (!options.store) throw new ConfigError('worker needs a store');
     const queue = await Queue.open(options.store, options.table);
+    const rate = options.rateLimit === undefined ? null : typeof options.rateLimit === 'string' ? parseRateLimit(options.rateLimit, 'rateLimit') : validateRateLimit(options.rateLimit);
+    // Options are checked before the budget's table is made: bad input touches nothing.
+    resolveWorkerOptions(options as unknown as WorkerOptions, queue.table);
+    const limiter = rate === null ? null : await RateLimiter.open(options.store, queue.table.table, rate);
     // The row type is the caller's promise about its table; inside, a row is whatever the database returned.
-    return new Worker(queue, options as unknown as WorkerOptions);
+    return new Worker(queue, options as unknown as WorkerOptions, limiter);
   }
 
   /**
@@ -201,8 +207,18 @@ export class Worker extends TypedEmitter {
           continue;
         }
         let rows: Row[];
+        let wanted = Math.min(this.settings.batch, free);
         try {
-          rows = await this.claim(Math.min(this.settings.batch, free));
+          if (this.rateLimiter) {
+            const grant = await this.rateLimiter.take(wanted);
+            if (grant.tokens === 0) {
+              await this.waitUnlessStopping(grant.waitMs);
+              continue;
+            }
+            wanted = grant.tokens;
+          }
+          rows = await this.claim(wanted);
+          if (this.rateLimiter && rows.length < wanted) await this.rateLimiter.giveBack(wanted - rows.length).catch((error: unknown) => this.emit('error', { error, during: 'rate limit' }));
           failedClaims = 0;
           readOnlyStep = 0;
           // A claim that went through ends a read-only wait. On MySQL a claim that found no candidate wrote
@@ -581,6 +597,12 @@ export class Worker extends TypedEmitter {
       this.wakeWaiters.add(done);
       until?.then(done, done);
     });
+  }
+
+  /** Waits `ms` whatever finishes meanwhile (a finished job frees a slot, not budget); stop() ends it early. */
+  private async waitUnlessStopping(ms: number): Promise<void> {
+    const until = Date.now() + ms;
+    while (!this.stopping && Date.now() < until) await this.waitForWake(until - Date.now());
   }
 
   /** The store's own wake-up (LISTEN/NOTIFY, a file watch, an idle probe), cut short by wake() like any other wait. */

@@ -38,6 +38,8 @@ export interface LaunchedCli {
   /** Resolves with the exit code and output once the process has exited. */
   ended: Promise<CliRun>;
   stderr(): string;
+  /** What it printed on stdout so far (its last line may be incomplete). */
+  stdout(): string;
 }
 
 /**
@@ -59,7 +61,7 @@ export function launchCli(cwd: string, args: readonly string[], timeoutMs = 90_0
       resolve({ code, stdout: stdout.trim(), stderr: stderr.trim() });
     });
   });
-  return { child, ended, stderr: () => stderr };
+  return { child, ended, stderr: () => stderr, stdout: () => stdout };
 }
 
 /** One line of `statusq work`'s JSON log. */

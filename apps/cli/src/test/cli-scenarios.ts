@@ -234,6 +234,69 @@ export function cliScenarios(title: string, target: CliTarget, extra: (ctx: () =
       }
     });
 
+    it('work --max-instances 1: a second instance exits 0 at once naming the holder; one with --wait starts when the first dies (its slot expires by --instance-lease) and runs jobs; bad cap flags exit 2 before the database is touched', async () => {
+      const { statusq, db, file } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      const handler = file('noop.mjs', 'export default async () => {};');
+      const holding = (stdout: string) => stdout.includes('"msg":"holding instance slot 1 of 1"');
+      const first = launchCli(ctx().dir, ['work', '--db', db.url, '--table', 'jobs', '--handler', handler, '--max-instances', '1', '--instance-lease', '2s', '--processes', '2', '--poll-max', '50ms']);
+      await waitFor('the first instance to hold its slot', () => holding(first.stdout()), { timeoutMs: 30_000, intervalMs: 50 });
+
+      const over = await statusq('work', '--db', db.url, '--table', 'jobs', '--handler', handler, '--max-instances', '1');
+      expect(over.code, over.stderr).toBe(0);
+      expect(logLines(over.stdout).map((line) => line.msg)).toContainEqual(expect.stringMatching(/^1 of 1 instance slots on jobs are held \(.+:\d+ \(slot 1\)\); exiting \(code 0\)/));
+
+      const waiting = launchCli(ctx().dir, ['work', '--db', db.url, '--table', 'jobs', '--handler', handler, '--max-instances', '1', '--wait', '--instance-lease', '2s', '--poll-max', '50ms']);
+      await waitFor('the second instance to wait', () => waiting.stdout().includes('; waiting for one"'), { timeoutMs: 30_000, intervalMs: 50 });
+      // The launcher dies without releasing its slot; its children drain and exit on their own.
+      first.child.kill('SIGKILL');
+      await first.ended;
+      await waitFor('the waiting instance to take the expired slot', () => holding(waiting.stdout()), { timeoutMs: 30_000, intervalMs: 50 });
+      expect((await statusq('enqueue', '--db', db.url, '--payload', '{"n":1}')).code).toBe(0);
+      await waitFor('the row to be done', async () => (await ctx().stats()).done === 1, { timeoutMs: 30_000, intervalMs: 50 });
+      waiting.child.kill('SIGTERM');
+      expect((await waiting.ended).code).toBe(0);
+      // Released on the way out: the next instance gets the slot at once.
+      const next = await statusq('work', '--db', db.url, '--table', 'jobs', '--handler', handler, '--max-instances', '1', '--exit-when-empty');
+      expect(next.code, next.stderr).toBe(0);
+      expect(holding(next.stdout)).toBe(true);
+
+      for (const [flags, message] of [
+        [['--max-instances', '0'], /max instances must be a whole number from 1 to 1000, got 0/],
+        [['--max-instances', 'two'], /--max-instances must be a whole number/],
+        [['--wait'], /--wait needs --max-instances/],
+        [['--max-instances', '2', '--instance-lease', '10ms'], /the instance lease must be from 1000 ms/],
+      ] as Array<[string[], RegExp]>) {
+        const refused = await statusq('work', '--db', 'sqlite:/nonexistent/dir/never.db', '--table', 'jobs', '--handler', handler, ...flags);
+        expect(refused.code, refused.stderr).toBe(2);
+        expect(refused.stderr).toMatch(message);
+      }
+    });
+
+    it('work --rate 10/s --processes 3: one budget for every process, so 20 jobs take about two seconds and no second holds more than the limit and its burst; a bad rate exits 2 before the database is touched', async () => {
+      const { statusq, db, file, dir } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      expect((await statusq('enqueue', '--db', db.url, '--file', file('rows.ndjson', Array.from({ length: 20 }, (_, n) => `{"n":${n}}`).join('\n')))).code).toBe(0);
+      const seen = join(dir, 'starts.txt');
+      const handler = file('record.mjs', `import { appendFileSync } from 'node:fs';\nexport default async () => { appendFileSync(${JSON.stringify(seen)}, Date.now() + '\\n'); };`);
+      const run = await statusq('work', '--db', db.url, '--table', 'jobs', '--handler', handler, '--rate', '10/s', '--processes', '3', '--concurrency', '16', '--exit-when-empty', '--poll-max', '50ms');
+      expect(run.code, run.stderr).toBe(0);
+      const starts = readFileSync(seen, 'utf8').trim().split('\n').map(Number).sort((a, b) => a - b);
+      expect(starts).toHaveLength(20);
+      // 10 a second, a burst of 1: starts 100 ms apart, whichever process takes them.
+      expect(starts.at(-1)! - starts[0]!).toBeGreaterThanOrEqual(18 * 100 - 100);
+      for (let i = 0; i < starts.length; i++) expect(starts.filter((t) => t >= starts[i]! && t < starts[i]! + 1000).length).toBeLessThanOrEqual(12);
+
+      for (const [rate, message] of [
+        ['5/d', /--rate must be a number of jobs from 1 to 1000000 per s, m or h/],
+        ['0/s', /--rate must be a number of jobs/],
+      ] as Array<[string, RegExp]>) {
+        const refused = await statusq('work', '--db', 'sqlite:/nonexistent/dir/never.db', '--table', 'jobs', '--handler', handler, '--rate', rate);
+        expect(refused.code, refused.stderr).toBe(2);
+        expect(refused.stderr).toMatch(message);
+      }
+    });
+
     it('prune: --dry-run counts, then deletes (or --archive moves) finished rows past --older-than in batches; pending rows and refused statuses stay (exit 2)', async () => {
       const { statusq, stats, db, file } = ctx();
       expect((await statusq('init', '--db', db.url)).code).toBe(0);

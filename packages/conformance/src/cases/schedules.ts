@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Scheduler, ensureScheduleTable, type ScheduledEvent, type ScheduleDefinition, type Store } from '@statusq/core';
+import { Scheduler, ensureSideTable, type ScheduledEvent, type ScheduleDefinition, type Store } from '@statusq/core';
 import { generateTableARows } from '@statusq/test-fixtures';
 import { countsOf, readRows, waitFor, withLatency, type TestEnv } from '../harness.js';
 import { createJobs, createTableA } from '../tables.js';
@@ -23,7 +23,7 @@ async function scheduler(store: Store, schedules: ScheduleDefinition[], events: 
 
 /** Sets a schedule's last tick by hand, as if its schedulers had stopped then. */
 async function setLastTick(store: Store, name: string, tickMs: number): Promise<void> {
-  const table = await ensureScheduleTable(store, 'jobs');
+  const table = await ensureSideTable(store, 'jobs', 'statusq_schedules');
   const q = (n: string) => store.dialect.quoteIdentifier(n);
   const ph = (i: number) => store.dialect.placeholder(i);
   await store.execute({ sql: `INSERT INTO ${q(table)} (${q('queue_table')}, ${q('name')}, ${q('last_tick')}) VALUES (${ph(1)}, ${ph(2)}, ${ph(3)})`, params: ['jobs', name, new Date(tickMs).toISOString()] });
@@ -35,7 +35,7 @@ export function scheduleCases(env: () => TestEnv): void {
       const setup = await env().store('setup store');
       await createJobs(setup);
       // Made here: the schedulers' latency wrappers carry no schema support.
-      await ensureScheduleTable(setup, 'jobs');
+      await ensureSideTable(setup, 'jobs', 'statusq_schedules');
       const events: ScheduledEvent[] = [];
       const schedulers: Scheduler[] = [];
       for (let i = 0; i < 4; i++) schedulers.push(await scheduler(withLatency(await env().store(`scheduler ${i + 1}`)), [{ name: 'every-second', cron: '* * * * * *', payload: { from: 'schedule' } }], events));

@@ -1,0 +1,77 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, Worker, type Handler, type Store } from '@statusq/core';
+import { FAST, countsOf, waitFor, type TestEnv } from '../harness.js';
+import { createJobs, enqueueJobs } from '../tables.js';
+
+/** A store that counts the statements sent through it that read the rate budget. */
+function countingBudgetReads(inner: Store): { store: Store; reads: () => number } {
+  let reads = 0;
+  const store: Store = Object.assign(Object.create(inner) as Store, {
+    execute: (s: Parameters<Store['execute']>[0]) => {
+      if (/^SELECT .* FROM .statusq_rate_limits./.test(s.sql)) reads++;
+      return inner.execute(s);
+    },
+  });
+  return { store, reads: () => reads };
+}
+
+/** The most of `times` (ms, any order) that fall in one window of `windowMs`. */
+function busiestWindow(times: readonly number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let most = 0;
+  for (let start = 0, end = 0; end < sorted.length; end++) {
+    while (sorted[end]! - sorted[start]! >= windowMs) start++;
+    most = Math.max(most, end - start + 1);
+  }
+  return most;
+}
+
+export function rateLimitCases(env: () => TestEnv): void {
+  describe('rate limit (rateLimit, work --rate)', () => {
+    it('three workers of 16 slots on their own connections share one budget of 20 starts a second: no second holds more than the budget and its burst, and 60 jobs take at least the time the budget allows', { timeout: 60_000 }, async () => {
+      const setup = await env().store('setup store');
+      await enqueueJobs(await createJobs(setup), Array.from({ length: 60 }, (_, n) => ({ n })));
+      const starts: number[] = [];
+      const handler: Handler = async () => {
+        starts.push(Date.now());
+      };
+      const workers = [];
+      for (let i = 0; i < 3; i++) {
+        workers.push(await env().startWorker({ store: await env().store(`worker store ${i + 1}`), table: { table: 'jobs' }, handler, concurrency: 16, rateLimit: '20/s', exitWhenEmpty: true, ...FAST }));
+      }
+      await Promise.all(workers.map((w) => w.done));
+      expect(await countsOf(setup, 'jobs')).toMatchObject({ done: 60 });
+      expect(workers.flatMap((w) => w.errors)).toEqual([]);
+      // 20 a second with a burst of 2 (a tenth of a second's worth): any one second holds at most 22 starts as the
+      // budget grants them; a start is seen a claim's round trip later, so one more may fall in a window.
+      expect(busiestWindow(starts, 1_000)).toBeLessThanOrEqual(23);
+      // Unlimited, 48 slots would start the 60 jobs within a few claims; the budget spaces them 50 ms apart.
+      expect(Math.max(...starts) - Math.min(...starts)).toBeGreaterThanOrEqual((60 - 3) * 50 - 100);
+      await env().closeStores();
+    });
+
+    it('a worker whose budget is spent sleeps until its next start is due: it reads the budget a few times per job, not in a loop', { timeout: 30_000 }, async () => {
+      const setup = await env().store('setup store');
+      await enqueueJobs(await createJobs(setup), Array.from({ length: 6 }, (_, n) => ({ n })));
+      const { store, reads } = countingBudgetReads(await env().store('worker store'));
+      const started = await env().startWorker({ store, table: { table: 'jobs' }, handler: async () => undefined, concurrency: 16, rateLimit: { count: 4, periodMs: 1_000 }, ...FAST });
+      await waitFor('the 6 jobs to be done', async () => (await countsOf(setup, 'jobs')).done === 6 || null, { timeoutMs: 20_000, intervalMs: 50 });
+      await started.worker.stop();
+      await started.done;
+      // Six starts 250 ms apart take over a second; a worker polling the budget every 20 ms (its poll-max) would read it 60 times and more.
+      expect(reads()).toBeLessThanOrEqual(30);
+      expect(started.errors).toEqual([]);
+      await env().closeStores();
+    });
+
+    it('refuses a bad rate with a ConfigError before making the budget table', async () => {
+      const store = await env().store();
+      await createJobs(store);
+      for (const rateLimit of ['50/x', '0/s', '50', '-1/s', '1.5/s', { count: 0, periodMs: 1000 }, { count: 5, periodMs: 0 }, { count: 5 }] as const) {
+        await expect(Worker.create({ store, table: { table: 'jobs' }, handler: async () => undefined, rateLimit: rateLimit as never }), JSON.stringify(rateLimit)).rejects.toBeInstanceOf(ConfigError);
+      }
+      expect(await store.describeTable('statusq_rate_limits')).toBeNull();
+      await env().closeStores();
+    });
+  });
+}
