@@ -169,7 +169,7 @@ function sections(records: readonly BenchRecord[]): Section[] {
   const rates = records.filter((r): r is RateLimitRecord => r.scenario === 'rate-limit');
   if (rates.length > 0) {
     out.push({
-      title: 'Shared rate limit (`work --rate`: 3 processes x 16 slots, one budget, a backlog of 10 s at the limit; first settle to last)',
+      title: 'Shared rate limit (`work --rate`: 3 processes x 16 slots share one budget over a backlog of jobs; the rate achieved from first settle to last)',
       header: ['dialect', 'limit jobs/s', 'jobs', 'achieved jobs/s', 'of the limit'],
       rows: rates.map((r) => [r.dialect, r.limitPerSec, r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.jobsPerSec, `${r.ofLimitPercent}%`]),
     });
