@@ -252,16 +252,18 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     // Only the launcher listens; its children send it their metrics instead.
     // The launcher holds the instance slot for all its children, on a connection of its own; losing it drains them.
     const args = ['work', ...['processes', 'db', 'metrics-port', 'metrics-host', 'progress', 'max-instances', 'wait', 'instance-lease'].reduce(withoutFlag, argv), '--progress', 'off'];
-    const slotStore = cap === null ? null : await openStore(url, { create: false }, adapter);
     const lostSlot = new AbortController();
+    let slotStore: Store | null = null;
     let launcher: Awaited<ReturnType<typeof serveLauncherMetrics>> | null = null;
     let slot: InstanceSlot | null = null;
     try {
-      if (slotStore !== null && cap !== null) {
+      if (cap !== null) {
+        slotStore = await openStore(url, { create: false }, adapter);
         slot = await takeInstanceSlot(slotStore, config, cap, io, log, () => lostSlot.abort());
         if (slot === null) return EXIT.ok;
       }
       launcher = metrics === null ? null : await serveLauncherMetrics(metrics, recovery, log);
+      if (lostSlot.signal.aborted) return EXIT.ok;
       log.info({ table: config.table, handler: handlerFile, processes }, `starting ${processes} worker process${processes === 1 ? '' : 'es'} on ${config.table}`);
       return await supervise(args, processes, stopTimeoutMs, env, io, log, recovery, lostSlot.signal, (event) => {
         launcher?.observe(event);
@@ -319,7 +321,10 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       return EXIT.ok;
     }
     logWorkerEvents(worker, log, config.table);
-    const stopMetrics = await workerMetrics(worker, store, supervised ? 'launcher' : metrics, log, () => draining);
+    const stopMetrics = await workerMetrics(worker, store, supervised ? 'launcher' : metrics, log, () => draining).catch(async (error: unknown) => {
+      await slot?.release();
+      throw error;
+    });
     let signals = 0;
     const unregister = io.onSignal((signal) => {
       signals++;
@@ -335,7 +340,11 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       { table: config.table, handler: handlerFile, concurrency: options.concurrency, maxAttempts: worker.maxAttempts, exitWhenEmpty: options.exitWhenEmpty },
       `worker started on ${config.table}`,
     );
-    const scheduler = schedules === null ? null : await startScheduler(store, config, schedules, log, drain);
+    const scheduler = schedules === null ? null : await startScheduler(store, config, schedules, log, drain).catch(async (error: unknown) => {
+      await stopMetrics();
+      await slot?.release();
+      throw error;
+    });
     const started = Date.now();
     try {
       const counters = await worker.run();
@@ -401,7 +410,7 @@ async function takeInstanceSlot(store: Store, config: TableConfig, cap: Instance
   try {
     const options = { store, table: config, max: cap.max, leaseMs: cap.leaseMs, signal: stop.signal, onLost };
     const now = await InstanceSlot.acquire(options);
-    if (now !== null || stop.signal.aborted) return logSlot(now, log, cap);
+    if (now !== null || stop.signal.aborted) return await logSlot(now, log, cap, stop.signal);
     const holders = await instanceHolders(store, config);
     const who = holders.map((h) => `${h.host ?? '?'} (slot ${h.slot})`).join(', ');
     if (!cap.wait) {
@@ -409,14 +418,20 @@ async function takeInstanceSlot(store: Store, config: TableConfig, cap: Instance
       return null;
     }
     log.info({ maxInstances: cap.max, holders: holders.map((h) => h.host) }, `${cap.max} of ${cap.max} instance slots on ${config.table} are held (${who}); waiting for one`);
-    return logSlot(await InstanceSlot.acquire({ ...options, wait: true }), log, cap);
+    return await logSlot(await InstanceSlot.acquire({ ...options, wait: true }), log, cap, stop.signal);
   } finally {
     unregister();
   }
 }
 
-function logSlot(slot: InstanceSlot | null, log: Logger, cap: InstanceCap): InstanceSlot | null {
-  if (slot !== null) log.info({ slot: slot.slot, maxInstances: cap.max }, `holding instance slot ${slot.slot} of ${cap.max}`);
+/** The slot taken, said in the log; or, when a signal came while it was being taken, freed again (null: exit). */
+async function logSlot(slot: InstanceSlot | null, log: Logger, cap: InstanceCap, stopped: AbortSignal): Promise<InstanceSlot | null> {
+  if (slot === null) return null;
+  if (stopped.aborted) {
+    await slot.release();
+    return null;
+  }
+  log.info({ slot: slot.slot, maxInstances: cap.max }, `holding instance slot ${slot.slot} of ${cap.max}`);
   return slot;
 }
 

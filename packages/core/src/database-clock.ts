@@ -20,15 +20,18 @@ export class DatabaseClock {
   }
 
   /** Reads the database's clock (a store without inspection keeps this process's). A failed read keeps the last offset: it is an outage the next statement meets and reports. */
-  async sync(): Promise<void> {
+  /** True when the offset is the database's (or the store has no clock to read). */
+  async sync(): Promise<boolean> {
     const inspection = this.store.inspection;
-    if (!inspection) return;
+    if (!inspection) return true;
     try {
       const before = Date.now();
       const db = await inspection.clockMs();
       this.offsetMs = db - (before + Date.now()) / 2;
+      return true;
     } catch (error) {
       this.onError(new StoreError('Unknown', `reading the database's clock failed: ${describeError(error)}`));
+      return false;
     }
   }
 }

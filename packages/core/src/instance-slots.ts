@@ -101,18 +101,17 @@ export class InstanceSlot {
   }
 
   /**
-   * Frees the slot for the next instance at once, rather than at the lease's end. False when it could not (the
-   * slot was lost, or the database did not answer): the slot then frees itself when its lease runs out. Safe to
-   * call twice.
+   * Frees the slot for the next instance at once, rather than at the lease's end: one try, bounded by the store's
+   * own deadlines, not waiting on a renewal still in flight. False when it could not (the slot was lost, or the
+   * database did not answer): the slot then frees itself when its lease runs out. Safe to call twice.
    */
   async release(): Promise<boolean> {
     if (this.released) return false;
     this.released = true;
     if (this.timer) clearInterval(this.timer);
-    await this.renewing;
     if (this.lostReason !== null) return false;
     try {
-      await withStoreRetry(() => this.sql.free(this.slot, this.holder), STORE_RETRY.release);
+      await this.sql.free(this.slot, this.holder);
       return true;
     } catch {
       return false;
@@ -121,29 +120,44 @@ export class InstanceSlot {
 
   private start(): void {
     this.timer = setInterval(() => {
+      // Judged on every tick, not when a renewal returns: one stuck until the store's query deadline must not keep
+      // this instance running past the moment another may take its slot.
+      if (Date.now() - this.lastRenewedAt >= this.leaseMs) {
+        this.lose(`no renewal of slot ${this.slot} succeeded for a whole lease (${this.leaseMs} ms)${this.lastError ? `: ${this.lastError}` : ''}`);
+        return;
+      }
       // A renewal still waiting on the database is not stacked on.
       this.renewing ??= this.renew().finally(() => (this.renewing = null));
     }, Math.max(100, Math.floor(this.leaseMs / 3)));
     this.timer.unref();
   }
 
+  private lastError: string | null = null;
+
   private async renew(): Promise<void> {
     if (this.released || this.lostReason !== null) return;
+    // The lease runs from when the UPDATE was sent, at the latest: the deadline above is never late.
+    const sent = Date.now();
     try {
       const kept = await this.sql.renew(this.slot, this.holder, this.leaseMs);
-      if (kept) this.lastRenewedAt = Date.now();
+      if (this.released) return;
+      if (kept) this.lastRenewedAt = sent;
       else this.lose(`slot ${this.slot} was taken by another instance after its lease ran out`);
     } catch (error) {
-      // Until the lease has run out no other instance can take the slot; past it, one may have.
-      if (Date.now() - this.lastRenewedAt >= this.leaseMs) this.lose(`renewing slot ${this.slot} failed for a whole lease (${this.leaseMs} ms): ${describeError(error)}`);
+      // Until the lease has run out no other instance can take the slot; the timer judges when it has.
+      this.lastError = describeError(error);
     }
   }
 
   private lose(reason: string): void {
-    if (this.lostReason !== null) return;
+    if (this.lostReason !== null || this.released) return;
     this.lostReason = reason;
     if (this.timer) clearInterval(this.timer);
-    this.onLost?.(reason);
+    try {
+      this.onLost?.(reason);
+    } catch {
+      // The caller's callback failing must not become an unhandled rejection of a timer's promise.
+    }
   }
 }
 

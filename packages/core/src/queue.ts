@@ -200,6 +200,11 @@ export class Queue {
     return report;
   }
 
+  /** A row is pending and due now (what a claim would take). */
+  async hasDueRow(): Promise<boolean> {
+    return (await this.store.execute(this.sql.anyDueRow())).rows.length > 0;
+  }
+
   async hasRowsWithStatus(name: StatusName): Promise<boolean> {
     const code = name === 'pending' ? null : this.table.codes[name];
     const { rows } = await this.store.execute(this.sql.anyRowWithStatus(code));

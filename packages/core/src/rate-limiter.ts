@@ -75,7 +75,8 @@ export class RateLimiter {
 
   /** Makes the rate-limits table and the table's row if missing (a new budget grants its burst at once). */
   static async open(store: Store, queueTable: string, rate: RateLimit): Promise<RateLimiter> {
-    const limiter = new RateLimiter(store, await ensureSideTable(store, queueTable, 'statusq_rate_limits'), queueTable, validateRateLimit(rate));
+    const checked = validateRateLimit(rate);
+    const limiter = new RateLimiter(store, await ensureSideTable(store, queueTable, 'statusq_rate_limits'), queueTable, checked);
     await limiter.ensureRow();
     return limiter;
   }
@@ -86,8 +87,10 @@ export class RateLimiter {
     for (let swap = 0; swap < MAX_SWAPS; swap++) {
       const read = await this.read();
       const now = this.clock.now();
-      // A budget idle for long holds at most `burst` starts.
-      const base = Math.max(read.tat, now - this.burst * this.intervalMs);
+      // A budget idle for long holds at most `burst` starts. A take never moves tat past now, so one far ahead was
+      // written on a clock that was wrong (a failed clock read): it would stall every worker, and is read as now.
+      const tat = read.tat > now + Math.max(1_000, this.intervalMs) ? now : read.tat;
+      const base = Math.max(tat, now - this.burst * this.intervalMs);
       const available = Math.floor((now - base) / this.intervalMs + 1e-9);
       const tokens = Math.min(wanted, available);
       if (tokens <= 0) return { tokens: 0, waitMs: Math.max(1, Math.ceil(base + this.intervalMs - now)) };
@@ -116,8 +119,16 @@ export class RateLimiter {
   }
 
   private async read(): Promise<{ text: string; tat: number }> {
-    const p = new Params(this.store.dialect);
-    const { rows } = await withStoreRetry(() => this.store.execute({ sql: `SELECT ${this.q(RATE_LIMIT_COLUMNS.tat)} AS tat FROM ${this.q(this.limits)} WHERE ${this.where(p)}`, params: p.values }), STORE_RETRY.claim);
+    const select = async () => {
+      const p = new Params(this.store.dialect);
+      return (await withStoreRetry(() => this.store.execute({ sql: `SELECT ${this.q(RATE_LIMIT_COLUMNS.tat)} AS tat FROM ${this.q(this.limits)} WHERE ${this.where(p)}`, params: p.values }), STORE_RETRY.claim)).rows;
+    };
+    let rows = await select();
+    // Deleted by an operator (to start the budget afresh): made again, as the first worker made it.
+    if (rows.length === 0) {
+      await this.ensureRow();
+      rows = await select();
+    }
     const text = rows[0]?.tat;
     const tat = typeof text === 'string' ? Number(text) : Number.NaN;
     if (typeof text !== 'string' || !Number.isFinite(tat)) {
@@ -134,8 +145,7 @@ export class RateLimiter {
   }
 
   private async ensureRow(): Promise<void> {
-    await this.clock.sync();
-    this.clockSyncedAt = Date.now();
+    await this.syncClockEvery();
     const p = new Params(this.store.dialect);
     const { rows } = await this.store.execute({ sql: `SELECT 1 AS present FROM ${this.q(this.limits)} WHERE ${this.where(p)}`, params: p.values });
     if (rows.length > 0) return;
@@ -149,9 +159,9 @@ export class RateLimiter {
     }
   }
 
+  /** Reads the database's clock every CLOCK_SYNC_MS, and at every take until a read has succeeded. */
   private async syncClockEvery(): Promise<void> {
-    if (Date.now() - this.clockSyncedAt < CLOCK_SYNC_MS) return;
-    this.clockSyncedAt = Date.now();
-    await this.clock.sync();
+    if (this.clockSyncedAt !== 0 && Date.now() - this.clockSyncedAt < CLOCK_SYNC_MS) return;
+    if (await this.clock.sync()) this.clockSyncedAt = Date.now();
   }
 }

@@ -482,6 +482,11 @@ export class TransitionSql {
   }
 
   /** Whether any row is pending (due or scheduled) or, optionally, processing; cheap on the pending index. */
+  /** Whether a claim would find a row now: read-only, served by the pending index. */
+  anyDueRow(): Statement {
+    return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${this.dueCondition()} LIMIT 1`, params: [] };
+  }
+
   anyRowWithStatus(code: number | null): Statement {
     return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${this.statusHolds(code)} LIMIT 1`, params: [] };
   }

@@ -135,8 +135,8 @@ export class Worker extends TypedEmitter {
   static async create<R extends object = Row, Id extends JobId = IdOf<R>>(options: WorkerOptions<R, Id>): Promise<Worker> {
     if (!options || typeof options !== 'object') throw new ConfigError('worker options must be an object');
     if (!options.store) throw new ConfigError('worker needs a store');
-    const queue = await Queue.open(options.store, options.table);
     const rate = options.rateLimit === undefined ? null : typeof options.rateLimit === 'string' ? parseRateLimit(options.rateLimit, 'rateLimit') : validateRateLimit(options.rateLimit);
+    const queue = await Queue.open(options.store, options.table);
     // Options are checked before the budget's table is made: bad input touches nothing.
     resolveWorkerOptions(options as unknown as WorkerOptions, queue.table);
     const limiter = rate === null ? null : await RateLimiter.open(options.store, queue.table.table, rate);
@@ -209,16 +209,22 @@ export class Worker extends TypedEmitter {
         let rows: Row[];
         let wanted = Math.min(this.settings.batch, free);
         try {
-          if (this.rateLimiter) {
-            const grant = await this.rateLimiter.take(wanted);
-            if (grant.tokens === 0) {
-              await this.waitUnlessStopping(grant.waitMs);
-              continue;
+          if (this.rateLimiter && idleStep > 0 && !(await this.queue.hasDueRow())) {
+            // Idle: the budget is a write, and on SQLite every write wakes every idle worker's file watch, so an
+            // idle worker asks with a read whether there is anything to take before it takes budget for it.
+            rows = [];
+          } else {
+            if (this.rateLimiter) {
+              const grant = await this.rateLimiter.take(wanted);
+              if (grant.tokens === 0) {
+                await this.waitUnlessStopping(grant.waitMs);
+                continue;
+              }
+              wanted = grant.tokens;
             }
-            wanted = grant.tokens;
+            rows = await this.claim(wanted);
+            if (this.rateLimiter && rows.length < wanted) await this.rateLimiter.giveBack(wanted - rows.length).catch((error: unknown) => this.emit('error', { error, during: 'rate limit' }));
           }
-          rows = await this.claim(wanted);
-          if (this.rateLimiter && rows.length < wanted) await this.rateLimiter.giveBack(wanted - rows.length).catch((error: unknown) => this.emit('error', { error, during: 'rate limit' }));
           failedClaims = 0;
           readOnlyStep = 0;
           // A claim that went through ends a read-only wait. On MySQL a claim that found no candidate wrote

@@ -3,16 +3,22 @@ import { ConfigError, Worker, type Handler, type Store } from '@statusq/core';
 import { FAST, countsOf, waitFor, type TestEnv } from '../harness.js';
 import { createJobs, enqueueJobs } from '../tables.js';
 
-/** A store that counts the statements sent through it that read the rate budget. */
-function countingBudgetReads(inner: Store): { store: Store; reads: () => number } {
+/** A store that counts the statements sent through it that read or write the rate budget, and the idle due checks. */
+function countingBudgetReads(inner: Store, polling = false): { store: Store; reads: () => number; writes: () => number; dueChecks: () => number } {
   let reads = 0;
+  let writes = 0;
+  let dueChecks = 0;
   const store: Store = Object.assign(Object.create(inner) as Store, {
     execute: (s: Parameters<Store['execute']>[0]) => {
       if (/^SELECT .* FROM .statusq_rate_limits./.test(s.sql)) reads++;
+      if (/^UPDATE .statusq_rate_limits./.test(s.sql)) writes++;
+      if (/^SELECT 1 AS found FROM .jobs. WHERE .*status. IS NULL/.test(s.sql)) dueChecks++;
       return inner.execute(s);
     },
+    // Polling: the worker loops every poll interval however the store would wait (MySQL's idle probe waits up to 30 s).
+    ...(polling && { waitForWork: undefined }),
   });
-  return { store, reads: () => reads };
+  return { store, reads: () => reads, writes: () => writes, dueChecks: () => dueChecks };
 }
 
 /** The most of `times` (ms, any order) that fall in one window of `windowMs`. */
@@ -60,6 +66,22 @@ export function rateLimitCases(env: () => TestEnv): void {
       await started.done;
       // Six starts 250 ms apart take over a second; a worker polling the budget every 20 ms (its poll-max) would read it 60 times and more.
       expect(reads()).toBeLessThanOrEqual(30);
+      expect(started.errors).toEqual([]);
+      await env().closeStores();
+    });
+
+    it('an idle worker asks with a read whether a row is due and takes no budget while none is (a budget write would wake every idle SQLite worker)', { timeout: 30_000 }, async () => {
+      const setup = await env().store('setup store');
+      await createJobs(setup);
+      const { store, writes, dueChecks } = countingBudgetReads(await env().store('worker store'), true);
+      const started = await env().startWorker({ store, table: { table: 'jobs' }, handler: async () => undefined, concurrency: 16, rateLimit: '100/s', ...FAST });
+      await waitFor('ten idle due checks', () => dueChecks() >= 10 || null, { timeoutMs: 20_000, intervalMs: 20 });
+      // The first, empty claim took budget and gave it back; no idle check after it wrote.
+      expect(writes()).toBeLessThanOrEqual(2);
+      await enqueueJobs(await createJobs(setup), [{ n: 1 }]);
+      await waitFor('the row to be done', async () => (await countsOf(setup, 'jobs')).done === 1 || null, { timeoutMs: 20_000, intervalMs: 20 });
+      await started.worker.stop();
+      await started.done;
       expect(started.errors).toEqual([]);
       await env().closeStores();
     });
