@@ -282,7 +282,6 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     const supervised = process.env.STATUSQ_SUPERVISED === '1' && process.connected;
     const shown = workProgress(progress, worker, options.exitWhenEmpty);
     const log = await workLogger(logging, io, { workerId: worker.workerId }, shown.logBeside);
-
     let stopReason = 'stop';
     worker.on('stopped', ({ reason }) => (stopReason = reason));
     let stopping: Promise<unknown> | null = null;
@@ -382,14 +381,15 @@ interface InstanceCap {
 /** --max-instances, --wait and --instance-lease, checked before the database is opened; null without --max-instances. */
 function instanceCap(flags: Flags): InstanceCap | null {
   const max = optionalInteger(flags, 'max-instances');
-  const leaseMs = optionalDuration(flags, 'instance-lease');
+  const leaseFlag = optionalDuration(flags, 'instance-lease');
   const wait = flags.wait === true;
   if (max === undefined) {
-    if (wait || leaseMs !== undefined) throw new ConfigError(`--${wait ? 'wait' : 'instance-lease'} needs --max-instances`);
+    if (wait || leaseFlag !== undefined) throw new ConfigError(`--${wait ? 'wait' : 'instance-lease'} needs --max-instances`);
     return null;
   }
-  validateInstanceCap(max, leaseMs ?? DEFAULT_INSTANCE_LEASE_MS);
-  return { max, wait, leaseMs: leaseMs ?? DEFAULT_INSTANCE_LEASE_MS };
+  const leaseMs = leaseFlag ?? DEFAULT_INSTANCE_LEASE_MS;
+  validateInstanceCap(max, leaseMs);
+  return { max, wait, leaseMs };
 }
 
 /**

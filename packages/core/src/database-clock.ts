@@ -19,8 +19,11 @@ export class DatabaseClock {
     return Date.now() + this.offsetMs;
   }
 
-  /** Reads the database's clock (a store without inspection keeps this process's). A failed read keeps the last offset: it is an outage the next statement meets and reports. */
-  /** True when the offset is the database's (or the store has no clock to read). */
+  /**
+   * Reads the database's clock; true when the offset is now the database's (a store without inspection keeps this
+   * process's, and says true). A failed read keeps the last offset and says false: it is an outage the next
+   * statement meets and reports.
+   */
   async sync(): Promise<boolean> {
     const inspection = this.store.inspection;
     if (!inspection) return true;

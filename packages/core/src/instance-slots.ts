@@ -11,10 +11,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import { ConfigError, StoreError, describeError } from './errors.js';
+import { ConfigError, describeError } from './errors.js';
 import { validateTableName } from './identifiers.js';
 import { STORE_RETRY, sleep, withStoreRetry } from './retry.js';
-import { INSTANCE_COLUMNS, ensureSideTable } from './schema.js';
+import { INSTANCE_COLUMNS, ensureSideTable, insertSideRow } from './schema.js';
 import type { Store } from './store.js';
 import type { TableConfig } from './table.js';
 import { Params } from './transition-sql.js';
@@ -60,6 +60,8 @@ export class InstanceSlot {
   private timer: NodeJS.Timeout | null = null;
   private renewing: Promise<void> | null = null;
   private lastRenewedAt = Date.now();
+  /** Why the last renewal failed, for the message if the slot is lost for want of one. */
+  private lastError: string | null = null;
   private lostReason: string | null = null;
   private released = false;
 
@@ -131,8 +133,6 @@ export class InstanceSlot {
     }, Math.max(100, Math.floor(this.leaseMs / 3)));
     this.timer.unref();
   }
-
-  private lastError: string | null = null;
 
   private async renew(): Promise<void> {
     if (this.released || this.lostReason !== null) return;
@@ -212,8 +212,8 @@ class SlotSql {
     return `(${this.q(c.holder)} IS NULL OR ${this.q(c.expiresAt)} < ${this.store.dialect.now})`;
   }
 
-  private async run(sql: string, p: Params, policy = STORE_RETRY.write) {
-    return withStoreRetry(() => this.store.execute({ sql, params: p.values }), policy);
+  private async run(sql: string, p: Params) {
+    return withStoreRetry(() => this.store.execute({ sql, params: p.values }), STORE_RETRY.write);
   }
 
   /** Makes the rows of slots 1..max that are missing (another instance may make them first). */
@@ -223,13 +223,7 @@ class SlotSql {
     const { rows } = await this.run(`SELECT ${this.q(c.slot)} AS slot FROM ${this.q(this.instances)} WHERE ${this.q(c.queueTable)} = ${p.add(this.queueTable)} AND ${this.q(c.slot)} <= ${p.add(max)}`, p);
     const present = new Set(rows.map((row) => Number(row.slot)));
     for (let slot = 1; slot <= max; slot++) {
-      if (present.has(slot)) continue;
-      const insert = new Params(this.store.dialect);
-      try {
-        await this.run(`INSERT INTO ${this.q(this.instances)} (${this.q(c.queueTable)}, ${this.q(c.slot)}) VALUES (${insert.add(this.queueTable)}, ${insert.add(slot)})`, insert);
-      } catch (error) {
-        if (!(error instanceof StoreError) || error.kind !== 'UniqueViolation') throw error;
-      }
+      if (!present.has(slot)) await insertSideRow(this.store, this.instances, { [c.queueTable]: this.queueTable, [c.slot]: slot });
     }
   }
 

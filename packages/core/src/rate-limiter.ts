@@ -14,7 +14,7 @@
 import { DatabaseClock } from './database-clock.js';
 import { ConfigError, StoreError } from './errors.js';
 import { STORE_RETRY, withStoreRetry } from './retry.js';
-import { RATE_LIMIT_COLUMNS, ensureSideTable } from './schema.js';
+import { RATE_LIMIT_COLUMNS, ensureSideTable, insertSideRow } from './schema.js';
 import type { Store } from './store.js';
 import { Params } from './transition-sql.js';
 
@@ -149,14 +149,7 @@ export class RateLimiter {
     const p = new Params(this.store.dialect);
     const { rows } = await this.store.execute({ sql: `SELECT 1 AS present FROM ${this.q(this.limits)} WHERE ${this.where(p)}`, params: p.values });
     if (rows.length > 0) return;
-    const insert = new Params(this.store.dialect);
-    const c = RATE_LIMIT_COLUMNS;
-    try {
-      await this.store.execute({ sql: `INSERT INTO ${this.q(this.limits)} (${this.q(c.queueTable)}, ${this.q(c.tat)}) VALUES (${insert.add(this.queueTable)}, ${insert.add(String(this.clock.now() - this.burst * this.intervalMs))})`, params: insert.values });
-    } catch (error) {
-      // Another worker made it first.
-      if (!(error instanceof StoreError) || error.kind !== 'UniqueViolation') throw error;
-    }
+    await insertSideRow(this.store, this.limits, { [RATE_LIMIT_COLUMNS.queueTable]: this.queueTable, [RATE_LIMIT_COLUMNS.tat]: String(this.clock.now() - this.burst * this.intervalMs) });
   }
 
   /** Reads the database's clock every CLOCK_SYNC_MS, and at every take until a read has succeeded. */

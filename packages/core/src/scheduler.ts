@@ -16,7 +16,7 @@ import { DatabaseClock } from './database-clock.js';
 import { ConfigError, StoreError } from './errors.js';
 import { Queue } from './queue.js';
 import { STORE_RETRY, sleep, withStoreRetry } from './retry.js';
-import { SCHEDULE_COLUMNS, ensureSideTable } from './schema.js';
+import { SCHEDULE_COLUMNS, ensureSideTable, insertSideRow } from './schema.js';
 import type { JobId, Statement, Store } from './store.js';
 import { Params } from './transition-sql.js';
 import type { TableConfig } from './table.js';
@@ -200,9 +200,9 @@ export class Scheduler {
 
   private async loop(): Promise<void> {
     await this.clock.sync();
-    await this.startUp(this.now());
+    await this.startUp(this.clock.now());
     while (!this.stopper.signal.aborted) {
-      const now = this.now();
+      const now = this.clock.now();
       // From each schedule's last handled tick: a tick that fell between start-up and here is due at once.
       const next = Math.min(...this.schedules.map((s) => nextTickAfter(s.definition, s.since)));
       // A tick whose claim failed (the database was away) is tried again soon, not at the schedule's next tick.
@@ -210,7 +210,7 @@ export class Scheduler {
       await sleep(waitMs, this.stopper.signal);
       if (this.stopper.signal.aborted) return;
       if (waitMs === MAX_WAIT_MS) await this.clock.sync();
-      await this.claimDue(this.now());
+      await this.claimDue(this.clock.now());
     }
   }
 
@@ -291,28 +291,13 @@ export class Scheduler {
       );
     let { rows } = await read();
     if (rows.length === 0) {
-      try {
-        await withStoreRetry(
-          () =>
-            this.queue.store.execute({
-              sql: `INSERT INTO ${q(this.scheduleTable)} (${q(c.queueTable)}, ${q(c.name)}, ${q(c.lastTick)}) VALUES (${d.placeholder(1)}, ${d.placeholder(2)}, ${d.placeholder(3)})`,
-              params: [this.queue.table.table, name, new Date(nowMs).toISOString()],
-            }),
-          STORE_RETRY.write,
-        );
-      } catch (error) {
-        if (!(error instanceof StoreError) || error.kind !== 'UniqueViolation') throw error;
-      }
+      await insertSideRow(this.queue.store, this.scheduleTable, { [c.queueTable]: this.queue.table.table, [c.name]: name, [c.lastTick]: new Date(nowMs).toISOString() });
       ({ rows } = await read());
     }
     const text = rows[0]?.last_tick;
     const ms = typeof text === 'string' ? Date.parse(text) : Number.NaN;
     if (!Number.isFinite(ms)) throw new StoreError('Unknown', `schedule ${name}: ${this.scheduleTable} holds ${JSON.stringify(text)} as its last tick, which is not a time; delete that row to start the schedule afresh`);
     return ms;
-  }
-
-  private now(): number {
-    return this.clock.now();
   }
 }
 

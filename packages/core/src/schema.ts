@@ -1,7 +1,8 @@
 import { ConfigError, SchemaError, StoreError } from './errors.js';
 import { derivedName, splitTableName, validateIdentifier, validateTableName } from './identifiers.js';
 import { resolveStatusCodes, type StatusCodes } from './status.js';
-import type { ColumnSpec, KeyIndexSpec, PriorityIndexSpec, SchemaSupport, Statement, Store } from './store.js';
+import { STORE_RETRY, withStoreRetry } from './retry.js';
+import type { ColumnSpec, KeyIndexSpec, PriorityIndexSpec, SchemaSupport, SqlParam, Statement, Store } from './store.js';
 import { DEFAULT_OPTIONAL_COLUMN_NAMES, type OptionalColumn, type Order } from './table.js';
 
 /**
@@ -329,4 +330,19 @@ export async function ensureSideTable(store: Store, queueTable: string, side: Si
     if (!(error instanceof StoreError) || !(await store.describeTable(table))) throw error;
   }
   return table;
+}
+
+/**
+ * Inserts a row of a side table (a schedule's, a cap's slot, a rate budget) unless another process made it first:
+ * its key then exists, which is all the caller wanted.
+ */
+export async function insertSideRow(store: Store, table: string, values: Readonly<Record<string, SqlParam>>): Promise<void> {
+  const d = store.dialect;
+  const columns = Object.keys(values);
+  const sql = `INSERT INTO ${d.quoteIdentifier(table)} (${columns.map((c) => d.quoteIdentifier(c)).join(', ')}) VALUES (${columns.map((_, i) => d.placeholder(i + 1)).join(', ')})`;
+  try {
+    await withStoreRetry(() => store.execute({ sql, params: Object.values(values) }), STORE_RETRY.write);
+  } catch (error) {
+    if (!(error instanceof StoreError) || error.kind !== 'UniqueViolation') throw error;
+  }
 }

@@ -111,10 +111,11 @@ export class Worker extends TypedEmitter {
   private constructor(
     readonly queue: Queue,
     private readonly options: WorkerOptions,
+    settings: WorkerSettings,
     private readonly rateLimiter: RateLimiter | null,
   ) {
     super();
-    this.settings = resolveWorkerOptions(options, queue.table);
+    this.settings = settings;
     this.maxAttempts = this.settings.maxAttempts;
     this.workerId = this.settings.workerId;
     this.readOnly = new ReadOnlyWait(this.settings.readOnlyWaitMs, this.settings.pollMaxMs, this.settings.random, {
@@ -137,11 +138,12 @@ export class Worker extends TypedEmitter {
     if (!options.store) throw new ConfigError('worker needs a store');
     const rate = options.rateLimit === undefined ? null : typeof options.rateLimit === 'string' ? parseRateLimit(options.rateLimit, 'rateLimit') : validateRateLimit(options.rateLimit);
     const queue = await Queue.open(options.store, options.table);
-    // Options are checked before the budget's table is made: bad input touches nothing.
-    resolveWorkerOptions(options as unknown as WorkerOptions, queue.table);
-    const limiter = rate === null ? null : await RateLimiter.open(options.store, queue.table.table, rate);
     // The row type is the caller's promise about its table; inside, a row is whatever the database returned.
-    return new Worker(queue, options as unknown as WorkerOptions, limiter);
+    const untyped = options as unknown as WorkerOptions;
+    // Options are checked before the budget's table is made: bad input touches nothing.
+    const settings = resolveWorkerOptions(untyped, queue.table);
+    const limiter = rate === null ? null : await RateLimiter.open(options.store, queue.table.table, rate);
+    return new Worker(queue, untyped, settings, limiter);
   }
 
   /**
@@ -207,24 +209,12 @@ export class Worker extends TypedEmitter {
           continue;
         }
         let rows: Row[];
-        let wanted = Math.min(this.settings.batch, free);
         try {
-          if (this.rateLimiter && idleStep > 0 && !(await this.queue.hasDueRow())) {
-            // Idle: the budget is a write, and on SQLite every write wakes every idle worker's file watch, so an
-            // idle worker asks with a read whether there is anything to take before it takes budget for it.
-            rows = [];
-          } else {
-            if (this.rateLimiter) {
-              const grant = await this.rateLimiter.take(wanted);
-              if (grant.tokens === 0) {
-                await this.waitUnlessStopping(grant.waitMs);
-                continue;
-              }
-              wanted = grant.tokens;
-            }
-            rows = await this.claim(wanted);
-            if (this.rateLimiter && rows.length < wanted) await this.rateLimiter.giveBack(wanted - rows.length).catch((error: unknown) => this.emit('error', { error, during: 'rate limit' }));
-          }
+          const wanted = Math.min(this.settings.batch, free);
+          const claimed = this.rateLimiter ? await this.claimWithinBudget(this.rateLimiter, wanted, idleStep > 0) : await this.claim(wanted);
+          // Nothing granted: the wait for the budget is over; look at the slots again.
+          if (claimed === null) continue;
+          rows = claimed;
           failedClaims = 0;
           readOnlyStep = 0;
           // A claim that went through ends a read-only wait. On MySQL a claim that found no candidate wrote
@@ -603,6 +593,23 @@ export class Worker extends TypedEmitter {
       this.wakeWaiters.add(done);
       until?.then(done, done);
     });
+  }
+
+  /**
+   * A claim of at most the starts the shared budget grants, unused ones given back; null after waiting for the
+   * budget when it granted none. An idle worker first asks with a read whether a row is due: taking budget is a
+   * write, and on SQLite every write wakes every idle worker's file watch.
+   */
+  private async claimWithinBudget(limiter: RateLimiter, wanted: number, idle: boolean): Promise<Row[] | null> {
+    if (idle && !(await this.queue.hasDueRow())) return [];
+    const grant = await limiter.take(wanted);
+    if (grant.tokens === 0) {
+      await this.waitUnlessStopping(grant.waitMs);
+      return null;
+    }
+    const rows = await this.claim(grant.tokens);
+    if (rows.length < grant.tokens) await limiter.giveBack(grant.tokens - rows.length).catch((error: unknown) => this.emit('error', { error, during: 'rate limit' }));
+    return rows;
   }
 
   /** Waits `ms` whatever finishes meanwhile (a finished job frees a slot, not budget); stop() ends it early. */
