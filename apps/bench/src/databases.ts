@@ -65,6 +65,11 @@ export async function openBenchDatabase(dialect: Dialect): Promise<BenchDatabase
   }
 }
 
+/** The bench database on a server given by its administrator URL (a scale run's own database host), created when missing. */
+export function openBenchDatabaseAt(dialect: 'postgres' | 'mysql', adminUrl: string): Promise<BenchDatabase> {
+  return dialect === 'postgres' ? PostgresBench.open(adminUrl) : MysqlBench.open(adminUrl);
+}
+
 /** The PostgreSQL bench database's URL (the peers run there too), created when missing. */
 export async function postgresBenchUrl(): Promise<string> {
   return PostgresBench.ensureDatabase(postgresAdminUrl());

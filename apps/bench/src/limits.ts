@@ -13,9 +13,20 @@ export function poolSize(wanted: number, workers: number, floor: number): number
   return Math.max(floor, Math.min(wanted, Math.floor(CONNECTION_BUDGET / Math.max(1, workers))));
 }
 
-/** The bench may only ever touch the local server; a stray URL must fail loudly rather than load someone's queue. */
+/** Addresses besides 127.0.0.1 the bench may reach: database hosts in network namespaces a scale run made itself. */
+const ownHosts = new Set<string>();
+
+/** Lets the bench reach `address`, a database host of a topology this process made (scale/topology.ts). */
+export function allowOwnHost(address: string): void {
+  ownHosts.add(address);
+}
+
+/**
+ * The bench may only ever touch the local server, or a server of its own; a stray URL must fail loudly rather
+ * than load someone's queue.
+ */
 export function assertLocalUrl(url: string): void {
   if (url.startsWith('sqlite:')) return;
   const host = new URL(url).hostname;
-  if (host !== '127.0.0.1') throw new Error(`the bench connects to 127.0.0.1 only, not ${host || '(socket)'}: ${redactUrl(url)}`);
+  if (host !== '127.0.0.1' && !ownHosts.has(host)) throw new Error(`the bench connects to 127.0.0.1 only, not ${host || '(socket)'}: ${redactUrl(url)}`);
 }

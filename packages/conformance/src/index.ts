@@ -55,7 +55,7 @@ import { readOnlyCases } from './cases/read-only.js';
 export { CONFORMANCE_GROUPS } from './options.js';
 export type { CallDeadlines, CallerConnection, ConformanceGroup, ConformanceOptions, DisposableServer, OpenCallerConnection, RaceRun, RaceScale, ReadOnlySwitch, WriteLock } from './options.js';
 export type { CheckedTable, FixtureTables, QueryPlan, QueryPlans, TableDdl } from './fixtures.js';
-export { PrivateServer, type ServerSpec } from './private-server.js';
+export { PrivateServer, type ServerPlacement, type ServerSpec } from './private-server.js';
 export { TcpProxy, routeThrough, type ProxyAddress } from './tcp-proxy.js';
 export type { ChildWorkerArgs, ChildWorkerResult } from './child-worker.js';
 export type { ChildSessionArgs } from './child-session.js';

@@ -22,12 +22,26 @@ export interface ServerSpec {
   user: string;
   /** Creates the data directory under `dir` (the server's own init tool); run once, as the server's user. */
   init(dir: string): { file: string; args: string[] };
-  /** The server's command line, in the foreground: it must stay the process this helper started. */
-  run(dir: string, port: number): { file: string; args: string[] };
+  /**
+   * The server's command line, in the foreground: it must stay the process this helper started. It listens on
+   * `host` (127.0.0.1 unless the server is placed in a network namespace) and `port`.
+   */
+  run(dir: string, port: number, host: string): { file: string; args: string[] };
   /** The signal that shuts the server down cleanly and fast, ending its sessions (not a crash). */
   stopSignal: NodeJS.Signals;
-  /** Whether the server accepts connections on `port` now. */
-  ready(port: number): Promise<boolean>;
+  /** Whether the server accepts connections on `host`:`port` now. */
+  ready(port: number, host: string): Promise<boolean>;
+}
+
+/**
+ * Where a server runs when not on 127.0.0.1 of this machine: a network namespace (`ip netns`) the caller made,
+ * on an address of that namespace which the caller can reach (a host of a test's own network). Needs root.
+ */
+export interface ServerPlacement {
+  netns: string;
+  host: string;
+  /** Any port: nothing else listens in a namespace of the caller's own. */
+  port: number;
 }
 
 /** Longest wait for a server to start or to shut down cleanly before the helper gives up (or kills it). */
@@ -46,14 +60,16 @@ export class PrivateServer {
     readonly dir: string,
     readonly port: number,
     private readonly owner: { uid: number; gid: number } | null,
+    private readonly placement: ServerPlacement | null,
   ) {}
 
-  /** Creates the data directory, starts the server and resolves once it accepts connections. */
-  static async start(spec: ServerSpec): Promise<PrivateServer> {
+  /** Creates the data directory, starts the server (in `placement` when given) and resolves once it accepts connections. */
+  static async start(spec: ServerSpec, placement: ServerPlacement | null = null): Promise<PrivateServer> {
     const owner = process.getuid?.() === 0 ? userIds(spec.user) : null;
-    const port = await freePort();
+    if (placement && !owner) throw new Error(`a private ${spec.name} server in network namespace ${placement.netns} needs root (ip netns exec)`);
+    const port = placement?.port ?? (await freePort());
     const dir = mkdtempSync(join(tmpdir(), `statusq-${spec.name.toLowerCase()}-`));
-    const server = new PrivateServer(spec, dir, port, owner);
+    const server = new PrivateServer(spec, dir, port, owner, placement);
     try {
       // mkdtemp makes the directory private to its creator; the server's user must own it to create its data there.
       if (owner) chownSync(dir, owner.uid, owner.gid);
@@ -77,6 +93,16 @@ export class PrivateServer {
     await this.launch();
   }
 
+  /** The address it listens on. */
+  get host(): string {
+    return this.placement?.host ?? '127.0.0.1';
+  }
+
+  /** The server's process id while it runs (its CPU time is read from /proc), else null. */
+  get pid(): number | null {
+    return this.process?.pid ?? null;
+  }
+
   /** Stops the server (killing it if it does not stop in time) and removes its directory. Safe to call again. */
   async stop(): Promise<void> {
     await this.shutDown().catch(() => undefined);
@@ -87,11 +113,18 @@ export class PrivateServer {
   }
 
   private async launch(): Promise<void> {
-    const { file, args } = this.spec.run(this.dir, this.port);
+    const { file, args } = this.spec.run(this.dir, this.port, this.host);
     const log = openSync(join(this.dir, 'server.log'), 'a');
     let child: ChildProcess;
     try {
-      child = spawn(file, args, { cwd: this.dir, stdio: ['ignore', log, log], ...(this.owner ?? {}) });
+      if (this.placement && this.owner) {
+        // Entering a namespace needs root, so the server's user is taken after it; both tools exec, so the
+        // child stays the server's own process (signals reach it, its exit is the server's).
+        const user = ['--reuid', String(this.owner.uid), '--regid', String(this.owner.gid), '--init-groups'];
+        child = spawn('ip', ['netns', 'exec', this.placement.netns, 'setpriv', ...user, file, ...args], { cwd: this.dir, stdio: ['ignore', log, log] });
+      } else {
+        child = spawn(file, args, { cwd: this.dir, stdio: ['ignore', log, log], ...(this.owner ?? {}) });
+      }
     } finally {
       closeSync(log);
     }
@@ -111,10 +144,10 @@ export class PrivateServer {
       child.once('error', ended);
     });
     await waitFor(
-      `the private ${this.spec.name} server to accept connections on 127.0.0.1:${this.port}`,
+      `the private ${this.spec.name} server to accept connections on ${this.host}:${this.port}`,
       async () => {
         if (gone) throw new Error(`the private ${this.spec.name} server exited while starting: ${this.logTail()}`);
-        return this.spec.ready(this.port);
+        return this.spec.ready(this.port, this.host);
       },
       { timeoutMs: START_TIMEOUT_MS, intervalMs: 25 },
     );

@@ -121,6 +121,23 @@ describe('TcpProxy', () => {
     expect(refused).toBe('ECONNREFUSED');
   });
 
+  it('delay(ms) holds each chunk that long in each direction, in order, and passes what the server said before closing', async () => {
+    const { upstream, proxy } = await setUp();
+    proxy.delay(60);
+    const c = await client(proxy.port);
+    const sent = performance.now();
+    for (const part of ['a', 'b', 'c']) c.socket.write(part);
+    await waitFor('the delayed echo', () => c.heard() === 'abc', { timeoutMs: 5000 });
+    // A lower bound only: the proxy must not pass a byte before its time, in either direction.
+    expect(performance.now() - sent).toBeGreaterThanOrEqual(119);
+    expect(upstream.received()).toBe('abc');
+
+    upstream.sockets[0]!.end('bye');
+    await withDeadline(c.closed, 5000, 'the client socket to close after the delayed goodbye');
+    expect(c.heard()).toBe('abcbye');
+    expect(() => proxy.delay(-1)).toThrow(RangeError);
+  });
+
   it('routeThrough rewrites a database URL to the proxy, keeping credentials, database and parameters', () => {
     const route = routeThrough('db://u:p%40ss@db.example:6543/app?application_name=x', 5432, { queryTimeout: '1000' });
     expect(route.upstream).toEqual({ host: 'db.example', port: 6543 });

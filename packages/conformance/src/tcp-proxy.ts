@@ -1,10 +1,11 @@
 /**
- * A TCP proxy of a test's own, on 127.0.0.1, in front of a real database server, that can play a network
- * which stops answering without closing anything: `freeze()` stops forwarding in both directions while every
- * socket stays open (clients still connect, at the TCP level, and hear nothing), `thaw()` forwards again what
- * was held back, `dropAll()` cuts every connection, `close()` ends it all. The shared database servers are
- * never touched: only this process's sockets are. Test traffic is small, so held bytes are kept in memory
- * rather than left to TCP flow control.
+ * A TCP proxy of a test's own, on 127.0.0.1 (or an address of a network namespace the test made), in front of
+ * a real database server, that can play a slow network or one which stops answering without closing anything:
+ * `delay(ms)` holds every chunk that long in each direction, `freeze()` stops forwarding in both directions
+ * while every socket stays open (clients still connect, at the TCP level, and hear nothing), `thaw()` forwards
+ * again what was held back, `dropAll()` cuts every connection, `close()` ends it all. The shared database
+ * servers are never touched: only this process's sockets are. Test traffic is small, so held bytes are kept
+ * in memory rather than left to TCP flow control.
  */
 import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 
@@ -13,13 +14,21 @@ export interface ProxyAddress {
   port: number;
 }
 
+/** Bytes on their way, and when they may be passed on (now, unless the proxy adds latency). */
+interface Held {
+  chunk: Buffer;
+  due: number;
+}
+
 interface Link {
   client: Socket;
   /** Null until the link is forwarded: a client that connects while frozen reaches nothing upstream. */
   server: Socket | null;
-  /** Bytes held back while frozen, per direction, in order. */
-  toServer: Buffer[];
-  toClient: Buffer[];
+  /** Bytes held back (frozen, or not due yet), per direction, in order. */
+  toServer: Held[];
+  toClient: Held[];
+  /** Set while bytes wait to come due. */
+  timer: NodeJS.Timeout | null;
   /** The client sent its FIN (it ended, or closed, its side). */
   clientEnded: boolean;
   clientClosed: boolean;
@@ -31,22 +40,24 @@ export class TcpProxy {
   private frozenNow = false;
   private acceptedCount = 0;
   private boundPort = 0;
+  private delayMs = 0;
 
   private constructor(
     private readonly listener: Server,
     readonly upstream: ProxyAddress,
+    readonly host: string,
   ) {
     listener.on('connection', (client: Socket) => this.accept(client));
   }
 
-  /** Listens on a free port of 127.0.0.1 and forwards each connection to `upstream`. */
-  static async start(upstream: ProxyAddress): Promise<TcpProxy> {
+  /** Listens on `listen` (default: a free port of 127.0.0.1) and forwards each connection to `upstream`. */
+  static async start(upstream: ProxyAddress, listen: ProxyAddress = { host: '127.0.0.1', port: 0 }): Promise<TcpProxy> {
     // Half-open allowed: a client's FIN is not answered by the proxy's own, which a frozen network would not send either.
     const listener = createServer({ allowHalfOpen: true });
-    const proxy = new TcpProxy(listener, upstream);
+    const proxy = new TcpProxy(listener, upstream, listen.host);
     await new Promise<void>((resolve, reject) => {
       listener.once('error', reject);
-      listener.listen(0, '127.0.0.1', () => {
+      listener.listen(listen.port, listen.host, () => {
         listener.off('error', reject);
         resolve();
       });
@@ -59,8 +70,6 @@ export class TcpProxy {
   get port(): number {
     return this.boundPort;
   }
-
-  readonly host = '127.0.0.1';
 
   get frozen(): boolean {
     return this.frozenNow;
@@ -104,6 +113,15 @@ export class TcpProxy {
     }
   }
 
+  /**
+   * Holds each chunk `ms` milliseconds before passing it on, in each direction, so a request and its answer
+   * gain twice that (0: none). Order is kept; chunks already held keep their time.
+   */
+  delay(ms: number): void {
+    if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`delay must be a non-negative number of milliseconds, got ${ms}`);
+    this.delayMs = ms;
+  }
+
   /** Destroys every connection, both sides; returns how many there were. */
   dropAll(): number {
     const count = this.links.size;
@@ -120,11 +138,12 @@ export class TcpProxy {
 
   private accept(client: Socket): void {
     this.acceptedCount++;
-    const link: Link = { client, server: null, toServer: [], toClient: [], clientEnded: false, clientClosed: false, serverClosed: false };
+    const link: Link = { client, server: null, toServer: [], toClient: [], timer: null, clientEnded: false, clientClosed: false, serverClosed: false };
     this.links.add(link);
+    client.setNoDelay(true);
     client.on('error', () => undefined);
     client.on('data', (chunk: Buffer) => {
-      link.toServer.push(chunk);
+      this.hold(link.toServer, chunk);
       this.flush(link);
     });
     client.once('end', () => {
@@ -139,35 +158,58 @@ export class TcpProxy {
   }
 
   private forward(link: Link): void {
-    const server = connect(this.upstream.port, this.upstream.host);
+    // No Nagle on either leg: a proxy that holds small writes for the peer's delayed ACK adds 40 ms stalls
+    // (PostgreSQL's extended protocol writes several small messages per query).
+    const server = connect({ port: this.upstream.port, host: this.upstream.host, noDelay: true });
     link.server = server;
     server.on('error', () => undefined);
     server.on('data', (chunk: Buffer) => {
-      link.toClient.push(chunk);
+      this.hold(link.toClient, chunk);
       this.flush(link);
     });
     server.once('close', () => {
       link.serverClosed = true;
-      if (!this.frozenNow) this.cut(link);
+      // What the server said before it closed still reaches the client, after its delay.
+      if (!this.frozenNow && link.toClient.length === 0) this.cut(link);
+      else this.flush(link);
     });
     this.flush(link);
   }
 
-  /** Passes on what each side holds for the other, the client's FIN last, unless frozen. */
+  private hold(queue: Held[], chunk: Buffer): void {
+    const last = queue[queue.length - 1];
+    queue.push({ chunk, due: Math.max(performance.now() + this.delayMs, last?.due ?? 0) });
+  }
+
+  /** Passes on what each side holds for the other and is due, the client's FIN last, unless frozen. */
   private flush(link: Link): void {
-    if (this.frozenNow) return;
+    if (this.frozenNow || !this.links.has(link)) return;
+    const now = performance.now();
     if (link.server !== null) {
-      for (const chunk of link.toServer.splice(0)) link.server.write(chunk);
-      if (link.clientEnded) link.server.end();
+      passDue(link.toServer, link.server, now);
+      if (link.clientEnded && link.toServer.length === 0) link.server.end();
     }
-    for (const chunk of link.toClient.splice(0)) link.client.write(chunk);
+    passDue(link.toClient, link.client, now);
+    if (link.serverClosed && link.toClient.length === 0) return this.cut(link);
+    const next = Math.min(link.server === null ? Infinity : (link.toServer[0]?.due ?? Infinity), link.toClient[0]?.due ?? Infinity);
+    if (next !== Infinity && link.timer === null) {
+      link.timer = setTimeout(() => {
+        link.timer = null;
+        this.flush(link);
+      }, Math.max(1, Math.ceil(next - now)));
+    }
   }
 
   private cut(link: Link): void {
     if (!this.links.delete(link)) return;
+    if (link.timer !== null) clearTimeout(link.timer);
     link.client.destroy();
     link.server?.destroy();
   }
+}
+
+function passDue(queue: Held[], to: Socket, now: number): void {
+  while (queue.length > 0 && queue[0]!.due <= now) to.write(queue.shift()!.chunk);
 }
 
 /**
