@@ -1,14 +1,14 @@
 /** Tables and charts of the scale runs: markdown for docs/scale-out.md, SVG line charts, plain text for the console. */
-import type { ScaleRecord } from './scenarios.js';
+import type { ScaleRecord } from './records.js';
 
-const DIALECT_NAMES: Record<ScaleRecord['dialect'], string> = { mysql: 'MariaDB', postgres: 'PostgreSQL' };
+export const DIALECT_NAMES: Record<ScaleRecord['dialect'], string> = { mysql: 'MariaDB', postgres: 'PostgreSQL' };
 
-function table(header: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number>>): string {
+export function table(header: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number>>): string {
   const line = (cells: ReadonlyArray<string | number>) => `| ${cells.map(String).join(' | ')} |`;
   return [line(header), line(header.map(() => '---')), ...rows.map(line)].join('\n');
 }
 
-function proof(r: ScaleRecord): string {
+export function proof(r: ScaleRecord): string {
   return r.ledger.violations.length === 0 ? `holds (${r.ledger.executions} runs of ${r.ledger.rows} rows)` : `FAILED: ${r.ledger.violations[0]}`;
 }
 
@@ -47,11 +47,7 @@ export function faultsTable(records: readonly ScaleRecord[]): string {
   return table(['database', 'jobs', 'w1: connection drops', 'w2: partitioned', 'w3: processes killed', 'late settles refused', 're-runs', 'ledger proof'], rows);
 }
 
-export function textReport(records: readonly ScaleRecord[]): string {
-  return ['Worker hosts against one database', hostsTable(records), '', 'Added latency against batch size', latencyTable(records), '', 'Faults', faultsTable(records)].join('\n');
-}
-
-interface Series {
+export interface Series {
   name: string;
   points: Array<[number, number]>;
 }

@@ -13,10 +13,15 @@ import { cpus, totalmem } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { faultsTable, hostsChart, hostsTable, latencyChart, latencyTable, textReport } from './scale-report.js';
-import { FULL_SCALE_PLAN, QUICK_SCALE_PLAN, SCALE_DIALECTS, SCALE_SCENARIOS, runScale, type ScaleRecord, type ScaleScenario } from './scenarios.js';
 import type { ServerDialect } from './db-host.js';
+import { oneDatabase } from './one-database.js';
+import type { ScaleRecord, ScaleSection } from './records.js';
 import { topologyUnavailable } from './topology.js';
+
+/** Every part of `pnpm scale`, in the order they run and appear in the docs. */
+const SECTIONS: readonly ScaleSection[] = [oneDatabase];
+const SCALE_SCENARIOS = SECTIONS.flatMap((s) => s.names);
+const SCALE_DIALECTS: readonly ServerDialect[] = ['mysql', 'postgres'];
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..');
 const DOCS = join(ROOT, 'docs', 'scale-out.md');
@@ -49,10 +54,15 @@ function parse(argv: readonly string[]) {
   };
 }
 
+function report(records: readonly ScaleRecord[]): string {
+  return SECTIONS.map((section) => section.markdown(records))
+    .filter((part): part is string => part !== null)
+    .join('\n');
+}
+
 function renderDocs(records: readonly ScaleRecord[], source: string): void {
   mkdirSync(DOCS_DATA, { recursive: true });
-  writeFileSync(join(DOCS_DATA, 'hosts.svg'), hostsChart(records));
-  writeFileSync(join(DOCS_DATA, 'latency.svg'), latencyChart(records));
+  for (const section of SECTIONS) for (const [name, svg] of Object.entries(section.charts?.(records) ?? {})) writeFileSync(join(DOCS_DATA, name), svg);
   writeFileSync(join(DOCS_DATA, 'results.jsonl'), records.map((r) => JSON.stringify(r)).join('\n') + '\n');
   const servers = [...new Set(records.map((r) => r.server))].join(', ');
   const generated = [
@@ -61,22 +71,7 @@ function renderDocs(records: readonly ScaleRecord[], source: string): void {
     '',
     `Measured on ${cpus().length} cores, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}, servers ${servers}; every host is a network namespace of this one machine.`,
     '',
-    '### Worker hosts against one database host',
-    '',
-    hostsTable(records),
-    '',
-    '![jobs/s by worker hosts](scale-out/hosts.svg)',
-    '',
-    '### Round-trip latency against the claim batch size',
-    '',
-    latencyTable(records),
-    '',
-    '![jobs/s by added latency and batch size](scale-out/latency.svg)',
-    '',
-    '### Faults: dropped connections, a partition longer than the lease, a killed host',
-    '',
-    faultsTable(records),
-    '',
+    report(records),
     END,
   ].join('\n');
   let doc: string;
@@ -114,8 +109,7 @@ async function main(argv: readonly string[]): Promise<number> {
     console.error(`scale: ${unavailable}`);
     return 1;
   }
-  const plan = args.quick ? QUICK_SCALE_PLAN : FULL_SCALE_PLAN;
-  const only: ScaleScenario[] = args.only ?? [...SCALE_SCENARIOS];
+  const only: string[] = args.only ?? [...SCALE_SCENARIOS];
   const dialects: ServerDialect[] = args.dialects ?? [...SCALE_DIALECTS];
   const resultsDir = join(ROOT, 'apps', 'bench', 'results');
   mkdirSync(resultsDir, { recursive: true });
@@ -124,20 +118,21 @@ async function main(argv: readonly string[]): Promise<number> {
   const started = performance.now();
   let failure: unknown = null;
   try {
-    await runScale({
-      plan,
+    const context = {
+      quick: args.quick,
       dialects,
       only,
-      onRecord: (record) => {
+      onRecord: (record: ScaleRecord) => {
         records.push(record);
         writeFileSync(resultsPath, JSON.stringify(record) + '\n', { flag: 'a' });
       },
-      log: (line) => console.log(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${line}`),
-    });
+      log: (line: string) => console.log(`[${((performance.now() - started) / 1000).toFixed(0)} s] ${line}`),
+    };
+    for (const section of SECTIONS) await section.run(context);
   } catch (error) {
     failure = error;
   }
-  console.log('\n' + textReport(records));
+  console.log('\n' + report(records));
   console.log(`\nresults: ${relative(ROOT, resultsPath)} (${((performance.now() - started) / 1000).toFixed(0)} s)`);
   if (failure) {
     console.error(`\nscale: ${failure instanceof Error ? failure.message : String(failure)}`);
