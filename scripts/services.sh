@@ -61,6 +61,16 @@ start_mariadb() {
   echo "services: MariaDB started"
 }
 
+# pnpm scale makes test hosts with network namespaces and veth links (iproute2's ip).
+ensure_iproute() {
+  if command -v ip >/dev/null && ip netns list >/dev/null 2>&1; then
+    echo "services: iproute2 already installed"
+  else
+    apt_install iproute2
+    echo "services: iproute2 installed"
+  fi
+}
+
 ensure_chromium() {
   if [ -x /usr/bin/chromium ]; then
     echo "services: Chromium already installed"
@@ -72,4 +82,5 @@ ensure_chromium() {
 
 start_postgres
 start_mariadb
+ensure_iproute
 ensure_chromium
