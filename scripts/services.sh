@@ -49,7 +49,8 @@ start_mariadb() {
   command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] || apt_install mariadb-server
   mkdir -p /run/mysqld && chown mysql:mysql /run/mysqld
   if ! mariadb-admin ping --silent >/dev/null 2>&1; then
-    start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+    # By pid file: private servers of the tests (mariadbd too) must not pass for this one.
+    start-stop-daemon --start --oknodo --background --pidfile /run/mysqld/mysqld.pid --exec /usr/sbin/mariadbd
   fi
   wait_for MariaDB 60 mariadb-admin ping --silent
   # Debian's root logs in through the unix socket only; tests connect over TCP with an empty password.

@@ -103,7 +103,8 @@ export class MysqlStore implements Store {
     this.claimStrategy = strategy === 'conditional-update' || !server.skipLocked || binlog.fallback ? 'conditional-update' : 'native';
     const native = this.claimStrategy === 'native';
     this.nativeClaim = native ? { ...mysqlNativeClaim, claimWritesAreKnown: (table) => this.claimWritesAreKnown(table) } : undefined;
-    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false, idleProbe: idleProbe !== null };
+    // groupedResults: a batch of statements costs MySQL a round trip each (no pipelining), so completions with results share one UPDATE.
+    this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false, idleProbe: idleProbe !== null, groupedResults: true };
     // Without the probe the worker polls: no waitForWork at all.
     if (idleProbe === null) (this as { waitForWork?: unknown }).waitForWork = undefined;
     this.inspection = mysqlInspection(this, server, settings, binlog);

@@ -62,9 +62,9 @@ export class InFlight implements SettleRequest {
     return this.job.id;
   }
 
-  get groupable(): boolean {
+  get completes(): string | null | undefined {
     const { outcome } = this;
-    return outcome !== null && outcome.kind === 'complete' && outcome.stored === null;
+    return outcome !== null && outcome.kind === 'complete' ? outcome.stored : undefined;
   }
 
   statement(): Statement {

@@ -1,3 +1,4 @@
+import { StoreError } from './errors.js';
 import type { Job } from './handler.js';
 import type { Queue } from './queue.js';
 
@@ -61,6 +62,9 @@ export class LeaseKeeper<C extends { job: Job; token: string | null }> {
       const count = await this.queue.reapExpired(this.settings.leaseMs, this.settings.maxAttempts);
       if (count > 0) this.hooks.reaped(count);
     } catch (error) {
+      // Every worker reaps, so after a crash several reach the same expired rows at once and all but one meet
+      // a write conflict (a deadlock on MySQL): the rows are being reaped, and the next tick takes any left.
+      if (error instanceof StoreError && error.kind === 'WriteConflict') return;
       this.hooks.error(error, 'reap');
     }
   }

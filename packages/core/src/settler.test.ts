@@ -14,7 +14,7 @@ function statuses(s: SqlJsStore): Array<number | null> {
 
 /** Submits one settle and resolves (or rejects) as the settler answers it. */
 function submit(settler: Settler, statement: () => Statement, completion: { id: number; token: string | null } | null): Promise<boolean> {
-  return new Promise((settled, failed) => settler.submit({ groupable: completion !== null, id: completion?.id ?? 0, token: completion?.token ?? null, statement, settled, failed }));
+  return new Promise((settled, failed) => settler.submit({ completes: completion === null ? undefined : null, id: completion?.id ?? 0, token: completion?.token ?? null, statement, settled, failed }));
 }
 
 async function settlerOn(s: SqlJsStore): Promise<{ queue: Queue; settler: Settler }> {

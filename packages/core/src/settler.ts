@@ -8,8 +8,9 @@ import type { ExecResult, JobId, Statement } from './store.js';
 /**
  * Groups settles: whatever accumulates while one transaction commits goes into the next, so a busy worker
  * commits many settles at once instead of paying one commit per job (a single-row commit costs about as
- * much as a claim). Plain completions under the same claim token go further and share one
- * `UPDATE ... WHERE id IN (...) AND status = 9 AND worker_id = ?`; on a table without a token column (no
+ * much as a claim). Completions under the same claim token go further and share one
+ * `UPDATE ... WHERE id IN (...) AND status = 9 AND worker_id = ?` (those that store a result only on a store
+ * with groupedResults; elsewhere each is its own statement); on a table without a token column (no
  * fencing: an application table with only a status column) they share one without the token guard, since
  * a row-by-row settle there cost PostgreSQL half its throughput (8 workers x 256 slots: ~20,000 jobs/s
  * against ~30,000-50,000 with tokens, 2026-12-02). Each submit resolves with whether its guarded UPDATE
@@ -101,8 +102,9 @@ export class Settler {
   private plan(batch: SettleRequest[]): SettleStep[] {
     const steps: SettleStep[] = [];
     const byToken = new Map<string | null, SettleRequest[]>();
+    const resultsToo = this.target.store.capabilities.groupedResults;
     for (const b of batch) {
-      if (!b.groupable) continue;
+      if (b.completes === undefined || (b.completes !== null && !resultsToo)) continue;
       const group = byToken.get(b.token);
       if (group) group.push(b);
       else byToken.set(b.token, [b]);
@@ -114,7 +116,7 @@ export class Settler {
       for (const m of all) grouped.add(m);
       // Within the store's statement limit (MySQL's max_allowed_packet): one UPDATE per run of ids that fits,
       // all in this same commit, instead of one the server refuses (and drops the connection for).
-      for (const run of splitToFit(all, (some) => this.target.sql.completeMany(some.map((m) => m.id), token), limit)) {
+      for (const run of splitToFit(all, (some) => this.target.sql.completeMany(some.map((m) => m.id), token, resultsOf(some)), limit)) {
         steps.push(this.groupedStep(run.items, run.statement, token));
       }
     }
@@ -127,7 +129,10 @@ export class Settler {
         b.failed(error);
         continue;
       }
-      steps.push({ statement, resolve: (result) => b.settled(result.affected === 1) });
+      // A completion on its own is a group of one: after a retried commit it asks which rows are done under its
+      // token, as a group does, instead of taking its own first attempt's commit for a claim lost.
+      if (b.completes !== undefined) steps.push(this.groupedStep([b], statement, b.token));
+      else steps.push({ statement, resolve: (result) => b.settled(result.affected === 1) });
     }
     return steps;
   }
@@ -159,14 +164,20 @@ export class Settler {
   }
 }
 
+/** The results a group of completions stores, or undefined when none stores one (the column is then left alone). */
+function resultsOf(members: readonly SettleRequest[]): Array<string | null> | undefined {
+  return members.some((m) => m.completes) ? members.map((m) => m.completes ?? null) : undefined;
+}
+
 /** One settle waiting for its commit. */
 export interface SettleRequest {
   /**
-   * A plain completion: it may share one UPDATE with the others of its commit claimed under the same token,
-   * and its own statement is then never built (in a busy worker nearly every completion joins a group, and
-   * building a statement per job was a measurable share of its cost).
+   * For a completion, the result it stores (null: none); undefined for any other outcome. A completion may
+   * share one UPDATE with the others of its commit claimed under the same token, and its own statement is
+   * then never built (in a busy worker nearly every completion joins a group, and building a statement per
+   * job was a measurable share of its cost).
    */
-  readonly groupable: boolean;
+  readonly completes: string | null | undefined;
   readonly id: JobId;
   readonly token: string | null;
   /** The settle's own guarded UPDATE; one that throws fails this request alone. */
@@ -180,9 +191,10 @@ export interface SettleRequest {
 interface SettleStep {
   statement: Statement;
   /**
-   * `retried`: the commit needed more than one attempt. A grouped completion then asks the database which
-   * rows are done under its token. A single settle still goes by the last attempt's count: after a lost
-   * connection that had in fact committed it reports the claim lost (the row itself is right).
+   * `retried`: the commit needed more than one attempt. A completion then asks the database which rows are
+   * done under its token. Any other single settle (abuse, giveUp, retry) still goes by the last attempt's
+   * count: after a lost connection that had in fact committed it reports the claim lost (the row itself is
+   * right).
    */
   resolve: (result: ExecResult, retried: boolean) => void | Promise<void>;
 }

@@ -112,6 +112,15 @@ export interface StoreCapabilities {
    * same answer. Default false.
    */
   insertOnConflictDoNothing: boolean;
+  /**
+   * Completions that store different results may share one UPDATE (`result = CASE id WHEN ... THEN ... END`),
+   * the result column taking the CASE's text as it takes a bound string. For a store whose batch of statements
+   * costs a round trip each (MySQL: a worker 20 ms from its server settled 16 jobs with results in 17 round
+   * trips, 30 jobs/s against 100 without results). Default false: a completion with a result is its own
+   * statement (PostgreSQL pipelines those in one round trip, and its CASE of untyped values is text, which a
+   * jsonb result column refuses).
+   */
+  groupedResults: boolean;
 }
 
 export const DEFAULT_CAPABILITIES: Readonly<StoreCapabilities> = Object.freeze({
@@ -122,6 +131,7 @@ export const DEFAULT_CAPABILITIES: Readonly<StoreCapabilities> = Object.freeze({
   idleProbe: false,
   insertReturning: false,
   insertOnConflictDoNothing: false,
+  groupedResults: false,
 });
 
 /**

@@ -200,15 +200,21 @@ export class TransitionSql {
 
   /**
    * complete (processing -> done) of many rows claimed under one token (or, on a table without a token
-   * column, claimed by this worker), with no result to store: one
-   * statement instead of one per job. Its affected count is enough when it covers every id (each row it
-   * matches changes: its status moves 9 -> 1); only when it falls short does `completedUnder` tell which rows
-   * it changed. No RETURNING even where the dialect has it: the list of ids it would send back costs the
-   * server and the worker a row per job, to answer a question that only a lost claim raises.
+   * column, claimed by this worker): one statement instead of one per job. `results`, when given (one per id,
+   * null for none), are stored row by row through a CASE on the id (see StoreCapabilities.groupedResults);
+   * without them the result column is left alone. Its affected count is enough when it covers every id (each
+   * row it matches changes: its status moves 9 -> 1); only when it falls short does `completedUnder` tell
+   * which rows it changed. No RETURNING even where the dialect has it: the list of ids it would send back
+   * costs the server and the worker a row per job, to answer a question that only a lost claim raises.
    */
-  completeMany(ids: readonly JobId[], token: string | null): Statement {
+  completeMany(ids: readonly JobId[], token: string | null, results?: ReadonlyArray<string | null>): Statement {
     const p = new Params(this.dialect);
     const sets = [`${this.q.status} = ${this.table.codes.done}`];
+    if (results !== undefined && this.q.result) {
+      if (results.length !== ids.length) throw new Error(`completeMany: ${results.length} results for ${ids.length} ids`);
+      p.fixedText = false;
+      sets.push(`${this.q.result} = CASE ${this.q.id} ${ids.map((id, i) => `WHEN ${p.add(id)} THEN ${p.add(results[i]!)}`).join(' ')} END`);
+    }
     if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
     const where = `${p.in(this.q.id, ids)} AND ${this.guard('complete')}${this.tokenGuard(p, token)}`;
     return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values, reusable: p.fixedText };

@@ -44,6 +44,39 @@ describe('Worker on an in-memory store', () => {
     expect(statuses(s)).toEqual([1, 1, 1]);
   });
 
+  it('counts a lone completion with a result as done when its commit was retried after the reply was lost (not as a claim lost)', async () => {
+    const s = await withJobs(1);
+    let lostReplies = 0;
+    s.afterCommit = (statements) => {
+      if (lostReplies === 0 && isCompletion(statements)) {
+        lostReplies++;
+        throw new StoreError('ConnectionLost', 'connection lost after commit');
+      }
+    };
+    const w = await worker(s, { concurrency: 1, exitWhenEmpty: true, handler: () => ({ fetched: true }) });
+    const counters = await w.run();
+    expect(lostReplies).toBe(1);
+    expect(counters).toMatchObject({ claimed: 1, completed: 1, claimLost: 0 });
+    expect(statuses(s)).toEqual([1]);
+  });
+
+  it('takes a write conflict in its reap for another worker reaping the same rows (no error), and reports any other reap failure', async () => {
+    for (const [kind, reported] of [['WriteConflict', 0], ['Unknown', 1]] as const) {
+      const s = await withJobs(2);
+      s.beforeRun = (statements) => {
+        // The reap's probe for expired leases (the only statement comparing claimed_at with a past time).
+        if (statements.some((st) => st.sql.startsWith('SELECT 1 AS found') && st.sql.includes('"claimed_at" <'))) throw new StoreError(kind, `reap met ${kind}`);
+      };
+      const w = await worker(s, { concurrency: 2, exitWhenEmpty: true });
+      const reapErrors: unknown[] = [];
+      w.on('error', ({ during, error }) => {
+        if (during === 'reap') reapErrors.push(error);
+      });
+      await w.run();
+      expect({ kind, reapErrors: reapErrors.length, statuses: statuses(s) }).toEqual({ kind, reapErrors: reported, statuses: [1, 1] });
+    }
+  });
+
   it('completes a claimed batch larger than 200 in one grouped UPDATE by default (the settle group follows the batch)', async () => {
     const s = await withJobs(256);
     const completions: number[] = [];

@@ -78,6 +78,31 @@ export function outcomeCases(env: () => TestEnv): void {
     });
   });
 
+  describe('results', () => {
+    it('completions settled together store each row its own result (a store with groupedResults shares one UPDATE), and one that returned nothing stores NULL', async () => {
+      const store = await env().store();
+      const queue = await createJobs(store);
+      const ids = await enqueueJobs(
+        queue,
+        Array.from({ length: 40 }, (_, n) => ({ n })),
+      );
+      // Distinct values, some with quotes, a backslash and non-ASCII text, every third one nothing at all.
+      const resultOf = (n: number) => (n % 3 === 0 ? undefined : { n, note: `it's "row" ${n} \\ été ${'x'.repeat(n)}` });
+      const handler: Handler = async (job) => resultOf((job.payload as { n: number }).n);
+      // One worker whose slots all finish within a tick of each other: their completions reach the same flush.
+      const w = await env().startWorker({ store, table: { table: 'jobs' }, concurrency: 20, batch: 20, exitWhenEmpty: true, ...FAST, handler });
+      const counters = await withDeadline(w.done, 30_000, 'the worker to drain the queue');
+      expect(counters.completed).toBe(40);
+      for (const [n, id] of ids.entries()) {
+        const row = await readRow(store, 'jobs', id);
+        const expected = resultOf(n);
+        expect({ n, status: statusOf(row), result: row.result === null ? null : JSON.parse(String(row.result)) }).toEqual({ n, status: 1, result: expected ?? null });
+      }
+      expect(w.errors).toEqual([]);
+      await env().closeStores();
+    });
+  });
+
   describe('abuse and giveUp', () => {
     it('abuse ends in 2 via ctx.abuse(), return ctx.abuse(), throw ctx.abuse() and the isAbuse rule (handler not called); giveUp ends in 0 with no retry', async () => {
       const store = await env().store();
