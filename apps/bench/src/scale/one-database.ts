@@ -30,14 +30,14 @@ interface OneDatabasePlan {
 
 const FULL_PLAN: OneDatabasePlan = {
   hosts: { hostCounts: [1, 2, 4], processes: 2, concurrency: 16, jobs: 30_000 },
-  latency: { hosts: 2, concurrency: 32, delaysMs: [0, 5, 20, 50], batches: [1, 8, 32], jobs: 40_000, durationMs: 6000 },
+  latency: { hosts: 2, concurrency: 128, delaysMs: [0, 5, 20, 50], batches: [1, 16, 128], jobs: 80_000, durationMs: 6000 },
   faults: { processes: 2, concurrency: 16, jobs: 12_000, leaseMs: 2000, workMs: 10, drops: 8 },
   runTimeoutMs: 180_000,
 };
 
 const QUICK_PLAN: OneDatabasePlan = {
   hosts: { hostCounts: [1, 2], processes: 1, concurrency: 8, jobs: 2000 },
-  latency: { hosts: 1, concurrency: 16, delaysMs: [0, 20], batches: [1, 16], jobs: 10_000, durationMs: 2500 },
+  latency: { hosts: 1, concurrency: 64, delaysMs: [0, 20], batches: [1, 64], jobs: 20_000, durationMs: 2500 },
   faults: { processes: 2, concurrency: 8, jobs: 3000, leaseMs: 2000, workMs: 10, drops: 4 },
   runTimeoutMs: 120_000,
 };

@@ -67,7 +67,9 @@ export function leaseCases(env: () => TestEnv): void {
         store,
         table: { table: 'jobs' },
         maxAttempts: 3,
-        leaseMs: 100,
+        // Long enough that the live worker's own claims outlast a loaded machine's stalls (at 100 ms one was
+        // once reaped under it and ran twice), short enough that the dead claim expires at once.
+        leaseMs: 500,
         reapIntervalMs: 20,
         exitWhenEmpty: true,
         ...FAST,
