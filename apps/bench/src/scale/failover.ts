@@ -23,7 +23,7 @@ import { startPostgresHost, type DatabaseHost } from './db-host.js';
 import type { ScaleContext, ScaleRecord, ScaleSection } from './records.js';
 import { RunKit, TABLE, round, type RunDatabase } from './run-kit.js';
 import { table } from './scale-report.js';
-import { Topology } from './topology.js';
+import { Topology, killPids } from './topology.js';
 import type { WorkerHost } from './worker-hosts.js';
 
 type ReplicationMode = 'async' | 'sync';
@@ -211,6 +211,11 @@ interface FailoverOutcome {
   failoverSeconds: number;
   /** From the kill to the service address on the promoted standby (the HA manager's part). */
   addressMovedSeconds: number;
+  /**
+   * How far behind the standby was just before the kill, by the primary's last look at pg_stat_replication: WAL
+   * it had not confirmed written (bytes), and the time its last confirmed write took to be confirmed (write_lag).
+   */
+  standbyBehind: { bytes: number; writeLagMs: number | null };
   cut: Map<string, number>;
   killed: number;
 }
@@ -224,11 +229,27 @@ async function failOver(run: RunKit, pair: ServerPair, hosts: readonly WorkerHos
   const { topology } = run;
   const service = pair.address.host;
   const standbyUrl = pair.standby.adminUrl;
+  const standbyBehind = await withClient(
+    pair.primary.adminUrl,
+    async (c) => {
+      const { rows } = await c.query<{ bytes: string | null; lag_ms: number | null }>(
+        'SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), write_lsn) AS bytes, extract(epoch FROM write_lag)::float8 * 1000 AS lag_ms FROM pg_stat_replication',
+      );
+      const row = rows[0];
+      return { bytes: Number(row?.bytes ?? 0), writeLagMs: row?.lag_ms === null || row?.lag_ms === undefined ? null : round(row.lag_ms, 1) };
+    },
+    CONNECT_TIMEOUT_MS,
+  );
   pair.notePrimaryKilled();
+  // Listed without blocking: the harness's event loop carries the lagging replication link, and a blocking
+  // listing would hold the stream back (and then drop it) for as long as it takes, inflating the lag.
+  const listed = await topology.listPids('pg1');
   const killedAt = performance.now();
-  const killed = topology.killAll('pg1');
-  // In the same tick as the kill (no data event runs between them): the WAL the lagging link still held dies with the primary.
+  // In the same tick (no data event runs between them): the WAL the lagging link still holds dies with the primary.
+  killPids(listed);
   pair.replicationLink?.dropAll();
+  // A backend forked after the listing (a pool opening a connection) must not outlive its primary either.
+  const killed = listed.length + topology.killAll('pg1');
   // A backend that outlived the postmaster could still answer on the address; none may be left when it moves.
   await waitFor('every process of the primary to be gone', () => topology.pids('pg1').length === 0, { timeoutMs: KILL_TIMEOUT_MS, intervalMs: 10 });
   topology.removeAddress('pg1', service);
@@ -250,7 +271,7 @@ async function failOver(run: RunKit, pair: ServerPair, hosts: readonly WorkerHos
       } finally {
         await announced;
       }
-      return { failoverSeconds: round((performance.now() - killedAt) / 1000, 2), addressMovedSeconds, cut, killed };
+      return { failoverSeconds: round((performance.now() - killedAt) / 1000, 2), addressMovedSeconds, standbyBehind, cut, killed };
     },
     CONNECT_TIMEOUT_MS,
   );
@@ -275,7 +296,7 @@ async function failoverScenario(run: RunKit, plan: FailoverPlan, mode: Replicati
     const { rows } = await run.rows();
     const rowsLost = rows.filter((r) => r.status !== 1).length;
     const base = { scenario: NAME, dialect: 'postgres' as const, hosts: hosts.length, processes, concurrency, batch: concurrency, addedRttMs: 0, jobs };
-    const extra: ScaleRecord['extra'] = { replication: mode, replicationLagMs: lagMs, failoverSeconds: done.failoverSeconds, addressMovedSeconds: done.addressMovedSeconds, rowsLost, primaryProcessesKilled: done.killed, leaseMs };
+    const extra: ScaleRecord['extra'] = { replication: mode, replicationLagMs: lagMs, failoverSeconds: done.failoverSeconds, addressMovedSeconds: done.addressMovedSeconds, standbyBehindBytes: done.standbyBehind.bytes, standbyWriteLagMs: done.standbyBehind.writeLagMs, rowsLost, primaryProcessesKilled: done.killed, leaseMs };
     const record = await run.conclude({ ...base, extra }, hosts, measure(), new Set(), false, { failoverCut: done.cut, lostCommitsAllowed: mode === 'async' });
     const { reRuns, reRunsAfterLostCommit, attemptsReissued, reRunsFenced } = record.ledger;
     if (mode === 'sync' && (reRunsAfterLostCommit > 0 || attemptsReissued > 0)) {
@@ -290,6 +311,8 @@ async function failoverScenario(run: RunKit, plan: FailoverPlan, mode: Replicati
   }
 }
 
+/** The standby's distance at the kill: WAL not confirmed written, and the write lag the primary last saw. */
+const behindText = (e: NonNullable<ScaleRecord['extra']>) => `${(Number(e.standbyBehindBytes) / 1024).toFixed(1)} kB (write lag ${e.standbyWriteLagMs === null || e.standbyWriteLagMs === undefined ? '-' : `${String(e.standbyWriteLagMs)} ms`})`;
 const linkName = (lagMs: unknown) => (Number(lagMs) > 0 ? `+${String(lagMs)} ms each way` : 'direct');
 
 function failoverTable(runs: readonly ScaleRecord[]): string {
@@ -303,6 +326,7 @@ function failoverTable(runs: readonly ScaleRecord[]): string {
       r.jobs,
       r.jobsPerSec.toLocaleString('en-US'),
       `${String(e.addressMovedSeconds)} s / ${String(e.failoverSeconds)} s`,
+      behindText(e),
       r.ledger.reRunsAfterLostCommit,
       r.ledger.attemptsReissued,
       String(e.rowsLost),
@@ -311,7 +335,19 @@ function failoverTable(runs: readonly ScaleRecord[]): string {
     ];
   });
   return table(
-    ['replication', 'replication link', 'jobs', 'jobs/s', 'failover: address moved / first settle', 'rows re-run after a lost commit', 'claims reissued', 'rows lost', 're-runs', 'ledger proof'],
+    [
+      'replication',
+      'replication link',
+      'jobs',
+      'jobs/s',
+      'failover: address moved / first settle',
+      'standby behind at the kill',
+      'rows re-run after a lost commit (settle lost)',
+      'claims lost (attempt reissued)',
+      'rows lost',
+      're-runs',
+      'ledger proof',
+    ],
     rows,
   );
 }
@@ -324,16 +360,18 @@ function failoverFindings(runs: readonly ScaleRecord[]): string {
   const lost = runs.reduce((sum, r) => sum + Number(e(r).rowsLost), 0);
   const sentences = [
     `Every run ended with every row done (${lost} rows lost over ${runs.length} runs): the workers rode out the failover on their own, reconnecting to the same address; ` +
-      `the address was on the promoted standby ${span(seconds('addressMovedSeconds'))} after the kill and the new primary committed its first settle ${span(seconds('failoverSeconds'))} after it.`,
+      `the address was on the promoted standby ${span(seconds('addressMovedSeconds'))} after the kill and the new primary committed its first settle ${span(seconds('failoverSeconds'))} after it (the rest is the workers' reconnect and their claim retries' backoff).`,
   ];
   const asyncRuns = runs.filter((r) => e(r).replication === 'async');
   if (asyncRuns.length > 0) {
-    const parts = asyncRuns.map((r) => `${r.ledger.reRunsAfterLostCommit} finished rows and ${r.ledger.attemptsReissued} claims (${linkName(e(r).replicationLagMs)} link)`);
+    const parts = asyncRuns.map(
+      (r) => `${r.ledger.reRunsAfterLostCommit} finished rows ran again and ${r.ledger.attemptsReissued} claims were handed out again with the standby ${behindText(e(r))} behind at the kill (${linkName(e(r).replicationLagMs)} link)`,
+    );
     const anyLost = asyncRuns.some((r) => r.ledger.reRunsAfterLostCommit + r.ledger.attemptsReissued > 0);
     sentences.push(
       anyLost
-        ? `With asynchronous replication the promoted standby lacked commits the old primary had acknowledged: ${parts.join(', ')} came back (the rows as processing, run again after a lease; the claims as pending, handed out again under the same attempt number), so a handler must tolerate a rare second run after a failover.`
-        : `With asynchronous replication these runs lost no acknowledged commit (${parts.join(', ')}), but nothing guarantees it: a finished row may come back and run again.`,
+        ? `With asynchronous replication the promoted standby lacked commits the old primary had acknowledged: ${parts.join('; ')} (a finished row whose settle was lost comes back as processing and runs again after a lease, or as pending when its claim was lost too, under the same attempt number), so a handler must tolerate a second run after a failover.`
+        : `With asynchronous replication these runs lost no acknowledged commit (${parts.join('; ')}), but nothing guarantees it: a finished row may come back and run again.`,
     );
   }
   const syncRuns = runs.filter((r) => e(r).replication === 'sync');

@@ -105,23 +105,20 @@ export class Topology {
 
   /** Process ids running on a host now. */
   pids(name: string): number[] {
-    return ip('netns', 'pids', this.host(name).netns)
-      .split('\n')
-      .filter((line) => /^\d+$/.test(line.trim()))
-      .map(Number);
+    return parsePids(ip('netns', 'pids', this.host(name).netns));
+  }
+
+  /** pids() without blocking the event loop (listing a namespace's processes scans /proc: slow on a busy machine). */
+  listPids(name: string): Promise<number[]> {
+    const netns = this.host(name).netns;
+    return new Promise((resolve, reject) => {
+      execFile('ip', ['netns', 'pids', netns], { encoding: 'utf8', timeout: IP_TIMEOUT_MS }, (error, stdout) => (error ? reject(error) : resolve(parsePids(stdout))));
+    });
   }
 
   /** SIGKILLs everything on a host, as a power cut would; returns how many processes there were. */
   killAll(name: string): number {
-    const pids = this.pids(name);
-    for (const pid of pids) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // Gone already.
-      }
-    }
-    return pids.length;
+    return killPids(this.pids(name));
   }
 
   /** Cuts a host off: its link leaves the bridge, so every packet to and from it is dropped without a word. */
@@ -176,6 +173,25 @@ export class Topology {
     }
     removeOwned(this.tag);
   }
+}
+
+function parsePids(listing: string): number[] {
+  return listing
+    .split('\n')
+    .filter((line) => /^\d+$/.test(line.trim()))
+    .map(Number);
+}
+
+/** SIGKILLs each process (those already gone are skipped); returns how many were asked to die. */
+export function killPids(pids: readonly number[]): number {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone already.
+    }
+  }
+  return pids.length;
 }
 
 /** Removes the namespaces and links of one run (its tag), ignoring what is already gone. */
