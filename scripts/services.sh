@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts the database servers the test suites use, installing them from Debian's packages when missing, and
 # installs Debian's Chromium for the dashboard's browser test (playwright-core drives /usr/bin/chromium; it
-# never downloads a browser). Idempotent: a server that already answers is left alone. Everything listens
+# never downloads a browser) and iputils-arping for the scale failover run (the promoted standby announces the
+# floating address with gratuitous ARP, as keepalived does). Idempotent: a server that already answers is left alone. Everything listens
 # on 127.0.0.1 only.
 #   PostgreSQL: 127.0.0.1:5432, user postgres (password "postgres" where password auth is in force)
 #   MariaDB:    127.0.0.1:3306, user root with an empty password
@@ -81,7 +82,17 @@ ensure_chromium() {
   fi
 }
 
+ensure_arping() {
+  if command -v arping >/dev/null; then
+    echo "services: arping already installed"
+  else
+    apt_install iputils-arping
+    echo "services: arping installed"
+  fi
+}
+
 start_postgres
 start_mariadb
 ensure_iproute
 ensure_chromium
+ensure_arping

@@ -40,7 +40,23 @@ const ACCOUNT = { user: 'statusq', password: 'statusq' };
 export async function startDatabaseHost(dialect: ServerDialect, topology: Topology, hostName: string): Promise<DatabaseHost> {
   const host = topology.address(hostName);
   allowOwnHost(host);
-  return dialect === 'mysql' ? startMariadb(topology.netns(hostName), host) : startPostgres(topology.netns(hostName), host);
+  return dialect === 'mysql' ? startMariadb(topology.netns(hostName), host) : startPostgres(topology.netns(hostName), host, {});
+}
+
+/** A PostgreSQL host set up for replication: a primary with a streaming standby, reached through a floating service address. */
+export interface PostgresHostOptions {
+  /** listen_addresses='*': the server also answers on an address its host is given later (a floating service address). */
+  listenOnEveryAddress?: boolean;
+  /** Replication connections from the topology's subnet are let in: pg_basebackup from the harness, a standby's stream. */
+  allowReplication?: boolean;
+  /** The data directory is a base backup of this primary (pg_basebackup -R), so the server starts as its streaming standby. */
+  standbyOf?: { host: string; port: number };
+}
+
+export async function startPostgresHost(topology: Topology, hostName: string, options: PostgresHostOptions): Promise<DatabaseHost> {
+  const host = topology.address(hostName);
+  allowOwnHost(host);
+  return startPostgres(topology.netns(hostName), host, options);
 }
 
 function firstExisting(paths: readonly string[], what: string): string {
@@ -112,20 +128,31 @@ async function startMariadb(netns: string, host: string): Promise<DatabaseHost> 
   }
 }
 
-async function startPostgres(netns: string, host: string): Promise<DatabaseHost> {
+async function startPostgres(netns: string, host: string, options: PostgresHostOptions): Promise<DatabaseHost> {
   const bin = postgresBinDir();
   const urlOf = (port: number, database: string) => `postgres://${ACCOUNT.user}:${ACCOUNT.password}@${host}:${port}/${database}`;
+  const { standbyOf } = options;
+  // The harness (on the bridge, in the same subnet) takes the base backup; the standby streams with the same account.
+  const baseBackup = (dir: string, primary: { host: string; port: number }) => ({
+    file: join(bin, 'pg_basebackup'),
+    args: ['-D', join(dir, 'data'), '-h', primary.host, '-p', String(primary.port), '-U', ACCOUNT.user, '-R', '-X', 'stream', '-c', 'fast', '--no-sync'],
+  });
+  // A standby must have at least the primary's max_connections and max_wal_senders, so both get the same settings.
+  const replication = options.allowReplication || standbyOf ? ['-c', 'wal_level=replica', '-c', 'max_wal_senders=4', '-c', 'hot_standby=on'] : [];
   const spec: ServerSpec = {
     name: 'PostgreSQL',
     user: 'postgres',
-    init: (dir) => ({ file: join(bin, 'initdb'), args: ['-D', join(dir, 'data'), '-U', ACCOUNT.user, '--auth=trust', '-E', 'UTF8', '--no-sync'] }),
+    init: (dir) =>
+      standbyOf ? baseBackup(dir, standbyOf) : { file: join(bin, 'initdb'), args: ['-D', join(dir, 'data'), '-U', ACCOUNT.user, '--auth=trust', '-E', 'UTF8', '--no-sync'] },
     run: (dir, port, address) => {
       // Trust over the run's own links: only hosts of this topology can reach the address.
+      const subnet = `${address.split('.').slice(0, 3).join('.')}.0/24`;
       const hba = join(dir, 'data', 'pg_hba.conf');
-      writeFileSync(hba, `local all all trust\nhost all all ${address.split('.').slice(0, 3).join('.')}.0/24 trust\n`);
+      writeFileSync(hba, `local all all trust\nhost all all ${subnet} trust\n${replication.length > 0 ? `host replication all ${subnet} trust\n` : ''}`);
+      const listen = options.listenOnEveryAddress ? '*' : address;
       return {
         file: join(bin, 'postgres'),
-        args: ['-D', join(dir, 'data'), '-p', String(port), '-c', `listen_addresses=${address}`, '-c', 'unix_socket_directories=', '-c', `max_connections=${MAX_CONNECTIONS}`, '-c', 'shared_buffers=256MB'],
+        args: ['-D', join(dir, 'data'), '-p', String(port), '-c', `listen_addresses=${listen}`, '-c', 'unix_socket_directories=', '-c', `max_connections=${MAX_CONNECTIONS}`, '-c', 'shared_buffers=256MB', ...replication],
       };
     },
     stopSignal: 'SIGINT',

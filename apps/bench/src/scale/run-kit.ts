@@ -115,6 +115,7 @@ export class RunKit {
   /**
    * Reads the outcome, proves it, and reports the record; throws when a host failed or the proof does. A
    * stopped run (`stopped`) may leave rows pending, which must then never have run; `jobs` becomes the rows done.
+   * A run that failed over passes its ledgers' `failoverCut` (and, to an asynchronous standby, `lostCommitsAllowed`).
    */
   async conclude(
     base: Omit<ScaleRecord, 'jobsPerSec' | 'wallSeconds' | 'candidatesLost' | 'serverCores' | 'ledger' | 'server'>,
@@ -122,13 +123,18 @@ export class RunKit {
     measured: { wallSeconds: number; cpuSeconds: number },
     killedPids: ReadonlySet<number>,
     stopped = false,
+    failover: { failoverCut?: ReadonlyMap<string, number>; lostCommitsAllowed?: boolean } = {},
   ): Promise<ScaleRecord> {
     // A null code is a host killed by a signal, which only a fault run does.
     const failed = hosts.filter((h) => h.code !== 0 && h.code !== null);
     if (failed.length > 0) throw new Error(`worker hosts exited with an error (${base.scenario}, ${base.dialect}):\n${failed.map((h) => `${h.host} (code ${h.code}): ${h.problems().join('\n    ')}`).join('\n')}`);
     const { rows, spanSeconds } = await this.rows();
     const counters: ProcessCounters[] = hosts.flatMap((h) => h.counters());
-    const ledger = verifyLedger(rows, readLedgers(hosts.map((h) => h.ledgerPath)), counters, killedPids, { pendingAllowed: stopped });
+    const executions = readLedgers(
+      hosts.map((h) => h.ledgerPath),
+      failover.failoverCut,
+    );
+    const ledger = verifyLedger(rows, executions, counters, killedPids, { pendingAllowed: stopped, lostCommitsAllowed: failover.lostCommitsAllowed ?? false });
     const jobs = stopped ? rows.filter((r) => r.status === 1).length : base.jobs;
     const record: ScaleRecord = {
       ...base,

@@ -9,7 +9,7 @@
  * without tearing down (SIGKILL, a power cut of the test machine) is cleaned up by the next one, which
  * removes what belongs to processes no longer alive; what live runs made is left alone.
  */
-import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { existsSync } from 'node:fs';
 
 const PREFIX = 'sqs';
@@ -105,23 +105,20 @@ export class Topology {
 
   /** Process ids running on a host now. */
   pids(name: string): number[] {
-    return ip('netns', 'pids', this.host(name).netns)
-      .split('\n')
-      .filter((line) => /^\d+$/.test(line.trim()))
-      .map(Number);
+    return parsePids(ip('netns', 'pids', this.host(name).netns));
+  }
+
+  /** pids() without blocking the event loop (listing a namespace's processes scans /proc: slow on a busy machine). */
+  listPids(name: string): Promise<number[]> {
+    const netns = this.host(name).netns;
+    return new Promise((resolve, reject) => {
+      execFile('ip', ['netns', 'pids', netns], { encoding: 'utf8', timeout: IP_TIMEOUT_MS }, (error, stdout) => (error ? reject(error) : resolve(parsePids(stdout))));
+    });
   }
 
   /** SIGKILLs everything on a host, as a power cut would; returns how many processes there were. */
   killAll(name: string): number {
-    const pids = this.pids(name);
-    for (const pid of pids) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // Gone already.
-      }
-    }
-    return pids.length;
+    return killPids(this.pids(name));
   }
 
   /** Cuts a host off: its link leaves the bridge, so every packet to and from it is dropped without a word. */
@@ -131,6 +128,31 @@ export class Topology {
 
   heal(name: string): void {
     ip('link', 'set', this.host(name).port, 'master', this.bridge);
+  }
+
+  /**
+   * Gives a host a second address on its link, in the topology's subnet (a floating service address, as
+   * keepalived or a cloud's floating IP places it); removeAddress takes it away again.
+   */
+  addAddress(name: string, address: string): void {
+    ip('-n', this.host(name).netns, 'addr', 'add', `${address}/24`, 'dev', 'eth0');
+  }
+
+  removeAddress(name: string, address: string): void {
+    ip('-n', this.host(name).netns, 'addr', 'del', `${address}/24`, 'dev', 'eth0');
+  }
+
+  /**
+   * Announces that `address` now lives on this host: unsolicited (gratuitous) ARP from its link, as keepalived
+   * does after a move, so every neighbour that cached the old owner's link address updates it (iputils-arping).
+   * Resolves once the announcements are sent.
+   */
+  announceAddress(name: string, address: string, count = 2): Promise<void> {
+    return new Promise((resolve, reject) => {
+      execFile('ip', ['netns', 'exec', this.host(name).netns, 'arping', '-q', '-U', '-c', String(count), '-I', 'eth0', address], { timeout: IP_TIMEOUT_MS + count * 1000 }, (error, _stdout, stderr) =>
+        error ? reject(new Error(`arping on ${name} failed (${String(stderr).trim() || error.message}); install iputils-arping (scripts/services.sh does)`)) : resolve(),
+      );
+    });
   }
 
   /** Kills every process on every host, then removes the namespaces, links and bridge. Safe to call again. */
@@ -151,6 +173,25 @@ export class Topology {
     }
     removeOwned(this.tag);
   }
+}
+
+function parsePids(listing: string): number[] {
+  return listing
+    .split('\n')
+    .filter((line) => /^\d+$/.test(line.trim()))
+    .map(Number);
+}
+
+/** SIGKILLs each process (those already gone are skipped); returns how many were asked to die. */
+export function killPids(pids: readonly number[]): number {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone already.
+    }
+  }
+  return pids.length;
 }
 
 /** Removes the namespaces and links of one run (its tag), ignoring what is already gone. */
