@@ -106,6 +106,7 @@ async function latencyScenario(run: RunKit): Promise<void> {
   const { hosts: hostCount, concurrency, delaysMs, batches, jobs, durationMs } = plan(run).latency;
   const names = Array.from({ length: hostCount }, (_, i) => `w${i + 1}`);
   const sidecars: Sidecar[] = [];
+  const monitor = await run.bench.connect();
   try {
     for (const name of names) sidecars.push(await Sidecar.start(run.topology, name, run.database.address));
     for (const delayMs of delaysMs) {
@@ -114,8 +115,12 @@ async function latencyScenario(run: RunKit): Promise<void> {
         const runDir = await run.fresh(jobs);
         const measure = run.measure();
         const hosts = names.map((name, i) => run.start(name, { via: sidecars[i]!, processes: 1, concurrency, batch, leaseMs: 30_000, workMs: 0, runDir }));
-        // The stop is the run's planned end, not a wait for something to happen.
-        const stopAt = sleep(durationMs).then(() => hosts.forEach((h) => h.stop()));
+        // The run lasts durationMs from its first finished row (process start-up is not part of it); the stop
+        // is its planned end, not a wait for something to happen.
+        const stopAt = run
+          .progressAt(monitor, 1, 1)
+          .then(() => sleep(durationMs))
+          .then(() => hosts.forEach((h) => h.stop()));
         await run.finish(hosts, stopAt);
         const record = await run.conclude({ scenario: 'latency', dialect: run.database.dialect, hosts: hostCount, processes: 1, concurrency, batch, addedRttMs: delayMs, jobs }, hosts, measure(), new Set(), true);
         run.context.log(`latency +${delayMs} ms, batch ${batch}: ${record.jobsPerSec} jobs/s`);
@@ -123,6 +128,7 @@ async function latencyScenario(run: RunKit): Promise<void> {
     }
   } finally {
     for (const sidecar of sidecars) sidecar.stop();
+    await monitor.close();
   }
 }
 
