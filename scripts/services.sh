@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts the database servers the test suites use, installing them from Debian's packages when missing, and
 # installs Debian's Chromium for the dashboard's browser test (playwright-core drives /usr/bin/chromium; it
-# never downloads a browser). Idempotent: a server that already answers is left alone. Everything listens
+# never downloads a browser) and Debian's PgBouncer (the PostgreSQL tests behind a pooler start private ones
+# of their own; the package's own service is not needed). Idempotent: a server that already answers is left alone. Everything listens
 # on 127.0.0.1 only.
 #   PostgreSQL: 127.0.0.1:5432, user postgres (password "postgres" where password auth is in force)
 #   MariaDB:    127.0.0.1:3306, user root with an empty password
@@ -70,6 +71,16 @@ ensure_chromium() {
   fi
 }
 
+ensure_pgbouncer() {
+  if [ -x /usr/sbin/pgbouncer ]; then
+    echo "services: PgBouncer already installed"
+  else
+    apt_install pgbouncer
+    echo "services: PgBouncer installed"
+  fi
+}
+
 start_postgres
 start_mariadb
 ensure_chromium
+ensure_pgbouncer
