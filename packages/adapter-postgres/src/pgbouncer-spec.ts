@@ -4,6 +4,7 @@
  * namespace, plus the URL helpers around it. Part of `./testing`; it needs Debian's `pgbouncer` package
  * (scripts/services.sh installs it), or STATUSQ_PGBOUNCER_BIN naming the binary.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { withClient } from './testing.js';
@@ -45,6 +46,11 @@ function pgBouncerBin(): string {
 export function pgBouncerUnavailable(): string | null {
   const bin = pgBouncerBin();
   return existsSync(bin) ? null : `no PgBouncer at ${bin} (apt-get install pgbouncer, or scripts/services.sh; STATUSQ_PGBOUNCER_BIN names another)`;
+}
+
+/** `PgBouncer 1.18.0`, as the binary reports itself (for a report). */
+export function pgBouncerVersion(): string {
+  return execFileSync(pgBouncerBin(), ['--version'], { encoding: 'utf8', timeout: 10_000 }).split('\n')[0]!.trim();
 }
 
 /** The server and account of a PostgreSQL URL, for a PgBouncer in front of that server. */

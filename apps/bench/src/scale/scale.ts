@@ -15,11 +15,12 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { ServerDialect } from './db-host.js';
 import { oneDatabase } from './one-database.js';
+import { pooler } from './pooler.js';
 import type { ScaleRecord, ScaleSection } from './records.js';
 import { topologyUnavailable } from './topology.js';
 
 /** Every part of `pnpm scale`, in the order they run and appear in the docs. */
-const SECTIONS: readonly ScaleSection[] = [oneDatabase];
+const SECTIONS: readonly ScaleSection[] = [oneDatabase, pooler];
 const SCALE_SCENARIOS = SECTIONS.flatMap((s) => s.names);
 const SCALE_DIALECTS: readonly ServerDialect[] = ['mysql', 'postgres'];
 
