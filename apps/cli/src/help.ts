@@ -7,8 +7,8 @@ const DB = '  --db URL                    sqlite:PATH, postgres://user:pass@host
   '  --adapter MODULE            the adapter package or file to load (default: by the URL scheme; $STATUSQ_ADAPTER)';
 const LISTEN_DB = '  --listen-db URL             PostgreSQL behind a transaction-mode pooler (PgBouncer pool_mode = transaction),\n' +
   '                              which loses LISTEN: a URL straight to the server for the listening connection\n' +
-  '                              alone; claims and settles keep going through --db (default: $STATUSQ_LISTEN_DATABASE_URL,\n' +
-  '                              else --db)';
+  '                              alone; claims and settles keep going through --db\n' +
+  '                              (default: $STATUSQ_LISTEN_DATABASE_URL, else --db)';
 const PROGRESS = '  --progress auto|on|off      a live status line on stderr (default auto: on when stderr is a terminal and CI is\n' +
   '                              not set; on without a terminal: a plain line every second)';
 const COLUMNS = '  --id-column C               the primary key (default id)\n' +
