@@ -289,11 +289,12 @@ function poolerFindings(runs: readonly ScaleRecord[]): string {
   const idle = (path: ConnectionPath) => runs.find((r) => pathOf(r) === path && kindOf(r) === 'pickup');
   const sentences: string[] = [];
   const direct = drain('direct');
-  const pooled = drain('pgbouncer+listen-db') ?? drain('pgbouncer');
-  if (direct && pooled && direct.jobsPerSec > 0) {
-    const share = Math.round((pooled.jobsPerSec / direct.jobsPerSec) * 100);
+  const pooled = (['pgbouncer', 'pgbouncer+listen-db'] as const).map(drain).filter((r): r is ScaleRecord => r !== undefined);
+  if (direct && pooled.length > 0 && direct.jobsPerSec > 0) {
+    const shares = pooled.map((r) => Math.round((r.jobsPerSec / direct.jobsPerSec) * 100)).sort((a, b) => a - b);
+    const share = shares[0] === shares.at(-1) ? `${shares[0]}%` : `${shares[0]}-${shares.at(-1)}%`;
     sentences.push(
-      `Through PgBouncer in transaction mode, ${String(pooled.extra?.clientConnections)} client connections sharing ${String(pooled.extra?.serverPool)} server connections, the workers drained the table at ${share}% of the direct rate (${pooled.jobsPerSec.toLocaleString('en-US')} against ${direct.jobsPerSec.toLocaleString('en-US')} jobs/s), and the ledger proof held for every run.`,
+      `Through PgBouncer in transaction mode, ${String(pooled[0]!.extra?.clientConnections)} client connections sharing ${String(pooled[0]!.extra?.serverPool)} server connections, the workers drained the table at ${share} of the direct rate (${pooled.map((r) => r.jobsPerSec.toLocaleString('en-US')).join(' and ')} against ${direct.jobsPerSec.toLocaleString('en-US')} jobs/s), and the ledger proof held for every run.`,
     );
   }
   const lost = idle('pgbouncer');
