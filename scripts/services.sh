@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Starts the database servers the test suites use, installing them from Debian's packages when missing, and
 # installs Debian's Chromium for the dashboard's browser test (playwright-core drives /usr/bin/chromium; it
-# never downloads a browser) and iputils-arping for the scale failover run (the promoted standby announces the
-# floating address with gratuitous ARP, as keepalived does). Idempotent: a server that already answers is left alone. Everything listens
+# never downloads a browser), Debian's PgBouncer (the PostgreSQL tests behind a pooler start private ones of
+# their own; the package's own service is not needed), and what `pnpm scale` needs: iproute2 (hosts as network
+# namespaces) and iputils-arping (the promoted standby announces the floating address with gratuitous ARP, as
+# keepalived does). Idempotent: a server that already answers is left alone. Everything listens
 # on 127.0.0.1 only.
 #   PostgreSQL: 127.0.0.1:5432, user postgres (password "postgres" where password auth is in force)
 #   MariaDB:    127.0.0.1:3306, user root with an empty password
@@ -91,8 +93,18 @@ ensure_arping() {
   fi
 }
 
+ensure_pgbouncer() {
+  if [ -x /usr/sbin/pgbouncer ]; then
+    echo "services: PgBouncer already installed"
+  else
+    apt_install pgbouncer
+    echo "services: PgBouncer installed"
+  fi
+}
+
 start_postgres
 start_mariadb
 ensure_iproute
 ensure_chromium
 ensure_arping
+ensure_pgbouncer

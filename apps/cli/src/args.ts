@@ -7,7 +7,7 @@ export const COMMAND_FLAGS = {
   migrate: ['db', 'adapter', 'table', 'with', 'status-column', 'order-column', 'order'],
   enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'delay', 'run-at', 'priority', 'key', 'progress'],
   work: [
-    'db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'select', 'concurrency', 'batch',
+    'db', 'listen-db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'select', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'poll-max', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
     'read-only-wait', 'log-level', 'log-format', 'processes', 'metrics-port', 'metrics-host', 'progress', 'schedule',
     'max-instances', 'wait', 'instance-lease', 'rate',
@@ -16,7 +16,7 @@ export const COMMAND_FLAGS = {
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
   prune: ['db', 'adapter', 'table', 'status', 'older-than', 'batch', 'pause', 'dry-run', 'archive', 'id-column', 'status-column', 'order-column'],
   inspect: ['db', 'adapter', 'table', 'status', 'limit', 'id', 'id-column', 'status-column', 'order-column', 'order', 'json'],
-  doctor: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'race-jobs', 'race-workers', 'json'],
+  doctor: ['db', 'listen-db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'race-jobs', 'race-workers', 'json'],
   dashboard: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'lease', 'port', 'host', 'read-only', 'token'],
 } as const;
 
@@ -87,6 +87,23 @@ export function databaseUrl(flags: Flags, command: Command): string {
     if (value) return value;
   }
   throw new ConfigError(`${command}: --db is required (or set ${DATABASE_URL_VARIABLES.join(' or ')})`);
+}
+
+/** Where the listening connection's URL may come from when `--listen-db` is not given. */
+export const LISTEN_DATABASE_URL_VARIABLE = 'STATUSQ_LISTEN_DATABASE_URL';
+
+/**
+ * `--listen-db`, else STATUSQ_LISTEN_DATABASE_URL, else undefined (the listening connection uses --db): a URL
+ * straight to the server for PostgreSQL's LISTEN when --db goes through a transaction-mode pooler. The
+ * adapter checks it as it checks --db (and an adapter without a listening connection refuses it).
+ */
+export function listenDatabaseUrl(flags: Flags, command: Command): string | undefined {
+  const flag = flags['listen-db'];
+  if (typeof flag === 'string') {
+    if (flag.length === 0) throw new ConfigError(`${command}: --listen-db is empty`);
+    return flag;
+  }
+  return process.env[LISTEN_DATABASE_URL_VARIABLE] || undefined;
 }
 
 export function required(flags: Flags, name: string, command: Command): string {

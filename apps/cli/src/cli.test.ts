@@ -1,6 +1,6 @@
 // The CLI as a user runs it (the built bin in a child process) over real SQLite files: the shared scenarios,
 // plus what needs no database server at all.
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { expect, it } from 'vitest';
@@ -59,6 +59,10 @@ cliScenarios(
       ['a port out of range', () => ['stats', '--db', 'postgres://h:99999/db', '--table', 'jobs'], /invalid port "99999" in database URL "postgres:\/\/h:99999\/db": a port is 1 to 65535/],
       ['a bad percent-escape', () => ['stats', '--db', 'mysql://u:%zz@h', '--table', 'jobs'], /the password in database URL "mysql:\/\/u:\*\*\*@h" holds a bad percent-escape/],
       ['an unknown command', () => ['frobnicate'], /unknown command "frobnicate"/],
+      ['an empty --listen-db', () => ['work', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--listen-db', '', '--table', 'jobs', '--handler', 'h.mjs'], /^statusq: work: --listen-db is empty$/],
+      ['a --listen-db that is not a PostgreSQL URL', () => ['work', '--db', 'postgres://u@127.0.0.1:1/db', '--listen-db', 'mysql://u:secret@h/db', '--table', 'jobs', '--handler', ctx().file('ok.mjs', 'export default async () => {};')], /^statusq: listenUrl \(--listen-db\): not a PostgreSQL URL: "mysql:\/\/u:\*\*\*@h\/db"/],
+      ['a doctor --listen-db with a bad port', () => ['doctor', '--db', 'postgres://u@127.0.0.1:1/db', '--listen-db', 'postgres://u@h:99999/db'], /^statusq: listenUrl \(--listen-db\): invalid port "99999"/],
+      ['--listen-db beside a SQLite --db', () => ['work', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--listen-db', 'postgres://u@h/db', '--table', 'jobs', '--handler', ctx().file('ok.mjs', 'export default async () => {};')], /^statusq: listenUrl \(--listen-db\) is the URL of a PostgreSQL listening connection; SQLite has none/],
       ['the renamed --strategy flag', () => ['work', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--table', 'jobs', '--handler', 'h.mjs', '--strategy', 'native'], /--strategy was renamed --claim-strategy/],
       ['an unknown --claim-strategy', () => ['work', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--table', 'jobs', '--handler', 'h.mjs', '--claim-strategy=fastest'], /--claim-strategy must be native or conditional-update, got "fastest"/],
     ] as Array<[string, () => string[], RegExp]>)('%s: one line on stderr, exit code 2', async (_name, args, message) => {
@@ -103,6 +107,14 @@ cliScenarios(
       const run = await statusq('work', '--db', url, '--adapter', adapter, '--table', 'jobs', '--handler', handler, '--exit-when-empty', '--processes', '2');
       expect(run.code).toBe(0);
       expect(await statusqWith({ STATUSQ_ADAPTER: adapter }, 'stats', '--db', url, '--table', 'jobs', '--json').then((r) => JSON.parse(r.stdout) as unknown)).toMatchObject({ done: 3, pending: 0 });
+    });
+
+    it('STATUSQ_LISTEN_DATABASE_URL stands in for --listen-db, checked the same way (exit 2, nothing opened)', async () => {
+      const handler = ctx().file('ok.mjs', 'export default async () => {};');
+      const run = await ctx().statusqWith({ STATUSQ_LISTEN_DATABASE_URL: 'mysql://u@h/db' }, 'work', '--db', `sqlite:${join(ctx().dir, 'absent.db')}`, '--table', 'jobs', '--handler', handler);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/^statusq: listenUrl \(--listen-db\) is the URL of a PostgreSQL listening connection; SQLite has none/);
+      expect(existsSync(join(ctx().dir, 'absent.db'))).toBe(false);
     });
 
     it('stats counts text statuses (SQLite stores them in an INTEGER column) as other', async () => {

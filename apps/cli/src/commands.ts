@@ -2,9 +2,9 @@ import { createReadStream, readFileSync, writeSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig } from '@statusq/core';
+import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig, type ConnectOptions, type StoreWarning } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
-import { databaseUrl, isBooleanFlag, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
+import { LISTEN_DATABASE_URL_VARIABLE, databaseUrl, isBooleanFlag, listenDatabaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
 import { createLogger, errorFields, logSettings, type LogDestination, type Logger, type LogSettings } from './log.js';
 import { logSummary, logSupervisorEvent, logWorkerEvents } from './log-events.js';
@@ -34,8 +34,8 @@ export function adapterOf(flags: Flags): string | undefined {
 }
 
 /** Opens the store for one command and always closes it. */
-export async function withStore<T>(flags: Flags, command: Command, create: boolean, body: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(databaseUrl(flags, command), { create }, adapterOf(flags));
+export async function withStore<T>(flags: Flags, command: Command, create: boolean, body: (store: Store) => Promise<T>, options: Omit<ConnectOptions, 'create'> = {}): Promise<T> {
+  const store = await openStore(databaseUrl(flags, command), { ...options, create }, adapterOf(flags));
   try {
     return await body(store);
   } finally {
@@ -235,23 +235,25 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   const scheduleFile = optionalString(flags, 'schedule');
   const schedules = scheduleFile === undefined ? null : readSchedules(scheduleFile);
   const cap = instanceCap(flags);
+  const listenUrl = listenDatabaseUrl(flags, 'work');
   // The handler is loaded before the database is opened: a bad handler touches nothing.
   const { handler, isAbuse } = await loadHandler(handlerFile);
   if (processes !== undefined) {
     // Everything a child would reject is rejected here first, once, before any child starts; the
     // connection used to check the table is closed before forking, so children open their own.
-    const checked = await withStore(flags, 'work', false, (store) => Worker.create({ store, table: config, handler, isAbuse, ...options }));
+    // The listening URL is checked here too (the adapter's connect checks it), though only children listen.
+    const checked = await withStore(flags, 'work', false, (store) => Worker.create({ store, table: config, handler, isAbuse, ...options }), { listenUrl });
     const url = databaseUrl(flags, 'work');
     // The URL reaches the children through the environment, never their argv (visible in `ps`).
     const adapter = adapterOf(flags);
     const recovery = { url, adapter, table: config, maxAttempts: checked.maxAttempts };
     // Only the launcher draws progress; its children send it their counters.
     const shown = await launcherProgress(progress, () => openQueue(recovery), options.exitWhenEmpty);
-    const env = { ...process.env, STATUSQ_DATABASE_URL: url, ...(adapter === undefined ? {} : { [ADAPTER_VARIABLE]: adapter }), ...(metrics === null ? {} : { [METRICS_IPC_VARIABLE]: '1' }), ...shown.children };
+    const env = { ...process.env, STATUSQ_DATABASE_URL: url, ...(listenUrl === undefined ? {} : { [LISTEN_DATABASE_URL_VARIABLE]: listenUrl }), ...(adapter === undefined ? {} : { [ADAPTER_VARIABLE]: adapter }), ...(metrics === null ? {} : { [METRICS_IPC_VARIABLE]: '1' }), ...shown.children };
     const log = await workLogger(logging, io, { role: 'supervisor' }, shown.logBeside);
     // Only the launcher listens; its children send it their metrics instead.
     // The launcher holds the instance slot for all its children, on a connection of its own; losing it drains them.
-    const args = ['work', ...['processes', 'db', 'metrics-port', 'metrics-host', 'progress', 'max-instances', 'wait', 'instance-lease'].reduce(withoutFlag, argv), '--progress', 'off'];
+    const args = ['work', ...['processes', 'db', 'listen-db', 'metrics-port', 'metrics-host', 'progress', 'max-instances', 'wait', 'instance-lease'].reduce(withoutFlag, argv), '--progress', 'off'];
     const lostSlot = new AbortController();
     let slotStore: Store | null = null;
     let launcher: Awaited<ReturnType<typeof serveLauncherMetrics>> | null = null;
@@ -276,12 +278,14 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       await slotStore?.close();
     }
   }
+  const storeWarnings = storeWarningsToLog();
   return withStore(flags, 'work', false, async (store) => {
     const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options });
     reportToLauncher(worker);
     const supervised = process.env.STATUSQ_SUPERVISED === '1' && process.connected;
     const shown = workProgress(progress, worker, options.exitWhenEmpty);
     const log = await workLogger(logging, io, { workerId: worker.workerId }, shown.logBeside);
+    storeWarnings.attach(log);
     let stopReason = 'stop';
     worker.on('stopped', ({ reason }) => (stopReason = reason));
     let stopping: Promise<unknown> | null = null;
@@ -369,7 +373,24 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       process.exit(EXIT.recycled);
     }
     return EXIT.ok;
-  });
+  }, { listenUrl, onWarning: storeWarnings.onWarning });
+}
+
+/**
+ * The store's warnings (ConnectOptions.onWarning: wake-ups lost behind a pooler) as warn lines of the work
+ * log, which exists only once the store is open: a warning that comes before it waits for it.
+ */
+function storeWarningsToLog(): { onWarning: (warning: StoreWarning) => void; attach: (log: Logger) => void } {
+  const early: StoreWarning[] = [];
+  let target: Logger | null = null;
+  const write = (log: Logger, warning: StoreWarning) => log.warn({ code: warning.code, fix: warning.fix }, `${warning.message}; fix: ${warning.fix}`);
+  return {
+    onWarning: (warning) => (target === null ? early.push(warning) : write(target, warning)),
+    attach: (log) => {
+      target = log;
+      for (const warning of early.splice(0)) write(log, warning);
+    },
+  };
 }
 
 interface InstanceCap {

@@ -18,6 +18,7 @@ import {
   priorityIndexName,
   redactUrl,
   validateTableConfig,
+  type ConnectOptions,
   type OptionalColumn,
   type Store,
   type TableConfig,
@@ -35,7 +36,7 @@ import {
   type ResolvedTable,
   type Statement,
 } from '@statusq/core/adapter';
-import { databaseUrl, optionalInteger, tableConfig, type Flags } from './args.js';
+import { databaseUrl, listenDatabaseUrl, optionalInteger, tableConfig, type Flags } from './args.js';
 import { openStore } from './adapters.js';
 import { adapterOf, type Io } from './commands.js';
 import { oneLine } from './text.js';
@@ -77,6 +78,8 @@ export async function doctor(flags: Flags, io: Io): Promise<number> {
   const raceJobs = bounded(optionalInteger(flags, 'race-jobs') ?? RACE_DEFAULTS.jobs, 'race-jobs', 0, RACE_LIMITS.jobs);
   const raceWorkers = bounded(optionalInteger(flags, 'race-workers') ?? RACE_DEFAULTS.workers, 'race-workers', 1, RACE_LIMITS.workers);
   const url = databaseUrl(flags, 'doctor');
+  // The doctor's own wake-up check (the adapter's `notify` server check) reports what a worker would log.
+  const connectOptions = { create: false, listenUrl: listenDatabaseUrl(flags, 'doctor'), onWarning: () => undefined };
   const adapter = adapterOf(flags);
   const server: ServerReport = { url: redactUrl(url), version: null, isolation: null, timeZone: null, settings: {}, clock: null, capabilities: null, claim: null };
   const checks: Check[] = [];
@@ -84,7 +87,7 @@ export async function doctor(flags: Flags, io: Io): Promise<number> {
   let interrupted = false;
 
   // A bad URL, a missing adapter or a missing table is bad input (exit 2), thrown before anything is printed.
-  const store = await openStore(url, { create: false }, adapter).catch((error: unknown) => {
+  const store = await openStore(url, connectOptions, adapter).catch((error: unknown) => {
     if (error instanceof StoreError) return error;
     throw error;
   });
@@ -99,7 +102,7 @@ export async function doctor(flags: Flags, io: Io): Promise<number> {
       const reached = await checkServer(store, server, checks);
       if (reached && config) await checkTable(store, config, commandLine(url, adapter), checks);
       if (reached && raceJobs > 0) {
-        const raced = await runRace(url, adapter, store, raceJobs, raceWorkers, io);
+        const raced = await runRace(url, connectOptions, adapter, store, raceJobs, raceWorkers, io);
         race = raced.report;
         interrupted = raced.interrupted;
         checks.push(raceCheck(raced.report, raced.failure, raced.skipped));
@@ -494,7 +497,7 @@ interface RaceOutcome {
  * exactly once and end done. The scratch table is always dropped: SIGINT/SIGTERM, from before it is created
  * until it is dropped, stops what runs, skips the rest and drops it (a second signal exits at once).
  */
-async function runRace(url: string, adapter: string | undefined, admin: Store, jobs: number, workers: number, io: Io): Promise<RaceOutcome> {
+async function runRace(url: string, connectOptions: ConnectOptions, adapter: string | undefined, admin: Store, jobs: number, workers: number, io: Io): Promise<RaceOutcome> {
   const table = `statusq_doctor_${randomBytes(5).toString('hex')}`;
   const report: RaceReport = { table, jobs, workers, done: 0, ranTwice: 0, neverRan: jobs, left: { pending: 0, processing: 0, failed: 0, abuse: 0, other: 0 }, candidatesLost: 0, errors: 0, ms: 0, jobsPerSecond: 0, dropped: false };
   let failure: string | null = null;
@@ -539,7 +542,7 @@ async function runRace(url: string, adapter: string | undefined, admin: Store, j
     const runs = new Map<string, number>(rows.map((r) => [String(r.id), 0]));
     const stores: Store[] = [];
     try {
-      for (let i = 0; i < workers && !interrupted; i++) stores.push(await openStore(url, { create: false }, adapter));
+      for (let i = 0; i < workers && !interrupted; i++) stores.push(await openStore(url, connectOptions, adapter));
       if (interrupted) return;
       const racers = await Promise.all(
         stores.map((store) =>

@@ -5,6 +5,10 @@ import { RACE_DEFAULTS } from './doctor.js';
 const DB = '  --db URL                    sqlite:PATH, postgres://user:pass@host:port/db or mysql://user:pass@host:port/db\n' +
   '                              (default: $STATUSQ_DATABASE_URL, else $DATABASE_URL)\n' +
   '  --adapter MODULE            the adapter package or file to load (default: by the URL scheme; $STATUSQ_ADAPTER)';
+const LISTEN_DB = '  --listen-db URL             PostgreSQL behind a transaction-mode pooler (PgBouncer pool_mode = transaction),\n' +
+  '                              which loses LISTEN: a URL straight to the server for the listening connection\n' +
+  '                              alone; claims and settles keep going through --db\n' +
+  '                              (default: $STATUSQ_LISTEN_DATABASE_URL, else --db)';
 const PROGRESS = '  --progress auto|on|off      a live status line on stderr (default auto: on when stderr is a terminal and CI is\n' +
   '                              not set; on without a terminal: a plain line every second)';
 const COLUMNS = '  --id-column C               the primary key (default id)\n' +
@@ -58,6 +62,7 @@ ${PROGRESS}`,
 Claims pending rows and runs the handler on each until stopped (SIGTERM/SIGINT), or until the queue is empty.
 
 ${DB}
+${LISTEN_DB}
   --table T                   the table (required)
   --handler PATH              an ES module whose default export handles one job (required)
 ${COLUMNS}
@@ -71,7 +76,8 @@ ${COLUMNS}
   --lease DURATION            a claim's lease, with claimed_at (default 5m)
   --aging DURATION            rows older than this are claimed first, oldest first (default off)
   --poll-max DURATION         longest an idle worker waits between claims (default 1s, at least 10ms); PostgreSQL
-                              (with init's triggers) and SQLite wake it at once when rows arrive, MySQL has no wake-up
+                              (with init's triggers) and SQLite wake it at once when rows arrive, MySQL has no wake-up;
+                              where a probe finds LISTEN/NOTIFY lost (a pooler), a warn line says so and it polls
   --claim-strategy S          native (default) or conditional-update
   --stop-timeout DURATION     how long a stop waits for running jobs before handing them back (default 30s)
   --job-timeout DURATION      abort and fail an attempt running longer (default none)
@@ -143,13 +149,14 @@ ${DB}
 ${COLUMNS}
   --order newest|oldest       the claim order pending rows are listed in (default newest)
   --json                      a JSON array of rows (one object with --id), times as ISO 8601 UTC`,
-  doctor: `usage: statusq doctor --db URL [--table T] [--race-jobs N] [--race-workers N] [--json]
-Checks a database before going live: the server's version, settings, claim and clock; with --table, that
+  doctor: `usage: statusq doctor --db URL [--listen-db URL] [--table T] [--race-jobs N] [--race-workers N] [--json]
+Checks a database before going live: the server's version, settings, wake-ups, claim and clock; with --table, that
 table's columns, pending index, claim plan (EXPLAIN) and privileges; then a short race of workers on a
 scratch table it creates and drops (statusq_doctor_<random>). Changes no row of your tables.
 Exit 0 every check passed (warnings allowed), 1 a check failed, 2 bad input (a bad URL, a missing table).
 
 ${DB}
+${LISTEN_DB}
   --table T                   the table to check (default: none, only the server and the race)
 ${COLUMNS}
   --order newest|oldest       the order whose claim plan is checked (default newest)

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { StatusqError, StoreError } from '@statusq/core';
 import { urlSecrets } from '@statusq/core/adapter';
-import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, parseCommandLine, type Command } from './args.js';
+import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, LISTEN_DATABASE_URL_VARIABLE, parseCommandLine, type Command } from './args.js';
 import * as commands from './commands.js';
 import { dashboard } from './dashboard/command.js';
 import { doctor } from './doctor.js';
@@ -20,8 +20,8 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
            [--order newest|oldest]
   enqueue  --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--chunk N]
            [--delay DURATION | --run-at TIME] [--priority N] [--key K] [--progress auto|on|off]
-  work     --db URL --table T --handler PATH [--id-column C] [--status-column C] [--order-column C]
-           [--order newest|oldest] [--select C1,C2] [--concurrency N] [--batch N] [--max-attempts N]
+  work     --db URL [--listen-db URL] --table T --handler PATH [--id-column C] [--status-column C]
+           [--order-column C] [--order newest|oldest] [--select C1,C2] [--concurrency N] [--batch N] [--max-attempts N]
            [--retry-delay DURATION] [--lease DURATION] [--aging DURATION] [--poll-max DURATION]
            [--claim-strategy native|conditional-update] [--stop-timeout DURATION] [--job-timeout DURATION] [--job-timeout-grace DURATION]
            [--read-only-wait DURATION] [--exit-when-empty] [--log-level error|warn|info|debug] [--log-format json|pretty] [--verbose]
@@ -31,13 +31,15 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
   prune    --db URL --table T --status done[,abuse,failed] --older-than DURATION [--batch N] [--pause D] [--archive TABLE] [--dry-run]
   inspect  --db URL --table T [--status failed|abuse|processing|pending] [--limit N] [--json]
            [--id ID] [--id-column C] [--status-column C] [--order-column C] [--order newest|oldest]
-  doctor   --db URL [--table T] [--id-column C] [--status-column C] [--order-column C] [--order newest|oldest]
-           [--race-jobs N] [--race-workers N] [--json]
+  doctor   --db URL [--listen-db URL] [--table T] [--id-column C] [--status-column C] [--order-column C]
+           [--order newest|oldest] [--race-jobs N] [--race-workers N] [--json]
   dashboard --db URL --table T [--port 4300] [--host 127.0.0.1] [--read-only] [--token TOKEN] [--lease DURATION]
            [--id-column C] [--status-column C] [--order-column C] [--order newest|oldest]
 
 --db may be left out when STATUSQ_DATABASE_URL (or else DATABASE_URL) holds the URL; prefer that for a
-URL with a password, which --db shows to every user through ps.
+URL with a password, which --db shows to every user through ps. --listen-db (PostgreSQL behind a
+transaction-mode pooler: the listening connection's URL, straight to the server) likewise from
+STATUSQ_LISTEN_DATABASE_URL.
 URLs:
   sqlite:PATH, sqlite:///abs/path                      SQLite file (@statusq/adapter-sqlite)
   postgres://user:pass@host:port/db, postgresql://...  PostgreSQL (@statusq/adapter-postgres)
@@ -91,14 +93,16 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
   }
 }
 
-/** The secrets of every database URL this run may use: `--db` and the environment variables. */
+/** The secrets of every database URL this run may use: `--db`, `--listen-db` and the environment variables. */
 function databaseUrlSecrets(argv: readonly string[]): string[] {
   const urls: string[] = [];
   argv.forEach((arg, i) => {
-    if (arg === '--db' && argv[i + 1] !== undefined) urls.push(argv[i + 1]!);
-    else if (arg.startsWith('--db=')) urls.push(arg.slice('--db='.length));
+    for (const flag of ['--db', '--listen-db']) {
+      if (arg === flag && argv[i + 1] !== undefined) urls.push(argv[i + 1]!);
+      else if (arg.startsWith(`${flag}=`)) urls.push(arg.slice(flag.length + 1));
+    }
   });
-  for (const name of DATABASE_URL_VARIABLES) urls.push(process.env[name] ?? '');
+  for (const name of [...DATABASE_URL_VARIABLES, LISTEN_DATABASE_URL_VARIABLE]) urls.push(process.env[name] ?? '');
   return urls.flatMap(urlSecrets);
 }
 

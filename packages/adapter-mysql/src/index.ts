@@ -59,7 +59,8 @@ export function optionsFromUrl(url: string): MysqlStoreOptions {
 /** Opens a store from a `mysql://` or `mariadb://` URL; `options` override what the URL says. */
 export async function connect(url: string, options: ConnectOptions & MysqlStoreOptions = {}): Promise<MysqlStore> {
   // Servers ignore `create`: the database must exist (statusq creates tables, not databases).
-  const { create: _create, ...rest } = options;
+  const { create: _create, listenUrl, onWarning: _nothingToWarnOf, ...rest } = options;
+  if (listenUrl !== undefined) throw new ConfigError('listenUrl (--listen-db) is the URL of a PostgreSQL listening connection; MySQL has none (idle workers probe the table through the store\'s own URL)');
   return MysqlStore.open({ ...optionsFromUrl(url), ...rest });
 }
 

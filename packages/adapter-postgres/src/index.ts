@@ -14,21 +14,36 @@ export const schemes: readonly string[] = ['postgres', 'postgresql'];
  * connection is made until the first call; `create` is ignored (the database must exist). The query
  * parameters `maxConnections` (pool size) and `connectTimeout`, `queryTimeout` and `schemaTimeout` (ms) set
  * those PostgresStoreOptions; every other parameter goes to pg as it is. `options` override what the URL says.
+ * `listenUrl` is checked the same way; statusq's own parameters in it are dropped.
  */
 export async function connect(url: string, options: ConnectOptions & Omit<PostgresStoreOptions, 'connectionString'> = {}): Promise<PostgresStore> {
+  checkUrl(url);
+  const { create: _create, listenUrl, ...rest } = options;
+  if (listenUrl !== undefined) {
+    try {
+      checkUrl(listenUrl);
+    } catch (error) {
+      throw error instanceof ConfigError ? new ConfigError(`listenUrl (--listen-db): ${error.message}`) : error;
+    }
+  }
+  const { connectionString, options: fromUrl } = splitStatusqParameters(url);
+  // The listening connection runs no statement of statusq's own: its pool and deadline parameters mean nothing there.
+  return new PostgresStore({ ...fromUrl, ...rest, connectionString, ...(listenUrl !== undefined && { listenUrl: splitStatusqParameters(listenUrl).connectionString }) });
+}
+
+/**
+ * pg parses a URL only when it first connects, and its errors there ("Invalid URL", "URI malformed") are
+ * neither ConfigErrors nor clear; check now. A socket directory may stand in for the host (?host=).
+ */
+function checkUrl(url: string): void {
   const usage = 'use postgres://user:password@host:port/database';
   if (typeof url !== 'string' || !/^postgres(ql)?:\/\//i.test(url)) {
     throw new ConfigError(`not a PostgreSQL URL: ${JSON.stringify(typeof url === 'string' ? redactUrl(url) : url)} (${usage})`);
   }
-  // pg parses the URL only when it first connects, and its errors there ("Invalid URL", "URI malformed")
-  // are neither ConfigErrors nor clear; check now. A socket directory may stand in for the host (?host=).
   const parsed = parseServerUrl(url, usage);
   if (parsed.hostname === '' && !parsed.searchParams.has('host')) {
     throw new ConfigError(`PostgreSQL URL ${JSON.stringify(redactUrl(url))} names no host: ${usage}`);
   }
-  const { create: _create, ...rest } = options;
-  const { connectionString, options: fromUrl } = splitStatusqParameters(url);
-  return new PostgresStore({ ...fromUrl, ...rest, connectionString });
 }
 
 /** The URL without statusq's own parameters (pg would take them for its own), and the options they set. */

@@ -81,7 +81,8 @@ export async function postgresGeneratedColumns(store: Store, table: string): Pro
   return rows.map((r) => String(r.name));
 }
 
-export function postgresInspection(store: Store): StoreInspection {
+/** `notificationCheck`: the store's wake-up probe (PostgresStore.notificationCheck), listed after the server's own checks. */
+export function postgresInspection(store: Store, notificationCheck: () => Promise<ServerCheck | null> = async () => null): StoreInspection {
   return {
     async serverFacts(): Promise<ServerFacts> {
       const { rows } = await store.execute({
@@ -105,7 +106,13 @@ export function postgresInspection(store: Store): StoreInspection {
     explain: (statement, options) => explainOnPostgres(store, statement, options),
     estimateRows: (statement) => estimateRowsOnPostgres(store, statement),
     generatedColumns: (table) => postgresGeneratedColumns(store, table),
-    serverChecks: () => postgresServerChecks(store),
+    async serverChecks(): Promise<ServerCheck[]> {
+      const checks = await postgresServerChecks(store);
+      // A standby refuses LISTEN and NOTIFY alike: its own check says all there is to say.
+      if (checks.some((check) => check.status === 'fail')) return checks;
+      const notify = await notificationCheck();
+      return notify === null ? checks : [...checks, notify];
+    },
   };
 }
 

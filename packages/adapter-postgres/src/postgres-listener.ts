@@ -1,10 +1,69 @@
+import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { notifyChannel, postgresDialect } from './postgres-dialect.js';
 
 /** Shortest pause between attempts to (re)open the listening connection after one failed. */
 const LISTENER_RETRY_MS = 1000;
 
+/**
+ * Longest a probe NOTIFY may take to reach the listening connection before notifications count as lost on
+ * that path. Straight to the server it arrives in milliseconds; through a transaction-mode pooler never.
+ */
+export const NOTIFY_PROBE_TIMEOUT_MS = 5000;
+
+/** The probe's channels: a random one each time, so no worker wakes for it and nothing else notifies it. */
+const PROBE_CHANNEL_PREFIX = 'statusq_probe_';
+
+/** Sends `NOTIFY channel, payload` the way the store's own statements go (through its pool). */
+export type SendNotify = (channel: string, payload: string) => Promise<void>;
+
+/** Whether notifications reach the listening connection: not probed yet, probed and arrived, probed and lost. */
+export type NotificationDelivery = 'unknown' | 'delivered' | 'lost';
+
 type Waiter = () => void;
+
+/**
+ * Whether a NOTIFY sent through `send` reaches `listener` (connected, not yet listening on the probe's
+ * channel): the milliseconds it took, or null when it did not arrive within `timeoutMs`. This is the
+ * capability itself, whatever sits between: a transaction-mode pooler (PgBouncer's pool_mode = transaction)
+ * runs the LISTEN on whichever server connection the statement got and hands that connection to other
+ * clients afterwards, so the notification never comes back. Rejects, with no verdict, when the listening
+ * connection fails or ends meanwhile or the NOTIFY cannot be sent.
+ */
+export async function notificationRoundTrip(listener: pg.Client, send: SendNotify, timeoutMs = NOTIFY_PROBE_TIMEOUT_MS): Promise<number | null> {
+  const channel = `${PROBE_CHANNEL_PREFIX}${randomBytes(8).toString('hex')}`;
+  const payload = randomBytes(8).toString('hex');
+  let arrivedAt: number | null = null;
+  let settle: (heard: boolean | Error) => void = () => undefined;
+  const outcome = new Promise<boolean | Error>((resolve) => (settle = resolve));
+  const onNotification = (message: pg.Notification) => {
+    if (message.channel !== channel || message.payload !== payload) return;
+    arrivedAt = performance.now();
+    settle(true);
+  };
+  const onGone = () => settle(new Error('the listening connection closed during the NOTIFY probe'));
+  listener.on('notification', onNotification);
+  listener.on('end', onGone);
+  listener.on('error', onGone);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await listener.query(`LISTEN ${postgresDialect.quoteIdentifier(channel)}`);
+    const sentAt = performance.now();
+    await send(channel, payload);
+    // Timed from the send's return, so a pool slow to lend a connection does not count against delivery.
+    timer = setTimeout(() => settle(false), timeoutMs);
+    const heard = await outcome;
+    if (heard instanceof Error) throw heard;
+    if (!heard) return null;
+    await listener.query(`UNLISTEN ${postgresDialect.quoteIdentifier(channel)}`);
+    return (arrivedAt ?? performance.now()) - sentAt;
+  } finally {
+    clearTimeout(timer);
+    listener.off('notification', onNotification);
+    listener.off('end', onGone);
+    listener.off('error', onGone);
+  }
+}
 
 /**
  * PostgresStore's wake-ups: the channels of the tables the store described or claimed from, one dedicated
@@ -12,11 +71,17 @@ type Waiter = () => void;
  * initTable and migrateTable install triggers (postgres-schema.ts) that NOTIFY on INSERT and on an UPDATE
  * back to pending. A dropped listening connection is reopened on the next wait; polling stays the fallback
  * throughout.
+ *
+ * A connection counts as listening only once a probe NOTIFY, sent through the store's pool, came back on
+ * it (notificationRoundTrip). When one does not, notifications are lost on this path for good (a
+ * transaction-mode pooler): the listener says so once (`onLost`), closes, and every wait is a plain timer.
  */
 export class PostgresListener {
   private readonly channels = new Set<string>();
   private readonly listening = new Set<string>();
   private listener: pg.Client | null = null;
+  /** The connection being opened and probed, which close() ends so that a probe cannot hold it up. */
+  private opening: pg.Client | null = null;
   private listenerOpening: Promise<void> | null = null;
   private listenerFailedAt = 0;
   private listenQueue: Promise<void> = Promise.resolve();
@@ -24,15 +89,20 @@ export class PostgresListener {
   /** A notification arrived while nobody was waiting: the next wait returns at once. */
   private notified = false;
   private closed = false;
+  private verdict: NotificationDelivery = 'unknown';
 
   /**
-   * `clientConfig` is the pooled connections' (same server, types and time zone); `track` keeps the
-   * listening connection's socket among the store's, so close() can cut it like the others.
+   * `clientConfig`: the listening connection's (the pooled connections' own, or those of the store's
+   * listenUrl); `track` keeps its socket among the store's, so close() can cut it like the others; `send`
+   * sends the probe's NOTIFY through the store's pool; `onLost` hears once that notifications are lost.
    */
   constructor(
     private readonly clientConfig: pg.ClientConfig,
     private readonly queryTimeoutMs: number,
     private readonly track: (client: pg.Client) => void,
+    private readonly send: SendNotify,
+    private readonly onLost: () => void,
+    private readonly probeTimeoutMs = NOTIFY_PROBE_TIMEOUT_MS,
   ) {}
 
   /** Remembers a table whose channel the listener should LISTEN on. */
@@ -78,17 +148,43 @@ export class PostgresListener {
     return this.listener ? [...this.listening] : [];
   }
 
-  /** Opens the listening connection now (it is otherwise opened by the first wait) and waits until it listens. */
+  /** What the last probe found; `lost` is final. */
+  get delivery(): NotificationDelivery {
+    return this.verdict;
+  }
+
+  /**
+   * Opens the listening connection now (it is otherwise opened by the first wait) and waits until it
+   * listens, or until its probe found notifications lost.
+   */
   async listen(): Promise<void> {
     await this.ensureListener();
     await this.listenQueue;
+  }
+
+  /**
+   * The probe alone, on a connection of its own that is closed afterwards (`statusq doctor`): the
+   * milliseconds a NOTIFY took to arrive, or null when it did not within the probe's timeout. Rejects when
+   * the connection cannot be opened or the NOTIFY sent.
+   */
+  async probe(): Promise<number | null> {
+    const client = new pg.Client({ ...this.clientConfig, query_timeout: this.queryTimeoutMs });
+    client.on('error', () => undefined);
+    this.track(client);
+    try {
+      await client.connect();
+      return await notificationRoundTrip(client, this.send, this.probeTimeoutMs);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
   }
 
   /** Ends every wait at once and then the listening connection. */
   async close(): Promise<void> {
     this.closed = true;
     for (const wake of [...this.waiters]) wake();
-    // A listener still connecting sees `closed` and ends itself.
+    // A listener still connecting or probing is ended here; its opening sees `closed` and gives up.
+    void this.opening?.end().catch(() => undefined);
     await this.listenerOpening;
     const listener = this.listener;
     this.listener = null;
@@ -96,7 +192,7 @@ export class PostgresListener {
   }
 
   private ensureListener(): Promise<void> {
-    if (this.closed || this.listener) return Promise.resolve();
+    if (this.closed || this.listener || this.verdict === 'lost') return Promise.resolve();
     if (this.listenerOpening) return this.listenerOpening;
     if (Date.now() - this.listenerFailedAt < LISTENER_RETRY_MS) return Promise.resolve();
     const opening = this.openListener().then(
@@ -124,12 +220,30 @@ export class PostgresListener {
     };
     client.on('error', drop);
     client.on('end', drop);
-    client.on('notification', () => this.wakeAll());
-    await client.connect();
-    if (this.closed) {
+    client.on('notification', (message) => {
+      if (!message.channel.startsWith(PROBE_CHANNEL_PREFIX)) this.wakeAll();
+    });
+    this.opening = client;
+    let tookMs: number | null;
+    try {
+      await client.connect();
+      if (this.closed) throw new Error('the store closed');
+      tookMs = await notificationRoundTrip(client, this.send, this.probeTimeoutMs);
+      if (this.closed) throw new Error('the store closed');
+    } catch (error) {
       await client.end().catch(() => undefined);
+      throw error;
+    } finally {
+      this.opening = null;
+    }
+    if (tookMs === null) {
+      this.verdict = 'lost';
+      await client.end().catch(() => undefined);
+      // The waits in progress keep their timers: from here on the worker polls.
+      this.onLost();
       return;
     }
+    this.verdict = 'delivered';
     this.listener = client;
     this.syncChannels(client);
     await this.listenQueue;

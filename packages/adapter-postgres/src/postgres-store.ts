@@ -27,7 +27,9 @@ import {
   type Store,
   type StoreCallDeadlines,
   type StoreCapabilities,
+  type ServerCheck,
   type StoreInspection,
+  type StoreWarning,
 } from '@statusq/core/adapter';
 import { postgresRunnerFor } from './postgres-caller-transaction.js';
 import { describePostgresTable } from './postgres-catalog.js';
@@ -35,7 +37,7 @@ import { postgresNativeClaim } from './postgres-claim-sql.js';
 import { postgresDialect, postgresOrderTimeEncoding } from './postgres-dialect.js';
 import { postgresInspection } from './postgres-doctor.js';
 import { isConnectionError, isReadOnlyRefusal, refusesPreparedStatement, toStoreError } from './postgres-errors.js';
-import { PostgresListener } from './postgres-listener.js';
+import { NOTIFY_PROBE_TIMEOUT_MS, PostgresListener, type NotificationDelivery } from './postgres-listener.js';
 import { postgresSchema } from './postgres-schema.js';
 import { postgresTypes } from './postgres-types.js';
 
@@ -45,6 +47,18 @@ export interface PostgresStoreOptions extends ServerConnectionOptions {
   connectionString: string;
   /** Use LISTEN/NOTIFY to wake `waitForWork` (one extra connection, opened on first wait). Default true. */
   listen?: boolean;
+  /**
+   * A URL of the same database, straight to the server, for the listening connection alone: behind a
+   * transaction-mode pooler (PgBouncer's pool_mode = transaction) a LISTEN through `connectionString` is
+   * lost, and idle workers could only poll. Claims, settles and the NOTIFYs keep going through
+   * `connectionString`. Default: the listening connection uses `connectionString` too.
+   */
+  listenUrl?: string;
+  /**
+   * Hears what goes wrong without failing anything, once per cause: notifications that a probe found lost
+   * on the listening connection's path (code `notifications-lost`). Default: process.emitWarning.
+   */
+  onWarning?: (warning: StoreWarning) => void;
   /** Extra pg pool settings (ssl, ...); they win over the defaults above. */
   pool?: pg.PoolConfig;
   /**
@@ -68,13 +82,15 @@ const MAX_PREPARED_TEXTS = 64;
  * answering without closing anything (a frozen network) fails calls instead of hanging them.
  *
  * Wake-ups: the store remembers the tables it described or claimed from and, on the first `waitForWork`,
- * opens one dedicated connection that LISTENs on their channels (PostgresListener); a dropped listening
- * connection is reopened on the next wait; polling stays the fallback throughout.
+ * opens one dedicated connection (on `listenUrl` when given) that LISTENs on their channels once a probe
+ * NOTIFY sent through the pool came back on it (PostgresListener); a dropped listening connection is
+ * reopened on the next wait; polling stays the fallback throughout, and the only way once the probe found
+ * notifications lost (a transaction-mode pooler), which `onWarning` hears once.
  */
 export class PostgresStore implements Store {
   readonly dialect = postgresDialect;
   readonly schema: SchemaSupport = postgresSchema;
-  readonly inspection: StoreInspection = postgresInspection(this);
+  readonly inspection: StoreInspection = postgresInspection(this, () => this.notificationCheck());
   readonly capabilities: StoreCapabilities;
   readonly nativeClaim: NativeClaim = {
     ...postgresNativeClaim,
@@ -95,6 +111,9 @@ export class PostgresStore implements Store {
    * another process's statement of that name (behind a pooler) holds the same statement.
    */
   private preparedNames: Map<string, string> | null;
+  /** The listening connection has a URL of its own (listenUrl). */
+  private readonly listensDirect: boolean;
+  private readonly warn: (warning: StoreWarning) => void;
 
   constructor(options: PostgresStoreOptions) {
     if (!options || typeof options.connectionString !== 'string' || options.connectionString.length === 0) {
@@ -104,6 +123,12 @@ export class PostgresStore implements Store {
       const value = options[flag];
       if (value !== undefined && typeof value !== 'boolean') throw new ConfigError(`PostgreSQL store: ${flag} must be true or false, got ${JSON.stringify(value)}`);
     }
+    const { listenUrl, onWarning } = options;
+    if (listenUrl !== undefined) {
+      if (typeof listenUrl !== 'string' || listenUrl.length === 0) throw new ConfigError(`PostgreSQL store: listenUrl must be a PostgreSQL URL, got ${JSON.stringify(listenUrl)}`);
+      if (options.listen === false) throw new ConfigError('PostgreSQL store: listenUrl is the listening connection\'s URL, and listen is false (no listening connection)');
+    }
+    if (onWarning !== undefined && typeof onWarning !== 'function') throw new ConfigError('PostgreSQL store: onWarning must be a function');
     const { maxConnections: max, connectTimeoutMs, deadlines } = serverConnectionOptions(options);
     this.deadlines = deadlines;
     const hasOptions = /[?&]options=/.test(options.connectionString);
@@ -130,7 +155,15 @@ export class PostgresStore implements Store {
       this.track(client);
     });
     this.preparedNames = options.prepare === false ? null : new Map();
-    this.listener = new PostgresListener(clientConfig, this.deadlines.queryTimeoutMs, (client) => this.track(client));
+    this.listensDirect = listenUrl !== undefined;
+    this.warn = onWarning ?? ((warning) => process.emitWarning(`${warning.message}. Fix: ${warning.fix}`, { code: `STATUSQ_${warning.code.toUpperCase().replaceAll('-', '_')}` }));
+    this.listener = new PostgresListener(
+      listenUrl === undefined ? clientConfig : { ...clientConfig, connectionString: listenUrl, options: /[?&]options=/.test(listenUrl) ? undefined : '-c TimeZone=UTC' },
+      this.deadlines.queryTimeoutMs,
+      (client) => this.track(client),
+      async (channel, payload) => void (await this.execute({ sql: 'SELECT pg_notify($1, $2)', params: [channel, payload] })),
+      () => this.warn(this.notificationsLost()),
+    );
     // Without LISTEN the worker polls: no waitForWork at all.
     if (!this.capabilities.listenNotify) (this as { waitForWork?: unknown }).waitForWork = undefined;
   }
@@ -233,9 +266,65 @@ export class PostgresStore implements Store {
     return this.listener.listeningChannels;
   }
 
-  /** Opens the listening connection now (it is otherwise opened by the first wait) and waits until it listens. */
+  /**
+   * Opens the listening connection now (it is otherwise opened by the first wait) and waits until it
+   * listens, or until its probe found notifications lost (see `notifications`).
+   */
   listen(): Promise<void> {
     return this.listener.listen();
+  }
+
+  /**
+   * Whether NOTIFYs sent through this store reach its listening connection: `unknown` until a listening
+   * connection was probed, `lost` for good once a probe NOTIFY did not come back (idle workers then poll).
+   */
+  get notifications(): NotificationDelivery {
+    return this.listener.delivery;
+  }
+
+  /**
+   * `statusq doctor`'s check of the wake-ups: a probe NOTIFY sent through the pool, awaited on a fresh
+   * connection to the listening URL. Null when this store does not listen (`listen: false`).
+   */
+  async notificationCheck(): Promise<ServerCheck | null> {
+    if (!this.capabilities.listenNotify) return null;
+    const via = this.listensDirect ? 'a connection to listenUrl (--listen-db)' : 'a LISTENing connection on this URL';
+    let tookMs: number | null;
+    try {
+      tookMs = await this.listener.probe();
+    } catch (error) {
+      return {
+        name: 'notify',
+        status: 'warn',
+        detail: `the wake-up probe could not run (${error instanceof Error ? error.message : String(error)}): idle workers may only poll`,
+        ...(this.listensDirect ? { fix: 'check that listenUrl (--listen-db, STATUSQ_LISTEN_DATABASE_URL) reaches the server' } : {}),
+      };
+    }
+    if (tookMs === null) {
+      const lost = this.notificationsLost();
+      return { name: 'notify', status: 'warn', detail: lost.message, fix: lost.fix };
+    }
+    return { name: 'notify', status: 'pass', detail: `a NOTIFY sent through this URL reached ${via} in ${Math.max(1, Math.round(tookMs))} ms: idle workers wake as soon as rows arrive` };
+  }
+
+  /** What a probe NOTIFY that never arrived means, and what to do, for the log and the doctor alike. */
+  private notificationsLost(): StoreWarning {
+    const seconds = NOTIFY_PROBE_TIMEOUT_MS / 1000;
+    const polling = 'idle workers find new rows by polling alone, up to their longest poll interval late (pollMaxMs; statusq work --poll-max, default 1s)';
+    if (this.listensDirect) {
+      return {
+        code: 'notifications-lost',
+        message: `LISTEN/NOTIFY does not work through listenUrl: a NOTIFY sent through the store's URL did not reach the listening connection on listenUrl within ${seconds} s, so ${polling}`,
+        fix: 'point listenUrl (statusq --listen-db, STATUSQ_LISTEN_DATABASE_URL) at the PostgreSQL server itself, not a transaction-mode pooler, and at the same database as the store\'s URL',
+      };
+    }
+    return {
+      code: 'notifications-lost',
+      message:
+        `LISTEN/NOTIFY does not work through this URL: a NOTIFY sent through it did not reach the listening connection within ${seconds} s, as behind a transaction-mode pooler ` +
+        `(PgBouncer with pool_mode = transaction runs a LISTEN on whichever server connection it lends and then lends that connection to others), so ${polling}`,
+      fix: 'give the listening connection a URL straight to the server (listenUrl; statusq --listen-db URL or STATUSQ_LISTEN_DATABASE_URL); claims and settles keep going through the pooler',
+    };
   }
 
   async close(): Promise<void> {

@@ -14,6 +14,7 @@ import { connect } from './index.js';
 import { postgresFixtures, postgresQueryPlans } from './postgres-fixtures.js';
 
 export { postgresFixtures, postgresQueryPlans };
+export { pgBouncerBackend, pgBouncerSpec, pgBouncerUnavailable, pgBouncerVersion, throughPgBouncer, type PgBouncerBackend, type PgBouncerOptions, type PgBouncerSpec } from './pgbouncer-spec.js';
 
 export const DEFAULT_POSTGRES_URL = 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
 

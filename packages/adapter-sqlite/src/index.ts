@@ -21,7 +21,8 @@ export function filenameFromUrl(url: string): string {
 
 /** Opens a store from a `sqlite:` URL; with `create: false` a missing file is a ConfigError, not a new empty database. */
 export async function connect(url: string, options: ConnectOptions & Omit<SqliteStoreOptions, 'filename'> = {}): Promise<SqliteStore> {
-  const { create = true, ...rest } = options;
+  const { create = true, listenUrl, onWarning: _nothingToWarnOf, ...rest } = options;
+  if (listenUrl !== undefined) throw new ConfigError('listenUrl (--listen-db) is the URL of a PostgreSQL listening connection; SQLite has none (idle workers watch the database file)');
   return new SqliteStore({ fileMustExist: !create, ...rest, filename: filenameFromUrl(url) });
 }
 

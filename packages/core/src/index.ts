@@ -49,7 +49,7 @@ export {
   type ResolvedTable,
   type QueueFeatures,
 } from './table.js';
-export type { Store, StoreCapabilities, StoreInspection, ServerFacts, ServerCheck, QueryPlan, ExplainOptions, ClaimStrategy, AdapterModule, ConnectOptions, JobId, Row, SqlValue, SqlParam } from './store.js';
+export type { Store, StoreCapabilities, StoreInspection, ServerFacts, ServerCheck, QueryPlan, ExplainOptions, ClaimStrategy, AdapterModule, ConnectOptions, StoreWarning, JobId, Row, SqlValue, SqlParam } from './store.js';
 export * from './queue.js';
 export * from './scheduler.js';
 export * from './prune.js';

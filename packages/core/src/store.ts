@@ -396,6 +396,27 @@ export interface ServerCheck {
 export interface ConnectOptions {
   /** Create the database when it does not exist (SQLite: the file). Default true; servers ignore it. */
   create?: boolean;
+  /**
+   * A URL of the same database for the store's wake-up connection alone (PostgreSQL's LISTEN), when the main
+   * URL goes through a transaction-mode pooler, which loses a LISTEN once its transaction ends. Claims and
+   * settles keep going through the main URL. An adapter without such a connection refuses it (ConfigError).
+   */
+  listenUrl?: string;
+  /**
+   * Receives what the store finds wrong while it runs that an operator must hear of although nothing fails
+   * (wake-ups that do not work through this URL), once per cause. Default: process.emitWarning.
+   */
+  onWarning?: (warning: StoreWarning) => void;
+}
+
+/** See ConnectOptions.onWarning. */
+export interface StoreWarning {
+  /** Short and stable, for logs and tests: `notifications-lost`. */
+  readonly code: string;
+  /** What happened and what it costs. */
+  readonly message: string;
+  /** What to change. */
+  readonly fix: string;
 }
 
 /**

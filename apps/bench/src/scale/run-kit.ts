@@ -37,6 +37,10 @@ export interface StartOptions {
   leaseMs: number;
   workMs: number;
   runDir: string;
+  /** Default true (see WorkOptions.exitWhenEmpty). */
+  exitWhenEmpty?: boolean;
+  /** --poll-max (default 200 ms: a drained host notices the end soon). */
+  pollMaxMs?: number;
   /** More `work` flags. */
   args?: readonly string[];
 }
@@ -77,7 +81,8 @@ export class RunKit {
       leaseMs: options.leaseMs,
       workMs: options.workMs,
       ledgerDir: options.runDir,
-      args: ['--max-attempts', String(MAX_ATTEMPTS), '--poll-max', '200ms', ...(options.args ?? [])],
+      ...(options.exitWhenEmpty !== undefined && { exitWhenEmpty: options.exitWhenEmpty }),
+      args: ['--max-attempts', String(MAX_ATTEMPTS), '--poll-max', `${options.pollMaxMs ?? 200}ms`, ...(options.args ?? [])],
     });
   }
 

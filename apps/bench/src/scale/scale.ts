@@ -16,11 +16,12 @@ import { parseArgs } from 'node:util';
 import type { ServerDialect } from './db-host.js';
 import { failover } from './failover.js';
 import { oneDatabase } from './one-database.js';
+import { pooler } from './pooler.js';
 import type { ScaleRecord, ScaleSection } from './records.js';
 import { topologyUnavailable } from './topology.js';
 
 /** Every part of `pnpm scale`, in the order they run and appear in the docs. */
-const SECTIONS: readonly ScaleSection[] = [oneDatabase, failover];
+const SECTIONS: readonly ScaleSection[] = [oneDatabase, failover, pooler];
 const SCALE_SCENARIOS = SECTIONS.flatMap((s) => s.names);
 const SCALE_DIALECTS: readonly ServerDialect[] = ['mysql', 'postgres'];
 

@@ -23,6 +23,8 @@ export interface WorkOptions {
   /** A stand-in for the handler's own work, per job. */
   workMs: number;
   ledgerDir: string;
+  /** Default true: exit once the table is drained; false keeps the workers idle on an empty table until stop(). */
+  exitWhenEmpty?: boolean;
   /** Extra `work` flags. */
   args?: readonly string[];
 }
@@ -61,7 +63,7 @@ export class WorkerHost {
     const args = [
       CLI, 'work', '--db', options.url, '--table', options.table, '--handler', LEDGER_HANDLER,
       '--processes', String(options.processes), '--concurrency', String(options.concurrency), '--batch', String(options.batch),
-      '--lease', `${options.leaseMs}ms`, '--exit-when-empty', '--progress', 'off', ...(options.args ?? []),
+      '--lease', `${options.leaseMs}ms`, ...(options.exitWhenEmpty === false ? [] : ['--exit-when-empty']), '--progress', 'off', ...(options.args ?? []),
     ];
     const child = topology.spawn(host, process.execPath, args, {
       stdio: ['ignore', 'pipe', 'pipe'],
