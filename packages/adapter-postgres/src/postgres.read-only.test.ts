@@ -120,7 +120,7 @@ if (unavailable === null) {
       await expect(worker.run()).rejects.toMatchObject({ kind: 'ReadOnly', nativeCode: '25006' });
       const checks = await replica.inspection.serverChecks!();
       expect(checks).toEqual([expect.objectContaining({ name: 'standby', status: 'fail', fix: expect.stringMatching(/^point the URL at the primary/) })]);
-      expect((await primary.inspection.serverChecks!()).map((c) => `${c.name} ${c.status}`)).toEqual(['standby pass', 'read_only pass']);
+      expect((await primary.inspection.serverChecks!()).map((c) => `${c.name} ${c.status}`)).toEqual(['standby pass', 'read_only pass', 'notify pass']);
       expect(await (await Queue.open(primary, { table: 'jobs' })).counts()).toMatchObject({ pending: 2, processing: 0 });
     } finally {
       await replica.close();
