@@ -189,6 +189,8 @@ export class GaleraNode {
         '--binlog-format=ROW',
         '--innodb-autoinc-lock-mode=2',
         '--default-storage-engine=InnoDB',
+        // A joiner's full copy (SST) includes the redo log: the default 96 MB is most of what it copies.
+        '--innodb-log-file-size=32M',
         ...(bootstrap ? ['--wsrep-new-cluster'] : []),
         ...(node?.startPosition ? [`--wsrep-start-position=${node.startPosition}`] : []),
       ];
