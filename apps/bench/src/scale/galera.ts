@@ -14,6 +14,15 @@
  *              again and rejoins (state transfer) while the run goes on.
  * Each is proved from the ledger; conflicts are the servers' own counts (wsrep_local_cert_failures +
  * wsrep_local_bf_aborts, summed over the nodes).
+ *
+ * How workers find another node when theirs dies: a TCP balancer, the standard Galera deployment, and no
+ * product change (a statusq URL names one address, the balancer's). Its connect check takes a killed node out
+ * within about 0.6 s, a connect the dead node refuses before that is redispatched to a backup, and the store's
+ * pool drops its lost connections and connects again through it. A host list in the adapter would redo this
+ * for statusq alone and know less (no health checks). In production the check should also ask the node
+ * whether it is Synced (a clustercheck-style HTTP check on wsrep_local_state), so a node that is up but
+ * joining, or cut off from the primary component, takes no new connections; one that does anyway answers
+ * 1047, which the adapter treats as a lost connection, so the worker reconnects.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
