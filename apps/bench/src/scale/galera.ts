@@ -60,6 +60,11 @@ interface GaleraPlan {
    * every commit in the cluster waits for the dead node to be evicted (about 6 s with Galera's defaults).
    */
   kill: { jobs: number; leaseMs: number; at: number };
+  /**
+   * The isolation run (full plan only: it adds half a minute): db2 cut off from the other nodes but not from
+   * its clients for `holdMs` after its eviction, then let back in.
+   */
+  isolate: { jobs: number; leaseMs: number; at: number; holdMs: number } | null;
   runTimeoutMs: number;
 }
 
@@ -68,6 +73,7 @@ const FULL_PLAN: GaleraPlan = {
   concurrency: 8,
   jobs: 6000,
   kill: { jobs: 20_000, leaseMs: 15_000, at: 0.3 },
+  isolate: { jobs: 20_000, leaseMs: 15_000, at: 0.3, holdMs: 4000 },
   runTimeoutMs: 180_000,
 };
 
@@ -76,10 +82,11 @@ const QUICK_PLAN: GaleraPlan = {
   concurrency: 8,
   jobs: 1000,
   kill: { jobs: 5000, leaseMs: 15_000, at: 0.3 },
+  isolate: null,
   runTimeoutMs: 60_000,
 };
 
-type Layout = 'one node' | 'spread' | 'spread, node killed';
+type Layout = 'one node' | 'spread' | 'spread, node killed' | 'spread, node isolated';
 
 export const galera: ScaleSection = {
   names: [SCENARIO],
@@ -111,6 +118,7 @@ async function runGalera(context: ScaleContext): Promise<void> {
     await galeraRun(run, cluster, chosen, 'one node', scratch);
     await galeraRun(run, cluster, chosen, 'spread', scratch);
     await galeraRun(run, cluster, chosen, 'spread, node killed', scratch);
+    if (chosen.isolate) await galeraRun(run, cluster, chosen, 'spread, node isolated', scratch);
   } finally {
     await bench?.close().catch(() => undefined);
     await cluster?.stop().catch(() => undefined);
@@ -126,7 +134,9 @@ function preferredNodes(layout: Layout): Record<(typeof WORKERS)[number], NodeNa
 
 async function galeraRun(run: RunKit, cluster: GaleraCluster, plan: GaleraPlan, layout: Layout, scratch: string): Promise<void> {
   const killing = layout === 'spread, node killed';
-  const jobs = killing ? plan.kill.jobs : plan.jobs;
+  const isolating = layout === 'spread, node isolated' ? plan.isolate : null;
+  const fault = killing ? plan.kill : isolating;
+  const jobs = fault?.jobs ?? plan.jobs;
   const { processes, concurrency } = plan;
   const preferred = preferredNodes(layout);
   const runDir = await run.fresh(jobs);
@@ -150,12 +160,16 @@ async function galeraRun(run: RunKit, cluster: GaleraCluster, plan: GaleraPlan, 
         processes,
         concurrency,
         batch: concurrency,
-        leaseMs: killing ? plan.kill.leaseMs : 30_000,
+        leaseMs: fault?.leaseMs ?? 30_000,
         workMs: 0,
         runDir,
       }),
     );
-    const injected = killing ? killAndRejoin(run, cluster, monitor, jobs, plan.kill.at, extra) : Promise.resolve();
+    const injected = killing
+      ? killAndRejoin(run, cluster, monitor, jobs, plan.kill.at, extra)
+      : isolating
+        ? isolateAndHeal(run, cluster, monitor, jobs, isolating, extra)
+        : Promise.resolve();
     await run.finish(hosts, injected);
     await cluster.caughtUp();
     const measured = measure();
@@ -165,7 +179,8 @@ async function galeraRun(run: RunKit, cluster: GaleraCluster, plan: GaleraPlan, 
     const record = await run.conclude({ scenario: SCENARIO, dialect: 'mysql', hosts: WORKERS.length, processes, concurrency, batch: concurrency, addedRttMs: 0, jobs, extra }, hosts, measured, new Set());
     run.context.log(
       `galera, ${layout}: ${record.jobsPerSec} jobs/s, ${conflicts} certification conflicts (${extra.conflictsPer1000} per 1,000 jobs), server ${record.serverCores} cores, ` +
-        `re-runs ${record.ledger.reRuns}${killing ? `; db2 killed at ${extra.killedAtDonePercent}% done, evicted after ${extra.evictedSeconds} s (no job done for ${extra.longestStallSeconds} s), synced again ${extra.rejoinSeconds} s after its restart at ${extra.rejoinedAtDonePercent}% done` : ''}, proof holds`,
+        `re-runs ${record.ledger.reRuns}${fault ? `; db2 ${killing ? 'killed' : 'isolated'} at ${extra.faultAtDonePercent}% done, evicted after ${extra.evictedSeconds} s (no job done for ${extra.longestStallSeconds} s), synced again ${extra.rejoinSeconds} s after its ${killing ? 'restart' : 'return'} at ${extra.rejoinedAtDonePercent}% done` : ''}` +
+        `${isolating ? `; ${extra.connectionsWhileIsolated} connections made to it while isolated` : ''}, proof holds`,
     );
   } finally {
     await monitor.close();
@@ -180,8 +195,7 @@ async function galeraRun(run: RunKit, cluster: GaleraCluster, plan: GaleraPlan, 
  */
 async function killAndRejoin(run: RunKit, cluster: GaleraCluster, monitor: Store, jobs: number, share: number, extra: NonNullable<ScaleRecord['extra']>): Promise<void> {
   await run.progressAt(monitor, jobs, share);
-  const doneAtKill = await run.countDone(monitor);
-  extra.killedAtDonePercent = Math.round((doneAtKill / jobs) * 100);
+  extra.faultAtDonePercent = Math.round(((await run.countDone(monitor)) / jobs) * 100);
   await cluster.kill('db2');
   const killedAt = performance.now();
   const stall = watchStall(run, monitor, jobs);
@@ -190,6 +204,34 @@ async function killAndRejoin(run: RunKit, cluster: GaleraCluster, monitor: Store
   const restartedAt = performance.now();
   await cluster.rejoin('db2');
   extra.rejoinSeconds = round((performance.now() - restartedAt) / 1000, 1);
+  extra.rejoinedAtDonePercent = Math.round(((await run.countDone(monitor)) / jobs) * 100);
+  extra.longestStallSeconds = round(await stall.stop(), 1);
+}
+
+/**
+ * At `share` done, cuts db2 off from the other two nodes but not from its clients (gmcast.isolate: its group
+ * connections close), keeps it so for `holdMs` after they have evicted it, then lets it back. Meanwhile it is
+ * up and outside the primary component: it answers 1047 to every statement, and the balancer's connect check
+ * still passes, so w2's workers keep reaching it, the case the adapter's 1047 mapping is for.
+ */
+async function isolateAndHeal(run: RunKit, cluster: GaleraCluster, monitor: Store, jobs: number, plan: NonNullable<GaleraPlan['isolate']>, extra: NonNullable<ScaleRecord['extra']>): Promise<void> {
+  await run.progressAt(monitor, jobs, plan.at);
+  extra.faultAtDonePercent = Math.round(((await run.countDone(monitor)) / jobs) * 100);
+  const connectionsBefore = await cluster.connections('db2');
+  await cluster.isolate('db2', true);
+  const isolatedAt = performance.now();
+  const stall = watchStall(run, monitor, jobs);
+  await cluster.evicted('db2');
+  extra.evictedSeconds = round((performance.now() - isolatedAt) / 1000, 1);
+  // The outage's planned length, not a wait for something to happen.
+  await sleep(plan.holdMs);
+  // Each refusal (1047) drops its connection and the retry connects again, through the balancer, to db2.
+  extra.connectionsWhileIsolated = (await cluster.connections('db2')) - connectionsBefore;
+  await cluster.isolate('db2', false);
+  extra.isolatedSeconds = round((performance.now() - isolatedAt) / 1000, 1);
+  const returnedAt = performance.now();
+  await cluster.synced('db2');
+  extra.rejoinSeconds = round((performance.now() - returnedAt) / 1000, 1);
   extra.rejoinedAtDonePercent = Math.round(((await run.countDone(monitor)) / jobs) * 100);
   extra.longestStallSeconds = round(await stall.stop(), 1);
 }
@@ -301,6 +343,19 @@ export class GaleraCluster implements RunDatabase {
     this.topology.killAll(name);
   }
 
+  /** Connections the node has accepted since it started (its Connections status). */
+  async connections(name: NodeName): Promise<number> {
+    return viaSocket(this.node(name), async (c) => {
+      const [rows] = await c.query("SHOW GLOBAL STATUS LIKE 'Connections'");
+      return Number((rows as Array<{ Value: string }>)[0]?.Value ?? 0);
+    });
+  }
+
+  /** Cuts a node off from the others (its group connections closed and refused), or lets it back. */
+  async isolate(name: NodeName, on: boolean): Promise<void> {
+    await viaSocket(this.node(name), (c) => c.query(`SET GLOBAL wsrep_provider_options = 'gmcast.isolate=${on ? 1 : 0}'`));
+  }
+
   /** Waits until every other node's view has dropped `name` (their cluster size is one less). */
   async evicted(name: NodeName): Promise<void> {
     const others = NODES.filter((n) => n !== name);
@@ -349,7 +404,7 @@ export class GaleraCluster implements RunDatabase {
   }
 
   /** Waits (bounded) until a node is ready, synced, and sees a cluster of `size` nodes. */
-  private async synced(name: NodeName, size: number = NODES.length): Promise<void> {
+  async synced(name: NodeName, size: number = NODES.length): Promise<void> {
     let last = 'no answer';
     try {
       await waitFor(
@@ -380,8 +435,10 @@ function galeraTable(runs: readonly ScaleRecord[]): string {
     const e = r.extra ?? {};
     const killed =
       e.topology === 'spread, node killed'
-        ? ` (db2 SIGKILLed at ${e.killedAtDonePercent}% done; no job done for ${e.longestStallSeconds} s; restarted once evicted, synced ${e.rejoinSeconds} s later, at ${e.rejoinedAtDonePercent}% done)`
-        : '';
+        ? ` (db2 SIGKILLed at ${e.faultAtDonePercent}% done; no job done for ${e.longestStallSeconds} s; restarted once evicted, synced ${e.rejoinSeconds} s later, at ${e.rejoinedAtDonePercent}% done)`
+        : e.topology === 'spread, node isolated'
+          ? ` (db2 cut off from the other nodes at ${e.faultAtDonePercent}% done for ${e.isolatedSeconds} s, answering 1047 to its workers (${e.connectionsWhileIsolated} connections made to it meanwhile); no job done for ${e.longestStallSeconds} s; synced ${e.rejoinSeconds} s after its return)`
+          : '';
     return [`${String(e.topology)}${killed}`, `${r.hosts} x ${r.processes} x ${r.concurrency}`, r.jobs, r.jobsPerSec.toLocaleString('en-US'), String(e.conflictsPer1000 ?? '-'), r.serverCores, `${r.ledger.reRuns} (${r.ledger.reRunsFenced} fenced)`, proof(r)];
   });
   return table(['workers write through', 'hosts x processes x slots', 'jobs', 'jobs/s', 'certification conflicts per 1,000 jobs', 'server CPU (cores, 3 nodes)', 're-runs', 'ledger proof'], rows);
@@ -393,6 +450,7 @@ function findings(runs: readonly ScaleRecord[]): string {
   const one = of('one node');
   const spread = of('spread');
   const killed = of('spread, node killed');
+  const isolated = of('spread, node isolated');
   const parts: string[] = [];
   if (one && spread) {
     const ratio = one.jobsPerSec > 0 ? round(spread.jobsPerSec / one.jobsPerSec, 2) : 0;
@@ -405,13 +463,21 @@ function findings(runs: readonly ScaleRecord[]): string {
   if (killed) {
     const e = killed.extra ?? {};
     parts.push(
-      `db2 SIGKILLed at ${e.killedAtDonePercent}% done: no job completed anywhere for ${e.longestStallSeconds} s (Galera holds every commit until the others evict the dead node, ${e.evictedSeconds} s here), ` +
+      `db2 SIGKILLed at ${e.faultAtDonePercent}% done: no job completed anywhere for ${e.longestStallSeconds} s (Galera holds every commit until the others evict the dead node, ${e.evictedSeconds} s here), ` +
         `w2's haproxy moved its workers to db3, and db2, restarted after its position was recovered, caught up by IST and was synced ${e.rejoinSeconds} s later; ` +
         `${killed.ledger.reRuns} re-runs, every job done exactly once.`,
     );
   }
+  if (isolated) {
+    const e = isolated.extra ?? {};
+    parts.push(
+      `db2 cut off from the other nodes for ${e.isolatedSeconds} s but still reachable: its workers' connect check kept sending them to it, every statement there was refused (1047) and retried on a new connection (${e.connectionsWhileIsolated} connections made to it meanwhile), ` +
+        `and they did no work until db2 was back (synced ${e.rejoinSeconds} s after); ${isolated.ledger.reRuns} re-runs, every job done exactly once.`,
+    );
+  }
   parts.push(
-    'Recommended: a haproxy (TCP, a connect check) in front of the cluster with one node preferred by every worker and the other two as backups: no claim races across nodes, a node failure is a reconnect, and leases longer than the eviction stall.',
+    'Recommended: a haproxy in front of the cluster with one node preferred by every worker and the other two as backups (no claim races across nodes; a node failure is a reconnect), ' +
+      'its health check asking the node whether it is Synced rather than only connecting, and leases longer than the eviction stall.',
   );
   return parts.join(' ');
 }
