@@ -75,6 +75,21 @@ ensure_iproute() {
   fi
 }
 
+# The scale benchmark's Galera section (apps/bench/src/scale/galera.ts) and the adapter's Galera test: the
+# galera-4 provider, rsync for a joining node's state transfer, haproxy in front of the nodes.
+ensure_galera_tools() {
+  local missing=()
+  [ -f /usr/lib/galera/libgalera_smm.so ] || missing+=(galera-4)
+  command -v rsync >/dev/null || missing+=(rsync)
+  [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "services: Galera tools already installed"
+  else
+    apt_install "${missing[@]}"
+    echo "services: installed ${missing[*]}"
+  fi
+}
+
 ensure_chromium() {
   if [ -x /usr/bin/chromium ]; then
     echo "services: Chromium already installed"
@@ -105,6 +120,7 @@ ensure_pgbouncer() {
 start_postgres
 start_mariadb
 ensure_iproute
+ensure_galera_tools
 ensure_chromium
 ensure_arping
 ensure_pgbouncer

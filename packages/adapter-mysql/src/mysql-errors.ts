@@ -6,7 +6,13 @@ import { StoreError } from '@statusq/core/adapter';
  * ECONNRESET, ...).
  *
  * - 1213 ER_LOCK_DEADLOCK and 1205 ER_LOCK_WAIT_TIMEOUT: the transaction (or statement) was rolled back;
- *   WriteConflict, which the worker retries with backoff.
+ *   WriteConflict, which the worker retries with backoff. On a MariaDB Galera cluster 1213 is also a
+ *   transaction that lost certification at COMMIT (another node committed a write to the same row first) or
+ *   was brute-force aborted by a replicated write or DDL: rolled back whole as well, so the same retry is right.
+ * - 1047 ER_UNKNOWN_COM_ERROR with a WSREP message ("WSREP has not yet prepared node for application use"): a
+ *   Galera node that is not in the primary component (cut off from the others, or still joining) refuses
+ *   every statement but SET and SHOW before running it. ConnectionLost: that connection is dropped and the
+ *   call retried on a fresh one, which a load balancer in front of the cluster sends to a node that serves.
  * - A connection that is gone (killed, server restarted, network dropped, idle timeout): ConnectionLost;
  *   the store drops that connection and the next call takes a fresh one.
  * - 1062 ER_DUP_ENTRY (and 1586 ER_DUP_ENTRY_WITH_KEY_NAME): UniqueViolation.
@@ -53,6 +59,9 @@ const UNSUPPORTED = new Map<number, string>([
       "SET SESSION binlog_format = 'ROW' there; or SET GLOBAL binlog_format = 'ROW'",
   ],
 ]);
+/** Galera's refusal on a node outside the primary component (1047, see above); 1047 is otherwise an unknown protocol command. */
+const ER_UNKNOWN_COM_ERROR = 1047;
+const WSREP_NOT_READY = /WSREP/;
 const CONNECTION_LOST_CODES = new Set([
   'PROTOCOL_CONNECTION_LOST',
   'PROTOCOL_SEQUENCE_TIMEOUT',
@@ -86,6 +95,7 @@ export function isConnectionLost(error: unknown): boolean {
   const e = error as NativeError;
   if (typeof e.errno === 'number' && CONNECTION_LOST_ERRNO.has(e.errno)) return true;
   if (typeof e.code === 'string' && CONNECTION_LOST_CODES.has(e.code)) return true;
+  if (e.errno === ER_UNKNOWN_COM_ERROR && typeof e.sqlMessage === 'string' && WSREP_NOT_READY.test(e.sqlMessage)) return true;
   // mysql2 marks errors after which the connection cannot continue as fatal, including
   // "Can't add new command when connection is in closed state".
   return e.fatal === true;

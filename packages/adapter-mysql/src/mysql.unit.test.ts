@@ -30,6 +30,9 @@ describe('mysql adapter, without a server', () => {
       [native(1146, 'ER_NO_SUCH_TABLE'), 'Unknown', 1146],
       [native(1064, 'ER_PARSE_ERROR'), 'Unknown', 1064],
       [native(1665, 'ER_BINLOG_STMT_MODE_AND_ROW_ENGINE'), 'Unsupported', 1665],
+      // A Galera node outside the primary component; 1047 without WSREP is an unknown protocol command.
+      [native(1047, 'ER_UNKNOWN_COM_ERROR', { sqlMessage: 'WSREP has not yet prepared node for application use' }), 'ConnectionLost', 1047],
+      [native(1047, 'ER_UNKNOWN_COM_ERROR', { sqlMessage: 'Unknown command' }), 'Unknown', 1047],
     ];
     for (const [error, kind, code] of cases) {
       const mapped = toStoreError(error);

@@ -4,7 +4,8 @@
  * links. Servers keep their durability defaults (fsync on; InnoDB flushes its log at each commit), as
  * production would; the shared servers on 127.0.0.1 are never touched. Its CPU time is read from /proc.
  */
-import { chmodSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { withClient } from '@statusq/adapter-postgres/testing';
 import { PrivateServer, type ServerSpec } from '@statusq/conformance';
@@ -35,7 +36,7 @@ const CONNECT_TIMEOUT_MS = 2000;
 const ER_HOST_NOT_PRIVILEGED = 1130;
 const ER_ACCESS_DENIED = 1045;
 /** The account worker hosts log in with (over the links, so not root's local-only login). */
-const ACCOUNT = { user: 'statusq', password: 'statusq' };
+export const WORKER_ACCOUNT = { user: 'statusq', password: 'statusq' };
 
 export async function startDatabaseHost(dialect: ServerDialect, topology: Topology, hostName: string): Promise<DatabaseHost> {
   const host = topology.address(hostName);
@@ -66,20 +67,69 @@ function firstExisting(paths: readonly string[], what: string): string {
 }
 
 async function startMariadb(netns: string, host: string): Promise<DatabaseHost> {
+  const running = await startMariadbServer(netns, host, () => []);
+  try {
+    const version = await createAccount(running);
+    return mariadbHost(running, host, version);
+  } catch (error) {
+    await running.stop();
+    throw error;
+  }
+}
+
+/** The URL of the account worker hosts log in with, on a server at `host`:`port`. */
+export function accountUrl(host: string, port: number, database = 'mysql'): string {
+  return `mysql://${WORKER_ACCOUNT.user}:${WORKER_ACCOUNT.password}@${host}:${port}/${database}`;
+}
+
+function mariadbHost(running: PrivateServer, host: string, version: string): DatabaseHost {
+  return {
+    dialect: 'mysql',
+    version,
+    adminUrl: accountUrl(host, running.port),
+    address: { host, port: running.port },
+    cpuSeconds: () => serverTreeCpuSeconds(running.pid ?? -1) ?? 0,
+    stop: () => running.stop(),
+  };
+}
+
+const mariadbSocket = (dir: string) => join(dir, 'mariadbd.sock');
+
+/** Root's SQL on a private MariaDB through its unix socket: a file, so it crosses namespaces. */
+export function viaSocket<T>(server: PrivateServer, body: (c: mysql.Connection) => Promise<T>): Promise<T> {
+  return withMysql({ socketPath: mariadbSocket(server.dir), user: 'root' }, body);
+}
+
+/** Creates the account worker hosts log in with; returns the server's name and version. */
+export async function createAccount(running: PrivateServer): Promise<string> {
+  return viaSocket(running, async (c) => {
+    await c.query(`CREATE USER ?@'%' IDENTIFIED BY ?`, [WORKER_ACCOUNT.user, WORKER_ACCOUNT.password]);
+    await c.query(`GRANT ALL ON *.* TO ?@'%'`, [WORKER_ACCOUNT.user]);
+    const [rows] = await c.query('SELECT VERSION() AS v');
+    return `MariaDB ${String((rows as Array<{ v: string }>)[0]?.v)}`;
+  });
+}
+
+/** The server's temporary directory, in its own directory; made by root here, the server runs as mysql. */
+function scratchDir(dir: string): string {
+  const scratch = join(dir, 'tmp');
+  mkdirSync(scratch, { recursive: true });
+  chmodSync(scratch, 0o1777);
+  return scratch;
+}
+
+/** A private mariadbd in `netns` on `host`:3306, with `moreArgs` after the defaults (read at every start, so a restart may differ). */
+async function startMariadbServer(netns: string, host: string, moreArgs: (dir: string) => readonly string[]): Promise<PrivateServer> {
   const server = firstExisting(['/usr/sbin/mariadbd', '/usr/local/mysql/bin/mariadbd'], 'mariadbd');
   const install = firstExisting(['/usr/bin/mariadb-install-db', '/usr/local/mysql/bin/mariadb-install-db'], 'mariadb-install-db');
-  const socket = (dir: string) => join(dir, 'mariadbd.sock');
-  // The harness sets up the account through the server's unix socket: a file, so it crosses namespaces.
-  const viaSocket = <T>(dir: string, body: (c: mysql.Connection) => Promise<T>) => withMysql({ socketPath: socket(dir), user: 'root' }, body);
   const spec: ServerSpec = {
     name: 'MariaDB',
     user: 'mysql',
-    init: (dir) => ({ file: install, args: ['--no-defaults', `--datadir=${join(dir, 'data')}`, '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve'] }),
+    // Temporary files in the server's own directory, for the bootstrap too: two installs at once in the shared
+    // /tmp clash ("Unknown table 'mysql.tmp_user_nopasswd'"), as the Galera section's joiners did.
+    init: (dir) => ({ file: install, args: ['--no-defaults', `--datadir=${join(dir, 'data')}`, '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve', `--tmpdir=${scratchDir(dir)}`] }),
     run: (dir, port, address) => {
-      const scratch = join(dir, 'tmp');
-      mkdirSync(scratch, { recursive: true });
-      // Made by root here; the server runs as mysql.
-      chmodSync(scratch, 0o1777);
+      const scratch = scratchDir(dir);
       return {
         file: server,
         args: [
@@ -87,7 +137,7 @@ async function startMariadb(netns: string, host: string): Promise<DatabaseHost> 
           `--datadir=${join(dir, 'data')}`,
           `--port=${port}`,
           `--bind-address=${address}`,
-          `--socket=${socket(dir)}`,
+          `--socket=${mariadbSocket(dir)}`,
           `--pid-file=${join(dir, 'mariadbd.pid')}`,
           `--tmpdir=${scratch}`,
           '--skip-name-resolve',
@@ -95,6 +145,7 @@ async function startMariadb(netns: string, host: string): Promise<DatabaseHost> 
           '--innodb-buffer-pool-size=256M',
           '--innodb-buffer-pool-dump-at-shutdown=OFF',
           '--innodb-buffer-pool-load-at-startup=OFF',
+          ...moreArgs(dir),
         ],
       };
     },
@@ -106,36 +157,105 @@ async function startMariadb(netns: string, host: string): Promise<DatabaseHost> 
         (error: { errno?: number }) => error.errno === ER_HOST_NOT_PRIVILEGED || error.errno === ER_ACCESS_DENIED,
       ),
   };
-  const running = await PrivateServer.start(spec, { netns, host, port: 3306 });
-  try {
-    const version = await viaSocket(running.dir, async (c) => {
-      await c.query(`CREATE USER ?@'%' IDENTIFIED BY ?`, [ACCOUNT.user, ACCOUNT.password]);
-      await c.query(`GRANT ALL ON *.* TO ?@'%'`, [ACCOUNT.user]);
-      const [rows] = await c.query('SELECT VERSION() AS v');
-      return `MariaDB ${String((rows as Array<{ v: string }>)[0]?.v)}`;
+  return PrivateServer.start(spec, { netns, host, port: 3306 });
+}
+
+/** Debian's galera-4 package puts the provider here. */
+const GALERA_PROVIDER = '/usr/lib/galera/libgalera_smm.so';
+
+export interface GaleraNodeOptions {
+  /** Every node's address, this one's included (the cluster address; Galera's default port 4567 on each). */
+  peers: readonly string[];
+  /** Starts a new cluster (--wsrep-new-cluster): the first node's first start only; a restart joins the others. */
+  bootstrap: boolean;
+}
+
+/**
+ * One node of a MariaDB Galera cluster on a host of the topology: the same private server as startDatabaseHost's,
+ * with wsrep on. Each node has a namespace and address of its own, so Galera's default ports (4567 group
+ * communication, 4568 incremental state transfer, 4444 full state transfer) never clash. A new node gets the
+ * cluster's data by a full copy (rsync: Debian's rsync package); its server accepts connections once that is
+ * done. Whether it has joined is the caller's to wait for (wsrep_ready, wsrep_cluster_size).
+ */
+export class GaleraNode {
+  /** The last write set this node's data holds after a crash (`uuid:seqno`), passed at its next start. */
+  private startPosition: string | null = null;
+
+  private constructor(
+    readonly server: PrivateServer,
+    private readonly netns: string,
+  ) {}
+
+  static async start(topology: Topology, hostName: string, options: GaleraNodeOptions): Promise<GaleraNode> {
+    if (!existsSync(GALERA_PROVIDER)) throw new Error(`no Galera provider at ${GALERA_PROVIDER}; install Debian's galera-4 package (scripts/services.sh does)`);
+    const host = topology.address(hostName);
+    allowOwnHost(host);
+    let bootstrap = options.bootstrap;
+    let node: GaleraNode | null = null;
+    const server = await startMariadbServer(topology.netns(hostName), host, () => {
+      const args = [
+        '--wsrep-on=ON',
+        `--wsrep-provider=${GALERA_PROVIDER}`,
+        `--wsrep-cluster-address=gcomm://${options.peers.join(',')}`,
+        '--wsrep-cluster-name=statusq-scale',
+        `--wsrep-node-address=${host}`,
+        `--wsrep-node-name=${hostName}`,
+        '--wsrep-sst-method=rsync',
+        // Galera's requirements: row-based replication, interleaved auto-increment locks.
+        '--binlog-format=ROW',
+        '--innodb-autoinc-lock-mode=2',
+        '--default-storage-engine=InnoDB',
+        // A joiner's full copy (SST) includes the redo log: the default 96 MB is most of what it copies.
+        '--innodb-log-file-size=32M',
+        ...(bootstrap ? ['--wsrep-new-cluster'] : []),
+        ...(node?.startPosition ? [`--wsrep-start-position=${node.startPosition}`] : []),
+      ];
+      bootstrap = false;
+      return args;
     });
-    return {
-      dialect: 'mysql',
-      version,
-      adminUrl: `mysql://${ACCOUNT.user}:${ACCOUNT.password}@${host}:${running.port}/mysql`,
-      address: { host, port: running.port },
-      cpuSeconds: () => serverTreeCpuSeconds(running.pid ?? -1) ?? 0,
-      stop: () => running.stop(),
-    };
-  } catch (error) {
-    await running.stop();
-    throw error;
+    node = new GaleraNode(server, topology.netns(hostName));
+    return node;
+  }
+
+  /**
+   * After a crash (SIGKILL), what Debian's galera_recovery does before every start: `mariadbd --wsrep-recover`
+   * reads the position InnoDB recovered, and the next start passes it, so the node asks the cluster only for
+   * the write sets since (IST, from a donor's cache) instead of a full copy of the data (SST). Returns it.
+   */
+  async recover(): Promise<string> {
+    const { file, args } = this.server.spec.run(this.server.dir, this.server.port, this.server.host);
+    const log = join(this.server.dir, 'recover.log');
+    const user = ['--reuid', 'mysql', '--regid', 'mysql', '--init-groups'];
+    try {
+      execFileSync('ip', ['netns', 'exec', this.netns, 'setpriv', ...user, file, ...args, '--wsrep-recover', `--log-error=${log}`], { timeout: RECOVER_TIMEOUT_MS, stdio: 'ignore' });
+    } catch (error) {
+      throw new Error(`mariadbd --wsrep-recover failed (${(error as Error).message}): ${tail(log)}`, { cause: error });
+    }
+    const found = /WSREP: Recovered position:\s*(\S+:-?\d+)/.exec(readFileSync(log, 'utf8'));
+    if (!found) throw new Error(`mariadbd --wsrep-recover printed no position: ${tail(log)}`);
+    this.startPosition = found[1]!;
+    return this.startPosition;
+  }
+}
+
+const RECOVER_TIMEOUT_MS = 60_000;
+
+function tail(path: string): string {
+  try {
+    return readFileSync(path, 'utf8').slice(-1500);
+  } catch {
+    return '(no log)';
   }
 }
 
 async function startPostgres(netns: string, host: string, options: PostgresHostOptions): Promise<DatabaseHost> {
   const bin = postgresBinDir();
-  const urlOf = (port: number, database: string) => `postgres://${ACCOUNT.user}:${ACCOUNT.password}@${host}:${port}/${database}`;
+  const urlOf = (port: number, database: string) => `postgres://${WORKER_ACCOUNT.user}:${WORKER_ACCOUNT.password}@${host}:${port}/${database}`;
   const { standbyOf } = options;
   // The harness (on the bridge, in the same subnet) takes the base backup; the standby streams with the same account.
   const baseBackup = (dir: string, primary: { host: string; port: number }) => ({
     file: join(bin, 'pg_basebackup'),
-    args: ['-D', join(dir, 'data'), '-h', primary.host, '-p', String(primary.port), '-U', ACCOUNT.user, '-R', '-X', 'stream', '-c', 'fast', '--no-sync'],
+    args: ['-D', join(dir, 'data'), '-h', primary.host, '-p', String(primary.port), '-U', WORKER_ACCOUNT.user, '-R', '-X', 'stream', '-c', 'fast', '--no-sync'],
   });
   // A standby must have at least the primary's max_connections and max_wal_senders, so both get the same settings.
   const replication = options.allowReplication || standbyOf ? ['-c', 'wal_level=replica', '-c', 'max_wal_senders=4', '-c', 'hot_standby=on'] : [];
@@ -143,7 +263,7 @@ async function startPostgres(netns: string, host: string, options: PostgresHostO
     name: 'PostgreSQL',
     user: 'postgres',
     init: (dir) =>
-      standbyOf ? baseBackup(dir, standbyOf) : { file: join(bin, 'initdb'), args: ['-D', join(dir, 'data'), '-U', ACCOUNT.user, '--auth=trust', '-E', 'UTF8', '--no-sync'] },
+      standbyOf ? baseBackup(dir, standbyOf) : { file: join(bin, 'initdb'), args: ['-D', join(dir, 'data'), '-U', WORKER_ACCOUNT.user, '--auth=trust', '-E', 'UTF8', '--no-sync'] },
     run: (dir, port, address) => {
       // Trust over the run's own links: only hosts of this topology can reach the address.
       const subnet = `${address.split('.').slice(0, 3).join('.')}.0/24`;

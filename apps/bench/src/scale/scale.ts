@@ -15,13 +15,14 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { ServerDialect } from './db-host.js';
 import { failover } from './failover.js';
+import { galera } from './galera.js';
 import { oneDatabase } from './one-database.js';
 import { pooler } from './pooler.js';
 import type { ScaleRecord, ScaleSection } from './records.js';
 import { topologyUnavailable } from './topology.js';
 
 /** Every part of `pnpm scale`, in the order they run and appear in the docs. */
-const SECTIONS: readonly ScaleSection[] = [oneDatabase, failover, pooler];
+const SECTIONS: readonly ScaleSection[] = [oneDatabase, galera, failover, pooler];
 const SCALE_SCENARIOS = SECTIONS.flatMap((s) => s.names);
 const SCALE_DIALECTS: readonly ServerDialect[] = ['mysql', 'postgres'];
 
