@@ -35,7 +35,7 @@ mysqlSuite('mysql adapter on a real server', () => {
     const store = (await e.store()) as MysqlStore;
     expect(store.server.skipLocked).toBe(true);
     expect(store.claimStrategy).toBe('native');
-    expect(store.capabilities).toEqual({ batchClaim: true, skipLocked: true, returning: false, listenNotify: false, idleProbe: true, insertReturning: false, insertOnConflictDoNothing: false });
+    expect(store.capabilities).toEqual({ batchClaim: true, skipLocked: true, returning: false, listenNotify: false, idleProbe: true, insertReturning: false, insertOnConflictDoNothing: false, groupedResults: true });
     // Several statements at once force several pooled connections.
     const results = await Promise.all(
       Array.from({ length: 8 }, () =>
