@@ -3,6 +3,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
 import { resolve as resolveModule } from 'import-meta-resolve';
 import { ConfigError } from './errors.js';
+import { PUBLISHED_BROKERS, defaultBrokerQueue, type Broker, type BrokerConnectOptions, type BrokerModule } from './broker.js';
 import type { AdapterModule, ConnectOptions, Store } from './store.js';
 import { redactUrl } from './urls.js';
 
@@ -68,21 +69,69 @@ export function adapterModuleFor(url: string, adapter?: string): string {
 }
 
 async function loadAdapter(url: string, adapter: string | undefined): Promise<{ module: Partial<AdapterModule>; name: string }> {
-  const specifier = adapterModuleFor(url, adapter);
+  return loadPackage<AdapterModule>(url, adapterModuleFor(url, adapter), 'adapter', "connect's adapter option, the CLI's --adapter or STATUSQ_ADAPTER");
+}
+
+/** Imports the adapter or broker package `specifier` from where the application installed it (see locate). */
+async function loadPackage<M>(url: string, specifier: string, what: 'adapter' | 'broker package', orElse: string): Promise<{ module: Partial<M>; name: string }> {
   const isFile = specifier.startsWith('file:');
   const name = isFile ? fileURLToPath(specifier) : specifier;
-  if (isFile && !existsSync(name)) throw new ConfigError(`${redactUrl(url)} needs the adapter ${name} (no such file)`);
-  const found = isFile ? specifier : locate(specifier);
+  if (isFile && !existsSync(name)) throw new ConfigError(`${redactUrl(url)} needs the ${what} ${name} (no such file)`);
+  const found = isFile ? specifier : locate(specifier, what);
   if (found === undefined) {
-    throw new ConfigError(`${redactUrl(url)} needs the adapter ${name} (npm install ${name}; or name another: connect's adapter option, the CLI's --adapter or STATUSQ_ADAPTER)`);
+    throw new ConfigError(`${redactUrl(url)} needs the ${what} ${name} (npm install ${name}; or name another: ${orElse})`);
   }
   try {
-    return { module: (await import(found)) as Partial<AdapterModule>, name };
+    return { module: (await import(found)) as Partial<M>, name };
   } catch (error) {
     if ((error as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw error;
-    // The adapter is there but something it imports is not (its database driver, a peer dependency).
-    throw new ConfigError(`the adapter ${name} cannot load: ${(error as Error).message}`, { cause: error });
+    // The package is there but something it imports is not (its driver, a peer dependency).
+    throw new ConfigError(`the ${what} ${name} cannot load: ${(error as Error).message}`, { cause: error });
   }
+}
+
+/** The module `connectBroker` imports for `url`: the one `broker` names, else the scheme's package. */
+export function brokerModuleFor(url: string, broker?: string): string {
+  if (broker === undefined || broker === '') {
+    const scheme = brokerSchemeOf(url);
+    return PUBLISHED_BROKERS[scheme] ?? `@statusq/broker-${scheme}`;
+  }
+  return broker.startsWith('.') || isAbsolute(broker) ? pathToFileURL(resolve(broker)).href : broker;
+}
+
+function brokerSchemeOf(url: string): string {
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1]?.toLowerCase();
+  if (!scheme) throw new ConfigError(`unsupported broker URL ${JSON.stringify(redactUrl(url))}: use amqp://user:pass@host:5672 (RabbitMQ) or nats://host:4222 (NATS JetStream)`);
+  return scheme;
+}
+
+export interface ConnectBrokerOptions extends Partial<BrokerConnectOptions> {
+  /** The table whose rows the messages name: the default queue is `statusq.<table>`. */
+  table: string;
+  /** A broker module itself, a package name or a file path, instead of the one the URL's scheme names. */
+  broker?: string | BrokerModule | undefined;
+}
+
+/**
+ * Opens `url` with the broker package its scheme names (`amqp://`/`amqps://`: @statusq/broker-rabbitmq,
+ * `nats://`: @statusq/broker-nats, any `x://` as @statusq/broker-x). A scheme no installed package serves is
+ * a ConfigError naming the package to install; a broker that does not answer within the connect timeout is
+ * BrokerError Unreachable.
+ */
+export async function connectBroker(url: string, options: ConnectBrokerOptions): Promise<Broker> {
+  const { broker, table, ...rest } = options;
+  const scheme = brokerSchemeOf(url);
+  const { module, name } =
+    typeof broker === 'object' && broker !== null
+      ? { module: broker as Partial<BrokerModule>, name: 'given as the broker option' }
+      : await loadPackage<BrokerModule>(url, brokerModuleFor(url, broker), 'broker package', "the broker option, the CLI's --broker");
+  if (typeof module.connectBroker !== 'function' || !Array.isArray(module.schemes)) {
+    throw new ConfigError(`${name} is not a statusq broker package: it must export connectBroker(url, options) and schemes`);
+  }
+  if (!module.schemes.map((s) => String(s).toLowerCase()).includes(scheme)) {
+    throw new ConfigError(`the broker package ${name} serves ${module.schemes.map((s) => `${s}://`).join(', ')}, not ${scheme}:// URLs`);
+  }
+  return module.connectBroker(url, { ...rest, queue: rest.queue ?? defaultBrokerQueue(table) });
 }
 
 /**
@@ -92,7 +141,7 @@ async function loadAdapter(url: string, adapter: string | undefined): Promise<{ 
  * application's packages beside it. Core's place comes last because under pnpm it also reaches packages
  * hoisted for other dependents, which the application never declared.
  */
-function locate(specifier: string): string | undefined {
+function locate(specifier: string, what: string): string | undefined {
   const main = process.argv[1];
   const mains = main ? [main, realpathOrSelf(main)].map((path) => pathToFileURL(path).href) : [];
   const bases = [...mains, pathToFileURL(`${process.cwd()}/`).href, import.meta.url];
@@ -103,7 +152,7 @@ function locate(specifier: string): string | undefined {
       const code = (error as { code?: string }).code;
       if (code === 'ERR_MODULE_NOT_FOUND' || code === 'ERR_PACKAGE_PATH_NOT_EXPORTED') continue;
       // A name no package can have, a broken package.json: bad input, said as such.
-      throw new ConfigError(`the adapter ${specifier} cannot be resolved: ${(error as Error).message}`, { cause: error });
+      throw new ConfigError(`the ${what} ${specifier} cannot be resolved: ${(error as Error).message}`, { cause: error });
     }
   }
   return undefined;

@@ -38,7 +38,8 @@ export {
 } from './status.js';
 export { parseDuration, formatDuration, MAX_DURATION_MS, MAX_DELAY_MS, DELAY_LIMIT, type DurationLimit } from './duration.js';
 export { redactUrl } from './urls.js';
-export { connect, schemeOf, adapterModuleFor, type ConnectUrlOptions } from './connect.js';
+export { connect, schemeOf, adapterModuleFor, connectBroker, brokerModuleFor, type ConnectUrlOptions, type ConnectBrokerOptions } from './connect.js';
+export * from './broker.js';
 export {
   OPTIONAL_COLUMNS,
   DEFAULT_OPTIONAL_COLUMN_NAMES,
