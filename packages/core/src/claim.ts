@@ -264,3 +264,18 @@ export function sortByQueueOrder(rows: Row[], table: ResolvedTable): Row[] {
     return x < y ? -sign : sign;
   });
 }
+
+/**
+ * The claim of rows named from outside the table (a broker's messages): the same guarded UPDATE as the
+ * conditional-update claim, of just those ids, so a row already claimed, settled or not yet due changes
+ * nothing. Needs a fencing token: without RETURNING the rows read back are the ones holding it. Returns the
+ * rows this call owns, in no particular order.
+ */
+export async function claimGivenIds(store: Store, table: ResolvedTable, ids: readonly JobId[], token: string): Promise<Row[]> {
+  const sql = new TransitionSql(table, store.dialect);
+  const ordered = sortIds(ids);
+  const held = (rows: readonly Row[]) => rows.filter((row) => Number(row[table.status]) === table.codes.processing && (!table.columns.workerId || row[table.columns.workerId] === token));
+  if (store.capabilities.returning) return held((await store.execute(sql.claimByIds(ordered, token, true))).rows);
+  const { affected } = await store.execute(sql.claimByIds(ordered, token, false));
+  return affected === 0 ? [] : held((await store.execute(sql.selectByIds(ordered))).rows);
+}

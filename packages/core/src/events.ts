@@ -34,28 +34,28 @@ export interface WorkerEvents {
 }
 
 export type WorkerEventName = keyof WorkerEvents;
-type Listener<K extends WorkerEventName> = (event: WorkerEvents[K]) => void;
+type Listener<Events, K extends keyof Events> = (event: Events[K]) => void;
 
 /**
  * A typed emitter. Unlike node's EventEmitter, an `error` event with no listener does not throw, and a
  * listener that throws cannot break the worker loop.
  */
-export class TypedEmitter {
-  private readonly listeners = new Map<WorkerEventName, Set<Listener<never>>>();
+export class TypedEmitter<Events extends object = WorkerEvents> {
+  private readonly listeners = new Map<keyof Events, Set<Listener<Events, never>>>();
 
-  on<K extends WorkerEventName>(name: K, listener: Listener<K>): () => void {
+  on<K extends keyof Events>(name: K, listener: Listener<Events, K>): () => void {
     let set = this.listeners.get(name);
     if (!set) this.listeners.set(name, (set = new Set()));
-    set.add(listener as Listener<never>);
-    return () => set.delete(listener as Listener<never>);
+    set.add(listener as Listener<Events, never>);
+    return () => set.delete(listener as Listener<Events, never>);
   }
 
-  protected emit<K extends WorkerEventName>(name: K, event: WorkerEvents[K]): void {
+  protected emit<K extends keyof Events>(name: K, event: Events[K]): void {
     const set = this.listeners.get(name);
     if (!set) return;
     for (const listener of set) {
       try {
-        (listener as Listener<K>)(event);
+        (listener as Listener<Events, K>)(event);
       } catch {
         // A broken listener must not stop the queue.
       }

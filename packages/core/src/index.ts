@@ -64,5 +64,6 @@ export * from './events.js';
 export { backoffDelay, type BackoffOptions } from './retry.js';
 export * from './schema.js';
 export * from './worker.js';
+export * from './relay.js';
 export { DEFAULT_READ_ONLY_WAIT_MS, READ_ONLY_CHECK_MAX_MS, isReadOnlyError } from './read-only-wait.js';
 export * from './supervisor.js';

@@ -26,6 +26,11 @@ export const COLUMN_GROUPS = {
   dedupe: ['dedupeKey'],
   /** progress: what a running handler last reported through ctx.progress. Not in a table `init` makes unless asked. */
   progress: ['progress'],
+  /**
+   * dispatched_at: when a relay last published the row to a broker (statusq relay). Needs leases too: a
+   * consumer's claim writes claimed_at, which is how the relay tells a row claimed since its dispatch.
+   */
+  dispatch: ['dispatchedAt'],
 } as const satisfies Record<string, readonly OptionalColumn[]>;
 
 /**
@@ -129,6 +134,7 @@ const OPTIONAL_COLUMN_SPECS: Readonly<Record<OptionalColumn, Omit<ColumnSpec, 'n
   priority: { kind: 'integer', nullable: false, default: 0 },
   dedupeKey: { kind: 'token', nullable: true },
   progress: { kind: 'text', nullable: true },
+  dispatchedAt: { kind: 'time', nullable: true },
 };
 
 const optionalColumn = (column: OptionalColumn): ColumnSpec => ({ name: DEFAULT_OPTIONAL_COLUMN_NAMES[column], ...OPTIONAL_COLUMN_SPECS[column] });

@@ -15,6 +15,7 @@ export const OPTIONAL_COLUMNS = [
   'priority',
   'dedupeKey',
   'progress',
+  'dispatchedAt',
 ] as const;
 export type OptionalColumn = (typeof OPTIONAL_COLUMNS)[number];
 
@@ -31,6 +32,7 @@ export const DEFAULT_OPTIONAL_COLUMN_NAMES: Readonly<Record<OptionalColumn, stri
   priority: 'priority',
   dedupeKey: 'dedupe_key',
   progress: 'progress',
+  dispatchedAt: 'dispatched_at',
 };
 
 export type Order = 'newest' | 'oldest';
@@ -114,6 +116,7 @@ const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', '
  * - priority: `priority` (an integer column) -> higher priorities are claimed first, then the queue order.
  * - dedupe: `dedupe_key` -> enqueue with a key inserts nothing while a row with that key is pending or processing.
  * - progress: `progress` -> a handler's ctx.progress(value) is kept on the row while it runs.
+ * - dispatch: `dispatched_at` -> a relay hands due rows to a message broker (relay.ts); with leases and fencing.
  */
 export interface QueueFeatures {
   leases: boolean;
@@ -124,6 +127,7 @@ export interface QueueFeatures {
   priority: boolean;
   dedupe: boolean;
   progress: boolean;
+  dispatch: boolean;
 }
 
 /**
@@ -305,6 +309,7 @@ export function resolveTable(
       priority: optional.priority !== undefined,
       dedupe: optional.dedupeKey !== undefined,
       progress: optional.progress !== undefined,
+      dispatch: optional.dispatchedAt !== undefined,
     },
     limits,
     returned,

@@ -50,6 +50,7 @@ export interface QuotedTable {
   readonly priority?: string;
   readonly dedupeKey?: string;
   readonly progress?: string;
+  readonly dispatchedAt?: string;
 }
 
 export function quoteTable(t: ResolvedTable, d: SqlDialect): QuotedTable {
@@ -181,6 +182,42 @@ export class TransitionSql {
       `UPDATE ${this.q.table} SET ${set} WHERE ${p.in(this.q.id, ids)} AND ${this.dueCondition()}` +
       (returning ? ` RETURNING ${this.rowColumns}` : '');
     return { sql, params: p.values };
+  }
+
+  /**
+   * A pending, due row a relay should publish: never dispatched; claimed since its last dispatch (a retry, a
+   * lease that ran out, a hand-back: the message that brought it was used up); or dispatched longer than
+   * `redispatchMs` ago and still not claimed (the broker lost the message, or the relay died between marking
+   * and publishing). A row waiting in the broker's queue matches none of them, so a backlog is published once.
+   */
+  private needsDispatch(p: Params, redispatchMs: number): string {
+    const d = this.q.dispatchedAt!;
+    const c = this.q.claimedAt!;
+    return `${this.dueCondition()} AND (${d} IS NULL OR (${c} IS NOT NULL AND ${c} >= ${d}) OR ${d} < ${this.dialect.nowPlusMs(p.add(-redispatchMs))})`;
+  }
+
+  /** Up to `limit` rows to dispatch (id and attempt), in queue order. */
+  dispatchCandidates(limit: number, redispatchMs: number): Statement {
+    const p = new Params(this.dialect);
+    const attempts = this.q.attemptCount ? `, ${this.q.attemptCount} AS ${this.dialect.quoteIdentifier('attempts')}` : '';
+    const where = this.needsDispatch(p, redispatchMs);
+    return { sql: `SELECT ${this.q.id}${attempts} FROM ${this.q.table} WHERE ${where} ORDER BY ${this.queueOrder()} LIMIT ${p.add(limit)}`, params: p.values };
+  }
+
+  /**
+   * Marks rows dispatched before they are published, guarded by the same condition, so a consumer's claim
+   * (which can only follow the publish) always writes a claimed_at at or after this dispatched_at.
+   */
+  markDispatched(ids: readonly JobId[], redispatchMs: number): Statement {
+    const p = new Params(this.dialect);
+    const sql = `UPDATE ${this.q.table} SET ${this.q.dispatchedAt} = ${this.dialect.now} WHERE ${p.in(this.q.id, ids)} AND ${this.needsDispatch(p, redispatchMs)}`;
+    return { sql, params: p.values };
+  }
+
+  /** Rows whose publish failed after marking: dispatched again at the relay's next pass, not after the redispatch age. */
+  unmarkDispatched(ids: readonly JobId[]): Statement {
+    const p = new Params(this.dialect);
+    return { sql: `UPDATE ${this.q.table} SET ${this.q.dispatchedAt} = NULL WHERE ${p.in(this.q.id, ids)} AND ${this.dueCondition()}`, params: p.values };
   }
 
   /** The claimed rows of `ids` (rowColumns), read back after a claim that could not return them. */

@@ -4,6 +4,8 @@ import { ConfigError } from './errors.js';
 import type { AbuseRule, Handler, IdOf } from './handler.js';
 import { DEFAULT_LEASE_MS } from './queue.js';
 import { DEFAULT_READ_ONLY_WAIT_MS } from './read-only-wait.js';
+import { missingColumnError } from './schema.js';
+import type { Broker } from './broker.js';
 import type { ClaimStrategy, JobId, Row, Store } from './store.js';
 import type { RateLimit } from './rate-limiter.js';
 import type { ResolvedTable, TableConfig } from './table.js';
@@ -86,6 +88,16 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
    * (DEFAULT_READ_ONLY_WAIT_MS: the slowest common managed failover); 0 ends the run at the first refusal.
    */
   readOnlyWaitMs?: number | undefined;
+  /**
+   * Take jobs from a broker's messages instead of polling the table (statusq work --from; a relay publishes the
+   * table's due rows, see Relay). Each message's row is claimed with the same guarded UPDATE a polling claim
+   * runs, so duplicates and stale messages change nothing, and its message is acked once the job is over.
+   * Needs the dispatch columns with leases and fencing (statusq migrate --with leases,dispatch). The worker
+   * does not close the broker.
+   */
+  from?: Broker | undefined;
+  /** With `from`: most messages delivered and not yet taken at once. Default 2 x concurrency, at least the batch. */
+  prefetch?: number | undefined;
   /** Source of randomness for jitter (tests pin it). */
   random?: (() => number) | undefined;
 }
@@ -118,6 +130,7 @@ export interface WorkerSettings {
   workerId: string;
   settleBatch: number;
   readOnlyWaitMs: number;
+  prefetch: number;
 }
 
 /** Checks every option (ConfigError naming the first bad one) before the worker touches a row. */
@@ -154,7 +167,15 @@ export function resolveWorkerOptions(options: WorkerOptions, table: Pick<Resolve
   const workerId = options.workerId ?? defaultWorkerId();
   const settleBatch = positiveInteger(options.settleBatch, Math.max(200, batch), 'settleBatch');
   const readOnlyWaitMs = nonNegative(options.readOnlyWaitMs, DEFAULT_READ_ONLY_WAIT_MS, 'readOnlyWait');
-  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch, readOnlyWaitMs };
+  const prefetch = positiveInteger(options.prefetch, Math.max(2 * concurrency, batch), 'prefetch', 65_535);
+  if (options.from !== undefined) {
+    // A message names a row; only a fenced lease tells this worker's claim from a stale message's, and only
+    // dispatched_at lets the relay publish again what a consumer's death left behind.
+    for (const [column, feature] of [['dispatchedAt', 'dispatch'], ['claimedAt', 'leases'], ['workerId', 'fencing']] as const) {
+      if (!features[feature]) throw missingColumnError(table.table, column, 'a worker taking jobs from a broker');
+    }
+  }
+  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch, readOnlyWaitMs, prefetch };
 }
 
 function positiveInteger(value: number | undefined, fallback: number, what: string, max = 10_000): number {

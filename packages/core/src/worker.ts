@@ -13,6 +13,9 @@ import { Queue } from './queue.js';
 import { RateLimiter, parseRateLimit, validateRateLimit } from './rate-limiter.js';
 import { InFlight, JobOutcomes, abortFlight, beforeSettle, ranFor, undecided, type FlightOwner, type Outcome } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { DeliveryBuffer } from './broker-source.js';
+import { dispatchId } from './broker.js';
+import { claimGivenIds } from './claim.js';
 import { ProgressWriter } from './progress-writer.js';
 import { ReadOnlyWait, isReadOnlyError } from './read-only-wait.js';
 import { Settler } from './settler.js';
@@ -107,6 +110,8 @@ export class Worker extends TypedEmitter {
     settleFailed: (flight, error) => this.settleFailed(flight, error),
   };
   private running: Promise<WorkerCounters> | null = null;
+  /** With the `from` option: the broker's deliveries, which name the rows to claim instead of the candidate SELECT. */
+  private readonly deliveries: DeliveryBuffer | null;
 
   private constructor(
     readonly queue: Queue,
@@ -130,6 +135,17 @@ export class Worker extends TypedEmitter {
       reaped: (count) => this.emit('reaped', { count }),
       error: (error, during) => this.emit('error', { error, during }),
     });
+    this.deliveries = options.from
+      ? new DeliveryBuffer(options.from, queue.table.table, this.settings.prefetch, {
+          malformed: (raw, reason) => this.emit('error', { error: new ConfigError(`a broker message that names no row of ${queue.table.table} was acked and dropped: ${reason} (${raw.slice(0, 200)})`), during: 'broker delivery' }),
+          error: (error, during) => this.emit('error', { error, during }),
+          lost: (error) => {
+            this.fatal ??= error;
+            this.stopping = true;
+            this.wake();
+          },
+        })
+      : null;
   }
 
   /** Validates options and the table (missing table or column: SchemaError) before any row is touched. */
@@ -195,6 +211,7 @@ export class Worker extends TypedEmitter {
 
   private async loop(): Promise<WorkerCounters> {
     const features = this.queue.table.features;
+    await this.deliveries?.start();
     if (features.leases) {
       await this.leases.start();
     }
@@ -253,6 +270,11 @@ export class Worker extends TypedEmitter {
           break;
         }
         const delay = backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random });
+        if (this.deliveries) {
+          // Messages say when there is work: wait for the next one (the timer only bounds the wait).
+          await this.waitForWake(this.settings.pollMaxMs, this.deliveries.arrival());
+          continue;
+        }
         // A probing store's wait ends when a row is due, so it may be long; not for exitWhenEmpty, whose
         // check above must see other workers' rows finish, which no probe reports.
         const probed = this.queue.store.capabilities.idleProbe && !this.options.exitWhenEmpty;
@@ -264,6 +286,8 @@ export class Worker extends TypedEmitter {
       if (!this.handedBack) await this.settleStuck();
     } finally {
       this.leases.stop();
+      // After the jobs: their messages are acked as they end, on the subscription's channel.
+      await this.deliveries?.stop().catch((error: unknown) => this.emit('error', { error, during: 'broker unsubscribe' }));
     }
     if (this.fatal !== null) throw this.fatal;
     this.emit('stopped', { reason: this.stopReason });
@@ -271,17 +295,56 @@ export class Worker extends TypedEmitter {
   }
 
   private async claim(limit: number): Promise<Row[]> {
+    if (this.deliveries) return this.claimDelivered(this.deliveries, limit);
     const token = this.queue.table.features.fencing ? `${this.workerId}:${++this.claimSequence}` : null;
     const claimStarted = performance.now();
     const { rows, candidatesLost, interruptedBy } = await withStoreRetry(() => this.queue.claim({ limit, token, agingMs: this.options.agingMs }, this.settings.claimStrategy), {
       ...STORE_RETRY.claim,
       onRetry: (error) => this.emit('error', { error, during: 'claim (retrying)' }),
     });
+    await this.began(rows, token, candidatesLost, claimStarted);
+    // The rows it did claim run; the claim itself failed, and the loop backs off (or waits) as after any failure.
+    if (interruptedBy !== undefined) throw interruptedBy;
+    return rows;
+  }
+
+  /**
+   * The claim of the rows the broker's messages name, by id with the guarded UPDATE. A message whose row it did
+   * not get is acked at once (settled, another owner's, or not due: the relay publishes it again when due); a
+   * claim that failed gives its messages back for redelivery.
+   */
+  private async claimDelivered(deliveries: DeliveryBuffer, limit: number): Promise<Row[]> {
+    const taken = deliveries.take(limit);
+    if (taken.size === 0) return [];
+    const token = `${this.workerId}:${++this.claimSequence}`;
+    const claimStarted = performance.now();
+    const ids = [...taken.values()].map((same) => same[0]!.message.id);
+    let rows: Row[];
+    try {
+      rows = await withStoreRetry(() => claimGivenIds(this.queue.store, this.queue.table, ids, token), {
+        ...STORE_RETRY.claim,
+        onRetry: (error) => this.emit('error', { error, during: 'claim (retrying)' }),
+      });
+    } catch (error) {
+      for (const same of taken.values()) for (const delivery of same) delivery.release().catch((releaseError: unknown) => this.emit('error', { error: releaseError, during: 'release of a delivery' }));
+      throw error;
+    }
+    const owned = new Set(rows.map((row) => String(row[this.queue.table.id])));
+    for (const [key, same] of taken) {
+      if (owned.has(key) && !this.handedBack) deliveries.hold(key, same);
+      else deliveries.dismiss(same);
+    }
+    await this.began(rows, token, taken.size - rows.length, claimStarted);
+    return rows;
+  }
+
+  /** Counts a claim and starts its rows (or hands them back when stop() already gave up on this worker). */
+  private async began(rows: Row[], token: string | null, candidatesLost: number, claimStarted: number): Promise<void> {
     this.counters.claimCalls++;
     if (rows.length === 0) this.counters.emptyClaims++;
     this.counters.claimed += rows.length;
     this.counters.candidatesLost += candidatesLost;
-    if (rows.length === 0 && candidatesLost === 0) return rows;
+    if (rows.length === 0 && candidatesLost === 0) return;
     const jobs = rows.map((row) => this.toJob(row));
     if (this.handedBack) {
       // A claim that was still waiting on the database when stop() gave up: nobody will run these rows.
@@ -290,9 +353,6 @@ export class Worker extends TypedEmitter {
       this.emit('claimed', { jobs, candidatesLost, durationMs: performance.now() - claimStarted });
       this.start(jobs, token);
     }
-    // The rows it did claim run; the claim itself failed, and the loop backs off (or waits) as after any failure.
-    if (interruptedBy !== undefined) throw interruptedBy;
-    return rows;
   }
 
   private toJob(row: Row): Job {
@@ -392,6 +452,7 @@ export class Worker extends TypedEmitter {
   /** The job's slot is free again. */
   private finish(flight: InFlight): void {
     this.inFlight.delete(flight);
+    this.deliveries?.finished(flight.job.id);
     this.wake();
   }
 
@@ -410,12 +471,23 @@ export class Worker extends TypedEmitter {
       case 'giveUp':
         this.counters.failed++;
         this.emit('failed', { job, error: outcome.reason, durationMs, cause: outcome.cause });
+        this.deadLetter(job, outcome.reason);
         break;
       case 'retry':
         this.counters.retried++;
         this.emit('retried', { job, error: outcome.reason, delayMs: outcome.delayMs, durationMs, cause: outcome.cause });
         break;
     }
+  }
+
+  /**
+   * A row given up, told to the broker's dead-letter queue for other services. The row's failed status is the
+   * record and is already committed: a dead letter that does not go through is reported, not retried.
+   */
+  private deadLetter(job: Job, error: string): void {
+    const broker = this.options.from;
+    if (!broker) return;
+    broker.deadLetter({ table: this.queue.table.table, id: dispatchId(job.id), attempt: job.attempt, error }).catch((failure: unknown) => this.emit('error', { error: failure, during: `dead letter of job ${String(job.id)}` }));
   }
 
   /** The guarded UPDATE that settles the flight with its outcome (or with `outcome`). */

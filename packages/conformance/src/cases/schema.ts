@@ -79,7 +79,7 @@ export function schemaCases(env: () => TestEnv): void {
       const second = await migrateTable(store, { table: 'table_a', with: [...ALL_GROUPS] });
       expect(second).toEqual({ table: 'table_a', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, addedStatus: false });
       const queue = await Queue.open(store, { table: 'table_a' });
-      expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: false, progress: false });
+      expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: false, progress: false, dispatch: false });
       await env().closeStores();
     });
 
