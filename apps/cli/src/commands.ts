@@ -2,10 +2,11 @@ import { createReadStream, readFileSync, writeSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig, type ConnectOptions, type StoreWarning } from '@statusq/core';
+import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig, type ConnectOptions, type StoreWarning, type Broker } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
 import { LISTEN_DATABASE_URL_VARIABLE, databaseUrl, isBooleanFlag, listenDatabaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
+import { WORK_FROM_VARIABLE, brokerUrl, openBroker } from './broker-commands.js';
 import { createLogger, errorFields, logSettings, type LogDestination, type Logger, type LogSettings } from './log.js';
 import { logSummary, logSupervisorEvent, logWorkerEvents } from './log-events.js';
 import { LauncherMetrics, announceMetrics, WorkerMetrics, metricsSettings, observeWorker, refreshQueueRows, sendSnapshotsToLauncher, serveMetrics, type MetricsServer, type MetricsSettings } from './metrics.js';
@@ -236,24 +237,27 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   const schedules = scheduleFile === undefined ? null : readSchedules(scheduleFile);
   const cap = instanceCap(flags);
   const listenUrl = listenDatabaseUrl(flags, 'work');
+  const fromUrl = brokerUrl(flags, 'from', WORK_FROM_VARIABLE);
+  const prefetch = optionalInteger(flags, 'prefetch');
+  if (prefetch !== undefined && fromUrl === undefined) throw new ConfigError('--prefetch needs --from (a broker to take jobs from)');
   // The handler is loaded before the database is opened: a bad handler touches nothing.
   const { handler, isAbuse } = await loadHandler(handlerFile);
   if (processes !== undefined) {
     // Everything a child would reject is rejected here first, once, before any child starts; the
     // connection used to check the table is closed before forking, so children open their own.
     // The listening URL is checked here too (the adapter's connect checks it), though only children listen.
-    const checked = await withStore(flags, 'work', false, (store) => Worker.create({ store, table: config, handler, isAbuse, ...options }), { listenUrl });
+    const checked = await withStore(flags, 'work', false, (store) => withBroker(store, config, fromUrl, (from) => Worker.create({ store, table: config, handler, isAbuse, ...options, from, prefetch })), { listenUrl });
     const url = databaseUrl(flags, 'work');
     // The URL reaches the children through the environment, never their argv (visible in `ps`).
     const adapter = adapterOf(flags);
     const recovery = { url, adapter, table: config, maxAttempts: checked.maxAttempts };
     // Only the launcher draws progress; its children send it their counters.
     const shown = await launcherProgress(progress, () => openQueue(recovery), options.exitWhenEmpty);
-    const env = { ...process.env, STATUSQ_DATABASE_URL: url, ...(listenUrl === undefined ? {} : { [LISTEN_DATABASE_URL_VARIABLE]: listenUrl }), ...(adapter === undefined ? {} : { [ADAPTER_VARIABLE]: adapter }), ...(metrics === null ? {} : { [METRICS_IPC_VARIABLE]: '1' }), ...shown.children };
+    const env = { ...process.env, STATUSQ_DATABASE_URL: url, ...(listenUrl === undefined ? {} : { [LISTEN_DATABASE_URL_VARIABLE]: listenUrl }), ...(adapter === undefined ? {} : { [ADAPTER_VARIABLE]: adapter }), ...(metrics === null ? {} : { [METRICS_IPC_VARIABLE]: '1' }), ...(fromUrl === undefined ? {} : { [WORK_FROM_VARIABLE]: fromUrl }), ...shown.children };
     const log = await workLogger(logging, io, { role: 'supervisor' }, shown.logBeside);
     // Only the launcher listens; its children send it their metrics instead.
     // The launcher holds the instance slot for all its children, on a connection of its own; losing it drains them.
-    const args = ['work', ...['processes', 'db', 'listen-db', 'metrics-port', 'metrics-host', 'progress', 'max-instances', 'wait', 'instance-lease'].reduce(withoutFlag, argv), '--progress', 'off'];
+    const args = ['work', ...['processes', 'db', 'listen-db', 'from', 'metrics-port', 'metrics-host', 'progress', 'max-instances', 'wait', 'instance-lease'].reduce(withoutFlag, argv), '--progress', 'off'];
     const lostSlot = new AbortController();
     let slotStore: Store | null = null;
     let launcher: Awaited<ReturnType<typeof serveLauncherMetrics>> | null = null;
@@ -279,8 +283,8 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     }
   }
   const storeWarnings = storeWarningsToLog();
-  return withStore(flags, 'work', false, async (store) => {
-    const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options });
+  return withStore(flags, 'work', false, (store) => withBroker(store, config, fromUrl, async (from) => {
+    const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options, from, prefetch });
     reportToLauncher(worker);
     const supervised = process.env.STATUSQ_SUPERVISED === '1' && process.connected;
     const shown = workProgress(progress, worker, options.exitWhenEmpty);
@@ -373,7 +377,18 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       process.exit(EXIT.recycled);
     }
     return EXIT.ok;
-  }, { listenUrl, onWarning: storeWarnings.onWarning });
+  }), { listenUrl, onWarning: storeWarnings.onWarning });
+}
+
+/** Runs `body` with the broker of `url` (none without one), closed after it whatever happens. */
+async function withBroker<T>(store: Store, config: TableConfig, url: string | undefined, body: (broker: Broker | undefined) => Promise<T>): Promise<T> {
+  if (url === undefined) return body(undefined);
+  const broker = await openBroker(store, config, url, 'statusq work --from');
+  try {
+    return await body(broker);
+  } finally {
+    await broker.close();
+  }
 }
 
 /**

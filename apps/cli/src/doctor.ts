@@ -70,6 +70,7 @@ const OPTIONAL_COLUMN_ROLES: Readonly<Record<OptionalColumn, string>> = {
   priority: 'priorities: higher first, then the queue order',
   dedupeKey: 'deduplication keys: one live row per key',
   progress: "a running handler's last ctx.progress",
+  dispatchedAt: 'dispatch to a broker: statusq relay publishes due rows, work --from consumes them',
 };
 
 export async function doctor(flags: Flags, io: Io): Promise<number> {

@@ -25,7 +25,7 @@ ${DB}
   --with GROUPS               priority (a priority column with its index, for enqueue --priority), progress (a
                               progress column, for ctx.progress)
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
-  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress] [--order newest|oldest]
+  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch] [--order newest|oldest]
 Prepares an existing table: adds the status column if missing (every row then pending), the optional column
 groups asked for and the pending-row index. Data is untouched; a second run changes nothing.
 
@@ -35,8 +35,8 @@ ${DB}
                               next_attempt_at, last_error), results (result, finished_at), delays
                               (next_attempt_at alone, for enqueue --delay), priority (priority and its
                               index, for enqueue --priority), dedupe (dedupe_key and its unique index over
-                              pending and processing rows, for enqueue --key), progress (for ctx.progress);
-                              default none
+                              pending and processing rows, for enqueue --key), progress (for ctx.progress),
+                              dispatch (dispatched_at, for statusq relay and work --from); default none
   --status-column C           the status column (default status)
   --order-column C            the queue order column (default date)
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
@@ -100,6 +100,35 @@ ${COLUMNS}
   --metrics-port PORT         serve Prometheus /metrics, /healthz and /readyz on PORT (0: any free port, logged)
   --metrics-host H            the address to serve them on (default 127.0.0.1; 0.0.0.0 for every interface)
 ${PROGRESS}
+  --from URL                  take jobs from a broker instead of polling: amqp://user:pass@host:5672 (RabbitMQ,
+                              @statusq/broker-rabbitmq) or nats://host:4222 (NATS JetStream, @statusq/broker-nats),
+                              fed by statusq relay; each message's row is claimed with the same guarded UPDATE
+                              (default: $STATUSQ_WORK_FROM; none: poll the table). Needs migrate --with
+                              leases,dispatch. An unreachable broker: exit 1 after 10 s
+  --prefetch N                with --from: messages delivered and not yet taken at once (default 2 x
+                              concurrency, at least --batch)
+
+Durations need a unit: 250ms, 30s, 5m, 1h, 2d; at most 24d.`,
+  relay: `usage: statusq relay --db URL --table T --to URL [--batch N] [--redispatch-after DURATION] [--exit-when-empty]
+Publishes the table's due rows to a broker, one message per row, for workers started with --from. Rows stay
+pending until a worker claims them, so polling workers may run beside it. Needs the dispatch column with leases
+(statusq migrate --with leases,dispatch).
+
+${DB}
+  --table T                   the table (required)
+  --to URL                    amqp://user:pass@host:5672 (RabbitMQ quorum queue statusq.<table>) or
+                              nats://host:4222 (JetStream work-queue stream statusq_<table>)
+                              (default: $STATUSQ_RELAY_TO). An unreachable broker: exit 1 after 10 s
+  --batch N                   most rows published per pass (default 256)
+  --redispatch-after D        a row published this long ago and still not claimed is published again (a message
+                              the broker lost); keep it above the longest backlog wait (default 5m)
+  --poll-max DURATION         longest wait between passes that found nothing, where the database cannot wake
+                              the relay (MySQL; PostgreSQL and SQLite wake it on insert) (default 1s)
+  --exit-when-empty           stop once no row is pending
+${COLUMNS}
+  --log-level L               error, warn, info (default) or debug (a line per batch)
+  --log-format F              json or pretty
+  --verbose                   the same as --log-level debug
 
 Durations need a unit: 250ms, 30s, 5m, 1h, 2d; at most 24d.`,
   stats: `usage: statusq stats --db URL --table T [--json]

@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { StatusqError, StoreError } from '@statusq/core';
+import { BrokerError, StatusqError, StoreError } from '@statusq/core';
 import { urlSecrets } from '@statusq/core/adapter';
 import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, LISTEN_DATABASE_URL_VARIABLE, parseCommandLine, type Command } from './args.js';
 import * as commands from './commands.js';
+import { RELAY_TO_VARIABLE, WORK_FROM_VARIABLE, relay } from './broker-commands.js';
 import { dashboard } from './dashboard/command.js';
 import { doctor } from './doctor.js';
 import { inspect } from './inspect.js';
@@ -16,7 +17,7 @@ export const VERSION: string = (JSON.parse(readFileSync(new URL('../package.json
 export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --help: its flags and defaults; statusq --version)
 
   init     --db URL [--table jobs] [--with priority,progress] [--order newest|oldest]
-  migrate  --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress] [--status-column C] [--order-column C]
+  migrate  --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch] [--status-column C] [--order-column C]
            [--order newest|oldest]
   enqueue  --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--chunk N]
            [--delay DURATION | --run-at TIME] [--priority N] [--key K] [--progress auto|on|off]
@@ -26,6 +27,9 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
            [--claim-strategy native|conditional-update] [--stop-timeout DURATION] [--job-timeout DURATION] [--job-timeout-grace DURATION]
            [--read-only-wait DURATION] [--exit-when-empty] [--log-level error|warn|info|debug] [--log-format json|pretty] [--verbose]
            [--processes P] [--metrics-port PORT] [--metrics-host H] [--progress auto|on|off] [--schedule FILE]
+           [--from amqp://...|nats://... [--prefetch N]]
+  relay    --db URL --table T --to amqp://...|nats://... [--batch N] [--redispatch-after DURATION] [--poll-max DURATION]
+           [--exit-when-empty] [--log-level L] [--log-format json|pretty]
   stats    --db URL --table T [--json]
   requeue  --db URL --table T --status failed|abuse|processing [--id ID ...] [--lease DURATION] [--force]
   prune    --db URL --table T --status done[,abuse,failed] --older-than DURATION [--batch N] [--pause D] [--archive TABLE] [--dry-run]
@@ -78,10 +82,14 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
   }
   try {
     const flags = parseCommandLine(command, rest);
-    return await { ...commands, doctor, inspect, dashboard }[command](flags, io, rest);
+    return await { ...commands, doctor, inspect, dashboard, relay }[command](flags, io, rest);
   } catch (error) {
     if (error instanceof StoreError) {
       io.err(`statusq: database error (${error.kind}${error.nativeCode !== undefined ? ` ${error.nativeCode}` : ''}): ${oneLine(error.message)}`);
+      return 1;
+    }
+    if (error instanceof BrokerError) {
+      io.err(`statusq: broker error (${error.kind}${error.nativeCode !== undefined ? ` ${error.nativeCode}` : ''}): ${oneLine(error.message)}`);
       return 1;
     }
     if (error instanceof StatusqError) {
@@ -97,12 +105,12 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
 function databaseUrlSecrets(argv: readonly string[]): string[] {
   const urls: string[] = [];
   argv.forEach((arg, i) => {
-    for (const flag of ['--db', '--listen-db']) {
+    for (const flag of ['--db', '--listen-db', '--from', '--to']) {
       if (arg === flag && argv[i + 1] !== undefined) urls.push(argv[i + 1]!);
       else if (arg.startsWith(`${flag}=`)) urls.push(arg.slice(flag.length + 1));
     }
   });
-  for (const name of [...DATABASE_URL_VARIABLES, LISTEN_DATABASE_URL_VARIABLE]) urls.push(process.env[name] ?? '');
+  for (const name of [...DATABASE_URL_VARIABLES, LISTEN_DATABASE_URL_VARIABLE, WORK_FROM_VARIABLE, RELAY_TO_VARIABLE]) urls.push(process.env[name] ?? '');
   return urls.flatMap(urlSecrets);
 }
 

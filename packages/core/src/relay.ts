@@ -3,7 +3,7 @@ import { ConfigError, describeError, isRetryableStoreError } from './errors.js';
 import { TypedEmitter } from './events.js';
 import { Queue } from './queue.js';
 import { STORE_RETRY, backoffDelay, withStoreRetry } from './retry.js';
-import { missingColumnError } from './schema.js';
+import { assertDispatchColumns } from './schema.js';
 import type { JobId, Row, Store } from './store.js';
 import type { TableConfig } from './table.js';
 import { DEFAULT_POLL_MAX_MS, DEFAULT_POLL_MIN_MS, nonNegative } from './worker-options.js';
@@ -88,10 +88,7 @@ export class Relay extends TypedEmitter<RelayEvents> {
     const pollMinMs = nonNegative(options.pollMinMs, DEFAULT_POLL_MIN_MS, 'pollMin');
     const pollMaxMs = Math.max(pollMinMs, nonNegative(options.pollMaxMs, DEFAULT_POLL_MAX_MS, 'pollMax'));
     const queue = await Queue.open(options.store, options.table);
-    const { features, table } = queue.table;
-    for (const [column, feature] of [['dispatchedAt', 'dispatch'], ['claimedAt', 'leases'], ['workerId', 'fencing']] as const) {
-      if (!features[feature]) throw missingColumnError(table, column, 'statusq relay');
-    }
+    assertDispatchColumns(queue.table, 'statusq relay');
     return new Relay(queue, options.to, { batch, redispatchMs, pollMinMs, pollMaxMs, exitWhenEmpty: options.exitWhenEmpty === true, random: options.random ?? Math.random });
   }
 

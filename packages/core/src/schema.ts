@@ -3,7 +3,7 @@ import { derivedName, splitTableName, validateIdentifier, validateTableName } fr
 import { resolveStatusCodes, type StatusCodes } from './status.js';
 import { STORE_RETRY, withStoreRetry } from './retry.js';
 import type { ColumnSpec, KeyIndexSpec, PriorityIndexSpec, SchemaSupport, SqlParam, Statement, Store } from './store.js';
-import { DEFAULT_OPTIONAL_COLUMN_NAMES, type OptionalColumn, type Order } from './table.js';
+import { DEFAULT_OPTIONAL_COLUMN_NAMES, type OptionalColumn, type Order, type ResolvedTable } from './table.js';
 
 /**
  * `initTable` and `migrateTable`: what a statusq table holds and when it changes, decided here once for every
@@ -51,6 +51,17 @@ function columnGroupOf(column: OptionalColumn): ColumnGroup {
 /** `table` lacks the optional `column` that `what` needs: the SchemaError, naming the group that adds it. */
 export function missingColumnError(table: string, column: OptionalColumn, what: string): SchemaError {
   return new SchemaError(`table ${table} has no ${DEFAULT_OPTIONAL_COLUMN_NAMES[column]} column, which ${what} needs (statusq migrate --with ${columnGroupOf(column)} adds it)`);
+}
+
+/**
+ * The broker path's columns: dispatched_at (the relay's record of a publish), claimed_at (a consumer's claim
+ * since that publish; leases bring back a dead consumer's row) and worker_id (a fenced claim tells this
+ * consumer's rows from a stale message's). SchemaError naming the migration when one is missing.
+ */
+export function assertDispatchColumns(table: Pick<ResolvedTable, 'table' | 'features'>, what: string): void {
+  for (const [column, feature] of [['dispatchedAt', 'dispatch'], ['claimedAt', 'leases'], ['workerId', 'fencing']] as const) {
+    if (!table.features[feature]) throw missingColumnError(table.table, column, what);
+  }
 }
 
 /** The optional columns `groups` add, each once (groups may share one: delays is part of retries). */

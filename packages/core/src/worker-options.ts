@@ -4,7 +4,7 @@ import { ConfigError } from './errors.js';
 import type { AbuseRule, Handler, IdOf } from './handler.js';
 import { DEFAULT_LEASE_MS } from './queue.js';
 import { DEFAULT_READ_ONLY_WAIT_MS } from './read-only-wait.js';
-import { missingColumnError } from './schema.js';
+import { assertDispatchColumns } from './schema.js';
 import type { Broker } from './broker.js';
 import type { ClaimStrategy, JobId, Row, Store } from './store.js';
 import type { RateLimit } from './rate-limiter.js';
@@ -168,13 +168,7 @@ export function resolveWorkerOptions(options: WorkerOptions, table: Pick<Resolve
   const settleBatch = positiveInteger(options.settleBatch, Math.max(200, batch), 'settleBatch');
   const readOnlyWaitMs = nonNegative(options.readOnlyWaitMs, DEFAULT_READ_ONLY_WAIT_MS, 'readOnlyWait');
   const prefetch = positiveInteger(options.prefetch, Math.max(2 * concurrency, batch), 'prefetch', 65_535);
-  if (options.from !== undefined) {
-    // A message names a row; only a fenced lease tells this worker's claim from a stale message's, and only
-    // dispatched_at lets the relay publish again what a consumer's death left behind.
-    for (const [column, feature] of [['dispatchedAt', 'dispatch'], ['claimedAt', 'leases'], ['workerId', 'fencing']] as const) {
-      if (!features[feature]) throw missingColumnError(table.table, column, 'a worker taking jobs from a broker');
-    }
-  }
+  if (options.from !== undefined) assertDispatchColumns(table, 'a worker taking jobs from a broker');
   return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch, readOnlyWaitMs, prefetch };
 }
 

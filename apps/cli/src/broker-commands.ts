@@ -1,0 +1,74 @@
+import { ConfigError, Queue, Relay, assertDispatchColumns, brokerModuleFor, connectBroker, formatDuration, validateTableConfig, type Broker, type Store, type TableConfig } from '@statusq/core';
+import { optionalDuration, optionalInteger, optionalString, tableConfig, type Flags } from './args.js';
+import { withStore, workLogger, type Io } from './commands.js';
+import { errorFields, logSettings } from './log.js';
+
+/** Where `work` takes the broker URL from when --from is not given (how it reaches `--processes` children too). */
+export const WORK_FROM_VARIABLE = 'STATUSQ_WORK_FROM';
+/** Where `relay` takes the broker URL from when --to is not given: a URL with a password stays out of `ps`. */
+export const RELAY_TO_VARIABLE = 'STATUSQ_RELAY_TO';
+
+/** How long start-up waits for the broker before exit 1. */
+export const BROKER_CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * The broker URL of `--<flag>`, else of `variable`; undefined when neither is set. Its scheme is checked here,
+ * before the database is opened: a scheme no broker package serves is bad input (exit 2) with nothing touched.
+ */
+export function brokerUrl(flags: Flags, flag: 'from' | 'to', variable: string): string | undefined {
+  const value = optionalString(flags, flag) ?? (process.env[variable] || undefined);
+  if (value === undefined) return undefined;
+  if (value.length === 0) throw new ConfigError(`--${flag} is empty`);
+  brokerModuleFor(value);
+  return value;
+}
+
+/**
+ * The broker for `table`, once the table is known to have the broker path's columns: a table without them is
+ * bad input (exit 2) found before any connection to the broker.
+ */
+export async function openBroker(store: Store, config: TableConfig, url: string, what: string): Promise<Broker> {
+  const queue = await Queue.open(store, config);
+  assertDispatchColumns(queue.table, what);
+  return connectBroker(url, { table: queue.table.table, connectTimeoutMs: BROKER_CONNECT_TIMEOUT_MS });
+}
+
+/** `statusq relay`: publishes the table's due rows to the broker until a signal (or, with --exit-when-empty, no row is pending). */
+export async function relay(flags: Flags, io: Io): Promise<number> {
+  const config = tableConfig(flags, 'relay');
+  validateTableConfig(config);
+  const url = brokerUrl(flags, 'to', RELAY_TO_VARIABLE);
+  if (url === undefined) throw new ConfigError(`relay: --to is required (or set ${RELAY_TO_VARIABLE})`);
+  const batch = optionalInteger(flags, 'batch');
+  const redispatchMs = optionalDuration(flags, 'redispatch-after');
+  const pollMaxMs = optionalDuration(flags, 'poll-max');
+  const logging = logSettings(flags);
+  return withStore(flags, 'relay', false, async (store) => {
+    const broker = await openBroker(store, config, url, 'statusq relay');
+    try {
+      const relayRun = await Relay.create({ store, table: config, to: broker, batch, redispatchMs, ...(pollMaxMs !== undefined && { pollMaxMs }), exitWhenEmpty: flags['exit-when-empty'] === true });
+      const log = await workLogger(logging, io, { role: 'relay' });
+      relayRun.on('published', (e) => log.debug({ table: config.table, count: e.count, durationMs: Math.round(e.durationMs * 100) / 100 }, 'published'));
+      relayRun.on('error', (e) => log.warn({ table: config.table, during: e.during, err: errorFields(e.error) }, `relay error during ${e.during} (retrying)`));
+      const unregister = io.onSignal((signal) => {
+        log.info({ signal }, `${signal}: stopping the relay after the batch in flight`);
+        void relayRun.stop();
+      });
+      log.info({ table: config.table, to: broker.address, broker: broker.name, redispatchAfter: formatDuration(redispatchMs ?? 300_000) }, `relay started on ${config.table}, publishing to ${broker.address}`);
+      const started = Date.now();
+      try {
+        const counters = await relayRun.run();
+        const seconds = (Date.now() - started) / 1000;
+        log.info({ counters, seconds: Math.round(seconds * 1000) / 1000 }, `relayed ${counters.published} row${counters.published === 1 ? '' : 's'} in ${seconds.toFixed(1)} s`);
+      } catch (error) {
+        log.error({ err: errorFields(error) }, `relay stopped by an error it cannot retry: ${errorFields(error).message as string}`);
+        throw error;
+      } finally {
+        unregister();
+      }
+      return 0;
+    } finally {
+      await broker.close();
+    }
+  });
+}
