@@ -69,6 +69,6 @@ export function moduleUrl(pathOrUrl: string): string {
 }
 
 /** Compiled child scripts live next to this file (dist/). */
-export function childScript(name: 'child-worker.js' | 'child-session.js'): string {
+export function childScript(name: 'child-worker.js' | 'child-session.js' | 'child-relay.js'): string {
   return fileURLToPath(new URL(`./${name}`, import.meta.url));
 }

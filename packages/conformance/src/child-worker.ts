@@ -18,6 +18,7 @@ import { appendFileSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { isAbsolute } from 'node:path';
 import { StoreError, Worker, describeError, loadHandler, type Job, type Store, type TableConfig, type WorkerOptions } from '@statusq/core';
+import { openChildBroker, type ChildBroker } from './child-broker.js';
 
 export interface ChildWorkerArgs {
   adapterModule: string;
@@ -26,7 +27,9 @@ export interface ChildWorkerArgs {
   handlerPath: string;
   concurrency?: number;
   /** Any other WorkerOptions that survive JSON (no store, table, handler, isAbuse or random). */
-  worker?: Omit<WorkerOptions, 'store' | 'table' | 'handler' | 'isAbuse' | 'random' | 'concurrency'>;
+  worker?: Omit<WorkerOptions, 'store' | 'table' | 'handler' | 'isAbuse' | 'random' | 'concurrency' | 'from'>;
+  /** Take jobs from this broker (WorkerOptions.from) instead of polling. */
+  broker?: ChildBroker;
 }
 
 export interface ChildWorkerResult {
@@ -45,10 +48,12 @@ async function main(): Promise<void> {
   const specifier = isAbsolute(args.adapterModule) ? pathToFileURL(args.adapterModule).href : args.adapterModule;
   const adapter = (await import(specifier)) as { connect(url: string): Promise<Store> };
   const store = await adapter.connect(args.url);
+  const from = args.broker ? await openChildBroker(args.table, args.broker) : undefined;
   try {
     const { handler, isAbuse } = await loadHandler(args.handlerPath);
     const worker = await Worker.create({
       ...args.worker,
+      from,
       store,
       table: args.table,
       handler,
@@ -80,6 +85,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${JSON.stringify(result)}\n`);
     if (log) appendFileSync(log, `${JSON.stringify(result)}\n`);
   } finally {
+    await from?.close();
     await store.close();
   }
 }

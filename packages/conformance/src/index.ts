@@ -58,6 +58,9 @@ export type { CheckedTable, FixtureTables, QueryPlan, QueryPlans, TableDdl } fro
 export { PrivateServer, type ServerPlacement, type ServerSpec } from './private-server.js';
 export { TcpProxy, routeThrough, type ProxyAddress } from './tcp-proxy.js';
 export type { ChildWorkerArgs, ChildWorkerResult } from './child-worker.js';
+export type { ChildRelayArgs } from './child-relay.js';
+export type { ChildBroker } from './child-broker.js';
+export { runBrokerConformance, type BrokerUnderTest, type PrivateBroker } from './broker-path.js';
 export type { ChildSessionArgs } from './child-session.js';
 export {
   ChildHandle,

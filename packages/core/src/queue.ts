@@ -1,4 +1,5 @@
 import { claimRows } from './claim.js';
+import { dispatchId, type Broker } from './broker.js';
 import { ConfigError, EnqueueError, SchemaError, StoreError } from './errors.js';
 import { integerIdOf } from './caller-transaction.js';
 import { validateIdentifier } from './identifiers.js';
@@ -97,6 +98,17 @@ export interface EnqueueOptions {
    * application's table may set the `dedupe_key` column itself instead.
    */
   key?: string | ((item: unknown, index: number) => string | null | undefined) | undefined;
+  /**
+   * Publishes each new row to this broker right after the commit, so a consumer (a worker with `from`) starts
+   * it without waiting for the relay's next pass: the lowest pick-up a table without LISTEN/NOTIFY (MySQL) can
+   * have. The rows are written as dispatched; a publish that fails un-marks them and the relay publishes them
+   * (the enqueue still succeeds: the rows are committed). A process that dies between the commit and the
+   * publish leaves them to the relay's redispatch age. Not with delays, keys or the caller's transaction (the
+   * relay publishes those). Needs the dispatch column (`migrate --with dispatch`).
+   */
+  dispatchTo?: Broker | undefined;
+  /** With dispatchTo: called when the publish failed and the rows were left to the relay (the enqueue still resolves). */
+  onDispatchError?: ((error: unknown) => void) | undefined;
 }
 
 /** What enqueue did with one item (Queue.enqueueDetailed). */
@@ -336,6 +348,9 @@ export class Queue {
     const notBefore = notBeforeOf(options);
     const stamp = this.stampOf(options);
     const keyOf = this.keysOf(items, options);
+    if (options.dispatchTo !== undefined && (options.transaction !== undefined || keyOf)) {
+      throw new ConfigError("enqueue: dispatchTo is not taken with keys or in the caller's transaction; the relay publishes those rows");
+    }
     const inserted = (ids: Array<JobId | null>) => ids.map((id) => ({ id, duplicate: false }));
     if (options.transaction !== undefined) {
       if (keyOf) throw new ConfigError("enqueue: deduplication keys are not taken in the caller's transaction yet; enqueue keyed rows on their own");
@@ -356,7 +371,10 @@ export class Queue {
     const chunk = options.chunk ?? Math.max(1, items.length);
     if (!Number.isSafeInteger(chunk) || chunk < 1) throw new ConfigError(`enqueue chunk must be a positive integer, got ${chunk}`);
     const returningId = this.store.capabilities.insertReturning;
-    const statements = rows.map((row) => this.sql.insert(row, { returningId, notBefore }));
+    // Rows are written as dispatched only where their ids come back to publish: a row marked and never
+    // published would wait for the relay's redispatch age.
+    const dispatched = this.dispatchesOnCommit(options, notBefore) && (returningId || this.idColumn.autoIncrement === true);
+    const statements = rows.map((row) => this.sql.insert(row, { returningId, notBefore, dispatched }));
     statements.forEach((statement, index) => this.checkStatementSize(statement, index, describe));
     const ids: Array<JobId | null> = [];
     for (let start = 0; start < statements.length; start += chunk) {
@@ -374,8 +392,30 @@ export class Queue {
             : `${ids.length} row${ids.length === 1 ? '' : 's'} committed before ${where} failed: ${error.message}`;
         throw new EnqueueError(message, error, item, ids.length, ids);
       }
+      if (dispatched) await this.publishCommitted(options, ids.slice(start));
     }
     return inserted(ids);
+  }
+
+  /** Whether this enqueue publishes its rows itself (EnqueueOptions.dispatchTo); a ConfigError where it cannot. */
+  private dispatchesOnCommit(options: EnqueueOptions, notBefore: NotBefore | undefined): boolean {
+    if (options.dispatchTo === undefined) return false;
+    if (typeof options.dispatchTo?.publish !== 'function') throw new ConfigError('enqueue: dispatchTo must be a broker (see connectBroker)');
+    if (notBefore !== undefined) throw new ConfigError('enqueue: dispatchTo publishes at once; a delayed row is published by the relay when it is due');
+    if (!this.table.columns.dispatchedAt) throw missingColumnError(this.table.table, 'dispatchedAt', 'enqueue with dispatchTo');
+    return true;
+  }
+
+  /** The committed rows' messages; rows the broker did not take go back to the relay. */
+  private async publishCommitted(options: EnqueueOptions, ids: ReadonlyArray<JobId | null>): Promise<void> {
+    const known = ids.filter((id): id is JobId => id !== null);
+    if (known.length === 0) return;
+    try {
+      await options.dispatchTo!.publish(known.map((id) => ({ table: this.table.table, id: dispatchId(id), attempt: 1 })));
+    } catch (error) {
+      options.onDispatchError?.(error);
+      await withStoreRetry(() => this.store.execute(this.sql.unmarkDispatched(known)), STORE_RETRY.write).catch((unmarkError: unknown) => options.onDispatchError?.(unmarkError));
+    }
   }
 
   /**

@@ -6,6 +6,7 @@ import { Relay, type RelayOptions } from './relay.js';
 import { MemoryBroker } from './test/memory-broker.js';
 import { JOBS_DDL, SqlJsStore, type SqlJsClaim } from './test/sqljs-store.js';
 import { Worker, type WorkerOptions } from './worker.js';
+import { Queue } from './queue.js';
 
 // The relay and the broker consumer against an in-memory SQLite and an in-memory broker: what they do with
 // duplicates, reordering, refused publishes and retries. Real brokers: the broker packages and conformance.
@@ -190,5 +191,27 @@ describe('relay and broker consumers', () => {
     expect([...runs.values()].every((n) => n === 1)).toBe(true);
     expect(poller.counters.completed).toBeGreaterThan(0);
     expect(workers[0]!.counters.completed).toBeGreaterThan(0);
+  });
+
+  it('enqueue with dispatchTo publishes the committed rows itself; a refused publish leaves them to the relay', async () => {
+    const store = await jobsTable(0, DISPATCH_DDL.replace('date INTEGER NOT NULL', 'date INTEGER NOT NULL DEFAULT 0'));
+    // As the SQLite and PostgreSQL stores: INSERT ... RETURNING gives each row's id to publish.
+    Object.assign(store.capabilities, { insertReturning: true });
+    const broker = new MemoryBroker();
+    const queue = await Queue.open(store, { table: 'jobs' });
+    const ids = await queue.enqueue([{ a: 1 }, { a: 2 }], { dispatchTo: broker });
+    expect(broker.published.map((m) => m.id)).toEqual(ids);
+    expect(store.rows('SELECT COUNT(*) AS n FROM jobs WHERE dispatched_at IS NOT NULL')[0]!.n).toBe(2);
+    broker.refuseNextPublish = new BrokerError('ConnectionLost', 'gone');
+    const failures: unknown[] = [];
+    const [third] = await queue.enqueue([{ a: 3 }], { dispatchTo: broker, onDispatchError: (error) => failures.push(error) });
+    expect(failures).toHaveLength(1);
+    expect(store.rows('SELECT dispatched_at FROM jobs WHERE id = ?', [third as number])[0]!.dispatched_at).toBeNull();
+    const r = await relay(store, broker);
+    await runUntilSettled(store, r, [await consumer(store, broker)]);
+    expect(statuses(store)).toEqual([1, 1, 1]);
+    // The relay published only the row whose publish failed.
+    expect(broker.published.map((m) => m.id)).toEqual([...ids, third]);
+    await expect(queue.enqueue([{ a: 4 }], { dispatchTo: broker, delayMs: 1000 })).rejects.toThrow('delayed row');
   });
 });

@@ -550,6 +550,8 @@ export class TransitionSql {
       notBefore?: NotBefore | undefined;
       skipConflicts?: boolean;
       onlyWhere?: ((p: Params) => string) | undefined;
+      /** The row is published by its enqueuer right after the commit (EnqueueOptions.dispatchTo): dispatched_at = now. */
+      dispatched?: boolean;
     } = {},
   ): Statement {
     const p = new Params(options.placeholder ? { ...this.dialect, placeholder: options.placeholder } : this.dialect);
@@ -560,6 +562,11 @@ export class TransitionSql {
       if (!this.q.nextAttemptAt) throw missingColumnError(this.table.table, 'nextAttemptAt', 'a delayed job');
       quoted.push(this.q.nextAttemptAt);
       values.push(this.notBeforeValue(p, options.notBefore));
+    }
+    if (options.dispatched) {
+      if (!this.q.dispatchedAt) throw missingColumnError(this.table.table, 'dispatchedAt', 'enqueue with dispatchTo');
+      quoted.push(this.q.dispatchedAt);
+      values.push(this.dialect.now);
     }
     const columns = quoted.join(', ');
     const conflicts = options.skipConflicts ? ' ON CONFLICT DO NOTHING' : '';
