@@ -8,6 +8,8 @@
 # on 127.0.0.1 only.
 #   PostgreSQL: 127.0.0.1:5432, user postgres (password "postgres" where password auth is in force)
 #   MariaDB:    127.0.0.1:3306, user root with an empty password
+#   RabbitMQ:   127.0.0.1:5672, guest/guest (the broker path: @statusq/broker-rabbitmq)
+#   NATS:       127.0.0.1:4222 with JetStream (the broker path: @statusq/broker-nats)
 set -euo pipefail
 
 apt_updated=0
@@ -117,8 +119,40 @@ ensure_pgbouncer() {
   fi
 }
 
+# The broker path (statusq relay, work --from): RabbitMQ and NATS with JetStream, as the machine runs them. The
+# broker packages' restart tests start private instances of their own from the same binaries.
+rabbitmq_answers() { timeout 5 bash -c '</dev/tcp/127.0.0.1/5672' && rabbitmq-diagnostics -q check_running; }
+
+start_rabbitmq() {
+  if [ -x /usr/sbin/rabbitmq-server ] && rabbitmq_answers >/dev/null 2>&1; then
+    echo "services: RabbitMQ already running"
+    return 0
+  fi
+  [ -x /usr/sbin/rabbitmq-server ] || apt_install rabbitmq-server
+  rabbitmq-server -detached >/dev/null 2>&1 || true
+  wait_for RabbitMQ 90 rabbitmq_answers
+  echo "services: RabbitMQ started"
+}
+
+nats_answers() { timeout 5 bash -c '</dev/tcp/127.0.0.1/4222'; }
+
+start_nats() {
+  if [ -x /usr/sbin/nats-server ] && nats_answers >/dev/null 2>&1; then
+    echo "services: NATS already running"
+    return 0
+  fi
+  [ -x /usr/sbin/nats-server ] || apt_install nats-server
+  mkdir -p /var/lib/nats-server
+  # By pid file: private nats-server processes of the tests must not pass for this one.
+  start-stop-daemon --start --oknodo --background --make-pidfile --pidfile /run/nats-server.pid --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server -l /var/log/nats-server.log
+  wait_for NATS 30 nats_answers
+  echo "services: NATS started"
+}
+
 start_postgres
 start_mariadb
+start_rabbitmq
+start_nats
 ensure_iproute
 ensure_galera_tools
 ensure_chromium

@@ -534,8 +534,11 @@ export async function stats(flags: Flags, io: Io): Promise<number> {
   return withStore(flags, 'stats', false, async (store) => {
     const queue = await Queue.open(store, config);
     const counts: StatusCounts = await queue.counts();
-    if (flags.json === true) io.out(JSON.stringify(counts));
-    else io.out(Object.entries(counts).map(([name, n]) => `${name} ${n}`).join('  '));
+    // On a table fed to a broker: how many of the pending rows wait in the broker's queue.
+    const dispatched = await queue.dispatchedCount();
+    const shown = dispatched === null ? counts : { ...counts, dispatched };
+    if (flags.json === true) io.out(JSON.stringify(shown));
+    else io.out(Object.entries(shown).map(([name, n]) => `${name} ${n}`).join('  '));
     return 0;
   });
 }

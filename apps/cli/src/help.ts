@@ -132,7 +132,8 @@ ${COLUMNS}
 
 Durations need a unit: 250ms, 30s, 5m, 1h, 2d; at most 24d.`,
   stats: `usage: statusq stats --db URL --table T [--json]
-Rows per status: pending, processing, done, abuse, failed, and other (any other status value).
+Rows per status: pending, processing, done, abuse, failed, and other (any other status value); on a table with
+the dispatch column also dispatched: pending rows published to a broker and not claimed since (in its queue).
 
 ${DB}
   --table T                   the table (required)

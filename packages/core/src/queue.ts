@@ -162,6 +162,16 @@ export class Queue {
     return this.store.executeBatch(statements);
   }
 
+  /**
+   * Pending rows a relay (or an enqueue with dispatchTo) published and no consumer has claimed since: what
+   * waits in the broker's queue as the table sees it. Null on a table without the dispatch column.
+   */
+  async dispatchedCount(): Promise<number | null> {
+    if (!this.table.features.dispatch || !this.table.features.leases) return null;
+    const { rows } = await this.store.execute(this.sql.countWaitingInBroker());
+    return Number(rows[0]?.n ?? 0);
+  }
+
   async counts(): Promise<StatusCounts> {
     const counts: StatusCounts = { pending: 0, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 };
     const { rows } = await this.store.execute(this.sql.countByStatus());

@@ -214,6 +214,13 @@ export class TransitionSql {
     return { sql, params: p.values };
   }
 
+  /** Pending rows published to the broker and not claimed since: waiting in its queue. */
+  countWaitingInBroker(): Statement {
+    const d = this.q.dispatchedAt!;
+    const c = this.q.claimedAt!;
+    return { sql: `SELECT COUNT(*) AS n FROM ${this.q.table} WHERE ${this.guard('claim')} AND ${d} IS NOT NULL AND (${c} IS NULL OR ${c} < ${d})`, params: [] };
+  }
+
   /** Rows whose publish failed after marking: dispatched again at the relay's next pass, not after the redispatch age. */
   unmarkDispatched(ids: readonly JobId[]): Statement {
     const p = new Params(this.dialect);
@@ -435,7 +442,7 @@ export class TransitionSql {
   inspectColumns(): string[] {
     const t = this.table;
     const names = [t.id, t.order, t.status];
-    for (const key of ['priority', 'dedupeKey', 'attemptCount', 'claimedAt', 'workerId', 'progress', 'nextAttemptAt', 'lastError', 'finishedAt'] as const) {
+    for (const key of ['priority', 'dedupeKey', 'attemptCount', 'dispatchedAt', 'claimedAt', 'workerId', 'progress', 'nextAttemptAt', 'lastError', 'finishedAt'] as const) {
       const name = t.columns[key];
       if (name !== undefined) names.push(name);
     }
