@@ -3,6 +3,7 @@
  * every test on queues of its own, deleted afterwards. Unreachable: the suite skips, or fails when
  * STATUSQ_REQUIRE_DATABASES=1. Restarts and kills run on a private node (rabbitmq.restart.test.ts).
  */
+import { spawn } from 'node:child_process';
 import amqp from 'amqplib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BrokerError, ConfigError, connectBroker as coreConnectBroker, type Broker, type DispatchMessage } from '@statusq/core';
@@ -258,6 +259,50 @@ if (unavailable !== null) {
       expect((error as Error).message).toContain(queue);
       expect((error as Error).message).toMatch(/quorum/);
       expect((error as Error).message).toMatch(/delete_queue/);
+    });
+
+    it('the queue deleted under a running broker: publish fails, then the broker declares it again and the consumer resumes', async () => {
+      const queue = newQueue();
+      const broker = await open(queue);
+      const log = consumerLog();
+      await broker.consume(log.options);
+      const channel = await rawChannel();
+      await channel.deleteQueue(queue);
+      const deadline = Date.now() + 20_000;
+      const failures: string[] = [];
+      while (true) {
+        const error = await broker.publish([message(5)]).then(() => undefined, (e: unknown) => e);
+        if (error === undefined) break;
+        expect(error).toBeInstanceOf(BrokerError);
+        failures.push((error as BrokerError).kind);
+        if (Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(failures.every((kind) => kind === 'NotConfirmed' || kind === 'ConnectionLost')).toBe(true);
+      await waitFor(() => log.deliveries.some((d) => d.message.id === 5), 20_000, 'a delivery on the declared-again queue');
+      for (const delivery of log.deliveries) await delivery.ack().catch(() => undefined);
+      expect(log.errors).toEqual([]);
+    });
+
+    it('a process that connected, published, consumed and closed exits by itself (no timer left)', async () => {
+      const queue = newQueue();
+      const entry = new URL('../dist/index.js', import.meta.url).href;
+      const script = `
+        const { connectBroker } = await import(${JSON.stringify(entry)});
+        const broker = await connectBroker(${JSON.stringify(RABBITMQ_TEST_URL)}, { queue: ${JSON.stringify(queue)} });
+        await broker.publish([{ table: 'jobs', id: 1, attempt: 1 }]);
+        await new Promise((resolve, reject) => {
+          broker.consume({ prefetch: 1, onDelivery: (d) => d.ack().then(resolve, reject), onMalformed: reject, onError: reject }).catch(reject);
+        });
+        await broker.close();
+      `;
+      const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'inherit', 'inherit'] });
+      const exited = await Promise.race([
+        new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code))),
+        new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 15_000)),
+      ]);
+      if (exited === 'hung') child.kill('SIGKILL');
+      expect(exited).toBe(0);
     });
 
     it('close is idempotent, and operations after it reject ConnectionLost', async () => {
