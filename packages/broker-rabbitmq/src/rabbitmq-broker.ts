@@ -226,7 +226,7 @@ class RabbitMQBroker implements Broker {
     while (true) {
       if (this.state === 'closed') throw connectionLost(this.address, 'the broker was closed');
       try {
-        const attempt = this.openSession(Math.max(deadline - Date.now(), 1));
+        const attempt = this.openSession(Math.max(Math.min(deadline - Date.now(), DEFAULTS.attemptMs), 1));
         this.attempt = attempt.catch(noop);
         return await attempt;
       } catch (error) {

@@ -15,7 +15,15 @@ export interface RabbitMQConnectOptions extends BrokerConnectOptions {
   tls?: TlsOptions | undefined;
 }
 
-export const DEFAULTS = { connectTimeoutMs: 10_000, reconnectWindowMs: 30_000, confirmTimeoutMs: 30_000, firstRetryMs: 100, maxRetryMs: 2000 } as const;
+export const DEFAULTS = {
+  connectTimeoutMs: 10_000,
+  reconnectWindowMs: 30_000,
+  confirmTimeoutMs: 30_000,
+  firstRetryMs: 100,
+  maxRetryMs: 2000,
+  /** One connection attempt (socket and handshake): a host that swallows packets is tried again, and close() never waits longer than this for an attempt. */
+  attemptMs: 5000,
+} as const;
 
 const USAGE = 'use amqp://user:password@host:5672/vhost (amqps:// for TLS)';
 
