@@ -90,10 +90,11 @@ function readLedger(path: string): LedgerRun[] {
 
 /**
  * The proof: every row done, and every run of a row but its last was by a process in `killed` (it died
- * holding the row). Returns how many rows ran more than once.
+ * holding the row). Returns how many rows ran more than once. Closes `store`, the test's last use of it.
  */
 async function proveLedger(store: Store, ledgerPath: string, killed: ReadonlySet<number>): Promise<{ reruns: number }> {
   const { rows } = await store.execute({ sql: `SELECT id, status FROM ${TABLE}`, params: [] });
+  await store.close();
   expect(rows).toHaveLength(ROWS);
   const notDone = rows.filter((row) => Number(row.status) !== 1);
   expect(notDone, 'rows not done').toEqual([]);
@@ -241,9 +242,9 @@ export function runBrokerConformance(database: ConformanceOptions, broker: Broke
       const consumers = [1, 2, 3].map((i) => startConsumer(`consumer ${i}`));
       const results = await Promise.all(consumers.map((c) => c.result<ChildWorkerResult>(120_000)));
       await proveLedger(store, ledger(), new Set());
-      const dropped = results.reduce((n, r) => n + (r.counters.candidatesLost ?? 0), 0);
-      expect(dropped).toBeGreaterThanOrEqual(ROWS);
-      await waitFor('the queue to empty', async () => (await injector.depth()) === 0, { timeoutMs: 30_000 });
+      expect(results.reduce((n, r) => n + (r.counters.claimed ?? 0), 0), 'rows claimed').toBe(ROWS);
+      // Copies still queued when the table emptied (the consumers exited) are dropped by whichever consumer
+      // takes them next: their claims find the rows done.
     });
 
     it('runs consumers beside polling workers on the same table (a migration in progress): every row once', async () => {
