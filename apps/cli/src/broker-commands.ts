@@ -1,4 +1,4 @@
-import { ConfigError, Queue, Relay, assertDispatchColumns, brokerModuleFor, connectBroker, formatDuration, validateTableConfig, type Broker, type Store, type TableConfig } from '@statusq/core';
+import { ConfigError, Queue, Relay, assertDispatchColumns, assertBrokerInstalled, connectBroker, formatDuration, validateTableConfig, type Broker, type Store, type TableConfig } from '@statusq/core';
 import { optionalDuration, optionalInteger, optionalString, tableConfig, type Flags } from './args.js';
 import { withStore, workLogger, type Io } from './commands.js';
 import { errorFields, logSettings } from './log.js';
@@ -19,7 +19,7 @@ export function brokerUrl(flags: Flags, flag: 'from' | 'to', variable: string): 
   const value = optionalString(flags, flag) ?? (process.env[variable] || undefined);
   if (value === undefined) return undefined;
   if (value.length === 0) throw new ConfigError(`--${flag} is empty`);
-  brokerModuleFor(value);
+  assertBrokerInstalled(value);
   return value;
 }
 
@@ -27,10 +27,17 @@ export function brokerUrl(flags: Flags, flag: 'from' | 'to', variable: string): 
  * The broker for `table`, once the table is known to have the broker path's columns: a table without them is
  * bad input (exit 2) found before any connection to the broker.
  */
-export async function openBroker(store: Store, config: TableConfig, url: string, what: string): Promise<Broker> {
+export async function openBroker(store: Store, config: TableConfig, url: string, what: string, brokerQueue: string | undefined): Promise<Broker> {
   const queue = await Queue.open(store, config);
   assertDispatchColumns(queue.table, what);
-  return connectBroker(url, { table: queue.table.table, connectTimeoutMs: BROKER_CONNECT_TIMEOUT_MS });
+  return connectBroker(url, { table: queue.table.table, connectTimeoutMs: BROKER_CONNECT_TIMEOUT_MS, ...(brokerQueue !== undefined && { queue: brokerQueue }) });
+}
+
+/** --queue: the broker queue (stream) name when not `statusq.<table>`, as given to relay and work alike. */
+export function brokerQueueName(flags: Flags): string | undefined {
+  const name = optionalString(flags, 'queue');
+  if (name !== undefined && !/^[A-Za-z0-9_.-]{1,200}$/.test(name)) throw new ConfigError(`--queue takes 1 to 200 letters, digits, '.', '_' or '-', got ${JSON.stringify(name)}`);
+  return name;
 }
 
 /** `statusq relay`: publishes the table's due rows to the broker until a signal (or, with --exit-when-empty, no row is pending). */
@@ -43,8 +50,9 @@ export async function relay(flags: Flags, io: Io): Promise<number> {
   const redispatchMs = optionalDuration(flags, 'redispatch-after');
   const pollMaxMs = optionalDuration(flags, 'poll-max');
   const logging = logSettings(flags);
+  const brokerQueue = brokerQueueName(flags);
   return withStore(flags, 'relay', false, async (store) => {
-    const broker = await openBroker(store, config, url, 'statusq relay');
+    const broker = await openBroker(store, config, url, 'statusq relay', brokerQueue);
     try {
       const relayRun = await Relay.create({ store, table: config, to: broker, batch, redispatchMs, ...(pollMaxMs !== undefined && { pollMaxMs }), exitWhenEmpty: flags['exit-when-empty'] === true });
       const log = await workLogger(logging, io, { role: 'relay' });

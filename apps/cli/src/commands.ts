@@ -6,7 +6,7 @@ import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_M
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
 import { LISTEN_DATABASE_URL_VARIABLE, databaseUrl, isBooleanFlag, listenDatabaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
-import { WORK_FROM_VARIABLE, brokerUrl, openBroker } from './broker-commands.js';
+import { WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, openBroker } from './broker-commands.js';
 import { createLogger, errorFields, logSettings, type LogDestination, type Logger, type LogSettings } from './log.js';
 import { logSummary, logSupervisorEvent, logWorkerEvents } from './log-events.js';
 import { LauncherMetrics, announceMetrics, WorkerMetrics, metricsSettings, observeWorker, refreshQueueRows, sendSnapshotsToLauncher, serveMetrics, type MetricsServer, type MetricsSettings } from './metrics.js';
@@ -239,14 +239,15 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   const listenUrl = listenDatabaseUrl(flags, 'work');
   const fromUrl = brokerUrl(flags, 'from', WORK_FROM_VARIABLE);
   const prefetch = optionalInteger(flags, 'prefetch');
-  if (prefetch !== undefined && fromUrl === undefined) throw new ConfigError('--prefetch needs --from (a broker to take jobs from)');
+  const brokerQueue = brokerQueueName(flags);
+  if ((prefetch !== undefined || brokerQueue !== undefined) && fromUrl === undefined) throw new ConfigError(`--${prefetch !== undefined ? 'prefetch' : 'queue'} needs --from (a broker to take jobs from)`);
   // The handler is loaded before the database is opened: a bad handler touches nothing.
   const { handler, isAbuse } = await loadHandler(handlerFile);
   if (processes !== undefined) {
     // Everything a child would reject is rejected here first, once, before any child starts; the
     // connection used to check the table is closed before forking, so children open their own.
     // The listening URL is checked here too (the adapter's connect checks it), though only children listen.
-    const checked = await withStore(flags, 'work', false, (store) => withBroker(store, config, fromUrl, (from) => Worker.create({ store, table: config, handler, isAbuse, ...options, from, prefetch })), { listenUrl });
+    const checked = await withStore(flags, 'work', false, (store) => withBroker(store, config, fromUrl, brokerQueue, (from) => Worker.create({ store, table: config, handler, isAbuse, ...options, from, prefetch })), { listenUrl });
     const url = databaseUrl(flags, 'work');
     // The URL reaches the children through the environment, never their argv (visible in `ps`).
     const adapter = adapterOf(flags);
@@ -283,7 +284,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     }
   }
   const storeWarnings = storeWarningsToLog();
-  return withStore(flags, 'work', false, (store) => withBroker(store, config, fromUrl, async (from) => {
+  return withStore(flags, 'work', false, (store) => withBroker(store, config, fromUrl, brokerQueue, async (from) => {
     const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options, from, prefetch });
     reportToLauncher(worker);
     const supervised = process.env.STATUSQ_SUPERVISED === '1' && process.connected;
@@ -381,9 +382,9 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
 }
 
 /** Runs `body` with the broker of `url` (none without one), closed after it whatever happens. */
-async function withBroker<T>(store: Store, config: TableConfig, url: string | undefined, body: (broker: Broker | undefined) => Promise<T>): Promise<T> {
+async function withBroker<T>(store: Store, config: TableConfig, url: string | undefined, queue: string | undefined, body: (broker: Broker | undefined) => Promise<T>): Promise<T> {
   if (url === undefined) return body(undefined);
-  const broker = await openBroker(store, config, url, 'statusq work --from');
+  const broker = await openBroker(store, config, url, 'statusq work --from', queue);
   try {
     return await body(broker);
   } finally {

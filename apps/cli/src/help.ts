@@ -107,6 +107,8 @@ ${PROGRESS}
                               leases,dispatch. An unreachable broker: exit 1 after 10 s
   --prefetch N                with --from: messages delivered and not yet taken at once (default 2 x
                               concurrency, at least --batch)
+  --queue NAME                with --from: the broker queue (stream) to take from, as given to the relay
+                              (default statusq.<table>)
 
 Durations need a unit: 250ms, 30s, 5m, 1h, 2d; at most 24d.`,
   relay: `usage: statusq relay --db URL --table T --to URL [--batch N] [--redispatch-after DURATION] [--exit-when-empty]
@@ -119,6 +121,8 @@ ${DB}
   --to URL                    amqp://user:pass@host:5672 (RabbitMQ quorum queue statusq.<table>) or
                               nats://host:4222 (JetStream work-queue stream statusq_<table>)
                               (default: $STATUSQ_RELAY_TO). An unreachable broker: exit 1 after 10 s
+  --queue NAME                the broker queue (stream) name (default statusq.<table>); give one per database
+                              when two databases with the same table name share a broker
   --batch N                   most rows published per pass (default 256)
   --redispatch-after D        a row published this long ago and still not claimed is published again (a message
                               the broker lost); keep it above the longest backlog wait (default 5m)

@@ -99,6 +99,18 @@ export function brokerModuleFor(url: string, broker?: string): string {
   return broker.startsWith('.') || isAbsolute(broker) ? pathToFileURL(resolve(broker)).href : broker;
 }
 
+/**
+ * Throws the ConfigError connectBroker would (a URL that is not one, a scheme no installed package serves)
+ * without importing or connecting: the CLI checks its broker URL before it opens the database.
+ */
+export function assertBrokerInstalled(url: string, broker?: string): void {
+  const specifier = brokerModuleFor(url, broker);
+  const isFile = specifier.startsWith('file:');
+  const name = isFile ? fileURLToPath(specifier) : specifier;
+  const found = isFile ? existsSync(name) : locate(specifier, 'broker package') !== undefined;
+  if (!found) throw new ConfigError(`${redactUrl(url)} needs the broker package ${name} (${isFile ? 'no such file' : `npm install ${name}`})`);
+}
+
 function brokerSchemeOf(url: string): string {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(url)?.[1]?.toLowerCase();
   if (!scheme) throw new ConfigError(`unsupported broker URL ${JSON.stringify(redactUrl(url))}: use amqp://user:pass@host:5672 (RabbitMQ) or nats://host:4222 (NATS JetStream)`);

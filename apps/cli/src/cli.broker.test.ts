@@ -1,0 +1,113 @@
+// `statusq relay` and `statusq work --from` as a user runs them, on MariaDB and PostgreSQL through each broker
+// (the shared RabbitMQ and NATS servers): a table migrated for dispatch, a relay, consumer processes, stats;
+// and the bad input that must exit 2 with nothing touched, or 1 after a bounded wait for a broker that is down.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createDatabase, dropDatabase, mysqlUnavailable } from '@statusq/adapter-mysql/testing';
+import { createTestDatabase, dropTestDatabase, postgresUnavailable } from '@statusq/adapter-postgres/testing';
+import { RABBITMQ_TEST_URL, deleteQueues, rabbitmqUnavailable } from '@statusq/broker-rabbitmq/testing';
+import { launchCli, parseStats, runCliAsync, until, writeFixture } from './test/cli-harness.js';
+
+interface BrokerTarget {
+  name: string;
+  url: string;
+  unavailable: () => Promise<string | null>;
+  drop: (queue: string) => Promise<void>;
+  /** A URL of this scheme where nothing listens. */
+  deadUrl: string;
+}
+
+const BROKERS: BrokerTarget[] = [
+  { name: 'RabbitMQ', url: RABBITMQ_TEST_URL, unavailable: () => rabbitmqUnavailable(), drop: (queue) => deleteQueues([queue]), deadUrl: 'amqp://guest:guest@127.0.0.1:1' },
+];
+
+const DATABASES = [
+  { name: 'MariaDB', create: () => createDatabase(), drop: (url: string) => dropDatabase(url), unavailable: () => mysqlUnavailable() },
+  { name: 'PostgreSQL', create: () => createTestDatabase(), drop: (url: string) => dropTestDatabase(url), unavailable: () => postgresUnavailable() },
+];
+
+const required = process.env.STATUSQ_REQUIRE_DATABASES === '1';
+
+for (const broker of BROKERS) {
+  for (const database of DATABASES) {
+    const unavailable = (await broker.unavailable()) ?? (await database.unavailable());
+    if (unavailable !== null) {
+      if (required) it(`${broker.name} and ${database.name} are reachable (STATUSQ_REQUIRE_DATABASES=1)`, () => expect.fail(unavailable));
+      else it.skip(`[needs ${broker.name} and ${database.name}] ${unavailable}`, () => undefined);
+      continue;
+    }
+    describe(`statusq relay and work --from: ${broker.name} on ${database.name}`, () => {
+      let dir = '';
+      let db = '';
+      let table = '';
+      beforeEach(async () => {
+        dir = mkdtempSync(join(tmpdir(), 'statusq-cli-broker-'));
+        db = await database.create();
+        table = `jobs_${randomBytes(4).toString('hex')}`;
+      });
+      afterEach(async () => {
+        await broker.drop(`statusq.${table}`).catch(() => undefined);
+        await database.drop(db);
+        rmSync(dir, { recursive: true, force: true });
+      });
+
+      const statsOf = async () => parseStats(await runCliAsync(dir, ['stats', '--db', db, '--table', table, '--json']));
+
+      it('a relay and two consumer processes work every row once; stats shows what waits in the broker', async () => {
+        expect((await runCliAsync(dir, ['init', '--db', db, '--table', table, '--with', 'dispatch'])).code).toBe(0);
+        const rows = Array.from({ length: 200 }, (_, n) => JSON.stringify({ n })).join('\n');
+        const file = writeFixture(dir, 'rows.ndjson', `${rows}\n`);
+        expect((await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--file', file])).code).toBe(0);
+        const ledger = join(dir, 'ledger.txt');
+        const handler = writeFixture(dir, 'handler.mjs', `import { appendFileSync } from 'node:fs';\nexport default async (job) => { appendFileSync(${JSON.stringify(ledger)}, job.id + '\\n'); };\n`);
+        const relay = launchCli(dir, ['relay', '--db', db, '--table', table, '--to', broker.url]);
+        await until('the relay to publish every row', async () => ((await statsOf()) as unknown as { dispatched: number }).dispatched === 200);
+        const work = await runCliAsync(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.url, '--processes', '2', '--exit-when-empty']);
+        expect(work.code, work.stderr).toBe(0);
+        relay.child.kill('SIGTERM');
+        const relayRun = await relay.ended;
+        expect(relayRun.code, relayRun.stderr).toBe(0);
+        expect(relayRun.stdout).toContain('relay started');
+        // The password never reaches the output.
+        expect(relayRun.stdout + relayRun.stderr + work.stdout + work.stderr).not.toContain('guest:guest');
+        expect(await statsOf()).toMatchObject({ pending: 0, processing: 0, done: 200, dispatched: 0 });
+        const { readFileSync } = await import('node:fs');
+        const ids = readFileSync(ledger, 'utf8').trim().split('\n');
+        expect(new Set(ids).size).toBe(200);
+        expect(ids).toHaveLength(200);
+      });
+
+      it('bad input exits 2 with nothing touched: an unknown scheme, a table without the dispatch column', async () => {
+        expect((await runCliAsync(dir, ['init', '--db', db, '--table', table])).code).toBe(0);
+        expect((await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--payload', '{"n":1}'])).code).toBe(0);
+        const handler = writeFixture(dir, 'handler.mjs', 'export default async () => undefined;\n');
+        const noColumn = await runCliAsync(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.url, '--exit-when-empty']);
+        expect(noColumn.code).toBe(2);
+        expect(noColumn.stderr).toContain('migrate --with dispatch');
+        const relayNoColumn = await runCliAsync(dir, ['relay', '--db', db, '--table', table, '--to', broker.url]);
+        expect(relayNoColumn.code).toBe(2);
+        expect(relayNoColumn.stderr).toContain('migrate --with dispatch');
+        const unknown = await runCliAsync(dir, ['relay', '--db', db, '--table', table, '--to', 'kafka://127.0.0.1:9092']);
+        expect(unknown.code).toBe(2);
+        expect(unknown.stderr).toContain('@statusq/broker-kafka');
+        const notUrl = await runCliAsync(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', 'rabbit']);
+        expect(notUrl.code).toBe(2);
+        expect(notUrl.stderr).toContain('unsupported broker URL');
+        expect(await statsOf()).toMatchObject({ pending: 1, processing: 0, done: 0 });
+      });
+
+      it('a broker that does not answer at start-up: exit 1 after the bounded wait, with a clear message', async () => {
+        expect((await runCliAsync(dir, ['init', '--db', db, '--table', table, '--with', 'dispatch'])).code).toBe(0);
+        expect((await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--payload', '{"n":1}'])).code).toBe(0);
+        const handler = writeFixture(dir, 'handler.mjs', 'export default async () => undefined;\n');
+        const run = await runCliAsync(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.deadUrl, '--exit-when-empty'], 60_000);
+        expect(run.code).toBe(1);
+        expect(run.stderr).toMatch(/broker error \(Unreachable/);
+        expect(await statsOf()).toMatchObject({ pending: 1, processing: 0 });
+      });
+    });
+  }
+}
