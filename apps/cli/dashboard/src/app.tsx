@@ -159,6 +159,11 @@ function OldestPending({ overview }: { overview: Overview }) {
         </>
       )}
       {overview.leaseMs !== null && <p class="hint">lease {formatAge(overview.leaseMs)}: a claim older than that has expired</p>}
+      {overview.dispatched !== null && (
+        <p class="hint" data-testid="dispatched">
+          {overview.dispatched} pending published to the broker, waiting for a consumer
+        </p>
+      )}
     </section>
   );
 }

@@ -96,8 +96,8 @@ export function dashboardApp(options: DashboardAppOptions): Hono<DashboardEnv> {
   app.get('/api/stats', async (c) => json(c, await database.read(() => queue.counts())));
 
   app.get('/api/overview', async (c) => {
-    const [counts, oldest, clockMs] = await database.read(() =>
-      Promise.all([queue.counts(), oldestFirst.inspect({ status: 'pending', limit: 1 }), queue.store.inspection?.clockMs() ?? Promise.resolve(null)]),
+    const [counts, oldest, clockMs, dispatched] = await database.read(() =>
+      Promise.all([queue.counts(), oldestFirst.inspect({ status: 'pending', limit: 1 }), queue.store.inspection?.clockMs() ?? Promise.resolve(null), queue.dispatchedCount()]),
     );
     const clock = clockMs !== null ? new Date(clockMs) : oldest.clock;
     const row = oldest.rows[0];
@@ -108,6 +108,8 @@ export function dashboardApp(options: DashboardAppOptions): Hono<DashboardEnv> {
       features: { leases: table.features.leases, retries: table.features.retries, results: table.columns.result !== undefined },
       columns: { id: table.id, status: table.status, order: table.order, ...table.columns },
       counts,
+      // On a table fed to a broker (statusq relay): pending rows published and waiting in the broker's queue.
+      dispatched,
       oldestPending: row === undefined ? null : { id: row[table.id], order, ageMs: order instanceof Date && clock !== null ? clock.getTime() - order.getTime() : null },
       clock,
       leaseMs,

@@ -115,6 +115,7 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
         features: { leases: true, retries: true, results: true },
         columns: { id: 'id', status: 'status', order: 'date', claimedAt: 'claimed_at', lastError: 'last_error' },
         counts: initial,
+        dispatched: null,
         oldestPending: { id: 8, order: '2024-01-01T00:00:00.000Z' },
         leaseMs: 300_000,
       });
