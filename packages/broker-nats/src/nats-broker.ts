@@ -313,8 +313,14 @@ class PullSubscription {
       const started = Date.now();
       let received = 0;
       try {
-        this.batch = await this.consumer.fetch({ max_messages: this.options.prefetch - this.unacked, expires: PULL_EXPIRES_MS });
-        for await (const msg of this.batch) {
+        const batch = await this.consumer.fetch({ max_messages: this.options.prefetch - this.unacked, expires: PULL_EXPIRES_MS });
+        if (this.stopped) {
+          // Closed while the fetch was being set up: its pull request goes out on iteration only, so none is sent.
+          void batch.close();
+          break;
+        }
+        this.batch = batch;
+        for await (const msg of batch) {
           received++;
           this.deliver(msg);
         }
