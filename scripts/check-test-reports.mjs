@@ -8,7 +8,7 @@ import { join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const packages = ['packages', 'apps'].flatMap((dir) => readdirSync(join(root, dir)).map((name) => join(dir, name)));
-const mustReport = packages.filter((p) => /^packages\/adapter-|^packages\/core$|^apps\/cli$/.test(p));
+const mustReport = packages.filter((p) => /^packages\/adapter-|^packages\/broker-|^packages\/core$|^apps\/cli$/.test(p));
 /** Per adapter, the capabilities it lacks, and where only part of its suite lacks one, the runs that do. */
 const MAY_SKIP = {
   // readOnlySwitch: no server to turn read-only under open connections (a read-only file is refused at open,

@@ -100,6 +100,8 @@ class NatsBroker implements Broker {
   private closing: Promise<void> | undefined;
   private giveUpTimer: NodeJS.Timeout | undefined;
   private readonly subscriptions = new Set<PullSubscription>();
+  /** Resolved when the connection is back (or the broker gave up or closed): what waits for a reconnect. */
+  private reconnectWaiters: Array<() => void> = [];
   private readonly status: AsyncIterable<{ type: string }> & { stop?: () => void };
   private readonly watching: Promise<void>;
 
@@ -126,6 +128,7 @@ class NatsBroker implements Broker {
       for await (const event of this.status) {
         if (event.type === 'disconnect') {
           this.connected = false;
+          for (const subscription of this.subscriptions) subscription.dropPull();
           this.giveUpTimer ??= setTimeout(() => {
             this.giveUp(new BrokerError('ConnectionLost', `NATS at ${this.address} stayed unreachable for ${this.reconnectWindowMs} ms (reconnectWindowMs); gave up reconnecting`));
           }, this.reconnectWindowMs);
@@ -133,6 +136,7 @@ class NatsBroker implements Broker {
           this.connected = true;
           clearTimeout(this.giveUpTimer);
           this.giveUpTimer = undefined;
+          this.wakeReconnectWaiters();
         }
       }
     } catch {
@@ -149,7 +153,29 @@ class NatsBroker implements Broker {
     this.connected = false;
     for (const subscription of this.subscriptions) subscription.fail(error);
     this.subscriptions.clear();
+    this.wakeReconnectWaiters();
     void this.nc.close().catch(() => undefined);
+  }
+
+  private wakeReconnectWaiters(): void {
+    for (const wake of this.reconnectWaiters.splice(0)) wake();
+  }
+
+  /**
+   * Resolves once the connection is up, at once when it is; while nats.js reconnects, when it is back, the
+   * broker gives up (the reconnect window bounds the wait) or `signal` aborts.
+   */
+  whenConnected(signal?: AbortSignal): Promise<void> {
+    if (this.connected || this.lost || this.closing || signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        signal?.removeEventListener('abort', done);
+        this.reconnectWaiters = this.reconnectWaiters.filter((waiter) => waiter !== done);
+        resolve();
+      };
+      this.reconnectWaiters.push(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
   }
 
   /** A BrokerError for `what` when the connection cannot carry it now; undefined when it can. */
@@ -190,6 +216,8 @@ class NatsBroker implements Broker {
   async consume(options: ConsumeOptions): Promise<Subscription> {
     if (!Number.isSafeInteger(options.prefetch) || options.prefetch < 1) throw new ConfigError(`prefetch must be a positive integer, got ${JSON.stringify(options.prefetch)}`);
     const what = `consuming ${this.layout.dispatchSubject} on NATS at ${this.address}`;
+    // A consumer starting during a reconnect waits for it rather than failing its start.
+    await this.whenConnected();
     const down = this.unusable(what);
     if (down) throw down;
     let consumer: Consumer;
@@ -272,6 +300,7 @@ class NatsBroker implements Broker {
     this.giveUpTimer = undefined;
     const subscriptions = [...this.subscriptions];
     this.subscriptions.clear();
+    this.wakeReconnectWaiters();
     await Promise.all(subscriptions.map((subscription) => subscription.close()));
     this.status.stop?.();
     await this.nc.close().catch(() => undefined);
@@ -309,6 +338,7 @@ class PullSubscription {
     let failures = 0;
     while (!this.stopped) {
       await this.freeSlot();
+      await this.broker.whenConnected(this.stopping.signal);
       if (this.stopped) break;
       const started = Date.now();
       let received = 0;
@@ -388,6 +418,15 @@ class PullSubscription {
       ack,
       release: () => settle(() => this.broker.release(msg)),
     });
+  }
+
+  /**
+   * Abandons the pull in progress when the connection drops. nats.js would pull again on the reconnect, and
+   * a pull of the old connection that the server still holds could then take messages to an inbox nobody
+   * reads (back only after the ack wait); the loop pulls afresh once the connection is back.
+   */
+  dropPull(): void {
+    void this.batch?.close();
   }
 
   /** Ends the subscription after the broker gave up, telling the consumer once. */
