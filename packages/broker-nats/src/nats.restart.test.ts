@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { BrokerError, type Broker, type DispatchMessage } from '@statusq/core';
-import { PrivateNats } from './testing.js';
+import { PrivateNats, databasesRequired, privateNatsUnavailable } from './testing.js';
 import { Brokers, Recorder, jobs, timed, waitFor } from './test/harness.js';
 
 const QUEUE = 'statusq.restart.jobs';
@@ -28,7 +28,18 @@ async function publishWhenBack(broker: Broker, messages: readonly DispatchMessag
   );
 }
 
-describe('NATS broker across server outages (private nats-server)', () => {
+const noPrivateServer = await privateNatsUnavailable();
+if (noPrivateServer !== null) {
+  if (databasesRequired()) {
+    it('nats-server can be run for private servers (STATUSQ_REQUIRE_DATABASES=1)', () => {
+      throw new Error(noPrivateServer);
+    });
+  } else {
+    it.skip(`[needs nats-server] outage cases: ${noPrivateServer}`, () => undefined);
+  }
+}
+
+describe.runIf(noPrivateServer === null)('NATS broker across server outages (private nats-server)', () => {
   const brokers = new Brokers();
   let server: PrivateNats | undefined;
 

@@ -11,10 +11,11 @@ import { BrokerError, ConfigError, connectBroker as coreConnectBroker, encodeDea
 import * as natsBroker from './index.js';
 import { CONSUMER_NAME, connectBroker, natsLayout } from './index.js';
 import { openConnection, parseNatsUrl } from './nats-connection.js';
-import { NATS_TEST_URL, PrivateNats, TestQueues, databasesRequired, freePort, natsUnavailable } from './testing.js';
+import { NATS_TEST_URL, PrivateNats, TestQueues, databasesRequired, freePort, natsUnavailable, privateNatsUnavailable } from './testing.js';
 import { Brokers, Recorder, jobs, timed, waitFor } from './test/harness.js';
 
 const unavailable = await natsUnavailable();
+const noPrivateServer = await privateNatsUnavailable();
 
 describe('queue names and URLs (no server)', () => {
   it('maps the queue to subjects and stream names, dots to underscores', () => {
@@ -64,7 +65,7 @@ describe('queue names and URLs (no server)', () => {
   });
 });
 
-describe('private servers (no JetStream, credentials)', () => {
+describe.runIf(noPrivateServer === null)('private servers (no JetStream, credentials)', () => {
   it('refuses a server without JetStream, saying to enable -js', async () => {
     const server = await PrivateNats.start({ jetstream: false });
     try {
@@ -98,6 +99,16 @@ describe('private servers (no JetStream, credentials)', () => {
     }
   });
 });
+
+if (noPrivateServer !== null) {
+  if (databasesRequired()) {
+    it('nats-server can be run for private servers (STATUSQ_REQUIRE_DATABASES=1)', () => {
+      throw new Error(noPrivateServer);
+    });
+  } else {
+    it.skip(`[needs nats-server] private-server cases: ${noPrivateServer}`, () => undefined);
+  }
+}
 
 if (unavailable !== null) {
   if (databasesRequired()) {

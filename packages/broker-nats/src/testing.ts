@@ -3,7 +3,7 @@
  * test's own that are deleted afterwards, and PrivateNats, a nats-server of the test's own for restarts and
  * kills (never the shared one).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -87,6 +87,15 @@ export async function deleteQueueStreams(url: string, queues: readonly string[])
   } finally {
     await nc.close();
   }
+}
+
+/** Why PrivateNats cannot run here (no nats-server on the PATH), or null when it can. */
+export function privateNatsUnavailable(): Promise<string | null> {
+  return new Promise((resolve) => {
+    execFile('nats-server', ['--version'], { timeout: 5_000 }, (error, stdout) => {
+      resolve(error ? `nats-server cannot be run (${error.message}); install it (apt-get install nats-server) for the private-server tests` : /nats-server/.test(stdout) ? null : `nats-server --version printed ${JSON.stringify(stdout)}`);
+    });
+  });
 }
 
 /** Longest wait for the private server to start or to exit. */
