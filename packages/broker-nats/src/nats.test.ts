@@ -302,7 +302,8 @@ if (unavailable !== null) {
       const jsm = await jetstreamManager(await rawConnection());
       const consumer = await jsm.consumers.info(layout.stream, layout.consumer);
       expect(consumer.config.ack_wait).toBe(7_000 * 1e6);
-      expect(consumer.config.max_deliver).toBe(-1);
+      expect(consumer.config).toMatchObject({ max_deliver: -1, ack_policy: 'explicit', filter_subject: layout.dispatchSubject, durable_name: CONSUMER_NAME });
+      expect(consumer.config.deliver_subject).toBeUndefined();
       const stream = await jsm.streams.info(layout.stream);
       expect(stream.config).toMatchObject({ retention: RetentionPolicy.Workqueue, storage: StorageType.File, subjects: [layout.dispatchSubject] });
     });
@@ -332,6 +333,33 @@ if (unavailable !== null) {
       await broker.publish(jobs(3));
       await waitFor('3 deliveries after the consumer came back', () => recorder.deliveries.length === 3, 30_000);
       expect(recorder.errors).toEqual([]);
+    });
+
+    it('recreates the stream when it is deleted under a running subscription; publish fails NotConfirmed meanwhile', async () => {
+      const queue = queues.create();
+      const broker = await brokers.connect(NATS_TEST_URL, { queue });
+      const recorder = new Recorder(true);
+      await broker.consume(recorder.options(2));
+      const layout = natsLayout(queue);
+      const jsm = await jetstreamManager(await rawConnection());
+      await jsm.streams.delete(layout.stream);
+      const refused: BrokerError[] = [];
+      await waitFor(
+        'a publish confirmed once the consumer recreated the stream',
+        () =>
+          broker.publish(jobs(3)).then(
+            () => true,
+            (error: unknown) => {
+              if (!(error instanceof BrokerError) || error.kind !== 'NotConfirmed') throw error;
+              refused.push(error);
+              return false;
+            },
+          ),
+        30_000,
+      );
+      await waitFor('3 deliveries from the recreated stream', () => recorder.deliveries.length === 3, 30_000);
+      expect(recorder.errors).toEqual([]);
+      for (const error of refused) expect(error.message).toMatch(/no stream takes/);
     });
 
     it('rejects every call on a closed broker as ConnectionLost; close is idempotent', async () => {
