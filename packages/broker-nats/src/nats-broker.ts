@@ -15,7 +15,7 @@ import {
 } from '@statusq/core';
 import { sleep } from '@statusq/core/adapter';
 import { openConnection, parseNatsUrl, type NatsTarget } from './nats-connection.js';
-import { isJetStreamDisabled, isNoResponders, isNotFound, isTimeout, messageOf, toBrokerError, toSetupError } from './nats-errors.js';
+import { isAuthError, isJetStreamDisabled, isNoResponders, isNotFound, isTimeout, messageOf, toBrokerError, toSetupError } from './nats-errors.js';
 import { natsLayout, type NatsLayout } from './nats-layout.js';
 import { ensureLayout, type SetupOptions } from './nats-setup.js';
 
@@ -100,8 +100,11 @@ class NatsBroker implements Broker {
   private closing: Promise<void> | undefined;
   private giveUpTimer: NodeJS.Timeout | undefined;
   private readonly subscriptions = new Set<PullSubscription>();
+  /** Called when the connection drops: publishes waiting for their PubAcks stop waiting. */
+  private readonly onDisconnect = new Set<() => void>();
   /** Resolved when the connection is back (or the broker gave up or closed): what waits for a reconnect. */
   private reconnectWaiters: Array<() => void> = [];
+  private lastRepairWarning: string | undefined;
   private readonly status: AsyncIterable<{ type: string }> & { stop?: () => void };
   private readonly watching: Promise<void>;
 
@@ -129,6 +132,7 @@ class NatsBroker implements Broker {
         if (event.type === 'disconnect') {
           this.connected = false;
           for (const subscription of this.subscriptions) subscription.dropPull();
+          for (const dropped of this.onDisconnect) dropped();
           this.giveUpTimer ??= setTimeout(() => {
             this.giveUp(new BrokerError('ConnectionLost', `NATS at ${this.address} stayed unreachable for ${this.reconnectWindowMs} ms (reconnectWindowMs); gave up reconnecting`));
           }, this.reconnectWindowMs);
@@ -154,6 +158,7 @@ class NatsBroker implements Broker {
     for (const subscription of this.subscriptions) subscription.fail(error);
     this.subscriptions.clear();
     this.wakeReconnectWaiters();
+    for (const dropped of this.onDisconnect) dropped();
     void this.nc.close().catch(() => undefined);
   }
 
@@ -200,7 +205,17 @@ class NatsBroker implements Broker {
     const down = this.unusable(what);
     if (down) throw down;
     if (bodies.length === 0) return;
-    const results = await Promise.allSettled(bodies.map((body) => this.js.publish(subject, body, { timeout: REQUEST_TIMEOUT_MS })));
+    const confirmations = Promise.allSettled(bodies.map((body) => this.js.publish(subject, body, { timeout: REQUEST_TIMEOUT_MS })));
+    // PubAcks of a dropped connection may never come (nats.js would wait out the timeout): stop waiting at the drop.
+    let dropped: (() => void) | undefined;
+    const disconnected = new Promise<'disconnected'>((resolve) => {
+      dropped = () => resolve('disconnected');
+      this.onDisconnect.add(dropped);
+    });
+    const results = await Promise.race([confirmations, disconnected]).finally(() => this.onDisconnect.delete(dropped!));
+    if (results === 'disconnected') {
+      throw new BrokerError('ConnectionLost', `${what}: the connection dropped before every PubAck came back (some messages may be stored all the same)`);
+    }
     const failed = results.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []));
     if (failed.length === 0) return;
     const first = failed[0];
@@ -243,13 +258,24 @@ class NatsBroker implements Broker {
     };
   }
 
-  /** Puts the streams and the consumer back (someone deleted them under running processes); setup errors other than Refused are left to the next try. */
-  async repair(): Promise<void> {
+  /**
+   * Puts the streams and the consumer back (someone deleted them under running processes). Only a stream or
+   * consumer that exists with settings statusq cannot use, or credentials refused, end the subscription;
+   * anything else (JetStream busy, a store still being removed) is left to the next try, with a warning.
+   */
+  async repair(): Promise<boolean> {
     try {
       await ensureLayout(this.jsm, this.layout, this.setup);
+      this.lastRepairWarning = undefined;
+      return true;
     } catch (error) {
-      const refused = toSetupError(error, `recreating the stream ${this.layout.stream} on NATS at ${this.address}`);
-      if (refused.kind === 'Refused') throw refused;
+      const failure = toSetupError(error, `recreating the streams of ${this.layout.queue} on NATS at ${this.address}`);
+      if (failure.kind === 'Refused' && (failure.nativeCode === 'StreamConfig' || failure.nativeCode === 'ConsumerConfig' || isAuthError(error))) throw failure;
+      if (failure.message !== this.lastRepairWarning) {
+        this.lastRepairWarning = failure.message;
+        this.setup.onWarning(`${failure.message}; trying again`);
+      }
+      return false;
     }
   }
 
@@ -336,6 +362,7 @@ class PullSubscription {
 
   private async run(): Promise<void> {
     let failures = 0;
+    let repairFirst = false;
     while (!this.stopped) {
       await this.freeSlot();
       await this.broker.whenConnected(this.stopping.signal);
@@ -343,31 +370,35 @@ class PullSubscription {
       const started = Date.now();
       let received = 0;
       try {
-        const batch = await this.consumer.fetch({ max_messages: this.options.prefetch - this.unacked, expires: PULL_EXPIRES_MS });
-        if (this.stopped) {
-          // Closed while the fetch was being set up: its pull request goes out on iteration only, so none is sent.
-          void batch.close();
-          break;
-        }
-        this.batch = batch;
-        for await (const msg of batch) {
-          received++;
-          this.deliver(msg);
+        // A pull failed: the stream or consumer may be gone (deleted under us shows as "consumer deleted", no
+        // responders, or a pull never answered: heartbeats missed). Putting them back is three info calls
+        // when nothing is missing, so it runs after every failure, until it succeeds.
+        if (repairFirst) repairFirst = !(await this.broker.repair());
+        if (!repairFirst) {
+          const batch = await this.consumer.fetch({ max_messages: this.options.prefetch - this.unacked, expires: PULL_EXPIRES_MS });
+          if (this.stopped) {
+            // Closed while the fetch was being set up: its pull request goes out on iteration only, so none is sent.
+            void batch.close();
+            break;
+          }
+          this.batch = batch;
+          for await (const msg of batch) {
+            received++;
+            this.deliver(msg);
+          }
         }
         // An empty pull that ended early is a server saying no (a 409, a 503): wait before the next.
         if (received > 0 || Date.now() - started >= PULL_EXPIRES_MS / 2) failures = 0;
         else failures++;
       } catch (error) {
         if (this.stopped) break;
-        failures++;
-        if (isNotFound(error)) {
-          try {
-            await this.broker.repair();
-          } catch (refused) {
-            this.fail(refused as BrokerError);
-            break;
-          }
+        if (error instanceof BrokerError) {
+          // repair() found the stream or consumer with settings statusq cannot use.
+          this.fail(error);
+          break;
         }
+        failures++;
+        repairFirst = true;
       } finally {
         this.batch = undefined;
       }
