@@ -4,10 +4,23 @@
 // runs what a user runs there: the CLI through npx (init, enqueue, work, stats on SQLite, and `statusq doctor`
 // against SQLite, PostgreSQL and MariaDB). Run after the build: node scripts/check-packages.mjs [--packs DIR]
 // With --packs, the tarballs are packed into DIR and left there for the next step (check-example.mjs).
+import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MYSQL_SERVER, POSTGRES_SERVER, PUBLIC, packPublic, packsArgument, root, run, scratchDatabase, tarballManifest } from './packs.mjs';
+
+/** The broker packages, their drivers, a URL of the machine's server and a script (run in the app) deleting a queue. */
+const BROKERS = [
+  {
+    name: 'rabbitmq',
+    package: '@statusq/broker-rabbitmq',
+    drivers: ['amqplib@2'],
+    url: 'amqp://guest:guest@127.0.0.1:5672',
+    dropQueue: (queue) =>
+      `import amqp from 'amqplib'; const c = await amqp.connect('amqp://guest:guest@127.0.0.1:5672'); const ch = await c.createChannel(); for (const q of [${JSON.stringify(queue)}, ${JSON.stringify(`${queue}.dead`)}]) await ch.deleteQueue(q); await c.close();`,
+  },
+];
 
 const work = mkdtempSync(join(tmpdir(), 'statusq-packages-'));
 const problems = [];
@@ -59,8 +72,8 @@ try {
   const app = join(work, 'app');
   mkdirSync(app, { recursive: true });
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'statusq-consumer', private: true, type: 'module', allowScripts: { 'better-sqlite3': true } }, null, 2));
-  const installed = ['@statusq/core', '@statusq/schema', '@statusq/adapter-sqlite', '@statusq/adapter-postgres', '@statusq/adapter-mysql', 'statusq'].map((name) => tarballOf.get(name));
-  run('npm', ['install', '--no-audit', '--no-fund', ...installed, 'better-sqlite3@12', 'pg@8', 'mysql2@3'], app, { timeout: 600_000 });
+  const installed = ['@statusq/core', '@statusq/schema', '@statusq/adapter-sqlite', '@statusq/adapter-postgres', '@statusq/adapter-mysql', ...BROKERS.map((b) => b.package), 'statusq'].map((name) => tarballOf.get(name));
+  run('npm', ['install', '--no-audit', '--no-fund', ...installed, 'better-sqlite3@12', 'pg@8', 'mysql2@3', ...BROKERS.flatMap((b) => b.drivers)], app, { timeout: 600_000 });
   const db = `sqlite:${join(app, 'jobs.db')}`;
   run('npx', ['statusq', 'init', '--db', db], app);
   run('npx', ['statusq', 'enqueue', '--db', db, '--payload', '{"n":1}'], app);
@@ -86,6 +99,34 @@ try {
     }
   } finally {
     for (const database of scratch) await database.drop();
+  }
+
+  // The broker path from the installed tarballs, on MariaDB: a table migrated for dispatch, `statusq relay`
+  // beside `statusq work --from` until the table is empty, every row done once; the queue removed after.
+  const brokerDb = await scratchDatabase(app, MYSQL_SERVER, 'statusq_broker_ci');
+  try {
+    for (const broker of BROKERS) {
+      const table = `broker_jobs_${broker.name}`;
+      const queue = `statusq.ci.${process.pid}.${broker.name}`;
+      run('npx', ['statusq', 'init', '--db', brokerDb.url, '--table', table, '--with', 'dispatch'], app);
+      writeFileSync(join(app, 'rows.ndjson'), Array.from({ length: 50 }, (_, n) => JSON.stringify({ n })).join('\n') + '\n');
+      run('npx', ['statusq', 'enqueue', '--db', brokerDb.url, '--table', table, '--file', 'rows.ndjson'], app);
+      const relay = spawn('npx', ['statusq', 'relay', '--db', brokerDb.url, '--table', table, '--to', broker.url, '--queue', queue, '--exit-when-empty'], { cwd: app, stdio: 'ignore' });
+      const relayExit = new Promise((resolve) => relay.on('exit', (code) => resolve(code)));
+      try {
+        run('npx', ['statusq', 'work', '--db', brokerDb.url, '--table', table, '--handler', './handler.mjs', '--from', broker.url, '--queue', queue, '--exit-when-empty'], app, { timeout: 120_000 });
+        const relayCode = await Promise.race([relayExit, new Promise((resolve) => setTimeout(() => resolve('still running after 60 s'), 60_000))]);
+        if (relayCode !== 0) problems.push(`npx statusq relay --to ${broker.name} exited ${relayCode}`);
+        const counts = JSON.parse(run('npx', ['statusq', 'stats', '--db', brokerDb.url, '--table', table, '--json'], app));
+        if (counts.done !== 50 || counts.dispatched !== 0) problems.push(`npx statusq relay + work --from ${broker.name}: expected 50 done, got ${JSON.stringify(counts)}`);
+        else console.info(`npx statusq relay + work --from ${broker.name} from the installed tarballs: 50 jobs done`);
+      } finally {
+        relay.kill('SIGKILL');
+        run('node', ['--input-type=module', '-e', broker.dropQueue(queue)], app);
+      }
+    }
+  } finally {
+    await brokerDb.drop();
   }
 } catch (error) {
   problems.push(`${error.message}\n${error.stdout ?? ''}${error.stderr ?? ''}`);

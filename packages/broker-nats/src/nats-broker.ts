@@ -1,0 +1,484 @@
+import { jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
+import type { NatsConnection } from '@nats-io/transport-node';
+import {
+  BrokerError,
+  ConfigError,
+  decodeDispatch,
+  encodeDeadLetter,
+  encodeDispatch,
+  type Broker,
+  type BrokerConnectOptions,
+  type ConsumeOptions,
+  type DeadLetter,
+  type DispatchMessage,
+  type Subscription,
+} from '@statusq/core';
+import { sleep } from '@statusq/core/adapter';
+import { openConnection, parseNatsUrl, type NatsTarget } from './nats-connection.js';
+import { isAuthError, isJetStreamDisabled, isNoResponders, isNotFound, isTimeout, messageOf, toBrokerError, toSetupError } from './nats-errors.js';
+import { natsLayout, type NatsLayout } from './nats-layout.js';
+import { ensureLayout, type SetupOptions } from './nats-setup.js';
+
+export interface NatsBrokerOptions extends BrokerConnectOptions {
+  /**
+   * How long JetStream waits for an ack before it delivers the message again (to any consumer). Default
+   * 30 s. Set on the shared consumer at every connect: give all processes of a table the same value.
+   */
+  ackWaitMs?: number | undefined;
+  /**
+   * How long the connection may stay down (nats.js reconnecting by itself) before the broker gives up:
+   * every subscription's onError gets BrokerError ConnectionLost and the broker closes. Default 30 s.
+   */
+  reconnectWindowMs?: number | undefined;
+}
+
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+export const DEFAULT_ACK_WAIT_MS = 30_000;
+export const DEFAULT_RECONNECT_WINDOW_MS = 30_000;
+/** Bounds every request: a JetStream API call, a PubAck, an ack's confirmation, a release's flush. */
+const REQUEST_TIMEOUT_MS = 5_000;
+/** How long one pull waits on the server for messages before the next pull replaces it. */
+const PULL_EXPIRES_MS = 10_000;
+/** Longest pause between two pulls that failed (JetStream restarting, the consumer being recreated). */
+const MAX_PULL_BACKOFF_MS = 5_000;
+
+/** Opens `url` (nats://[user:password@]host[:port]) for `options.queue`: see the package README for the layout. */
+export async function connectBroker(url: string, options: NatsBrokerOptions): Promise<Broker> {
+  const layout = natsLayout(options.queue);
+  const target = parseNatsUrl(url);
+  const connectTimeoutMs = durationOption(options.connectTimeoutMs, DEFAULT_CONNECT_TIMEOUT_MS, 'connectTimeoutMs', 1);
+  const setup: SetupOptions = {
+    ackWaitMs: durationOption(options.ackWaitMs, DEFAULT_ACK_WAIT_MS, 'ackWaitMs', 100),
+    onWarning: options.onWarning ?? (() => undefined),
+  };
+  const reconnectWindowMs = durationOption(options.reconnectWindowMs, DEFAULT_RECONNECT_WINDOW_MS, 'reconnectWindowMs', 0);
+  const nc = await openConnection(target, { connectTimeoutMs });
+  try {
+    let jsm: JetStreamManager;
+    try {
+      jsm = await jetstreamManager(nc, { timeout: REQUEST_TIMEOUT_MS });
+    } catch (error) {
+      if (isJetStreamDisabled(error)) {
+        throw new BrokerError('Refused', `NATS at ${target.address} has JetStream disabled (${messageOf(error)}): start nats-server with -js (or a jetstream {} block in its configuration), or enable JetStream for this account`, 'JetStreamNotEnabled', { cause: error });
+      }
+      throw toSetupError(error, `checking JetStream on NATS at ${target.address}`);
+    }
+    await ensureLayout(jsm, layout, setup);
+    return new NatsBroker(nc, jsm, target, layout, setup, reconnectWindowMs);
+  } catch (error) {
+    await nc.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+function durationOption(value: number | undefined, fallback: number, name: string, min: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < min) throw new ConfigError(`${name} must be an integer of at least ${min} (milliseconds), got ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** Settles `promise` or rejects with `onTimeout()` after `ms`, leaving no timer behind. */
+async function within<T>(promise: Promise<T>, ms: number, onTimeout: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(onTimeout()), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+class NatsBroker implements Broker {
+  readonly name = 'nats';
+  readonly address: string;
+  private readonly js: JetStreamClient;
+  private connected = true;
+  /** Set once the broker gave up (reconnect window passed, or the server closed the connection for good). */
+  private lost: BrokerError | undefined;
+  private closing: Promise<void> | undefined;
+  private giveUpTimer: NodeJS.Timeout | undefined;
+  private readonly subscriptions = new Set<PullSubscription>();
+  /** Called when the connection drops: publishes waiting for their PubAcks stop waiting. */
+  private readonly onDisconnect = new Set<() => void>();
+  /** Resolved when the connection is back (or the broker gave up or closed): what waits for a reconnect. */
+  private reconnectWaiters: Array<() => void> = [];
+  private lastRepairWarning: string | undefined;
+  private readonly status: AsyncIterable<{ type: string }> & { stop?: () => void };
+  private readonly watching: Promise<void>;
+
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly jsm: JetStreamManager,
+    target: NatsTarget,
+    private readonly layout: NatsLayout,
+    private readonly setup: SetupOptions,
+    private readonly reconnectWindowMs: number,
+  ) {
+    this.address = target.address;
+    this.js = jetstream(nc, { timeout: REQUEST_TIMEOUT_MS });
+    this.status = nc.status() as AsyncIterable<{ type: string }> & { stop?: () => void };
+    this.watching = this.watch();
+    void nc.closed().then((error) => {
+      const reason = error instanceof Error ? `: ${messageOf(error)}` : '';
+      this.giveUp(new BrokerError('ConnectionLost', `the connection to NATS at ${this.address} closed${reason}`, error instanceof Error ? error.name : undefined, { cause: error }));
+    });
+  }
+
+  private async watch(): Promise<void> {
+    try {
+      for await (const event of this.status) {
+        if (event.type === 'disconnect') {
+          this.connected = false;
+          for (const subscription of this.subscriptions) subscription.dropPull();
+          for (const dropped of this.onDisconnect) dropped();
+          this.giveUpTimer ??= setTimeout(() => {
+            this.giveUp(new BrokerError('ConnectionLost', `NATS at ${this.address} stayed unreachable for ${this.reconnectWindowMs} ms (reconnectWindowMs); gave up reconnecting`));
+          }, this.reconnectWindowMs);
+        } else if (event.type === 'reconnect') {
+          this.connected = true;
+          clearTimeout(this.giveUpTimer);
+          this.giveUpTimer = undefined;
+          this.wakeReconnectWaiters();
+        }
+      }
+    } catch {
+      // The status stream ends with the connection, which nc.closed() reports.
+    }
+  }
+
+  /** Ends every subscription with `error` and closes the connection, so that later calls fail at once instead of waiting on reconnects. */
+  private giveUp(error: BrokerError): void {
+    clearTimeout(this.giveUpTimer);
+    this.giveUpTimer = undefined;
+    if (this.lost || this.closing) return;
+    this.lost = error;
+    this.connected = false;
+    for (const subscription of this.subscriptions) subscription.fail(error);
+    this.subscriptions.clear();
+    this.wakeReconnectWaiters();
+    for (const dropped of this.onDisconnect) dropped();
+    void this.nc.close().catch(() => undefined);
+  }
+
+  private wakeReconnectWaiters(): void {
+    for (const wake of this.reconnectWaiters.splice(0)) wake();
+  }
+
+  /**
+   * Resolves once the connection is up, at once when it is; while nats.js reconnects, when it is back, the
+   * broker gives up (the reconnect window bounds the wait) or `signal` aborts.
+   */
+  whenConnected(signal?: AbortSignal): Promise<void> {
+    if (this.connected || this.lost || this.closing || signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        signal?.removeEventListener('abort', done);
+        this.reconnectWaiters = this.reconnectWaiters.filter((waiter) => waiter !== done);
+        resolve();
+      };
+      this.reconnectWaiters.push(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** A BrokerError for `what` when the connection cannot carry it now; undefined when it can. */
+  private unusable(what: string): BrokerError | undefined {
+    if (this.closing) return new BrokerError('ConnectionLost', `${what}: the broker (NATS at ${this.address}) is closed`);
+    if (this.lost) return new BrokerError('ConnectionLost', `${what}: ${this.lost.message}`, this.lost.nativeCode, { cause: this.lost });
+    if (!this.connected) return new BrokerError('ConnectionLost', `${what}: the connection to NATS at ${this.address} is down (reconnecting)`);
+    return undefined;
+  }
+
+  async publish(messages: readonly DispatchMessage[]): Promise<void> {
+    await this.publishConfirmed(this.layout.dispatchSubject, messages.map(encodeDispatch));
+  }
+
+  async deadLetter(letter: DeadLetter): Promise<void> {
+    await this.publishConfirmed(this.layout.deadSubject, [encodeDeadLetter(letter)]);
+  }
+
+  /** Sends every body at once and waits for all PubAcks: one round trip for a batch, not one per message. */
+  private async publishConfirmed(subject: string, bodies: readonly string[]): Promise<void> {
+    const what = `publishing ${bodies.length} message(s) to ${subject} on NATS at ${this.address}`;
+    const down = this.unusable(what);
+    if (down) throw down;
+    if (bodies.length === 0) return;
+    const confirmations = Promise.allSettled(bodies.map((body) => this.js.publish(subject, body, { timeout: REQUEST_TIMEOUT_MS })));
+    // PubAcks of a dropped connection may never come (nats.js would wait out the timeout): stop waiting at the drop.
+    let dropped: (() => void) | undefined;
+    const disconnected = new Promise<'disconnected'>((resolve) => {
+      dropped = () => resolve('disconnected');
+      this.onDisconnect.add(dropped);
+    });
+    const results = await Promise.race([confirmations, disconnected]).finally(() => this.onDisconnect.delete(dropped!));
+    if (results === 'disconnected') {
+      throw new BrokerError('ConnectionLost', `${what}: the connection dropped before every PubAck came back (some messages may be stored all the same)`);
+    }
+    const failed = results.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []));
+    if (failed.length === 0) return;
+    const first = failed[0];
+    const summary = `${failed.length} of ${bodies.length} message(s) to ${subject} on NATS at ${this.address} not confirmed`;
+    if (!this.connected || this.lost) throw toBrokerError(first, 'ConnectionLost', `${summary}, the connection went down`);
+    if (isNoResponders(first)) {
+      throw new BrokerError('NotConfirmed', `${summary}: no stream takes ${subject} (JetStream starting, or the stream ${this.layout.stream} was deleted: a consumer or the next start recreates it)`, 'NoResponders', { cause: first });
+    }
+    if (isTimeout(first)) throw new BrokerError('NotConfirmed', `${summary}: no PubAck within ${REQUEST_TIMEOUT_MS} ms`, 'TimeoutError', { cause: first });
+    throw toBrokerError(first, 'NotConfirmed', summary);
+  }
+
+  async consume(options: ConsumeOptions): Promise<Subscription> {
+    if (!Number.isSafeInteger(options.prefetch) || options.prefetch < 1) throw new ConfigError(`prefetch must be a positive integer, got ${JSON.stringify(options.prefetch)}`);
+    const what = `consuming ${this.layout.dispatchSubject} on NATS at ${this.address}`;
+    // A consumer starting during a reconnect waits for it rather than failing its start.
+    await this.whenConnected();
+    const down = this.unusable(what);
+    if (down) throw down;
+    let consumer: Consumer;
+    try {
+      consumer = await this.js.consumers.get(this.layout.stream, this.layout.consumer);
+    } catch (error) {
+      if (!isNotFound(error)) throw toBrokerError(error, 'ConnectionLost', what);
+      await this.repair();
+      try {
+        consumer = await this.js.consumers.get(this.layout.stream, this.layout.consumer);
+      } catch (again) {
+        throw toBrokerError(again, 'ConnectionLost', what);
+      }
+    }
+    const subscription = new PullSubscription(this, consumer, options);
+    this.subscriptions.add(subscription);
+    subscription.start();
+    return {
+      close: async () => {
+        this.subscriptions.delete(subscription);
+        await subscription.close();
+      },
+    };
+  }
+
+  /**
+   * Puts the streams and the consumer back (someone deleted them under running processes). Only a stream or
+   * consumer that exists with settings statusq cannot use, or credentials refused, end the subscription;
+   * anything else (JetStream busy, a store still being removed) is left to the next try, with a warning.
+   */
+  async repair(): Promise<boolean> {
+    try {
+      await ensureLayout(this.jsm, this.layout, this.setup);
+      this.lastRepairWarning = undefined;
+      return true;
+    } catch (error) {
+      const failure = toSetupError(error, `recreating the streams of ${this.layout.queue} on NATS at ${this.address}`);
+      if (failure.kind === 'Refused' && (failure.nativeCode === 'StreamConfig' || failure.nativeCode === 'ConsumerConfig' || isAuthError(error))) throw failure;
+      if (failure.message !== this.lastRepairWarning) {
+        this.lastRepairWarning = failure.message;
+        this.setup.onWarning(`${failure.message}; trying again`);
+      }
+      return false;
+    }
+  }
+
+  /** Acks and waits for the server to confirm it, so that a settled row's message is not delivered again. */
+  async confirmAck(msg: JsMsg): Promise<void> {
+    const what = `acking message ${msg.seq} of ${this.layout.stream} on NATS at ${this.address}`;
+    if (this.closing || this.lost) throw this.unusable(what)!;
+    try {
+      await msg.ackAck({ timeout: REQUEST_TIMEOUT_MS });
+    } catch (error) {
+      throw toBrokerError(error, 'ConnectionLost', isTimeout(error) ? `${what}: no confirmation within ${REQUEST_TIMEOUT_MS} ms` : what);
+    }
+  }
+
+  /** Naks (JetStream redelivers at once, to any consumer) and flushes, so that a close right after cannot drop it. */
+  async release(msg: JsMsg): Promise<void> {
+    const what = `releasing message ${msg.seq} of ${this.layout.stream} on NATS at ${this.address}`;
+    if (this.closing || this.lost) throw this.unusable(what)!;
+    try {
+      msg.nak();
+      await within(this.nc.flush(), REQUEST_TIMEOUT_MS, () => new BrokerError('ConnectionLost', `${what}: the server did not answer within ${REQUEST_TIMEOUT_MS} ms`));
+    } catch (error) {
+      throw toBrokerError(error, 'ConnectionLost', what);
+    }
+  }
+
+  /** A work-queue stream keeps a message until it is acked: its count is what waits or runs unacked. */
+  async depth(): Promise<number | null> {
+    const what = `reading the depth of ${this.layout.stream} on NATS at ${this.address}`;
+    const down = this.unusable(what);
+    if (down) throw down;
+    try {
+      const info = await this.jsm.streams.info(this.layout.stream);
+      return info.state.messages;
+    } catch (error) {
+      if (isNotFound(error)) return null;
+      throw toBrokerError(error, isTimeout(error) ? 'ConnectionLost' : 'Unknown', what);
+    }
+  }
+
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    clearTimeout(this.giveUpTimer);
+    this.giveUpTimer = undefined;
+    const subscriptions = [...this.subscriptions];
+    this.subscriptions.clear();
+    this.wakeReconnectWaiters();
+    await Promise.all(subscriptions.map((subscription) => subscription.close()));
+    this.status.stop?.();
+    await this.nc.close().catch(() => undefined);
+    await this.watching;
+  }
+}
+
+/**
+ * One consume(): pulls of at most `prefetch` less what it holds unacked, one at a time. nats.js's consume()
+ * pulls again as soon as messages arrive, whatever is still unacked; pulling only for free slots is what
+ * keeps a consumer to its prefetch (and leaves the rest of the queue to the other consumers). A pull that
+ * fails (JetStream restarting, heartbeats missed, the consumer deleted) is followed by another after a
+ * bounded backoff; across a reconnect nats.js re-issues the pull itself.
+ */
+class PullSubscription {
+  private unacked = 0;
+  private stopped = false;
+  private failed = false;
+  private readonly stopping = new AbortController();
+  private slotFreed: (() => void) | undefined;
+  private batch: ConsumerMessages | undefined;
+  private loop: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly broker: NatsBroker,
+    private readonly consumer: Consumer,
+    private readonly options: ConsumeOptions,
+  ) {}
+
+  start(): void {
+    this.loop = this.run();
+  }
+
+  private async run(): Promise<void> {
+    let failures = 0;
+    let repairFirst = false;
+    while (!this.stopped) {
+      await this.freeSlot();
+      await this.broker.whenConnected(this.stopping.signal);
+      if (this.stopped) break;
+      const started = Date.now();
+      let received = 0;
+      try {
+        // A pull failed: the stream or consumer may be gone (deleted under us shows as "consumer deleted", no
+        // responders, or a pull never answered: heartbeats missed). Putting them back is three info calls
+        // when nothing is missing, so it runs after every failure, until it succeeds.
+        if (repairFirst) repairFirst = !(await this.broker.repair());
+        if (!repairFirst) {
+          const batch = await this.consumer.fetch({ max_messages: this.options.prefetch - this.unacked, expires: PULL_EXPIRES_MS });
+          if (this.stopped) {
+            // Closed while the fetch was being set up: its pull request goes out on iteration only, so none is sent.
+            void batch.close();
+            break;
+          }
+          this.batch = batch;
+          for await (const msg of batch) {
+            received++;
+            this.deliver(msg);
+          }
+        }
+        // An empty pull that ended early is a server saying no (a 409, a 503): wait before the next.
+        if (received > 0 || Date.now() - started >= PULL_EXPIRES_MS / 2) failures = 0;
+        else failures++;
+      } catch (error) {
+        if (this.stopped) break;
+        if (error instanceof BrokerError) {
+          // repair() found the stream or consumer with settings statusq cannot use.
+          this.fail(error);
+          break;
+        }
+        failures++;
+        repairFirst = true;
+      } finally {
+        this.batch = undefined;
+      }
+      if (failures > 0) await sleep(Math.min(MAX_PULL_BACKOFF_MS, 100 * 2 ** Math.min(failures, 6)), this.stopping.signal);
+    }
+  }
+
+  private async freeSlot(): Promise<void> {
+    while (!this.stopped && this.unacked >= this.options.prefetch) {
+      await new Promise<void>((resolve) => {
+        this.slotFreed = resolve;
+      });
+    }
+  }
+
+  private settled(): void {
+    this.unacked--;
+    this.wake();
+  }
+
+  private wake(): void {
+    const resolve = this.slotFreed;
+    this.slotFreed = undefined;
+    resolve?.();
+  }
+
+  private deliver(msg: JsMsg): void {
+    this.unacked++;
+    // The first ack or release settles the delivery; later calls get the same outcome.
+    let outcome: Promise<void> | undefined;
+    const settle = (how: () => Promise<void>): Promise<void> => {
+      outcome ??= how().finally(() => this.settled());
+      return outcome;
+    };
+    const ack = () => settle(() => this.broker.confirmAck(msg));
+    const raw = msg.string();
+    let message: DispatchMessage;
+    try {
+      message = decodeDispatch(raw);
+    } catch (error) {
+      // Acked like a handled one: a body no consumer can read would only come back.
+      this.options.onMalformed({ raw, error: messageOf(error), ack });
+      return;
+    }
+    this.options.onDelivery({
+      message,
+      redeliveries: Math.max(0, msg.info.deliveryCount - 1),
+      ack,
+      release: () => settle(() => this.broker.release(msg)),
+    });
+  }
+
+  /**
+   * Abandons the pull in progress when the connection drops. nats.js would pull again on the reconnect, and
+   * a pull of the old connection that the server still holds could then take messages to an inbox nobody
+   * reads (back only after the ack wait); the loop pulls afresh once the connection is back.
+   */
+  dropPull(): void {
+    void this.batch?.close();
+  }
+
+  /** Ends the subscription after the broker gave up, telling the consumer once. */
+  fail(error: BrokerError): void {
+    if (this.stopped) return;
+    this.halt();
+    if (!this.failed) {
+      this.failed = true;
+      this.options.onError(error);
+    }
+  }
+
+  private halt(): void {
+    this.stopped = true;
+    this.stopping.abort();
+    this.wake();
+    void this.batch?.close();
+  }
+
+  async close(): Promise<void> {
+    if (!this.stopped) this.halt();
+    await within(this.loop, REQUEST_TIMEOUT_MS, () => new BrokerError('Unknown', 'the NATS pull loop did not stop within 5 s')).catch(() => undefined);
+  }
+}
