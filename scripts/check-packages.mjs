@@ -20,6 +20,17 @@ const BROKERS = [
     dropQueue: (queue) =>
       `import amqp from 'amqplib'; const c = await amqp.connect('amqp://guest:guest@127.0.0.1:5672'); const ch = await c.createChannel(); for (const q of [${JSON.stringify(queue)}, ${JSON.stringify(`${queue}.dead`)}]) await ch.deleteQueue(q); await c.close();`,
   },
+  {
+    name: 'nats',
+    package: '@statusq/broker-nats',
+    drivers: ['@nats-io/transport-node@3', '@nats-io/jetstream@3'],
+    url: 'nats://127.0.0.1:4222',
+    // The stream of queue a.b.c is a_b_c, its dead letters a_b_c_dead (the package's README).
+    dropQueue: (queue) => {
+      const stream = queue.replaceAll('.', '_');
+      return `import { connect } from '@nats-io/transport-node'; import { jetstreamManager } from '@nats-io/jetstream'; const nc = await connect({ servers: '127.0.0.1:4222' }); const jsm = await jetstreamManager(nc); for (const s of [${JSON.stringify(stream)}, ${JSON.stringify(`${stream}_dead`)}]) await jsm.streams.delete(s).catch(() => undefined); await nc.close();`;
+    },
+  },
 ];
 
 const work = mkdtempSync(join(tmpdir(), 'statusq-packages-'));

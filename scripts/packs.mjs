@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 
 export const root = new URL('..', import.meta.url).pathname;
-export const PUBLIC = ['packages/core', 'packages/schema', 'packages/adapter-sqlite', 'packages/adapter-postgres', 'packages/adapter-mysql', 'packages/broker-rabbitmq', 'packages/conformance', 'test-fixtures', 'apps/cli'];
+export const PUBLIC = ['packages/core', 'packages/schema', 'packages/adapter-sqlite', 'packages/adapter-postgres', 'packages/adapter-mysql', 'packages/broker-rabbitmq', 'packages/broker-nats', 'packages/conformance', 'test-fixtures', 'apps/cli'];
 const PNPM = ['-y', 'pnpm@12.4.2'];
 
 export const run = (command, args, cwd, extra = {}) => execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...extra });
