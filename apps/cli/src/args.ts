@@ -12,7 +12,7 @@ export const COMMAND_FLAGS = {
     'read-only-wait', 'log-level', 'log-format', 'processes', 'metrics-port', 'metrics-host', 'progress', 'schedule',
     'max-instances', 'wait', 'instance-lease', 'rate', 'from', 'prefetch', 'queue',
   ],
-  relay: ['db', 'adapter', 'table', 'to', 'queue', 'id-column', 'status-column', 'order-column', 'order', 'batch', 'redispatch-after', 'poll-max', 'exit-when-empty', 'log-level', 'log-format', 'verbose'],
+  relay: ['db', 'adapter', 'table', 'to', 'queue', 'id-column', 'status-column', 'order-column', 'order', 'batch', 'redispatch-after', 'poll-max', 'exit-when-empty', 'log-level', 'log-format', 'verbose', 'metrics-port', 'metrics-host'],
   stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'json'],
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
   prune: ['db', 'adapter', 'table', 'status', 'older-than', 'batch', 'pause', 'dry-run', 'archive', 'id-column', 'status-column', 'order-column'],

@@ -1,7 +1,8 @@
 import { ConfigError, Queue, Relay, assertDispatchColumns, assertBrokerInstalled, connectBroker, formatDuration, validateTableConfig, type Broker, type Store, type TableConfig } from '@statusq/core';
 import { optionalDuration, optionalInteger, optionalString, tableConfig, type Flags } from './args.js';
 import { withStore, workLogger, type Io } from './commands.js';
-import { errorFields, logSettings } from './log.js';
+import { errorFields, logSettings, type Logger } from './log.js';
+import { QUEUE_ROWS_INTERVAL_MS, RelayMetrics, announceMetrics, metricsSettings, serveMetrics, type MetricsSettings } from './metrics.js';
 
 /** Where `work` takes the broker URL from when --from is not given (how it reaches `--processes` children too). */
 export const WORK_FROM_VARIABLE = 'STATUSQ_WORK_FROM';
@@ -51,6 +52,7 @@ export async function relay(flags: Flags, io: Io): Promise<number> {
   const pollMaxMs = optionalDuration(flags, 'poll-max');
   const logging = logSettings(flags);
   const brokerQueue = brokerQueueName(flags);
+  const metrics = metricsSettings(flags);
   return withStore(flags, 'relay', false, async (store) => {
     const broker = await openBroker(store, config, url, 'statusq relay', brokerQueue);
     try {
@@ -58,6 +60,7 @@ export async function relay(flags: Flags, io: Io): Promise<number> {
       const log = await workLogger(logging, io, { role: 'relay' });
       relayRun.on('published', (e) => log.debug({ table: config.table, count: e.count, durationMs: Math.round(e.durationMs * 100) / 100 }, 'published'));
       relayRun.on('error', (e) => log.warn({ table: config.table, during: e.during, err: errorFields(e.error) }, `relay error during ${e.during} (retrying)`));
+      const stopMetrics = metrics === null ? null : await serveRelayMetrics(relayRun, metrics, log);
       const unregister = io.onSignal((signal) => {
         log.info({ signal }, `${signal}: stopping the relay after the batch in flight`);
         void relayRun.stop();
@@ -73,10 +76,44 @@ export async function relay(flags: Flags, io: Io): Promise<number> {
         throw error;
       } finally {
         unregister();
+        await stopMetrics?.();
       }
       return 0;
     } finally {
       await broker.close();
     }
   });
+}
+
+/** --metrics-port for the relay: its counters, the rows waiting in the broker, /healthz and /readyz. */
+async function serveRelayMetrics(relay: Relay, settings: MetricsSettings, log: Logger): Promise<() => Promise<void>> {
+  const { table } = relay.queue.table;
+  const metrics = new RelayMetrics(table);
+  relay.on('published', (e) => {
+    metrics.published.inc({ table }, e.count);
+    metrics.batchDuration.observe({ table }, e.durationMs / 1000);
+  });
+  let failures = relay.counters.publishFailures;
+  const countFailures = () => {
+    metrics.publishFailures.inc({ table }, relay.counters.publishFailures - failures);
+    failures = relay.counters.publishFailures;
+  };
+  relay.on('error', countFailures);
+  let draining = false;
+  relay.on('stopped', () => (draining = true));
+  const refresh = () => {
+    relay.queue.dispatchedCount().then(
+      (n) => (n === null ? undefined : metrics.waiting.set({ table }, n)),
+      (error: unknown) => log.warn({ err: errorFields(error) }, 'could not read the rows waiting in the broker'),
+    );
+  };
+  refresh();
+  const timer = setInterval(refresh, QUEUE_ROWS_INTERVAL_MS);
+  timer.unref();
+  const server = await serveMetrics(settings, metrics.registry, { draining: () => draining, ping: () => relay.queue.hasRowsWithStatus('processing') });
+  announceMetrics(log, settings, server.port);
+  return async () => {
+    clearInterval(timer);
+    await server.close();
+  };
 }

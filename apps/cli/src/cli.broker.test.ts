@@ -10,7 +10,7 @@ import { createDatabase, dropDatabase, mysqlUnavailable } from '@statusq/adapter
 import { createTestDatabase, dropTestDatabase, postgresUnavailable } from '@statusq/adapter-postgres/testing';
 import { RABBITMQ_TEST_URL, deleteQueues, rabbitmqUnavailable } from '@statusq/broker-rabbitmq/testing';
 import { NATS_TEST_URL, deleteQueueStreams, natsUnavailable } from '@statusq/broker-nats/testing';
-import { launchCli, parseStats, runCliAsync, until, writeFixture } from './test/cli-harness.js';
+import { launchCli, logLines, parseStats, runCliAsync, until, writeFixture } from './test/cli-harness.js';
 
 interface BrokerTarget {
   name: string;
@@ -65,10 +65,15 @@ for (const broker of BROKERS) {
         expect((await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--file', file])).code).toBe(0);
         const ledger = join(dir, 'ledger.txt');
         const handler = writeFixture(dir, 'handler.mjs', `import { appendFileSync } from 'node:fs';\nexport default async (job) => { appendFileSync(${JSON.stringify(ledger)}, job.id + '\\n'); };\n`);
-        const relay = launchCli(dir, ['relay', '--db', db, '--table', table, '--to', broker.url]);
+        const relay = launchCli(dir, ['relay', '--db', db, '--table', table, '--to', broker.url, '--metrics-port', '0']);
         await until('the relay to publish every row', async () => ((await statsOf()) as unknown as { dispatched: number }).dispatched === 200);
         const work = await runCliAsync(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.url, '--processes', '2', '--exit-when-empty']);
         expect(work.code, work.stderr).toBe(0);
+        // The relay's metrics, as Prometheus scrapes them: every row published once.
+        const port = logLines(relay.stdout().trim()).find((line) => line.metricsPort !== undefined)?.metricsPort;
+        const exposition = await (await fetch(`http://127.0.0.1:${String(port)}/metrics`)).text();
+        expect(exposition).toContain(`statusq_relay_published_total{table="${table}"} 200`);
+        expect(exposition).toContain(`statusq_relay_publish_failures_total{table="${table}"} 0`);
         relay.child.kill('SIGTERM');
         const relayRun = await relay.ended;
         expect(relayRun.code, relayRun.stderr).toBe(0);

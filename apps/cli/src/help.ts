@@ -133,6 +133,9 @@ ${COLUMNS}
   --log-level L               error, warn, info (default) or debug (a line per batch)
   --log-format F              json or pretty
   --verbose                   the same as --log-level debug
+  --metrics-port PORT         serve Prometheus /metrics (statusq_relay_published_total, statusq_relay_publish_failures_total,
+                              statusq_relay_batch_duration_seconds, statusq_relay_dispatched_rows), /healthz and /readyz
+  --metrics-host H            the address to serve them on (default 127.0.0.1)
 
 Durations need a unit: 250ms, 30s, 5m, 1h, 2d; at most 24d.`,
   stats: `usage: statusq stats --db URL --table T [--json]

@@ -69,6 +69,21 @@ export class WorkerMetrics {
   }
 }
 
+/** The registry of one `statusq relay` process. */
+export class RelayMetrics {
+  readonly registry = new Registry();
+  readonly published = new Counter({ name: 'statusq_relay_published_total', help: 'Messages the broker confirmed, one per row dispatched.', labelNames: ['table'], registers: [this.registry] });
+  readonly publishFailures = new Counter({ name: 'statusq_relay_publish_failures_total', help: 'Batches the broker refused or did not confirm (their rows are published again at the next pass).', labelNames: ['table'], registers: [this.registry] });
+  readonly batchDuration = new Histogram({ name: 'statusq_relay_batch_duration_seconds', help: 'From the SELECT of a batch to its last confirm.', labelNames: ['table'], buckets: CLAIM_BUCKETS, registers: [this.registry] });
+  readonly waiting = new Gauge({ name: 'statusq_relay_dispatched_rows', help: `Pending rows published and not claimed since (waiting in the broker), read every ${QUEUE_ROWS_INTERVAL_MS / 1000} s.`, labelNames: ['table'], registers: [this.registry] });
+
+  constructor(table: string) {
+    collectDefaultMetrics({ register: this.registry });
+    this.published.inc({ table }, 0);
+    this.publishFailures.inc({ table }, 0);
+  }
+}
+
 /** Feeds `metrics` from a worker's events; the in-flight gauge is read from the worker at each scrape. */
 export function observeWorker(worker: Worker, metrics: WorkerMetrics, table: string): void {
   const settled = (outcome: string) => (e: { job: Job; durationMs: number }) => {
