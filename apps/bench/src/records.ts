@@ -53,6 +53,11 @@ export interface BurnDownRecord {
   /** statusq only: CPU cores busy on average in the workers' process(es) and in the database server. */
   benchCpu?: number;
   serverCpu?: number | null;
+  /**
+   * broker-burn-down through a relay: the time the relay's confirmed batches took (SELECT to last confirm, summed),
+   * in percent of the run's span. Near 100 the one relay is what paces the run, not the consumers.
+   */
+  relayBusyPercent?: number;
   /** statusq only: errors the workers met and survived, by kind (none expected). */
   errors?: Record<string, number>;
 }

@@ -431,11 +431,18 @@ async function withBrokerQueue<T>(broker: BenchBroker, table: string, body: (tar
   }
 }
 
+/** What the relay beside a broker burn-down did: errors it survived, by kind, and the time its confirmed batches took. */
+interface RelayLog {
+  errors: Record<string, number>;
+  /** Sum of each confirmed batch's SELECT-to-last-confirm time: near the run's span, the relay is what paces it. */
+  busyMs: number;
+}
+
 /**
  * A relay in the bench process over `table`, publishing to `target` from when the workers start until they are
- * done, on a store and a broker connection of its own; errors it survived are counted into `errors`.
+ * done, on a store and a broker connection of its own; what it did goes into `log`.
  */
-function relayAlongside(db: BenchDatabase, table: string, target: BrokerTarget, errors: Record<string, number>): AlongsideRun {
+function relayAlongside(db: BenchDatabase, table: string, target: BrokerTarget, log: RelayLog): AlongsideRun {
   let relay: Relay | null = null;
   let stopped = false;
   return {
@@ -447,8 +454,9 @@ function relayAlongside(db: BenchDatabase, table: string, target: BrokerTarget, 
         relay = await Relay.create({ store, table: { table }, to: broker });
         relay.on('error', ({ error, during }) => {
           const key = `relay ${during}: ${error instanceof Error ? error.message.slice(0, 80) : String(error)}`;
-          errors[key] = (errors[key] ?? 0) + 1;
+          log.errors[key] = (log.errors[key] ?? 0) + 1;
         });
+        relay.on('published', ({ durationMs }) => (log.busyMs += durationMs));
         // Workers that were done before the relay got going stopped it already.
         if (!stopped) await relay.run();
       } finally {
@@ -498,11 +506,12 @@ export async function broker(ctx: BenchContext): Promise<void> {
         for (const bench of BENCH_BROKERS) {
           await db.createTable(table, { pending: plan.brokerJobs, finished: 0 }, { dispatch: true });
           await withBrokerQueue(bench, table, async (target) => {
-            const relayErrors: Record<string, number> = {};
+            const relayLog: RelayLog = { errors: {}, busyMs: 0 };
             const consumers: StatusqRunOptions = { ...options, from: target };
-            const result = await burnDownInProcesses(db, consumers, processes, relayAlongside(db, table, target, relayErrors));
-            for (const [key, n] of Object.entries(relayErrors)) result.errors[key] = (result.errors[key] ?? 0) + n;
-            ctx.record(burnDownRecord('broker-burn-down', dialect, consumers, processes, plan.brokerJobs, result, brokerVariant('relay', bench)));
+            const result = await burnDownInProcesses(db, consumers, processes, relayAlongside(db, table, target, relayLog));
+            for (const [key, n] of Object.entries(relayLog.errors)) result.errors[key] = (result.errors[key] ?? 0) + n;
+            const record = burnDownRecord('broker-burn-down', dialect, consumers, processes, plan.brokerJobs, result, brokerVariant('relay', bench));
+            ctx.record({ ...record, relayBusyPercent: Math.round((100 * relayLog.busyMs) / (1000 * result.seconds)) });
           });
         }
       }
