@@ -157,7 +157,7 @@ async function main(args: Args): Promise<void> {
     return;
   }
   const base = args.quick ? QUICK_PLAN : FULL_PLAN;
-  const plan = { ...base, ...(args.workers && { workerCounts: args.workers, handlerWorkerCounts: args.workers, slotWorkerCounts: args.workers, peerWorkerCounts: args.workers }), ...(args.jobs && { jobs: args.jobs, slowJobs: args.jobs, targetJobs: args.jobs }), ...(args.slots && { slotSizes: args.slots }), ...(args.strategies && { strategies: args.strategies }), ...(args.rounds && { observabilityRounds: args.rounds }) };
+  const plan = { ...base, ...(args.workers && { workerCounts: args.workers, handlerWorkerCounts: args.workers, slotWorkerCounts: args.workers, peerWorkerCounts: args.workers }), ...(args.jobs && { jobs: args.jobs, slowJobs: args.jobs, targetJobs: args.jobs, brokerJobs: args.jobs }), ...(args.slots && { slotSizes: args.slots }), ...(args.strategies && { strategies: args.strategies }), ...(args.rounds && { observabilityRounds: args.rounds }) };
   const partial =
     args.workers !== null || args.jobs !== null || args.slots !== null || args.strategies !== null || args.rounds !== null || args.progress || args.variants !== null || args.sideBySide || !args.peers || args.only.length < SCENARIOS.length || args.dialects.length < DIALECTS.length;
   const resultsFile = args.quick || partial ? join(ROOT, 'apps', 'bench', 'results', args.quick ? 'quick.jsonl' : 'partial.jsonl') : join(DOCS_DATA, 'results.jsonl');
