@@ -16,7 +16,7 @@ import { OBSERVABILITY_VARIANTS, type BenchRecord, type ObservabilityVariant } f
 import { observability } from './observability.js';
 import { loadPeers } from './peers/registry.js';
 import { ceilingLines, markdownReport, ratioLines, textReport, throughputSvg } from './report.js';
-import { FULL_PLAN, QUICK_PLAN, SCENARIOS, batchSize, burnDown, claimShapes, costGrowth, idlePickup, peers, pickup, pruneAlongside, rateLimit, type BenchContext, type ScenarioName } from './scenarios.js';
+import { FULL_PLAN, QUICK_PLAN, SCENARIOS, batchSize, broker, burnDown, claimShapes, costGrowth, idlePickup, peers, pickup, pruneAlongside, rateLimit, type BenchContext, type ScenarioName } from './scenarios.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const DOCS = join(ROOT, 'docs', 'benchmarks.md');
@@ -157,7 +157,7 @@ async function main(args: Args): Promise<void> {
     return;
   }
   const base = args.quick ? QUICK_PLAN : FULL_PLAN;
-  const plan = { ...base, ...(args.workers && { workerCounts: args.workers, handlerWorkerCounts: args.workers, slotWorkerCounts: args.workers, peerWorkerCounts: args.workers }), ...(args.jobs && { jobs: args.jobs, slowJobs: args.jobs, targetJobs: args.jobs }), ...(args.slots && { slotSizes: args.slots }), ...(args.strategies && { strategies: args.strategies }), ...(args.rounds && { observabilityRounds: args.rounds }) };
+  const plan = { ...base, ...(args.workers && { workerCounts: args.workers, handlerWorkerCounts: args.workers, slotWorkerCounts: args.workers, peerWorkerCounts: args.workers }), ...(args.jobs && { jobs: args.jobs, slowJobs: args.jobs, targetJobs: args.jobs, brokerJobs: args.jobs }), ...(args.slots && { slotSizes: args.slots }), ...(args.strategies && { strategies: args.strategies }), ...(args.rounds && { observabilityRounds: args.rounds }) };
   const partial =
     args.workers !== null || args.jobs !== null || args.slots !== null || args.strategies !== null || args.rounds !== null || args.progress || args.variants !== null || args.sideBySide || !args.peers || args.only.length < SCENARIOS.length || args.dialects.length < DIALECTS.length;
   const resultsFile = args.quick || partial ? join(ROOT, 'apps', 'bench', 'results', args.quick ? 'quick.jsonl' : 'partial.jsonl') : join(DOCS_DATA, 'results.jsonl');
@@ -188,6 +188,7 @@ async function main(args: Args): Promise<void> {
     else if (scenario === 'claim-shapes') await claimShapes(ctx);
     else if (scenario === 'prune-alongside') await pruneAlongside(ctx);
     else if (scenario === 'rate-limit') await rateLimit(ctx);
+    else if (scenario === 'broker') await broker(ctx);
     else if (scenario === 'observability') await observability(ctx, { rounds: plan.observabilityRounds, variants: observabilityVariants(args), sideBySide: args.sideBySide });
     else {
       await burnDown(ctx, 'handler-5ms');

@@ -34,14 +34,20 @@ export interface FillCounts {
   finishedAgoMs?: number;
 }
 
+export interface TableOptions {
+  /** A priority column (and its index) whose values run 0 .. levels-1 by id, mixed. */
+  priorityLevels?: number;
+  /** The dispatch column (`--with dispatch`) a relay and broker consumers need; the filled rows are not dispatched yet. */
+  dispatch?: boolean;
+}
+
 export interface BenchDatabase {
   readonly dialect: Dialect;
   /** What workers connect with (the URL the CLI would take). */
   readonly url: string;
   connect(options?: ConnectionOptions): Promise<Store>;
   /** A fresh managed table (`statusq init`) holding `counts` rows, with fresh planner statistics. */
-  /** With `priorityLevels`, a priority column (and its index) whose values run 0 .. levels-1 by id, mixed. */
-  createTable(table: string, counts: FillCounts, options?: { priorityLevels?: number }): Promise<void>;
+  createTable(table: string, counts: FillCounts, options?: TableOptions): Promise<void>;
   /** Adds `count` more pending rows, newer than every row there. */
   addPending(table: string, count: number): Promise<void>;
   /** Adds `count` pending rows newer than every row there, not due for `delayMs` (next_attempt_at, the database's clock). */
@@ -124,10 +130,11 @@ abstract class BaseBench implements BenchDatabase {
 
   private nextEndMs = new Map<string, number>();
 
-  async createTable(table: string, counts: FillCounts, options: { priorityLevels?: number } = {}): Promise<void> {
+  async createTable(table: string, counts: FillCounts, options: TableOptions = {}): Promise<void> {
     validateTableName(table);
     await this.dropTable(table);
-    await initTable(this.admin, table, options.priorityLevels ? { with: ['priority'] } : {});
+    const groups = [...(options.priorityLevels ? (['priority'] as const) : []), ...(options.dispatch ? (['dispatch'] as const) : [])];
+    await initTable(this.admin, table, groups.length > 0 ? { with: groups } : {});
     // Finished rows are older than pending ones: the claim's newest-first walk meets pending rows first
     // only because of the pending index, not because the history happens to sit behind them.
     const now = Date.now();

@@ -18,8 +18,10 @@ export interface BurnDownRecord {
    * `batch-size`: statusq's native burn-down at each slots-per-worker of the sweep (batch = slots).
    * `target-check`: statusq over the raw loop's own protocol and the minimal raw loop, each at its fastest
    * setting of the sweep, again in alternating rounds (`round`): the target is read from their medians.
+   * `broker-burn-down`: consumer workers taking the rows a relay publishes (variant `relay, <broker>`) against
+   * polling workers (`polling`) at the same counts (scenarios.ts broker).
    */
-  scenario: 'burn-down' | 'handler-5ms' | 'batch-size' | 'target-check';
+  scenario: 'burn-down' | 'handler-5ms' | 'batch-size' | 'target-check' | 'broker-burn-down';
   /** target-check only: the round (0-based); rounds alternate which side runs first. */
   round?: number;
   system: System;
@@ -51,6 +53,11 @@ export interface BurnDownRecord {
   /** statusq only: CPU cores busy on average in the workers' process(es) and in the database server. */
   benchCpu?: number;
   serverCpu?: number | null;
+  /**
+   * broker-burn-down through a relay: the time the relay's confirmed batches took (SELECT to last confirm, summed),
+   * in percent of the run's span. Near 100 the one relay is what paces the run, not the consumers.
+   */
+  relayBusyPercent?: number;
   /** statusq only: errors the workers met and survived, by kind (none expected). */
   errors?: Record<string, number>;
 }
@@ -58,7 +65,10 @@ export interface BurnDownRecord {
 export interface PickupRecord {
   scenario: 'pickup';
   system: System;
-  /** statusq: `<strategy>, listen` (LISTEN/NOTIFY), `<strategy>, idle probe` (MySQL) or `<strategy>, polling`; peers: their mode. */
+  /**
+   * statusq: `<strategy>, listen` (LISTEN/NOTIFY), `<strategy>, idle probe` (MySQL) or `<strategy>, polling`; through a
+   * broker `relay, <broker>` or `dispatchTo, <broker>` (scenarios.ts broker); peers: their mode.
+   */
   variant: string;
   dialect: Store;
   rows: number;

@@ -2,12 +2,13 @@
  * The six scenarios of the benchmark (issue 6), each bounded in rows and time. A `Plan` holds their sizes;
  * `--quick` shrinks every one so the whole set runs in about two minutes.
  */
-import { Queue, pruneRows, type ClaimStrategy, type Worker, type WorkerCounters } from '@statusq/core';
+import { Queue, Relay, pruneRows, type Broker, type ClaimStrategy, type Worker, type WorkerCounters } from '@statusq/core';
 import { openBenchDatabase, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
 import type { Peer } from './peer-contract.js';
 import { STATUS_ONLY_VARIANT, quantile, round, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type ClaimTiming, type CostRecord, type PickupRecord } from './records.js';
 import { idlePickup as idlePickupRun, idlePickupVariants, type IdlePickupPlan } from './idle-pickup.js';
-import { burnDownInProcess, burnDownInProcesses, pickupLatency, type StatusqBurnDownResult, type StatusqRunOptions } from './statusq-runs.js';
+import { burnDownInProcess, burnDownInProcesses, pickupLatency, type AlongsideRun, type StatusqBurnDownResult, type StatusqRunOptions } from './statusq-runs.js';
+import { BENCH_BROKERS, benchQueue, openBroker, type BenchBroker, type BrokerTarget } from './brokers.js';
 import { RAW_BATCH, type RawStatements } from './raw-protocol.js';
 import { peerBurnDownIsolated, rawBurnDownIsolated } from './isolated-run.js';
 
@@ -60,6 +61,11 @@ export interface Plan {
   rateLimitSeconds: number;
   /** The idle-pickup scenario: how long the worker idles first, then rows one at a time, gaps in ms. */
   idlePickup: IdlePickupPlan;
+  /**
+   * The broker scenario's burn-down: pending rows each run drains through a broker, and by polling beside it, at
+   * workerCounts (one process) and processCounts (one worker each). Its pick-up runs take pickupRows.
+   */
+  brokerJobs: number;
 }
 
 export const FULL_PLAN: Plan = {
@@ -91,6 +97,8 @@ export const FULL_PLAN: Plan = {
   rateLimits: [50, 1_000],
   rateLimitSeconds: 10,
   idlePickup: { warmUpMs: 15_000, idleMs: 10_000, rows: 20, gapMs: [2_000, 3_000] },
+  // One consumer through RabbitMQ drains a few thousand a second: 20,000 is several seconds at every count.
+  brokerJobs: 20_000,
 };
 
 export const QUICK_PLAN: Plan = {
@@ -120,10 +128,11 @@ export const QUICK_PLAN: Plan = {
   rateLimits: [50],
   rateLimitSeconds: 1,
   idlePickup: { warmUpMs: 200, idleMs: 1_000, rows: 2, gapMs: [100, 200] },
+  brokerJobs: 1_000,
 };
 
-export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'prune-alongside' | 'rate-limit' | 'handler-5ms' | 'observability';
-export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'prune-alongside', 'rate-limit', 'handler-5ms', 'observability'];
+export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'prune-alongside' | 'rate-limit' | 'handler-5ms' | 'observability' | 'broker';
+export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'prune-alongside', 'rate-limit', 'handler-5ms', 'observability', 'broker'];
 
 export interface BenchContext {
   plan: Plan;
@@ -168,13 +177,13 @@ function claimRoundTrips(dialect: Dialect, strategy: ClaimStrategy, c: WorkerCou
   return c.claimCalls;
 }
 
-function burnDownRecord(scenario: BurnDownRecord['scenario'], dialect: Dialect, options: StatusqRunOptions, processes: number, jobs: number, result: StatusqBurnDownResult): BurnDownRecord {
+function burnDownRecord(scenario: BurnDownRecord['scenario'], dialect: Dialect, options: StatusqRunOptions, processes: number, jobs: number, result: StatusqBurnDownResult, variant?: string): BurnDownRecord {
   const { counters } = result;
   const attempts = counters.claimed + counters.candidatesLost;
   return {
     scenario,
     system: 'statusq',
-    variant: options.columns === 'status only' ? STATUS_ONLY_VARIANT : options.strategy,
+    variant: variant ?? (options.columns === 'status only' ? STATUS_ONLY_VARIANT : options.strategy),
     dialect,
     workers: options.workers,
     processes,
@@ -185,7 +194,8 @@ function burnDownRecord(scenario: BurnDownRecord['scenario'], dialect: Dialect, 
     jobsPerSec: Math.round(result.handled / result.seconds),
     timedOut: result.timedOut,
     claimCallsPerJob: round(counters.claimCalls / Math.max(1, result.handled), 3),
-    claimRoundTripsPerJob: round(claimRoundTrips(dialect, options.strategy, counters) / Math.max(1, result.handled), 3),
+    // A broker consumer's claim by id has a shape of its own (claimGivenIds), which claimRoundTrips does not model.
+    ...(options.from === undefined && { claimRoundTripsPerJob: round(claimRoundTrips(dialect, options.strategy, counters) / Math.max(1, result.handled), 3) }),
     ...(scenario === 'batch-size' && { batch: options.batch ?? options.concurrency }),
     lostPer100: round((100 * counters.candidatesLost) / Math.max(1, attempts), 2),
     deadlocksPer1000: round((1000 * result.deadlocks) / Math.max(1, result.handled), 2),
@@ -396,6 +406,114 @@ export async function idlePickup(ctx: BenchContext): Promise<void> {
       for (const variant of idlePickupVariants(dialect)) {
         await db.createTable(table, { pending: 0, finished: 0 });
         ctx.record(await idlePickupRun(db, table, variant, ctx.plan.idlePickup));
+      }
+      await db.dropTable(table);
+    });
+  }
+}
+
+/** The dialects the broker path is measured on: the server databases (a SQLite table has one process, and its file watch already wakes workers). */
+const BROKER_DIALECTS: readonly Dialect[] = ['postgres', 'mysql'];
+
+/** Variant names of the broker path: `relay, rabbitmq` and `dispatchTo, rabbitmq` (issue 17); `polling` is the table polled as before. */
+export function brokerVariant(path: 'relay' | 'dispatchTo', broker: BenchBroker): string {
+  return `${path}, ${broker.name}`;
+}
+export const POLLING_VARIANT = 'polling';
+
+/** Runs `body` with a fresh queue of `broker` for `table`, deleted afterwards with whatever messages it still holds. */
+async function withBrokerQueue<T>(broker: BenchBroker, table: string, body: (target: BrokerTarget) => Promise<T>): Promise<T> {
+  const target = benchQueue(broker, table);
+  try {
+    return await body(target);
+  } finally {
+    await broker.deleteQueue(target.queue);
+  }
+}
+
+/** What the relay beside a broker burn-down did: errors it survived, by kind, and the time its confirmed batches took. */
+interface RelayLog {
+  errors: Record<string, number>;
+  /** Sum of each confirmed batch's SELECT-to-last-confirm time: near the run's span, the relay is what paces it. */
+  busyMs: number;
+}
+
+/**
+ * A relay in the bench process over `table`, publishing to `target` from when the workers start until they are
+ * done, on a store and a broker connection of its own; what it did goes into `log`.
+ */
+function relayAlongside(db: BenchDatabase, table: string, target: BrokerTarget, log: RelayLog): AlongsideRun {
+  let relay: Relay | null = null;
+  let stopped = false;
+  return {
+    async start() {
+      const store = await db.connect({ listen: false, connections: 1 });
+      let broker: Broker | null = null;
+      try {
+        broker = await openBroker(target, table);
+        relay = await Relay.create({ store, table: { table }, to: broker });
+        relay.on('error', ({ error, during }) => {
+          const key = `relay ${during}: ${error instanceof Error ? error.message.slice(0, 80) : String(error)}`;
+          log.errors[key] = (log.errors[key] ?? 0) + 1;
+        });
+        relay.on('published', ({ durationMs }) => (log.busyMs += durationMs));
+        // Workers that were done before the relay got going stopped it already.
+        if (!stopped) await relay.run();
+      } finally {
+        await broker?.close();
+        await store.close();
+      }
+    },
+    async stop() {
+      stopped = true;
+      await relay?.stop();
+    },
+  };
+}
+
+/**
+ * Issue 17's broker path against polling, on the server databases:
+ *
+ * - pick-up latency (PickupRecord, beside the pickup scenario's polling, idle probe and LISTEN rows): one idle
+ *   worker taking rows `from` the broker, rows arriving one every pickupIntervalMs, published by a relay in this
+ *   process (`relay, <broker>`: a plain INSERT; the relay polls with its defaults, or is woken by LISTEN/NOTIFY on
+ *   PostgreSQL) or by the enqueue itself (`dispatchTo, <broker>`);
+ * - a burn-down of brokerJobs pending rows (BurnDownRecord `broker-burn-down`): consumer workers in a child
+ *   process (the polling burn-down's machinery: each worker with its own store and broker connection, 16 slots)
+ *   and one relay in the bench process started with them, against polling workers at the same counts on the
+ *   same table size. Neither side warms up first: a relay's warm-up would need a queue and a relay of its own.
+ */
+export async function broker(ctx: BenchContext): Promise<void> {
+  const { plan } = ctx;
+  const pickupTimeoutMs = plan.pickupRows * plan.pickupIntervalMs * 3 + 5_000;
+  for (const dialect of ctx.dialects.filter((d) => BROKER_DIALECTS.includes(d))) {
+    await withDatabase(dialect, async (db) => {
+      const table = 'bench_broker';
+      for (const bench of BENCH_BROKERS) {
+        for (const path of ['relay', 'dispatchTo'] as const) {
+          await db.createTable(table, { pending: 0, finished: 0 }, { dispatch: true });
+          const { latenciesMs } = await withBrokerQueue(bench, table, (target) =>
+            pickupLatency(db, table, { rows: plan.pickupRows, intervalMs: plan.pickupIntervalMs, timeoutMs: pickupTimeoutMs, listen: false, strategy: 'native', broker: { path, target } }),
+          );
+          ctx.record(pickupRecord('statusq', brokerVariant(path, bench), dialect, plan.pickupRows, latenciesMs));
+        }
+      }
+      const runs = [...plan.workerCounts.map((workers) => ({ workers, processes: 1 })), ...plan.processCounts.map((processes) => ({ workers: processes, processes }))];
+      for (const { workers, processes } of runs) {
+        const options: StatusqRunOptions = { table, workers, concurrency: plan.concurrency, strategy: 'native', handlerDelayMs: 0, timeoutMs: plan.runTimeoutMs };
+        await db.createTable(table, { pending: plan.brokerJobs, finished: 0 }, { dispatch: true });
+        ctx.record(burnDownRecord('broker-burn-down', dialect, options, processes, plan.brokerJobs, await burnDownInProcesses(db, options, processes), POLLING_VARIANT));
+        for (const bench of BENCH_BROKERS) {
+          await db.createTable(table, { pending: plan.brokerJobs, finished: 0 }, { dispatch: true });
+          await withBrokerQueue(bench, table, async (target) => {
+            const relayLog: RelayLog = { errors: {}, busyMs: 0 };
+            const consumers: StatusqRunOptions = { ...options, from: target };
+            const result = await burnDownInProcesses(db, consumers, processes, relayAlongside(db, table, target, relayLog));
+            for (const [key, n] of Object.entries(relayLog.errors)) result.errors[key] = (result.errors[key] ?? 0) + n;
+            const record = burnDownRecord('broker-burn-down', dialect, consumers, processes, plan.brokerJobs, result, brokerVariant('relay', bench));
+            ctx.record({ ...record, relayBusyPercent: Math.round((100 * relayLog.busyMs) / (1000 * result.seconds)) });
+          });
+        }
       }
       await db.dropTable(table);
     });

@@ -4,8 +4,9 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { OPTIONAL_COLUMNS, Worker, emptyWorkerCounters, type ClaimStrategy, type Handler, type OptionalColumn, type Store, type WorkerCounters } from '@statusq/core';
+import { OPTIONAL_COLUMNS, Queue, Relay, Worker, emptyWorkerCounters, type Broker, type ClaimStrategy, type Handler, type OptionalColumn, type Store, type WorkerCounters } from '@statusq/core';
 import { sleep } from '@statusq/core/adapter';
+import { openBroker, type BrokerTarget } from './brokers.js';
 import { measureCpu, type CpuShare } from './cpu.js';
 import type { BenchDatabase, ConnectionOptions, Dialect } from './databases.js';
 import { poolSize } from './limits.js';
@@ -35,6 +36,8 @@ export interface StatusqRunOptions {
   warmUpJobs?: number;
   /** The workers' shared rate limit (`50/s`); default none. */
   rateLimit?: string;
+  /** Take jobs from this broker queue's messages (`Worker` option `from`), each worker on a connection of its own; default: poll the table. */
+  from?: BrokerTarget;
 }
 
 export type BenchColumns = 'all' | 'status only';
@@ -125,8 +128,9 @@ function burnDownConnections(workers: number): ConnectionOptions {
   return { listen: false, connections: poolSize(4, workers, 1) };
 }
 
-async function createBenchWorker(store: Store, options: StatusqRunOptions, errors: Record<string, number>, span: Span): Promise<Worker> {
+async function createBenchWorker(store: Store, broker: Broker | null, options: StatusqRunOptions, errors: Record<string, number>, span: Span): Promise<Worker> {
   const worker = await Worker.create({
+    ...(broker && { from: broker }),
     store,
     table: { table: options.table, ...(options.columns === 'status only' && { columns: STATUS_ONLY, select: [] }) },
     handler: handlerFor(options.handlerDelayMs),
@@ -178,6 +182,7 @@ export class BenchWorkers {
   readonly errors: Record<string, number> = {};
   readonly span: Span = { first: null, last: null };
   private readonly stores: Store[] = [];
+  private readonly brokers: Broker[] = [];
   private readonly workers: Worker[] = [];
 
   /** Connects and resolves the table for `options.workers` workers; close() releases whatever was opened. */
@@ -185,7 +190,9 @@ export class BenchWorkers {
     for (let i = 0; i < options.workers; i++) {
       const store = await connect();
       this.stores.push(store);
-      const worker = await createBenchWorker(store, options, this.errors, this.span);
+      const broker = options.from ? await openBroker(options.from, options.table) : null;
+      if (broker) this.brokers.push(broker);
+      const worker = await createBenchWorker(store, broker, options, this.errors, this.span);
       watch(worker);
       this.workers.push(worker);
     }
@@ -204,6 +211,8 @@ export class BenchWorkers {
   }
 
   async close(): Promise<void> {
+    // Brokers first: a consumer's unacked messages go back to the queue, never to a worker whose store is gone.
+    await Promise.all(this.brokers.map((b) => b.close()));
     await Promise.all(this.stores.map((s) => s.close()));
   }
 }
@@ -212,12 +221,12 @@ export class BenchWorkers {
  * W workers in this process drain the table; timed from the first claim to the last settle. `watch` sees
  * each worker before it runs (cost growth times its claims).
  */
-export async function burnDownInProcess(db: BenchDatabase, options: StatusqRunOptions, watch?: (worker: Worker) => void): Promise<StatusqBurnDownResult> {
+export async function burnDownInProcess(db: BenchDatabase, options: StatusqRunOptions, watch?: (worker: Worker) => void, beside?: AlongsideRun): Promise<StatusqBurnDownResult> {
   const bench = new BenchWorkers();
   try {
     await bench.open(() => db.connect(burnDownConnections(options.workers)), options, watch);
     const cpu = measureCpu(db.dialect);
-    const timedOut = await bench.run(options.timeoutMs);
+    const timedOut = await alongside(bench.run(options.timeoutMs), beside);
     const counters = bench.counters();
     return { handled: counters.completed, seconds: spanSeconds(bench.span), timedOut, counters, cpu: cpu(), errors: bench.errors, deadlocks: bench.deadlocks() };
   } finally {
@@ -235,7 +244,7 @@ const CHILD_GRACE_MS = 30_000;
  * before they are told to go (process start-up is not the queue's cost); timed from the first claim to the
  * last settle across them. A child that hangs past the run's bound is killed and the run fails.
  */
-export async function burnDownInProcesses(db: BenchDatabase, options: StatusqRunOptions, processes: number): Promise<StatusqBurnDownResult> {
+export async function burnDownInProcesses(db: BenchDatabase, options: StatusqRunOptions, processes: number, beside?: AlongsideRun): Promise<StatusqBurnDownResult> {
   const perChild = Math.max(1, Math.round(options.workers / processes));
   const warmUpTable = options.warmUpJobs ? warmUpTableOf(options.table) : undefined;
   if (warmUpTable) await db.createTable(warmUpTable, { pending: options.warmUpJobs! * processes, finished: 0 });
@@ -263,7 +272,7 @@ export async function burnDownInProcesses(db: BenchDatabase, options: StatusqRun
     await readyAll;
     const cpu = measureCpu(db.dialect);
     for (const child of children) child.send('go');
-    await doneAll;
+    await alongside(doneAll, beside);
     // Read before the children exit: a server's per-connection processes (PostgreSQL) take their CPU time with them.
     const share = cpu(results.reduce((n, r) => n + r.cpuSeconds, 0));
     for (const child of children) if (child.connected) child.send('close');
@@ -284,6 +293,29 @@ export async function burnDownInProcesses(db: BenchDatabase, options: StatusqRun
   } finally {
     await Promise.all(children.map((child) => exited(child, deadline)));
     if (warmUpTable) await db.dropTable(warmUpTable);
+  }
+}
+
+/**
+ * What runs in the bench process beside a burn-down's workers, started with them (the broker path's relay):
+ * `start` when the workers go, `stop` once they are done; a failure of its run fails the burn-down.
+ */
+export interface AlongsideRun {
+  start(): Promise<unknown>;
+  stop(): Promise<unknown>;
+}
+
+/** Awaits `workers` with `beside` running from now until they are done (then stopped and awaited). */
+async function alongside<T>(workers: Promise<T>, beside: AlongsideRun | undefined): Promise<T> {
+  if (!beside) return workers;
+  const running = beside.start();
+  // Its failure is reported after the workers end, not left unhandled while they run.
+  running.catch(() => undefined);
+  try {
+    return await workers;
+  } finally {
+    await beside.stop();
+    await running;
   }
 }
 
@@ -330,15 +362,33 @@ export function onMessage(child: ChildProcess, type: string, deadline: AbortSign
 }
 
 /**
- * One idle worker; a row is inserted every `intervalMs`. Latency runs from just before the INSERT to the
- * handler's start. The worker idles first so a LISTEN connection (PostgreSQL) is in place, as it would be.
+ * How pick-up runs through a broker (issue 17): `relay`, rows inserted by a plain INSERT and published by a relay
+ * in this process (its default polling; LISTEN/NOTIFY wakes it on PostgreSQL); `dispatchTo`, rows enqueued with
+ * `dispatchTo`, which publishes them once committed. Either way the worker takes them `from` the broker.
+ */
+export interface PickupThroughBroker {
+  path: 'relay' | 'dispatchTo';
+  target: BrokerTarget;
+}
+
+/**
+ * One idle worker; a row is inserted every `intervalMs`. Latency runs from just before the INSERT (the enqueue)
+ * to the handler's start. The worker idles first so a LISTEN connection (PostgreSQL) is in place, as it would be,
+ * and so does the relay with `broker`.
  */
 export async function pickupLatency(
   db: BenchDatabase,
   table: string,
-  options: { rows: number; intervalMs: number; timeoutMs: number; listen: boolean; strategy: ClaimStrategy },
+  options: { rows: number; intervalMs: number; timeoutMs: number; listen: boolean; strategy: ClaimStrategy; broker?: PickupThroughBroker },
 ): Promise<PickupResult> {
   const stores: Store[] = [];
+  const brokers: Broker[] = [];
+  const through = options.broker;
+  const connectBroker = async () => {
+    const broker = await openBroker(through!.target, table);
+    brokers.push(broker);
+    return broker;
+  };
   const insertedAt: number[] = [];
   const latencies: number[] = new Array<number>(options.rows).fill(Number.NaN);
   let seen = 0;
@@ -346,14 +396,25 @@ export async function pickupLatency(
   const finished = new Promise<void>((resolve) => (allSeen = resolve));
   const giveUp = new AbortController();
   let worker: Worker | null = null;
+  let relay: Relay | null = null;
   let running: Promise<unknown> = Promise.resolve();
+  let relaying: Promise<unknown> = Promise.resolve();
   try {
     const workerStore = await db.connect({ listen: options.listen });
     stores.push(workerStore);
     const inserter = await db.connect();
     stores.push(inserter);
+    if (through?.path === 'relay') {
+      const relayStore = await db.connect({ listen: true });
+      stores.push(relayStore);
+      relay = await Relay.create({ store: relayStore, table: { table }, to: await connectBroker() });
+      relaying = relay.run();
+    }
+    const publisher = through?.path === 'dispatchTo' ? await connectBroker() : null;
+    const queue = publisher ? await Queue.open(inserter, { table }) : null;
     worker = await Worker.create({
       store: workerStore,
+      ...(through && { from: await connectBroker() }),
       table: { table },
       concurrency: 16,
       claimStrategy: options.strategy,
@@ -371,7 +432,8 @@ export async function pickupLatency(
     const deadline = performance.now() + options.timeoutMs;
     for (let seq = 0; seq < options.rows && performance.now() < deadline; seq++) {
       insertedAt[seq] = performance.now();
-      await inserter.execute({ sql: `INSERT INTO ${q} (payload) VALUES (${placeholder})`, params: [String(seq)] });
+      if (queue && publisher) await queue.enqueue([seq], { dispatchTo: publisher, onDispatchError: (error) => console.error(`bench: a pick-up row's publish failed: ${String(error)}`) });
+      else await inserter.execute({ sql: `INSERT INTO ${q} (payload) VALUES (${placeholder})`, params: [String(seq)] });
       await sleep(options.intervalMs);
     }
     await Promise.race([finished, sleep(Math.max(0, deadline - performance.now()), giveUp.signal)]);
@@ -380,6 +442,9 @@ export async function pickupLatency(
     giveUp.abort();
     await worker?.stop(1_000);
     await running;
+    await relay?.stop();
+    await relaying;
+    await Promise.all(brokers.map((b) => b.close()));
     await Promise.all(stores.map((s) => s.close()));
   }
 }
