@@ -17,6 +17,7 @@ export interface BenchBroker {
 }
 
 const RABBITMQ_URL = process.env.STATUSQ_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
+const NATS_URL = process.env.STATUSQ_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 
 export const BENCH_BROKERS: readonly BenchBroker[] = [
   {
@@ -25,6 +26,12 @@ export const BENCH_BROKERS: readonly BenchBroker[] = [
     url: RABBITMQ_URL,
     // Imported when needed: a broker package whose server is not in use costs nothing at start-up.
     deleteQueue: async (queue) => (await import('@statusq/broker-rabbitmq/testing')).deleteQueues([queue], RABBITMQ_URL),
+  },
+  {
+    name: 'nats',
+    module: '@statusq/broker-nats',
+    url: NATS_URL,
+    deleteQueue: async (queue) => (await import('@statusq/broker-nats/testing')).deleteQueueStreams(NATS_URL, [queue]),
   },
 ];
 
