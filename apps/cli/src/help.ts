@@ -36,7 +36,8 @@ ${DB}
                               (next_attempt_at alone, for enqueue --delay), priority (priority and its
                               index, for enqueue --priority), dedupe (dedupe_key and its unique index over
                               pending and processing rows, for enqueue --key), progress (for ctx.progress),
-                              dispatch (dispatched_at, for statusq relay and work --from); default none
+                              dispatch (dispatched_at and the relay's index, for statusq relay and work
+                              --from); default none
   --status-column C           the status column (default status)
   --order-column C            the queue order column (default date)
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,

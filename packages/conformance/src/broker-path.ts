@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Queue, connectBroker, initTable, type Broker, type BrokerModule, type Store } from '@statusq/core';
+import { Queue, connectBroker, dispatchIndexName, hasIndex, initTable, type Broker, type BrokerModule, type Store } from '@statusq/core';
 import { TestEnv } from './test-env.js';
 import { childScript, type ChildHandle } from './child-handle.js';
 import type { ChildWorkerArgs, ChildWorkerResult } from './child-worker.js';
@@ -191,6 +191,8 @@ export function runBrokerConformance(database: ConformanceOptions, broker: Broke
 
     it('races 4 consumer processes through the broker: every row done, none run twice', async () => {
       const store = await seed();
+      // The relay's index, which keeps its passes off the rows waiting in the broker.
+      expect(await hasIndex(store, store.schema!, TABLE, dispatchIndexName(TABLE))).toBe(true);
       const relay = startRelay();
       const consumers = [1, 2, 3, 4].map((i) => startConsumer(`consumer ${i}`));
       const results = await Promise.all(consumers.map((c) => c.result<ChildWorkerResult>(120_000)));

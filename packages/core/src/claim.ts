@@ -182,6 +182,7 @@ function claimClock(candidate: Row): Date | SqlValue {
 function markClaimed(row: Row, table: ResolvedTable, token: string | null): Row {
   const claimed: Row = { ...row, [table.status]: table.codes.processing };
   if (table.columns.workerId) claimed[table.columns.workerId] = token;
+  if (table.columns.dispatchedAt) claimed[table.columns.dispatchedAt] = null;
   return claimed;
 }
 

@@ -167,7 +167,7 @@ export class Queue {
    * waits in the broker's queue as the table sees it. Null on a table without the dispatch column.
    */
   async dispatchedCount(): Promise<number | null> {
-    if (!this.table.features.dispatch || !this.table.features.leases) return null;
+    if (!this.table.features.dispatch) return null;
     const { rows } = await this.store.execute(this.sql.countWaitingInBroker());
     return Number(rows[0]?.n ?? 0);
   }

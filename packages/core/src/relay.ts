@@ -143,7 +143,9 @@ export class Relay extends TypedEmitter<RelayEvents> {
     const { sql, store, table } = this.queue;
     const { redispatchMs } = this.settings;
     this.counters.passes++;
-    const { rows } = await withStoreRetry(() => store.execute(sql.dispatchCandidates(this.settings.batch, redispatchMs)), STORE_RETRY.claim);
+    const { rows: found } = await withStoreRetry(() => store.execute(sql.dispatchCandidates(this.settings.batch, redispatchMs)), STORE_RETRY.claim);
+    // The two selections may each bring a batch; the rows never dispatched come first.
+    const rows = found.slice(0, this.settings.batch);
     if (rows.length === 0) return 0;
     const ids = rows.map((row) => row[table.id] as JobId);
     const { affected } = await withStoreRetry(() => store.execute(sql.markDispatched(ids, redispatchMs)), STORE_RETRY.claim);

@@ -2,7 +2,7 @@ import { ConfigError, SchemaError, StoreError } from './errors.js';
 import { derivedName, splitTableName, validateIdentifier, validateTableName } from './identifiers.js';
 import { resolveStatusCodes, type StatusCodes } from './status.js';
 import { STORE_RETRY, withStoreRetry } from './retry.js';
-import type { ColumnSpec, KeyIndexSpec, PriorityIndexSpec, SchemaSupport, SqlParam, Statement, Store } from './store.js';
+import type { ColumnSpec, DispatchIndexSpec, KeyIndexSpec, PriorityIndexSpec, SchemaSupport, SqlParam, Statement, Store } from './store.js';
 import { DEFAULT_OPTIONAL_COLUMN_NAMES, type OptionalColumn, type Order, type ResolvedTable } from './table.js';
 
 /**
@@ -27,8 +27,8 @@ export const COLUMN_GROUPS = {
   /** progress: what a running handler last reported through ctx.progress. Not in a table `init` makes unless asked. */
   progress: ['progress'],
   /**
-   * dispatched_at: when a relay last published the row to a broker (statusq relay). Needs leases too: a
-   * consumer's claim writes claimed_at, which is how the relay tells a row claimed since its dispatch.
+   * dispatched_at, with its index: when a relay last published the row to a broker (statusq relay; every claim
+   * sets it back to NULL). Consumers need leases too: a dead consumer's rows come back by lease.
    */
   dispatch: ['dispatchedAt'],
 } as const satisfies Record<string, readonly OptionalColumn[]>;
@@ -54,9 +54,8 @@ export function missingColumnError(table: string, column: OptionalColumn, what: 
 }
 
 /**
- * The broker path's columns: dispatched_at (the relay's record of a publish), claimed_at (a consumer's claim
- * since that publish; leases bring back a dead consumer's row) and worker_id (a fenced claim tells this
- * consumer's rows from a stale message's). SchemaError naming the migration when one is missing.
+ * The broker path's columns: dispatched_at (the relay's record of a publish), claimed_at (leases bring back a
+ * dead consumer's rows) and worker_id (a fenced claim tells this consumer's rows from a stale message's). SchemaError naming the migration when one is missing.
  */
 export function assertDispatchColumns(table: Pick<ResolvedTable, 'table' | 'features'>, what: string): void {
   for (const [column, feature] of [['dispatchedAt', 'dispatch'], ['claimedAt', 'leases'], ['workerId', 'fencing']] as const) {
@@ -126,6 +125,11 @@ export function pendingIndexName(table: string): string {
 /** The key index's name (KeyIndexSpec): unique over the keys of live rows. */
 export function keyIndexName(table: string): string {
   return derivedName(`${table.replace('.', '_')}_statusq_key`, table);
+}
+
+/** The dispatch index's name (DispatchIndexSpec): pending rows by dispatched_at, for the relay. */
+export function dispatchIndexName(table: string): string {
+  return derivedName(`${table.replace('.', '_')}_statusq_dispatch`, table);
 }
 
 /** The priority index's name: one per table, built for the order given at migrate time (PriorityIndexSpec). */
@@ -210,6 +214,7 @@ export async function initTable(store: Store, table = 'jobs', options: InitOptio
   if (groups.includes('priority')) {
     await ensurePriorityIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', priorityColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.priority, direction: options.order ?? 'newest' });
   }
+  if (groups.includes('dispatch')) await ensureDispatchIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', dispatchedColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt });
   await schema.installWakeUps?.(store, table, 'status');
   return { table, created: true, migrated: null };
 }
@@ -252,6 +257,10 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   // application's own, holding values that repeat among live rows.
   const keyColumn = groups.includes('dedupe') ? (columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.dedupeKey)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.dedupeKey) : null;
   const createdKeyIndex = keyColumn === null ? null : await ensureKeyIndex(store, schema, table, { statusColumn, keyColumn, processingCode });
+  if (groups.includes('dispatch')) {
+    const dispatchedColumn = columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt;
+    await ensureDispatchIndex(store, schema, table, { statusColumn, orderColumn, dispatchedColumn });
+  }
   await schema.installWakeUps?.(store, table, statusColumn);
   return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, createdKeyIndex, addedStatus };
 }
@@ -276,6 +285,15 @@ async function ensureKeyIndex(store: Store, schema: SchemaSupport, table: string
 export async function hasIndex(store: Store, schema: SchemaSupport, table: string, name: string): Promise<boolean> {
   const { rows } = await store.execute(schema.indexNames(...splitTableName(table)));
   return rows.some((r) => String(r.name).toLowerCase() === name.toLowerCase());
+}
+
+/** The relay's index (DispatchIndexSpec); a store without one still relays, reading the pending rows it passes over. */
+async function ensureDispatchIndex(store: Store, schema: SchemaSupport, table: string, spec: Omit<DispatchIndexSpec, 'name'>): Promise<string | null> {
+  if (!schema.createDispatchIndex) return null;
+  const name = dispatchIndexName(table);
+  if (await hasIndex(store, schema, table, name)) return null;
+  await runAll(store, schema.createDispatchIndex(table, { name, ...spec }));
+  return name;
 }
 
 async function ensurePriorityIndex(store: Store, schema: SchemaSupport, table: string, spec: Omit<PriorityIndexSpec, 'name'>): Promise<string | null> {

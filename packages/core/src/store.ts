@@ -474,6 +474,15 @@ export interface PriorityIndexSpec extends PendingIndexSpec {
 }
 
 /**
+ * The relay's index: pending rows by dispatched_at, then the order column. It serves both of the relay's
+ * questions, rows never dispatched since their last claim (dispatched_at IS NULL, in queue order) and rows
+ * dispatched before a cutoff, without reading the rows that wait in the broker.
+ */
+export interface DispatchIndexSpec extends PendingIndexSpec {
+  readonly dispatchedColumn: string;
+}
+
+/**
  * The index that makes deduplication keys race-safe: unique over `keyColumn` among live rows only (pending:
  * status NULL, or processing: `processingCode`), so a second live row with a key is refused by the database
  * itself while a settled row frees its key. Rows without a key are not in it, or hold NULL, which a unique index
@@ -514,6 +523,11 @@ export interface SchemaSupport {
    * is a ConfigError on this store, since keys would not be race-safe.
    */
   createKeyIndex?(table: string, index: KeyIndexSpec): Promise<Statement[]>;
+  /**
+   * The dispatch index (see DispatchIndexSpec), made by `migrate --with dispatch`. Optional: without it the relay
+   * still works, but each of its passes reads every pending row already waiting in the broker.
+   */
+  createDispatchIndex?(table: string, index: DispatchIndexSpec): Promise<Statement[]>;
   /**
    * A query for the names of the indexes on table `name` in `schema` (null: the connection's default),
    * one row per index with the name in column `name`.

@@ -165,12 +165,15 @@ export class TransitionSql {
 
   /**
    * The SET list of a claim: processing, and the lease start and token when those columns exist. The lease
-   * starts at the database's now, or at `claimedAt` when the caller read that clock earlier in the claim.
+   * starts at the database's now, or at `claimedAt` when the caller read that clock earlier in the claim. A
+   * claim uses up the row's dispatch (dispatched_at = NULL), whoever claims: if the row is pending again later
+   * (a retry, an expired lease, a hand-back) the relay's indexed "never dispatched" branch publishes it again.
    */
   claimAssignments(p: Params, token: string | null, claimedAt?: SqlValue): string {
     const sets = [`${this.q.status} = ${this.table.codes.processing}`];
     if (this.q.claimedAt) sets.push(`${this.q.claimedAt} = ${claimedAt === undefined ? this.dialect.now : p.add(claimedAt)}`);
     if (this.q.workerId) sets.push(`${this.q.workerId} = ${p.add(token)}`);
+    if (this.q.dispatchedAt) sets.push(`${this.q.dispatchedAt} = NULL`);
     return sets.join(', ');
   }
 
@@ -185,28 +188,45 @@ export class TransitionSql {
   }
 
   /**
-   * A pending, due row a relay should publish: never dispatched; claimed since its last dispatch (a retry, a
-   * lease that ran out, a hand-back: the message that brought it was used up); or dispatched longer than
-   * `redispatchMs` ago and still not claimed (the broker lost the message, or the relay died between marking
-   * and publishing). A row waiting in the broker's queue matches none of them, so a backlog is published once.
+   * A pending, due row a relay should publish: not dispatched since its last claim (every claim sets
+   * dispatched_at back to NULL: a new row, a retry, a lease that ran out, a hand-back), or dispatched longer
+   * than `redispatchMs` ago and still not claimed (the broker lost the message, or the relay died between
+   * marking and publishing). A row waiting in the broker's queue matches neither, so a backlog is published
+   * once, and the dispatch index (status, dispatched_at, order) serves both without reading the backlog:
+   * measured with 50,000 dispatched rows waiting, a pass read them all without it (44 ms on MariaDB, 9 ms on
+   * PostgreSQL, growing with the backlog).
    */
   private needsDispatch(p: Params, redispatchMs: number): string {
     const d = this.q.dispatchedAt!;
-    const c = this.q.claimedAt!;
-    return `${this.dueCondition()} AND (${d} IS NULL OR (${c} IS NOT NULL AND ${c} >= ${d}) OR ${d} < ${this.dialect.nowPlusMs(p.add(-redispatchMs))})`;
+    return `${this.dueCondition()} AND (${d} IS NULL OR ${d} < ${this.dialect.nowPlusMs(p.add(-redispatchMs))})`;
   }
 
-  /** Up to `limit` rows to dispatch (id and attempt), in queue order. */
+  /**
+   * Up to `limit` rows to dispatch (id and attempt): those never dispatched since their last claim, in queue
+   * order, then those whose dispatch is oldest, before the cutoff. Two selections, each a range of the dispatch
+   * index (status, dispatched_at, order), wrapped as derived tables because SQLite allows a LIMIT only on the
+   * last SELECT of a UNION. Measured with 50,000 dispatched rows waiting in the broker: PostgreSQL 9 ms a pass
+   * with one OR'd selection over the pending index, 0.4 ms this way; MariaDB 10.11 took the dispatch index for
+   * this text in some runs (0.5-0.9 ms) but the pending index in most (36 ms, what a pass cost before the index),
+   * whatever the ORDER BY or statistics: its plan choice is still open.
+   */
   dispatchCandidates(limit: number, redispatchMs: number): Statement {
     const p = new Params(this.dialect);
-    const attempts = this.q.attemptCount ? `, ${this.q.attemptCount} AS ${this.dialect.quoteIdentifier('attempts')}` : '';
-    const where = this.needsDispatch(p, redispatchMs);
-    return { sql: `SELECT ${this.q.id}${attempts} FROM ${this.q.table} WHERE ${where} ORDER BY ${this.queueOrder()} LIMIT ${p.add(limit)}`, params: p.values };
+    const d = this.q.dispatchedAt!;
+    const attempts = this.dialect.quoteIdentifier('attempts');
+    const what = `${this.q.id}${this.q.attemptCount ? `, ${this.q.attemptCount} AS ${attempts}` : ''}`;
+    const branch = (where: string, orderBy: string, alias: string) =>
+      `SELECT * FROM (SELECT ${what} FROM ${this.q.table} WHERE ${this.dueCondition()} AND ${where} ORDER BY ${orderBy} LIMIT ${p.add(limit)}) ${this.dialect.quoteIdentifier(alias)}`;
+    // dispatched_at is NULL throughout this branch: leading the ORDER BY with it changes no order, and only the
+    // dispatch index gives it; with the queue order alone MariaDB walked the pending index at run time.
+    const fresh = branch(`${d} IS NULL`, `${d} ${this.table.direction === 'newest' ? 'DESC' : 'ASC'}, ${this.queueOrder()}`, 'never_dispatched');
+    const stale = branch(`${d} < ${this.dialect.nowPlusMs(p.add(-redispatchMs))}`, `${d} ASC`, 'dispatch_too_old');
+    return { sql: `${fresh} UNION ALL ${stale}`, params: p.values };
   }
 
   /**
    * Marks rows dispatched before they are published, guarded by the same condition, so a consumer's claim
-   * (which can only follow the publish) always writes a claimed_at at or after this dispatched_at.
+   * (which can only follow the publish, and sets dispatched_at back to NULL) always comes after the mark.
    */
   markDispatched(ids: readonly JobId[], redispatchMs: number): Statement {
     const p = new Params(this.dialect);
@@ -216,9 +236,7 @@ export class TransitionSql {
 
   /** Pending rows published to the broker and not claimed since: waiting in its queue. */
   countWaitingInBroker(): Statement {
-    const d = this.q.dispatchedAt!;
-    const c = this.q.claimedAt!;
-    return { sql: `SELECT COUNT(*) AS n FROM ${this.q.table} WHERE ${this.guard('claim')} AND ${d} IS NOT NULL AND (${c} IS NULL OR ${c} < ${d})`, params: [] };
+    return { sql: `SELECT COUNT(*) AS n FROM ${this.q.table} WHERE ${this.guard('claim')} AND ${this.q.dispatchedAt!} IS NOT NULL`, params: [] };
   }
 
   /** Rows whose publish failed after marking: dispatched again at the relay's next pass, not after the redispatch age. */

@@ -44,7 +44,7 @@ const DEFAULT_KINDS: Readonly<Record<Exclude<ColumnKind, 'time'>, AddColumn>> = 
   longText: (t, name) => t.text(name),
 };
 
-export type KnexStatements = Pick<SchemaSupport, 'createTable' | 'addColumns' | 'createPendingIndex' | 'createPriorityIndex' | 'createKeyIndex'>;
+export type KnexStatements = Pick<SchemaSupport, 'createTable' | 'addColumns' | 'createPendingIndex' | 'createPriorityIndex' | 'createKeyIndex' | 'createDispatchIndex'>;
 
 /**
  * SchemaSupport's statement builders for `ddl`. knex is imported on the first call, not with the adapter:
@@ -102,6 +102,15 @@ export function knexStatements(ddl: KnexDdl): KnexStatements {
         knex.schema.alterTable(table, (t) => {
           if (ddl.pendingIndex === 'partial') t.index(ordered, name, { predicate: knex.whereNull(statusColumn) });
           else t.index([statusColumn, ...ordered], name);
+        }),
+      );
+    },
+    async createDispatchIndex(table, { name, statusColumn, orderColumn, dispatchedColumn }) {
+      const knex = await knexOf();
+      return statementsOf(
+        knex.schema.alterTable(table, (t) => {
+          if (ddl.pendingIndex === 'partial') t.index([dispatchedColumn, orderColumn], name, { predicate: knex.whereNull(statusColumn) });
+          else t.index([statusColumn, dispatchedColumn, orderColumn], name);
         }),
       );
     },
