@@ -4,6 +4,7 @@ import { TypedEmitter } from './events.js';
 import { Queue } from './queue.js';
 import { STORE_RETRY, backoffDelay, withStoreRetry } from './retry.js';
 import { assertDispatchColumns } from './schema.js';
+import { WakeUps } from './wake-ups.js';
 import type { JobId, Row, Store } from './store.js';
 import type { TableConfig } from './table.js';
 import { DEFAULT_POLL_MAX_MS, DEFAULT_POLL_MIN_MS, nonNegative } from './worker-options.js';
@@ -66,7 +67,7 @@ export class Relay extends TypedEmitter<RelayEvents> {
   readonly counters: RelayCounters = { passes: 0, published: 0, skipped: 0, publishFailures: 0 };
   private stopping = false;
   private running: Promise<RelayCounters> | null = null;
-  private readonly wakeWaiters = new Set<() => void>();
+  private readonly wakeUps = new WakeUps();
 
   private constructor(
     readonly queue: Queue,
@@ -100,7 +101,7 @@ export class Relay extends TypedEmitter<RelayEvents> {
   /** Stops after the pass in flight (its publish confirmed or failed); resolves with run(). */
   async stop(): Promise<RelayCounters> {
     this.stopping = true;
-    this.wake();
+    this.wakeUps.wake();
     return this.running ?? this.counters;
   }
 
@@ -119,7 +120,7 @@ export class Relay extends TypedEmitter<RelayEvents> {
           fatal = error;
           break;
         }
-        await this.waitForWake(backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random }));
+        await this.wakeUps.sleep(backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random }));
         continue;
       }
       if (published > 0) {
@@ -181,34 +182,13 @@ export class Relay extends TypedEmitter<RelayEvents> {
    */
   private async idle(delayMs: number): Promise<void> {
     const { store, table } = this.queue;
-    if (!store.waitForWork || !store.capabilities.listenNotify) return this.waitForWake(delayMs);
-    const controller = new AbortController();
-    const abort = () => controller.abort();
-    this.wakeWaiters.add(abort);
+    if (!store.capabilities.listenNotify) return this.wakeUps.sleep(delayMs);
     try {
-      await store.waitForWork(delayMs, controller.signal, table);
+      await this.wakeUps.waitForWork(store, delayMs, table);
     } catch (error) {
       this.emit('error', { error, during: `wait for work (${describeError(error)})` });
-      await this.waitForWake(delayMs);
-    } finally {
-      this.wakeWaiters.delete(abort);
+      await this.wakeUps.sleep(delayMs);
     }
-  }
-
-  private waitForWake(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeWaiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakeWaiters.add(done);
-    });
-  }
-
-  private wake(): void {
-    for (const waiter of [...this.wakeWaiters]) waiter();
   }
 }
 

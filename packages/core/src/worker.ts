@@ -13,6 +13,7 @@ import { Queue } from './queue.js';
 import { RateLimiter, parseRateLimit, validateRateLimit } from './rate-limiter.js';
 import { InFlight, JobOutcomes, abortFlight, beforeSettle, ranFor, undecided, type FlightOwner, type Outcome } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
+import { WakeUps } from './wake-ups.js';
 import { DeliveryBuffer } from './broker-source.js';
 import { dispatchId } from './broker.js';
 import { claimGivenIds } from './claim.js';
@@ -21,7 +22,7 @@ import { ReadOnlyWait, isReadOnlyError } from './read-only-wait.js';
 import { Settler } from './settler.js';
 import { DEFAULT_POLL_MAX_MS, DEFAULT_POLL_MIN_MS, defaultWorkerId, nonNegative, resolveWorkerOptions, type WorkerOptions, type WorkerSettings } from './worker-options.js';
 import { STORE_RETRY, backoffDelay, withStoreRetry } from './retry.js';
-import { IDLE_PROBE_WAIT_MS, type JobId, type Row, type Statement, type Store } from './store.js';
+import { IDLE_PROBE_WAIT_MS, type JobId, type Row, type Statement } from './store.js';
 
 // The option types and the default worker id keep their historical home in this module's exports.
 export { DEFAULT_POLL_MAX_MS, DEFAULT_POLL_MIN_MS, defaultWorkerId, type WorkerOptions };
@@ -100,8 +101,8 @@ export class Worker extends TypedEmitter {
   private stopCall: Promise<StopReport> | null = null;
   /** The error that ends run(): claims or settles failing for a reason retrying cannot fix. */
   private fatal: unknown = null;
-  /** Resolvers of the loop's current wait; a finished job or stop() resolves them early. */
-  private readonly wakeWaiters = new Set<() => void>();
+  /** The loop's current wait; a finished job or stop() ends it early. */
+  private readonly wakeUps = new WakeUps();
   private claimSequence = 0;
   /** Where every flight of this worker reports its settle. */
   private readonly flightOwner: FlightOwner = {
@@ -142,7 +143,7 @@ export class Worker extends TypedEmitter {
           lost: (error) => {
             this.fatal ??= error;
             this.stopping = true;
-            this.wake();
+            this.wakeUps.wake();
           },
         })
       : null;
@@ -187,7 +188,7 @@ export class Worker extends TypedEmitter {
 
   private async stopWithin(timeoutMs: number): Promise<StopReport> {
     this.stopping = true;
-    this.wake();
+    this.wakeUps.wake();
     const drained = await settlesWithin(this.whenIdle(), timeoutMs);
     const report: StopReport = { drained, handedBack: 0, abandoned: 0 };
     if (!drained) Object.assign(report, await this.handBack());
@@ -222,7 +223,7 @@ export class Worker extends TypedEmitter {
       while (!this.stopping) {
         const free = this.settings.concurrency - this.inFlight.size;
         if (free <= 0) {
-          await this.waitForWake(this.settings.pollMaxMs);
+          await this.wakeUps.sleep(this.settings.pollMaxMs);
           continue;
         }
         let rows: Row[];
@@ -246,7 +247,7 @@ export class Worker extends TypedEmitter {
               this.fatal ??= this.readOnly.exhausted(error);
               break;
             }
-            await this.waitForWake(this.readOnly.delay(readOnlyStep++));
+            await this.wakeUps.sleep(this.readOnly.delay(readOnlyStep++));
             continue;
           }
           this.emit('error', { error, during: 'claim' });
@@ -258,7 +259,7 @@ export class Worker extends TypedEmitter {
             this.fatal ??= error;
             break;
           }
-          await this.waitForWake(backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random }));
+          await this.wakeUps.sleep(backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random }));
           continue;
         }
         if (rows.length > 0) {
@@ -272,14 +273,14 @@ export class Worker extends TypedEmitter {
         const delay = backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random });
         if (this.deliveries) {
           // Messages say when there is work: wait for the next one (the timer only bounds the wait).
-          await this.waitForWake(this.settings.pollMaxMs, this.deliveries.arrival());
+          await this.wakeUps.sleep(this.settings.pollMaxMs, this.deliveries.arrival());
           continue;
         }
         // A probing store's wait ends when a row is due, so it may be long; not for exitWhenEmpty, whose
         // check above must see other workers' rows finish, which no probe reports.
         const probed = this.queue.store.capabilities.idleProbe && !this.options.exitWhenEmpty;
-        if (this.queue.store.waitForWork && this.inFlight.size === 0) await this.waitForWorkOrWake(this.queue.store.waitForWork.bind(this.queue.store), probed ? IDLE_PROBE_WAIT_MS : delay);
-        else await this.waitForWake(delay);
+        if (this.queue.store.waitForWork && this.inFlight.size === 0) await this.wakeUps.waitForWork(this.queue.store, probed ? IDLE_PROBE_WAIT_MS : delay, this.queue.table);
+        else await this.wakeUps.sleep(delay);
       }
       this.stopping = true;
       await this.whenIdle();
@@ -453,7 +454,7 @@ export class Worker extends TypedEmitter {
   private finish(flight: InFlight): void {
     this.inFlight.delete(flight);
     this.deliveries?.finished(flight.job.id);
-    this.wake();
+    this.wakeUps.wake();
   }
 
   private countOutcome(flight: InFlight, outcome: Outcome): void {
@@ -515,7 +516,7 @@ export class Worker extends TypedEmitter {
     if (isRetryableStoreError(error)) return;
     this.fatal ??= error;
     this.stopping = true;
-    this.wake();
+    this.wakeUps.wake();
   }
 
   private heartbeatLost(flight: InFlight): void {
@@ -548,7 +549,7 @@ export class Worker extends TypedEmitter {
     });
     this.stopReason = 'recycle';
     this.stopping = true;
-    this.wake();
+    this.wakeUps.wake();
   }
 
   /**
@@ -589,7 +590,7 @@ export class Worker extends TypedEmitter {
     this.handedBack = true;
     // Settles still waiting for a read-only database give up now: nothing waits for them any more.
     this.readOnly.cancel();
-    this.wake();
+    this.wakeUps.wake();
     if (handedBack === null) {
       this.emit('error', { error: new Error(`the database did not confirm the hand-back of ${flights.length} claims within ${HAND_BACK_DEADLINE_MS} ms; they return by lease`), during: 'release on stop' });
     }
@@ -635,36 +636,10 @@ export class Worker extends TypedEmitter {
   private async whenIdle(): Promise<void> {
     const busy = () => [...this.inFlight].some((f) => !f.stuck) || !this.settler.idle;
     while (!this.handedBack && busy()) {
-      await this.waitForWake(50);
+      await this.wakeUps.sleep(50);
       // A settle waiting on a database that stopped answering must not hold this past a hand-back (which wakes it).
-      if (!this.settler.idle) await this.waitForWake(1000, this.settler.whenIdle());
+      if (!this.settler.idle) await this.wakeUps.sleep(1000, this.settler.whenIdle());
     }
-  }
-
-  // A plain list of resolvers rather than an AbortController: wake() runs once per finished job, and
-  // aborting a signal (which builds a DOMException) cost about a fifth of a no-op job's CPU time.
-  private wake(): void {
-    if (this.wakeWaiters.size === 0) return;
-    const waiters = [...this.wakeWaiters];
-    this.wakeWaiters.clear();
-    for (const resolve of waiters) resolve();
-  }
-
-  /**
-   * Resolves on wake(), after `ms`, or once `until` settles, whichever is first; its timer never outlives it
-   * (a timer left behind kept the process alive for its remaining time after run() resolved).
-   */
-  private waitForWake(ms: number, until?: Promise<unknown>): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.wakeWaiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.wakeWaiters.add(done);
-      until?.then(done, done);
-    });
   }
 
   /**
@@ -687,18 +662,7 @@ export class Worker extends TypedEmitter {
   /** Waits `ms` whatever finishes meanwhile (a finished job frees a slot, not budget); stop() ends it early. */
   private async waitUnlessStopping(ms: number): Promise<void> {
     const until = Date.now() + ms;
-    while (!this.stopping && Date.now() < until) await this.waitForWake(until - Date.now());
+    while (!this.stopping && Date.now() < until) await this.wakeUps.sleep(until - Date.now());
   }
 
-  /** The store's own wake-up (LISTEN/NOTIFY, a file watch, an idle probe), cut short by wake() like any other wait. */
-  private async waitForWorkOrWake(waitForWork: NonNullable<Store['waitForWork']>, ms: number): Promise<void> {
-    const controller = new AbortController();
-    const abort = () => controller.abort();
-    this.wakeWaiters.add(abort);
-    try {
-      await waitForWork(ms, controller.signal, this.queue.table);
-    } finally {
-      this.wakeWaiters.delete(abort);
-    }
-  }
 }
