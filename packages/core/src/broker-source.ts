@@ -25,6 +25,8 @@ export class DeliveryBuffer {
   /** Deliveries of rows this worker claimed, by id, until the job is over. Duplicates of a row share its entry. */
   private readonly held = new Map<string, Delivery[]>();
   private subscription: Subscription | null = null;
+  /** Acks sent and not yet answered: stop() waits for them, so a finished job's message is not redelivered. */
+  private readonly acking = new Set<Promise<void>>();
   /** One promise for every wait until the next delivery, so an idle worker's repeated waits pile up nothing. */
   private nextArrival: { promise: Promise<void>; resolve: () => void } | null = null;
 
@@ -101,7 +103,8 @@ export class DeliveryBuffer {
 
   /**
    * Stops deliveries and gives back the ones never claimed, so another consumer takes them at once rather
-   * than after this connection closes. Held ones are acked by `finished` as their jobs end.
+   * than after this connection closes. Held ones are acked by `finished` as their jobs end; this waits for the
+   * acks still unanswered, so the caller may close the broker once it resolves.
    */
   async stop(): Promise<void> {
     const subscription = this.subscription;
@@ -109,6 +112,7 @@ export class DeliveryBuffer {
     await subscription?.close();
     const unclaimed = this.waiting.splice(0);
     await Promise.all(unclaimed.map((delivery) => delivery.release().catch((error: unknown) => this.events.error(error, 'release of a delivery'))));
+    await Promise.all([...this.acking]);
     this.wakeWaiters();
   }
 
@@ -130,11 +134,16 @@ export class DeliveryBuffer {
 
   private malformed(delivery: MalformedDelivery, reason: string): void {
     this.events.malformed(delivery.raw, reason);
-    delivery.ack().catch((error: unknown) => this.events.error(error, 'ack of a malformed message'));
+    this.track(delivery.ack(), 'ack of a malformed message');
   }
 
   private ack(delivery: Delivery): void {
-    delivery.ack().catch((error: unknown) => this.events.error(error, `ack of job ${String(delivery.message.id)}`));
+    this.track(delivery.ack(), `ack of job ${String(delivery.message.id)}`);
+  }
+
+  private track(ack: Promise<void>, during: string): void {
+    const settled = ack.catch((error: unknown) => this.events.error(error, during)).finally(() => this.acking.delete(settled));
+    this.acking.add(settled);
   }
 
   private wakeWaiters(): void {

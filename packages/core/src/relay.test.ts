@@ -218,4 +218,19 @@ describe('relay and broker consumers', () => {
     expect(broker.published.map((m) => m.id)).toEqual([...ids, third]);
     await expect(queue.enqueue([{ a: 4 }], { dispatchTo: broker, delayMs: 1000 })).rejects.toThrow('delayed row');
   });
+
+  it('a consumer run that ends resolves only after the acks of its last jobs were answered', async () => {
+    const store = await jobsTable(3);
+    const broker = new MemoryBroker();
+    broker.ackDelayMs = 50;
+    const r = await relay(store, broker);
+    const relayRun = r.run();
+    await expect.poll(() => broker.published.length).toBe(3);
+    const w = await consumer(store, broker, { exitWhenEmpty: true });
+    await w.run();
+    // The caller closes the broker now: no ack may still be in flight, or its message would be delivered again.
+    expect(broker.acked).toHaveLength(3);
+    await r.stop();
+    await relayRun;
+  });
 });

@@ -23,6 +23,8 @@ export class MemoryBroker implements Broker {
   copies = 1;
   /** Ready messages are delivered newest first (out of order). */
   reversed = false;
+  /** Each ack is answered this long after it was sent (a broker across a network). */
+  ackDelayMs = 0;
   /** The next publish rejects with this. */
   refuseNextPublish: BrokerError | null = null;
   closed = false;
@@ -98,6 +100,10 @@ export class MemoryBroker implements Broker {
       consumer.options.onMalformed({ raw: stored.raw, error: (error as Error).message, ack: async () => settle(false) });
       return;
     }
-    consumer.options.onDelivery({ message, redeliveries, ack: async () => settle(false), release: async () => settle(true) });
+    const ack = async () => {
+      if (this.ackDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.ackDelayMs));
+      settle(false);
+    };
+    consumer.options.onDelivery({ message, redeliveries, ack, release: async () => settle(true) });
   }
 }
