@@ -1,4 +1,4 @@
-import { ConfigError, Queue, Relay, assertDispatchColumns, assertBrokerInstalled, connectBroker, formatDuration, validateTableConfig, type Broker, type Store, type TableConfig } from '@statusq/core';
+import { ConfigError, Queue, Relay, assertDispatchColumns, assertBrokerInstalled, connectBroker, deadLetterFor, formatDuration, validateTableConfig, type Broker, type GivenUpRow, type Store, type TableConfig } from '@statusq/core';
 import { optionalDuration, optionalInteger, optionalString, tableConfig, type Flags } from './args.js';
 import { withStore, workLogger, type Io } from './commands.js';
 import { errorFields, logSettings, type Logger } from './log.js';
@@ -32,6 +32,23 @@ export async function openBroker(store: Store, config: TableConfig, url: string,
   const queue = await Queue.open(store, config);
   assertDispatchColumns(queue.table, what);
   return connectBroker(url, { table: queue.table.table, connectTimeoutMs: BROKER_CONNECT_TIMEOUT_MS, ...(brokerQueue !== undefined && { queue: brokerQueue }) });
+}
+
+/**
+ * The launcher's dead letters for rows it gave up after a child died holding them (its children publish their
+ * own). Rows are already failed, which is the record: a broker that cannot be reached is logged, not retried.
+ */
+export async function deadLetterGivenUp(to: { url: string; queue: string | undefined }, table: string, rows: readonly GivenUpRow[], log: Logger): Promise<void> {
+  try {
+    const broker = await connectBroker(to.url, { table, connectTimeoutMs: BROKER_CONNECT_TIMEOUT_MS, ...(to.queue !== undefined && { queue: to.queue }) });
+    try {
+      for (const row of rows) await broker.deadLetter(deadLetterFor(table, row));
+    } finally {
+      await broker.close();
+    }
+  } catch (error) {
+    log.error({ err: errorFields(error), rows: rows.length }, `could not dead-letter ${rows.length} given-up row${rows.length === 1 ? '' : 's'} (they are failed in the table): ${errorFields(error).message as string}`);
+  }
 }
 
 /** --queue: the broker queue (stream) name when not `statusq.<table>`, as given to relay and work alike. */

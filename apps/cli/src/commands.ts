@@ -6,7 +6,7 @@ import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_M
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
 import { LISTEN_DATABASE_URL_VARIABLE, databaseUrl, isBooleanFlag, listenDatabaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
-import { WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, openBroker } from './broker-commands.js';
+import { WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, deadLetterGivenUp, openBroker } from './broker-commands.js';
 import { createLogger, errorFields, logSettings, type LogDestination, type Logger, type LogSettings } from './log.js';
 import { logSummary, logSupervisorEvent, logWorkerEvents } from './log-events.js';
 import { LauncherMetrics, announceMetrics, WorkerMetrics, metricsSettings, observeWorker, refreshQueueRows, sendSnapshotsToLauncher, serveMetrics, type MetricsServer, type MetricsSettings } from './metrics.js';
@@ -251,7 +251,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     const url = databaseUrl(flags, 'work');
     // The URL reaches the children through the environment, never their argv (visible in `ps`).
     const adapter = adapterOf(flags);
-    const recovery = { url, adapter, table: config, maxAttempts: checked.maxAttempts };
+    const recovery: RecoveryTarget = { url, adapter, table: config, maxAttempts: checked.maxAttempts, deadLetterTo: fromUrl === undefined ? undefined : { url: fromUrl, queue: brokerQueue } };
     // Only the launcher draws progress; its children send it their counters.
     const shown = await launcherProgress(progress, () => openQueue(recovery), options.exitWhenEmpty);
     const env = { ...process.env, STATUSQ_DATABASE_URL: url, ...(listenUrl === undefined ? {} : { [LISTEN_DATABASE_URL_VARIABLE]: listenUrl }), ...(adapter === undefined ? {} : { [ADAPTER_VARIABLE]: adapter }), ...(metrics === null ? {} : { [METRICS_IPC_VARIABLE]: '1' }), ...(fromUrl === undefined ? {} : { [WORK_FROM_VARIABLE]: fromUrl }), ...shown.children };
@@ -719,6 +719,8 @@ interface RecoveryTarget {
   adapter: string | undefined;
   table: TableConfig;
   maxAttempts: number;
+  /** The children's broker (--from): rows the launcher gives up after a child's death are dead-lettered there too. */
+  deadLetterTo: { url: string; queue: string | undefined } | undefined;
 }
 
 /**
@@ -763,10 +765,11 @@ async function recoverDeadWorker(target: RecoveryTarget, pid: number, how: strin
     const store = await openStore(target.url, { create: false }, target.adapter);
     try {
       const queue = await Queue.open(store, target.table);
-      const { released, charged } = await queue.recoverDeadWorker(report, `worker process ${pid} ${how} while this job ran`, target.maxAttempts);
+      const { released, charged, givenUp } = await queue.recoverDeadWorker(report, `worker process ${pid} ${how} while this job ran`, target.maxAttempts);
       if (released + charged > 0) {
-        log.warn({ child: pid, workerId: report.workerId, charged, released }, `worker process ${pid}: ${charged} running job${charged === 1 ? '' : 's'} charged an attempt, ${released} claimed but not started handed back`);
+        log.warn({ child: pid, workerId: report.workerId, charged, released, givenUp: givenUp.length }, `worker process ${pid}: ${charged} running job${charged === 1 ? '' : 's'} charged an attempt (${givenUp.length} of them given up, attempts used), ${released} claimed but not started handed back`);
       }
+      if (givenUp.length > 0 && target.deadLetterTo) await deadLetterGivenUp(target.deadLetterTo, queue.table.table, givenUp, log);
     } finally {
       await store.close();
     }

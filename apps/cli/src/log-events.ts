@@ -36,7 +36,12 @@ export function logWorkerEvents(worker: Worker, log: Logger, table: string): voi
       `claim lost during ${e.during}: another worker owns the job now (lease taken over, or settled elsewhere); this worker's outcome is dropped`,
     ),
   );
-  worker.on('reaped', (e) => log.warn({ table, reaped: e.count }, `reaped ${e.count} row${e.count === 1 ? '' : 's'} whose lease expired (their worker stopped renewing it) back to pending`));
+  worker.on('reaped', (e) => {
+    const back = e.count - e.givenUp.length;
+    log.warn({ table, reaped: e.count }, `reaped ${e.count} row${e.count === 1 ? '' : 's'} whose lease expired (their worker stopped renewing it): ${back} back to pending`);
+    // A row that used its attempts this way most likely kills or stalls its worker: each gets a line of its own.
+    for (const row of e.givenUp) log.error({ table, jobId: typeof row.id === 'number' ? row.id : clip(String(row.id), 100), attempt: row.attempt, outcome: 'failed' }, `job failed: ${clip(row.error)}; it used its attempts, each ending with its worker lost`);
+  });
   // A read-only database: one warn line when the wait starts, one info line when writes work again; the
   // refusals in between (heartbeats, reaps, hand-backs) are debug.
   worker.on('read-only', (e) =>

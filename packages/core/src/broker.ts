@@ -170,6 +170,11 @@ export function decodeDispatch(raw: string): DispatchMessage {
   return { table, id: id as string | number, attempt };
 }
 
+/** The dead letter of a row given up: `table` as the broker's queue was opened for. */
+export function deadLetterFor(table: string, row: { id: JobId; attempt: number; error: string }): DeadLetter {
+  return { table, id: dispatchId(row.id), attempt: row.attempt, error: row.error };
+}
+
 /** A row id as it travels: numbers stay numbers where they are exact, bigints become strings. */
 export function dispatchId(id: JobId): string | number {
   return typeof id === 'bigint' ? id.toString() : id;

@@ -1,4 +1,5 @@
 import type { Job } from './handler.js';
+import type { GivenUpRow } from './queue.js';
 
 // `durationMs` on a settled job's event: how long its user code (the abuse rule and the handler) ran.
 
@@ -21,7 +22,11 @@ export interface WorkerEvents {
   'claim-lost': { job: Job; during: 'settle' | 'heartbeat' };
   /** A database or internal error the worker survived (it retries or leaves the row to the lease reaper). */
   error: { error: unknown; during: string };
-  reaped: { count: number };
+  /**
+   * This worker's reaper charged an attempt to `count` claims whose lease expired: most went back to pending,
+   * `givenUp` had used their attempts and ended in failed (a worker with `from` also dead-letters them).
+   */
+  reaped: { count: number; givenUp: GivenUpRow[] };
   /**
    * The database refused a write as read-only (a replica, a hot standby, a failover in progress): claims
    * stop and settles wait, for up to `waitMs`. Once per wait, not per refused call.

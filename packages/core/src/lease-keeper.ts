@@ -1,6 +1,6 @@
 import { StoreError } from './errors.js';
 import type { Job } from './handler.js';
-import type { Queue } from './queue.js';
+import type { GivenUpRow, Queue } from './queue.js';
 
 export interface LeaseSettings {
   leaseMs: number;
@@ -14,7 +14,8 @@ export interface LeaseHooks<C> {
   held(): C[];
   /** A renewal changed nothing: the row is no longer ours unless the worker settled or released it meanwhile. */
   lost(claim: C): void;
-  reaped(count: number): void;
+  /** Expired claims this worker charged an attempt: `count` in all, `givenUp` of them failed for good. */
+  reaped(count: number, givenUp: GivenUpRow[]): void;
   error(error: unknown, during: 'heartbeat' | 'reap'): void;
 }
 
@@ -59,8 +60,8 @@ export class LeaseKeeper<C extends { job: Job; token: string | null }> {
 
   private async reap(): Promise<void> {
     try {
-      const count = await this.queue.reapExpired(this.settings.leaseMs, this.settings.maxAttempts);
-      if (count > 0) this.hooks.reaped(count);
+      const { charged, givenUp } = await this.queue.reapExpired(this.settings.leaseMs, this.settings.maxAttempts);
+      if (charged > 0) this.hooks.reaped(charged, givenUp);
     } catch (error) {
       // Every worker reaps, so after a crash several reach the same expired rows at once and all but one meet
       // a write conflict (a deadlock on MySQL): the rows are being reaped, and the next tick takes any left.

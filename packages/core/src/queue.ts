@@ -8,7 +8,7 @@ import { requeueCause, statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
 import { columnOverflow, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { INSPECT_CLOCK, InspectTimes, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
-import { TransitionSql, type NotBefore, type Params } from './transition-sql.js';
+import { GIVE_UP_PAGE, TransitionSql, type AttemptCharge, type NotBefore, type Params } from './transition-sql.js';
 import { hasIndex, keyIndexName, missingColumnError } from './schema.js';
 import { DELAY_LIMIT, parseDuration } from './duration.js';
 import { fitsStatementLimit, statementTooLarge } from './statement-size.js';
@@ -26,6 +26,21 @@ export interface DeadWorkerReport {
   unstarted: Array<{ id: JobId; token: string | null }>;
 }
 
+
+/** A row a reaper or a dead worker's launcher gave up (failed, its attempts used): what its dead letter says. */
+export interface GivenUpRow {
+  id: JobId;
+  /** The attempt that was running when its worker was lost (attempts before it, plus one). */
+  attempt: number;
+  /** The reason written to last_error. */
+  error: string;
+}
+
+/** Claims charged an attempt (back to pending or given up), and the ones given up. */
+export interface ChargeReport {
+  charged: number;
+  givenUp: GivenUpRow[];
+}
 
 /** The lease a claim is judged by when none is given: the worker's default. */
 export const DEFAULT_LEASE_MS = 300_000;
@@ -233,11 +248,15 @@ export class Queue {
     return rows.length > 0;
   }
 
-  async reapExpired(leaseMs: number, maxAttempts: number): Promise<number> {
+  /**
+   * Claims whose lease expired go back to pending, or to failed once they used their attempts: how many in
+   * all, and which were given up (for their dead letters).
+   */
+  async reapExpired(leaseMs: number, maxAttempts: number): Promise<ChargeReport> {
     const probe = this.sql.anyExpired(leaseMs);
-    if (probe && (await this.store.execute(probe)).rows.length === 0) return 0;
-    const results = await this.apply(this.sql.reapExpired(leaseMs, maxAttempts));
-    return results.reduce((n, r) => n + r.affected, 0);
+    if (probe && (await this.store.execute(probe)).rows.length === 0) return { charged: 0, givenUp: [] };
+    const charge = this.sql.reapExpired(leaseMs, maxAttempts);
+    return charge ? this.chargeAttempts(charge) : { charged: 0, givenUp: [] };
   }
 
   /**
@@ -245,11 +264,33 @@ export class Queue {
    * (release, guarded by their claim tokens); every other claim it still holds was running and costs one
    * attempt (ownerDied). Needs the worker-id column, which is how a dead process's claims are found.
    */
-  async recoverDeadWorker(dead: DeadWorkerReport, reason: string, maxAttempts: number): Promise<{ released: number; charged: number }> {
-    if (!this.table.features.fencing) return { released: 0, charged: 0 };
+  async recoverDeadWorker(dead: DeadWorkerReport, reason: string, maxAttempts: number): Promise<{ released: number } & ChargeReport> {
+    if (!this.table.features.fencing) return { released: 0, charged: 0, givenUp: [] };
     const released = await withStoreRetry(() => this.apply(dead.unstarted.map((claim) => this.sql.release(claim.id, claim.token))), STORE_RETRY.write);
-    const charged = await withStoreRetry(() => this.apply(this.sql.ownerDied(dead.workerId, reason, maxAttempts)), STORE_RETRY.write);
-    return { released: released.filter((r) => r.affected === 1).length, charged: charged.reduce((n, r) => n + r.affected, 0) };
+    const charge = this.sql.ownerDied(dead.workerId, reason, maxAttempts);
+    // One list across retries: rows a failed try already gave up no longer match, and keep their dead letters.
+    const givenUp: GivenUpRow[] = [];
+    const charged = charge ? await withStoreRetry(() => this.chargeAttempts(charge, givenUp), STORE_RETRY.write) : { charged: 0, givenUp };
+    return { released: released.filter((r) => r.affected === 1).length, ...charged };
+  }
+
+  /** Runs an AttemptCharge: the rows that used their attempts fail one by one, page after page; the rest go back. */
+  private async chargeAttempts(charge: AttemptCharge, givenUp: GivenUpRow[] = []): Promise<ChargeReport> {
+    if (charge.exhausted && charge.giveUp) {
+      const giveUp = charge.giveUp;
+      // Each page's rows leave the condition (failed here, or changed by someone else), so pages end; the
+      // bound only keeps a misbehaving server from looping us.
+      for (let page = 0; page < 1_000; page++) {
+        const { rows } = await this.store.execute(charge.exhausted);
+        const results = await this.apply(rows.map((row) => giveUp(row.id as JobId)));
+        results.forEach((result, i) => {
+          if (result.affected === 1) givenUp.push({ id: rows[i]!.id as JobId, attempt: Number(rows[i]!.attempts ?? 0) + 1, error: charge.error });
+        });
+        if (rows.length < GIVE_UP_PAGE) break;
+      }
+    }
+    const back = await this.store.execute(charge.back);
+    return { charged: givenUp.length + back.affected, givenUp };
   }
 
   /**

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { IllegalTransitionError } from './errors.js';
 import type { SqlDialect, Statement } from './store.js';
 import { resolveTable, type ColumnInfo, type TableConfig } from './table.js';
-import { MAX_ERROR_LENGTH, Params, TransitionSql, truncateError } from './transition-sql.js';
+import { GIVE_UP_PAGE, MAX_ERROR_LENGTH, Params, TransitionSql, truncateError, type AttemptCharge } from './transition-sql.js';
 
 const ALL_COLUMNS = ['id', 'date', 'status', 'claimed_at', 'worker_id', 'attempt_count', 'next_attempt_at', 'last_error', 'payload', 'result', 'finished_at'];
 
@@ -39,6 +39,15 @@ function expectTextOrder(statement: Statement, label: string): void {
   expect(numbers.length, `${label}: placeholders vs params`).toBe(statement.params.length);
 }
 
+/** An AttemptCharge's statements, each labelled: the read of exhausted rows, one give-up, the way back. */
+function chargeStatements(label: string, charge: AttemptCharge | null): Array<[string, Statement]> {
+  if (!charge) return [];
+  const statements: Array<[string, Statement]> = [[`${label} back`, charge.back]];
+  if (charge.exhausted) statements.push([`${label} exhausted`, charge.exhausted]);
+  if (charge.giveUp) statements.push([`${label} giveUp`, charge.giveUp(7)]);
+  return statements;
+}
+
 function allStatements(sql: TransitionSql): Array<[string, Statement]> {
   const candidates = (agedMs?: number): Statement => {
     const p = new Params(sql.dialect);
@@ -58,7 +67,8 @@ function allStatements(sql: TransitionSql): Array<[string, Statement]> {
     ['retry', sql.retry(7, 'tok', 'flaky', 1500)],
     ['release', sql.release(7, 'tok')],
     ...(sql.q.claimedAt ? ([['heartbeat', sql.heartbeat(7, 'tok')]] as Array<[string, Statement]>) : []),
-    ...sql.reapExpired(30_000, 3).map((s, i): [string, Statement] => [`reapExpired ${i}`, s]),
+    ...chargeStatements('reapExpired', sql.reapExpired(30_000, 3)),
+    ...chargeStatements('ownerDied', sql.ownerDied('w1', 'died', 3)),
     ['requeue failed', sql.requeue('failed', [1, 2])],
     ['requeue abuse (all)', sql.requeue('abuse', undefined)],
     ['requeueProcessing', sql.requeueProcessing([1])],
@@ -101,9 +111,10 @@ describe('TransitionSql parameter order', () => {
     expect(sql.abuse(7, null, 'spam', 'pending').params).toEqual(['spam', 7]);
     expect(sql.heartbeat(7, 'tok').params).toEqual([7, 'tok']);
     expect(sql.claimByIds([3, 4], 'tok', false).params).toEqual(['tok', 3, 4]);
-    const [failed, pending] = sql.reapExpired(30_000, 3);
-    expect(failed!.params).toEqual([expect.stringMatching(/lease expired/), -30_000, 3]);
-    expect(pending!.params).toEqual([expect.stringMatching(/lease expired/), -30_000, 3]);
+    const reap = sql.reapExpired(30_000, 3)!;
+    expect(reap.exhausted!.params).toEqual([-30_000, 3, GIVE_UP_PAGE]);
+    expect(reap.giveUp!(7).params).toEqual([expect.stringMatching(/lease expired/), 7, -30_000, 3]);
+    expect(reap.back.params).toEqual([expect.stringMatching(/lease expired/), -30_000, 3]);
     const p = new Params(sql.dialect);
     sql.candidates(p, { limit: 10, columns: 'id', agedMs: 60_000 });
     expect(p.values).toEqual([-60_000, 10]);

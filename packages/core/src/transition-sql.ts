@@ -34,6 +34,24 @@ export class Params {
 }
 
 /** Quoted names of a resolved table, built once per queue. */
+/** Rows read per page by a charge's `exhausted`: the rest are given up by the next page or the next reap. */
+export const GIVE_UP_PAGE = 500;
+
+/**
+ * The statements that charge an attempt to claims whose worker is gone (see TransitionSql.chargeAttempt): run
+ * `exhausted`, then `giveUp` for each row it found, then `back`.
+ */
+export interface AttemptCharge {
+  /** The reason written to last_error (truncated to fit), which a dead letter repeats. */
+  readonly error: string;
+  /** SELECT id, attempts of up to GIVE_UP_PAGE rows that used their attempts; null without an attempt counter. */
+  exhausted: Statement | null;
+  /** The guarded UPDATE of one of those rows to failed (the whole condition again): 1 row, or 0 if another took it. */
+  giveUp: ((id: JobId) => Statement) | null;
+  /** The range UPDATE of the rest back to pending, one more attempt counted. */
+  readonly back: Statement;
+}
+
 export interface QuotedTable {
   readonly table: string;
   readonly id: string;
@@ -359,8 +377,8 @@ export class TransitionSql {
    * attempts (a job that kills its worker every time must not loop forever). A processing row with no
    * claim time was claimed before leases existed on this table and counts as expired.
    */
-  reapExpired(leaseMs: number, maxAttempts: number): Statement[] {
-    if (!this.q.claimedAt) return [];
+  reapExpired(leaseMs: number, maxAttempts: number): AttemptCharge | null {
+    if (!this.q.claimedAt) return null;
     return this.chargeAttempt(`lease expired after ${leaseMs} ms (worker stopped or stalled)`, maxAttempts, (p) => this.leaseExpired(p, leaseMs));
   }
 
@@ -368,8 +386,8 @@ export class TransitionSql {
    * ownerDied: the claims of a worker process that died while their handlers ran (every token it wrote
    * starts with its worker id) cost one attempt each, as an expired lease would, without waiting for the lease.
    */
-  ownerDied(workerId: string, reason: string, maxAttempts: number): Statement[] {
-    if (!this.q.workerId) return [];
+  ownerDied(workerId: string, reason: string, maxAttempts: number): AttemptCharge | null {
+    if (!this.q.workerId) return null;
     const prefix = `${workerId}:`;
     return this.chargeAttempt(reason, maxAttempts, (p) => `${this.guard('ownerDied')} AND SUBSTR(${this.q.workerId}, 1, ${p.add(prefix.length)}) = ${p.add(prefix)}`);
   }
@@ -378,20 +396,40 @@ export class TransitionSql {
    * Claims whose worker is gone go back to pending with one more attempt counted, or to failed once they
    * have used their attempts (a job that kills its worker every time must not loop forever). Without an
    * attempt counter nothing can tell a poison job from a crash, so they are always retried.
+   *
+   * The rows given up are read first and failed one guarded UPDATE each, rather than by one range UPDATE:
+   * the caller must know which rows it gave up (to publish their dead letters) on every dialect, and MySQL
+   * has no UPDATE ... RETURNING. Poison rows are few, so the extra statements cost nothing that matters; a
+   * row another reaper failed meanwhile no longer meets the condition and reports 0 rows.
    */
-  private chargeAttempt(reason: string, maxAttempts: number, condition: (p: Params) => string): Statement[] {
+  private chargeAttempt(reason: string, maxAttempts: number, condition: (p: Params) => string): AttemptCharge {
+    const error = truncateError(reason, this.table.limits.lastError);
     // Parameters are added in text order (SET, then WHERE) because placeholders may be positional.
-    const build = (to: 'pending' | 'failed'): Statement => {
-      const p = new Params(this.dialect);
-      const sets = [`${this.q.status} = ${to === 'pending' ? 'NULL' : this.table.codes.failed}`];
-      if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
-      if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason, this.table.limits.lastError))}`);
-      if (to === 'failed' && this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
-      let where = condition(p);
-      if (this.q.attemptCount) where += ` AND ${this.attemptsPlusOne()} ${to === 'pending' ? '<' : '>='} ${p.add(maxAttempts)}`;
-      return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
+    const sets = (p: Params, to: 'pending' | 'failed'): string => {
+      const list = [`${this.q.status} = ${to === 'pending' ? 'NULL' : this.table.codes.failed}`];
+      if (this.q.attemptCount) list.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
+      if (this.q.lastError) list.push(`${this.q.lastError} = ${p.add(error)}`);
+      if (to === 'failed' && this.q.finishedAt) list.push(`${this.q.finishedAt} = ${this.dialect.now}`);
+      return list.join(', ');
     };
-    return this.q.attemptCount ? [build('failed'), build('pending')] : [build('pending')];
+    const attemptsLeft = (p: Params, left: boolean): string => (this.q.attemptCount ? ` AND ${this.attemptsPlusOne()} ${left ? '<' : '>='} ${p.add(maxAttempts)}` : '');
+    const back = new Params(this.dialect);
+    const backSql = `UPDATE ${this.q.table} SET ${sets(back, 'pending')} WHERE ${condition(back)}${attemptsLeft(back, true)}`;
+    const charge: AttemptCharge = { error, back: { sql: backSql, params: back.values }, exhausted: null, giveUp: null };
+    if (!this.q.attemptCount) return charge;
+    const found = new Params(this.dialect);
+    const where = condition(found) + attemptsLeft(found, false);
+    charge.exhausted = {
+      sql: `SELECT ${this.q.id} AS id, ${this.q.attemptCount} AS attempts FROM ${this.q.table} WHERE ${where} ORDER BY ${this.q.id} LIMIT ${found.add(GIVE_UP_PAGE)}`,
+      params: found.values,
+    };
+    charge.giveUp = (id) => {
+      const p = new Params(this.dialect);
+      const setSql = sets(p, 'failed');
+      const sql = `UPDATE ${this.q.table} SET ${setSql} WHERE ${this.q.id} = ${p.add(id as SqlValue)} AND ${condition(p)}${attemptsLeft(p, false)}`;
+      return { sql, params: p.values };
+    };
+    return charge;
   }
 
   /**

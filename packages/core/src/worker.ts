@@ -9,13 +9,13 @@ import { settlesWithin } from './deadline.js';
 import { ConfigError, JobTimeoutError, StoreError, describeError, isRetryableStoreError } from './errors.js';
 import { TypedEmitter } from './events.js';
 import type { IdOf, Job } from './handler.js';
-import { Queue } from './queue.js';
+import { Queue, type GivenUpRow } from './queue.js';
 import { RateLimiter, parseRateLimit, validateRateLimit } from './rate-limiter.js';
 import { InFlight, JobOutcomes, abortFlight, beforeSettle, ranFor, undecided, type FlightOwner, type Outcome } from './job-run.js';
 import { LeaseKeeper } from './lease-keeper.js';
 import { WakeUps } from './wake-ups.js';
 import { DeliveryBuffer } from './broker-source.js';
-import { dispatchId } from './broker.js';
+import { deadLetterFor } from './broker.js';
 import { claimGivenIds } from './claim.js';
 import { ProgressWriter } from './progress-writer.js';
 import { ReadOnlyWait, isReadOnlyError } from './read-only-wait.js';
@@ -133,7 +133,10 @@ export class Worker extends TypedEmitter {
     this.leases = new LeaseKeeper<InFlight>(queue, this.settings, {
       held: () => [...this.inFlight].filter(beforeSettle),
       lost: (flight) => this.heartbeatLost(flight),
-      reaped: (count) => this.emit('reaped', { count }),
+      reaped: (count, givenUp) => {
+        this.emit('reaped', { count, givenUp });
+        for (const row of givenUp) this.deadLetter(row);
+      },
       error: (error, during) => this.emit('error', { error, during }),
     });
     this.deliveries = options.from
@@ -472,7 +475,7 @@ export class Worker extends TypedEmitter {
       case 'giveUp':
         this.counters.failed++;
         this.emit('failed', { job, error: outcome.reason, durationMs, cause: outcome.cause });
-        this.deadLetter(job, outcome.reason);
+        this.deadLetter({ id: job.id, attempt: job.attempt, error: outcome.reason });
         break;
       case 'retry':
         this.counters.retried++;
@@ -482,13 +485,14 @@ export class Worker extends TypedEmitter {
   }
 
   /**
-   * A row given up, told to the broker's dead-letter queue for other services. The row's failed status is the
-   * record and is already committed: a dead letter that does not go through is reported, not retried.
+   * A row given up (by its handler's outcome, or by this worker's reaper after its worker was lost), told to
+   * the broker's dead-letter queue for other services. The row's failed status is the record and is already
+   * committed: a dead letter that does not go through is reported, not retried.
    */
-  private deadLetter(job: Job, error: string): void {
+  private deadLetter(row: GivenUpRow): void {
     const broker = this.options.from;
     if (!broker) return;
-    broker.deadLetter({ table: this.queue.table.table, id: dispatchId(job.id), attempt: job.attempt, error }).catch((failure: unknown) => this.emit('error', { error: failure, during: `dead letter of job ${String(job.id)}` }));
+    broker.deadLetter(deadLetterFor(this.queue.table.table, row)).catch((failure: unknown) => this.emit('error', { error: failure, during: `dead letter of job ${String(row.id)}` }));
   }
 
   /** The guarded UPDATE that settles the flight with its outcome (or with `outcome`). */

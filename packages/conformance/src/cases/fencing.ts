@@ -65,7 +65,7 @@ export function fencingCases(env: () => TestEnv): void {
       const tokenA = String((await readRow(rivalStore, 'jobs', id)).worker_id);
       expect(tokenA.startsWith(w.worker.workerId)).toBe(true);
 
-      await waitFor('the rival to reap the claim', async () => (await rival.reapExpired(0, 1000)) === 1);
+      await waitFor('the rival to reap the claim', async () => (await rival.reapExpired(0, 1000)).charged === 1);
       const taken = await rival.claim({ limit: 1, token: 'B' });
       expect(taken.rows.map((r) => String(r.id))).toEqual([id]);
 
@@ -165,7 +165,7 @@ export function fencingCases(env: () => TestEnv): void {
       });
       await withDeadline(started.promise, 10_000, 'the handler to start');
       const lost = nextEvent(w.worker, 'claim-lost');
-      await waitFor('the rival to reap the claim', async () => (await rival.reapExpired(0, 1000)) === 1);
+      await waitFor('the rival to reap the claim', async () => (await rival.reapExpired(0, 1000)).charged === 1);
       // A skip-locked claim passes over a row that the worker's heartbeat UPDATE holds at that instant: try again.
       let taken: string[] = [];
       await waitFor('the rival to claim the reaped row', async () => (taken = (await rival.claim({ limit: 1, token: 'B' })).rows.map((r) => String(r.id))).length > 0);

@@ -123,7 +123,7 @@ export function leaseCases(env: () => TestEnv): void {
       await waitFor(
         'four leases to pass with heartbeats',
         async () => {
-          reapedByOther += await reaper.reapExpired(HEARTBEAT_LEASE_MS, 3);
+          reapedByOther += (await reaper.reapExpired(HEARTBEAT_LEASE_MS, 3)).charged;
           const row = await readRow(reaperStore, 'jobs', id);
           if (statusOf(row) !== queue.table.codes.processing) throw new Error(`the running job left processing: status ${statusOf(row)}`);
           leaseStarts.add(toMs(row.claimed_at)!);
@@ -168,7 +168,7 @@ export function leaseCases(env: () => TestEnv): void {
         },
       });
       await withDeadline(started.promise, 10_000, 'the job to start');
-      await waitFor('the lease to expire and be reaped', async () => (await reaper.reapExpired(LEASE_MS, 3)) === 1, { timeoutMs: 10_000, intervalMs: 25 });
+      await waitFor('the lease to expire and be reaped', async () => (await reaper.reapExpired(LEASE_MS, 3)).charged === 1, { timeoutMs: 10_000, intervalMs: 25 });
       gate.resolve();
       const counters = await withDeadline(w.done, 30_000, 'the worker to run the row again');
       expect(counters.claimLost).toBe(1);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { IllegalTransitionError, isLegalTransition, statusCode, type Queue, type Row, type StatusName, type TransitionCause } from '@statusq/core';
+import { IllegalTransitionError, isLegalTransition, statusCode, type ChargeReport, type Queue, type Row, type StatusName, type TransitionCause } from '@statusq/core';
 import { type Statement } from '@statusq/core/adapter';
 import { readRow, statusOf, toMs, waitFor, type TestEnv } from '../harness.js';
 import { createJobs, enqueueJobs, forceRowState } from '../tables.js';
@@ -22,14 +22,25 @@ interface Op {
 const exec = (queue: Queue, statement: Statement) => queue.store.execute(statement).then((r) => r.affected);
 
 /** A held claim's token becomes one of worker `dead`, which then dies: its launcher recovers what it held. */
-async function recoverAsDead(queue: Queue, id: string): Promise<number> {
+async function recoverAsDead(queue: Queue, id: string): Promise<ChargeReport> {
   const { dialect } = queue.store;
   // Only a held claim is re-tokened: a row in any other state must reach ownerDied exactly as it was.
   await exec(queue, {
     sql: `UPDATE ${dialect.quoteIdentifier('jobs')} SET worker_id = ${dialect.placeholder(1)} WHERE id = ${dialect.placeholder(2)} AND status = ${queue.table.codes.processing}`,
     params: ['dead:1', id],
   });
-  return (await queue.recoverDeadWorker({ workerId: 'dead', unstarted: [] }, 'worker process died', 3)).charged;
+  return queue.recoverDeadWorker({ workerId: 'dead', unstarted: [] }, 'worker process died', 3);
+}
+
+/**
+ * A charge's count, after checking it names exactly the rows it gave up: this one, on its last attempt, when
+ * it moved it to failed; none otherwise (a row back to pending, or a row the charge could not take).
+ */
+function chargedCount(report: ChargeReport, id: string, to: 'pending' | 'failed'): number {
+  const givesUp = to === 'failed' && report.charged === 1;
+  expect(report.givenUp.map((row) => ({ id: String(row.id), attempt: row.attempt })), 'rows given up').toEqual(givesUp ? [{ id, attempt: 3 }] : []);
+  if (givesUp) expect(report.givenUp[0]!.error).toMatch(/lease expired|worker process died/);
+  return report.charged;
 }
 
 /** Every guarded transition statusq issues, run against rows in every state. Token of the holder: `A`. */
@@ -127,7 +138,7 @@ const OPS: Op[] = [
     cause: 'leaseExpired',
     to: 'pending',
     attempts: 0,
-    run: (q) => q.reapExpired(1000, 3),
+    run: async (q, id) => chargedCount(await q.reapExpired(1000, 3), id, 'pending'),
     check: (after) => {
       expect(Number(after.attempt_count)).toBe(1);
       expect(String(after.last_error)).toMatch(/lease expired/);
@@ -138,7 +149,7 @@ const OPS: Op[] = [
     cause: 'ownerDied',
     to: 'pending',
     attempts: 0,
-    run: (q, id) => recoverAsDead(q, id),
+    run: async (q, id) => chargedCount(await recoverAsDead(q, id), id, 'pending'),
     check: (after) => {
       expect(Number(after.attempt_count)).toBe(1);
       expect(String(after.last_error)).toBe('worker process died');
@@ -149,7 +160,7 @@ const OPS: Op[] = [
     cause: 'ownerDied',
     to: 'failed',
     attempts: 2,
-    run: (q, id) => recoverAsDead(q, id),
+    run: async (q, id) => chargedCount(await recoverAsDead(q, id), id, 'failed'),
     check: (after) => expect(Number(after.attempt_count)).toBe(3),
   },
   {
@@ -157,7 +168,7 @@ const OPS: Op[] = [
     cause: 'leaseExpired',
     to: 'failed',
     attempts: 2,
-    run: (q) => q.reapExpired(1000, 3),
+    run: async (q, id) => chargedCount(await q.reapExpired(1000, 3), id, 'failed'),
     check: (after) => {
       expect(Number(after.attempt_count)).toBe(3);
       expect(String(after.last_error)).toMatch(/lease expired/);
@@ -329,6 +340,6 @@ export async function claimAndReap(queue: Queue, token: string): Promise<string>
   if (rows.length !== 1) throw new Error(`expected to claim one row, got ${rows.length}`);
   const id = String(rows[0]!.id);
   // A lease of 0 ms expires as soon as the database clock has moved past claimed_at.
-  await waitFor('the reaper to take back the expired claim', async () => (await queue.reapExpired(0, 1000)) === 1);
+  await waitFor('the reaper to take back the expired claim', async () => (await queue.reapExpired(0, 1000)).charged === 1);
   return id;
 }
