@@ -9,13 +9,14 @@ import { it } from 'vitest';
 import { runBrokerConformance, type BrokerUnderTest } from '@statusq/conformance';
 import { mysqlConformance, mysqlUnavailable } from '@statusq/adapter-mysql/testing';
 import { postgresConformance, postgresUnavailable } from '@statusq/adapter-postgres/testing';
-import { NATS_TEST_URL, PrivateNats, databasesRequired, deleteQueueStreams, natsUnavailable, privateNatsUnavailable } from './testing.js';
+import { NATS_TEST_URL, PrivateNats, databasesRequired, readDeadLetters, deleteQueueStreams, natsUnavailable, privateNatsUnavailable } from './testing.js';
 
 const nats: BrokerUnderTest = {
   name: 'nats',
   brokerModule: fileURLToPath(new URL('../dist/index.js', import.meta.url)),
   url: NATS_TEST_URL,
   dropQueue: (url, queue) => deleteQueueStreams(url, [queue]),
+  readDeadLetters,
   privateBroker: async () => {
     const server = await PrivateNats.start();
     return {

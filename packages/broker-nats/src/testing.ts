@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { redactUrl } from '@statusq/core';
+import { redactUrl, type DeadLetter } from '@statusq/core';
 import { openConnection, parseNatsUrl } from './nats-connection.js';
 import { isNotFound, messageOf } from './nats-errors.js';
 import { natsLayout } from './nats-layout.js';
@@ -84,6 +84,30 @@ export async function deleteQueueStreams(url: string, queues: readonly string[])
         }
       }
     }
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Every dead letter stored for `queue` on the server at `url`, oldest first, left in place. Empty when there is no dead stream yet. */
+export async function readDeadLetters(url: string, queue: string): Promise<DeadLetter[]> {
+  const nc = await openConnection(parseNatsUrl(url), { connectTimeoutMs: 5_000 });
+  try {
+    const jsm = await jetstreamManager(nc, { timeout: 5_000 });
+    const { deadStream } = natsLayout(queue);
+    let state;
+    try {
+      ({ state } = await jsm.streams.info(deadStream));
+    } catch (error) {
+      if (isNotFound(error)) return [];
+      throw error;
+    }
+    const letters: DeadLetter[] = [];
+    for (let seq = state.first_seq; state.messages > 0 && seq <= state.last_seq; seq++) {
+      const stored = await jsm.streams.getMessage(deadStream, { seq });
+      if (stored) letters.push(JSON.parse(stored.string()) as DeadLetter);
+    }
+    return letters;
   } finally {
     await nc.close();
   }

@@ -8,13 +8,14 @@ import { it } from 'vitest';
 import { runBrokerConformance, type BrokerUnderTest } from '@statusq/conformance';
 import { mysqlConformance, mysqlUnavailable } from '@statusq/adapter-mysql/testing';
 import { postgresConformance, postgresUnavailable } from '@statusq/adapter-postgres/testing';
-import { PrivateRabbitMQ, RABBITMQ_TEST_URL, databasesRequired, deleteQueues, rabbitmqUnavailable } from './testing.js';
+import { PrivateRabbitMQ, RABBITMQ_TEST_URL, databasesRequired, readDeadLetters, deleteQueues, rabbitmqUnavailable } from './testing.js';
 
 const rabbitmq: BrokerUnderTest = {
   name: 'rabbitmq',
   brokerModule: fileURLToPath(new URL('../dist/index.js', import.meta.url)),
   url: RABBITMQ_TEST_URL,
   dropQueue: (url, queue) => deleteQueues([queue], url),
+  readDeadLetters,
   privateBroker: async () => {
     const node = new PrivateRabbitMQ();
     await node.start();

@@ -10,7 +10,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import amqp from 'amqplib';
-import { redactUrl } from '@statusq/core';
+import { redactUrl, type DeadLetter } from '@statusq/core';
 
 /** The shared RabbitMQ the tests use: STATUSQ_TEST_AMQP_URL, default the local guest account. */
 export const RABBITMQ_TEST_URL = process.env.STATUSQ_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
@@ -45,6 +45,32 @@ export async function deleteQueues(names: readonly string[], url = RABBITMQ_TEST
       for (const queue of [name, `${name}.dead`]) await channel.deleteQueue(queue);
     }
     await channel.close();
+  } finally {
+    await connection.close().catch(() => undefined);
+  }
+}
+
+/**
+ * Every dead letter waiting in `<queue>.dead`, oldest first, left in place: they are read unacked and go back
+ * to the queue when the channel closes. Empty when the queue does not exist yet.
+ */
+export async function readDeadLetters(url: string, queue: string): Promise<DeadLetter[]> {
+  const connection = await amqp.connect(url, { timeout: 5000 });
+  try {
+    const channel = await connection.createChannel();
+    // A missing queue closes the channel with 404, which is not an error here.
+    channel.on('error', () => undefined);
+    const letters: DeadLetter[] = [];
+    try {
+      await channel.checkQueue(`${queue}.dead`);
+    } catch {
+      return [];
+    }
+    for (let message = await channel.get(`${queue}.dead`); message !== false; message = await channel.get(`${queue}.dead`)) {
+      letters.push(JSON.parse(message.content.toString('utf8')) as DeadLetter);
+    }
+    await channel.close();
+    return letters;
   } finally {
     await connection.close().catch(() => undefined);
   }

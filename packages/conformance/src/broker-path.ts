@@ -14,7 +14,7 @@ import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Queue, connectBroker, dispatchIndexName, hasIndex, initTable, type Broker, type BrokerModule, type Store } from '@statusq/core';
+import { Queue, connectBroker, dispatchIndexName, hasIndex, initTable, type Broker, type BrokerModule, type DeadLetter, type Store } from '@statusq/core';
 import { TestEnv } from './test-env.js';
 import { childScript, type ChildHandle } from './child-handle.js';
 import type { ChildWorkerArgs, ChildWorkerResult } from './child-worker.js';
@@ -35,6 +35,8 @@ export interface BrokerUnderTest {
   dropQueue(url: string, queue: string): Promise<void>;
   /** A private broker of the suite's own, which it may restart (never the shared one). */
   privateBroker(): Promise<PrivateBroker>;
+  /** The dead letters stored for a queue, oldest first, left where they are. */
+  readDeadLetters(url: string, queue: string): Promise<DeadLetter[]>;
 }
 
 export interface PrivateBroker {
@@ -49,7 +51,10 @@ export interface PrivateBroker {
 const TABLE = 'jobs';
 const ROWS = 600;
 
-/** Appends `id attempt pid` per run to STATUSQ_LEDGER; STATUSQ_HANG=1 announces the job and never finishes it. */
+/**
+ * Appends `id attempt pid` per run to STATUSQ_LEDGER; STATUSQ_HANG=1 announces the job and never finishes it;
+ * the row STATUSQ_POISON names kills its process (SIGKILL) every time it runs.
+ */
 function writeLedgerHandler(dir: string): string {
   const path = join(dir, 'broker-ledger.mjs');
   writeFileSync(
@@ -58,6 +63,7 @@ function writeLedgerHandler(dir: string): string {
       "import { appendFileSync } from 'node:fs';",
       'export default async function handle(job) {',
       '  appendFileSync(process.env.STATUSQ_LEDGER, `${job.id} ${job.attempt} ${process.pid}\\n`);',
+      "  if (String(job.id) === process.env.STATUSQ_POISON) process.kill(process.pid, 'SIGKILL');",
       "  if (process.env.STATUSQ_HANG === '1') {",
       '    process.stdout.write(`hanging ${job.id}\\n`);',
       '    await new Promise(() => {});',
@@ -89,15 +95,17 @@ function readLedger(path: string): LedgerRun[] {
 }
 
 /**
- * The proof: every row done, and every run of a row but its last was by a process in `killed` (it died
- * holding the row). Returns how many rows ran more than once. Closes `store`, the test's last use of it.
+ * The proof: every row done (but the `failed` ones, which must be failed), and every run of a row but its last
+ * was by a process in `killed` (it died holding the row). Returns how many rows ran more than once. Closes
+ * `store`, the test's last use of it.
  */
-async function proveLedger(store: Store, ledgerPath: string, killed: ReadonlySet<number>): Promise<{ reruns: number }> {
+async function proveLedger(store: Store, ledgerPath: string, killed: ReadonlySet<number>, failed: readonly string[] = []): Promise<{ reruns: number }> {
   const { rows } = await store.execute({ sql: `SELECT id, status FROM ${TABLE}`, params: [] });
   await store.close();
   expect(rows).toHaveLength(ROWS);
-  const notDone = rows.filter((row) => Number(row.status) !== 1);
+  const notDone = rows.filter((row) => Number(row.status) !== 1 && !failed.includes(String(row.id)));
   expect(notDone, 'rows not done').toEqual([]);
+  expect(rows.filter((row) => Number(row.status) === 0).map((row) => String(row.id)), 'rows failed').toEqual([...failed]);
   const byId = new Map<string, LedgerRun[]>();
   for (const run of readLedger(ledgerPath)) byId.set(run.id, [...(byId.get(run.id) ?? []), run]);
   expect(byId.size, 'rows the ledger saw').toBe(ROWS);
@@ -164,14 +172,14 @@ export function runBrokerConformance(database: ConformanceOptions, broker: Broke
       return env!.spawnChild(childScript('child-relay.js'), args, {}, label);
     }
 
-    function startConsumer(label: string, extra: Record<string, string> = {}, fromBroker = true): ChildHandle {
+    function startConsumer(label: string, extra: Record<string, string> = {}, fromBroker = true, tuning: { concurrency?: number; maxAttempts?: number } = {}): ChildHandle {
       const args: ChildWorkerArgs = {
         adapterModule: env!.adapterModulePath,
         url: env!.url,
         table: { table: TABLE },
         handlerPath: writeLedgerHandler(env!.tempDir()),
-        concurrency: 4,
-        worker: { leaseMs: 1_500, pollMinMs: 2, pollMaxMs: 50, exitWhenEmpty: true },
+        concurrency: tuning.concurrency ?? 4,
+        worker: { leaseMs: 1_500, pollMinMs: 2, pollMaxMs: 50, exitWhenEmpty: true, ...(tuning.maxAttempts !== undefined && { maxAttempts: tuning.maxAttempts }) },
         ...(fromBroker && { broker: childBroker() }),
       };
       return env!.spawnChild(childScript('child-worker.js'), args, { STATUSQ_LEDGER: ledger(), ...extra }, label);
@@ -258,6 +266,25 @@ export function runBrokerConformance(database: ConformanceOptions, broker: Broke
       await proveLedger(store, ledger(), new Set());
       expect(results[2]!.counters.completed ?? 0, 'rows the polling worker ran').toBeGreaterThan(0);
       expect((results[0]!.counters.completed ?? 0) + (results[1]!.counters.completed ?? 0), 'rows the consumers ran').toBeGreaterThan(0);
+    });
+
+    it('gives up a row that kills its consumer on every attempt (reaped after its lease) and dead-letters it once', async () => {
+      const store = await seed();
+      const { rows } = await store.execute({ sql: `SELECT id FROM ${TABLE} ORDER BY id`, params: [] });
+      const poison = String(rows[ROWS / 2]!.id);
+      const relay = startRelay();
+      // One job at a time, so a consumer the poison row kills holds nothing else; with 2 attempts it kills two
+      // of the three, and the third reaps it to failed after its second lease runs out.
+      const consumers = [1, 2, 3].map((i) => startConsumer(`consumer ${i}`, { STATUSQ_POISON: poison }, true, { concurrency: 1, maxAttempts: 2 }));
+      const ends = await withDeadline(Promise.all(consumers.map((c) => c.exited)), 120_000, 'the consumers to end');
+      await stopRelay(relay);
+      const killed = consumers.filter((_c, i) => ends[i]!.signal === 'SIGKILL');
+      expect(killed, 'consumers the poison row killed').toHaveLength(2);
+      expect(ends.filter((end) => end.code === 0), 'the consumer that gave the row up and finished').toHaveLength(1);
+      await proveLedger(store, ledger(), new Set(killed.map((c) => c.pid)), [poison]);
+      expect(readLedger(ledger()).filter((run) => run.id === poison).map((run) => run.attempt)).toEqual([1, 2]);
+      const letters = await broker.readDeadLetters(brokerUrl, queue);
+      expect(letters).toEqual([{ table: TABLE, id: Number(poison), attempt: 2, error: expect.stringMatching(/^lease expired after 1500 ms/) }]);
     });
 
     for (const fault of ['restarted', 'killed with SIGKILL and started again'] as const) {

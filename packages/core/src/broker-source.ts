@@ -1,5 +1,4 @@
-import type { BrokerError} from './broker.js';
-import { type Broker, type Delivery, type MalformedDelivery, type Subscription } from './broker.js';
+import type { Broker, BrokerError, DeadLetter, Delivery, MalformedDelivery, Subscription } from './broker.js';
 import type { JobId } from './store.js';
 
 /** What the worker hears from its broker besides deliveries. */
@@ -25,8 +24,11 @@ export class DeliveryBuffer {
   /** Deliveries of rows this worker claimed, by id, until the job is over. Duplicates of a row share its entry. */
   private readonly held = new Map<string, Delivery[]>();
   private subscription: Subscription | null = null;
-  /** Acks sent and not yet answered: stop() waits for them, so a finished job's message is not redelivered. */
-  private readonly acking = new Set<Promise<void>>();
+  /**
+   * Acks and dead letters sent and not yet answered: stop() waits for them, so a finished job's message is not
+   * redelivered and a given-up row's dead letter is not cut off by the broker's close.
+   */
+  private readonly unanswered = new Set<Promise<void>>();
   /** One promise for every wait until the next delivery, so an idle worker's repeated waits pile up nothing. */
   private nextArrival: { promise: Promise<void>; resolve: () => void } | null = null;
 
@@ -112,7 +114,7 @@ export class DeliveryBuffer {
     await subscription?.close();
     const unclaimed = this.waiting.splice(0);
     await Promise.all(unclaimed.map((delivery) => delivery.release().catch((error: unknown) => this.events.error(error, 'release of a delivery'))));
-    await Promise.all([...this.acking]);
+    await Promise.all([...this.unanswered]);
     this.wakeWaiters();
   }
 
@@ -137,13 +139,18 @@ export class DeliveryBuffer {
     this.track(delivery.ack(), 'ack of a malformed message');
   }
 
+  /** Publishes the dead letter of a row given up; a failure is reported (the failed row is the record). */
+  deadLetter(letter: DeadLetter): void {
+    this.track(this.broker.deadLetter(letter), `dead letter of job ${String(letter.id)}`);
+  }
+
   private ack(delivery: Delivery): void {
     this.track(delivery.ack(), `ack of job ${String(delivery.message.id)}`);
   }
 
-  private track(ack: Promise<void>, during: string): void {
-    const settled = ack.catch((error: unknown) => this.events.error(error, during)).finally(() => this.acking.delete(settled));
-    this.acking.add(settled);
+  private track(answer: Promise<void>, during: string): void {
+    const settled = answer.catch((error: unknown) => this.events.error(error, during)).finally(() => this.unanswered.delete(settled));
+    this.unanswered.add(settled);
   }
 
   private wakeWaiters(): void {

@@ -114,6 +114,22 @@ describe('relay and broker consumers', () => {
     expect(broker.deadLetters[0]).toMatchObject({ table: 'jobs', attempt: 2, error: 'Error: poison' });
   });
 
+  it('dead-letters a row its reaper gave up (each attempt lost its worker), and its run waits for the dead letter', async () => {
+    const store = await jobsTable(1);
+    // Row 1 was on its last attempt when its worker died: its lease ran out long ago.
+    store.db.run(`UPDATE jobs SET status = 9, claimed_at = 0, worker_id = 'gone:1', attempt_count = 1 WHERE id = 1`);
+    const broker = new MemoryBroker();
+    broker.ackDelayMs = 50;
+    const reaped: Array<{ count: number; givenUp: unknown[] }> = [];
+    const w = await consumer(store, broker, { maxAttempts: 2, leaseMs: 1_000, exitWhenEmpty: true });
+    w.on('reaped', (e) => reaped.push(e));
+    await w.run();
+    // The caller may close the broker now: the dead letter is in, not in flight.
+    expect(broker.deadLetters).toEqual([{ table: 'jobs', id: 1, attempt: 2, error: expect.stringMatching(/^lease expired after 1000 ms/) }]);
+    expect(reaped).toEqual([{ count: 1, givenUp: [{ id: 1, attempt: 2, error: expect.stringMatching(/^lease expired/) }] }]);
+    expect(statuses(store)).toEqual([0]);
+  });
+
   it('unmarks a batch the broker refused and publishes it at the next pass', async () => {
     const store = await jobsTable(3);
     const broker = new MemoryBroker();

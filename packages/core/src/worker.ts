@@ -490,9 +490,7 @@ export class Worker extends TypedEmitter {
    * committed: a dead letter that does not go through is reported, not retried.
    */
   private deadLetter(row: GivenUpRow): void {
-    const broker = this.options.from;
-    if (!broker) return;
-    broker.deadLetter(deadLetterFor(this.queue.table.table, row)).catch((failure: unknown) => this.emit('error', { error: failure, during: `dead letter of job ${String(row.id)}` }));
+    this.deliveries?.deadLetter(deadLetterFor(this.queue.table.table, row));
   }
 
   /** The guarded UPDATE that settles the flight with its outcome (or with `outcome`). */

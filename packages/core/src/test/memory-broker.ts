@@ -23,7 +23,7 @@ export class MemoryBroker implements Broker {
   copies = 1;
   /** Ready messages are delivered newest first (out of order). */
   reversed = false;
-  /** Each ack is answered this long after it was sent (a broker across a network). */
+  /** Each ack and dead letter is answered this long after it was sent (a broker across a network). */
   ackDelayMs = 0;
   /** The next publish rejects with this. */
   refuseNextPublish: BrokerError | null = null;
@@ -56,6 +56,7 @@ export class MemoryBroker implements Broker {
   }
 
   async deadLetter(letter: DeadLetter): Promise<void> {
+    if (this.ackDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.ackDelayMs));
     this.deadLetters.push(letter);
   }
 
