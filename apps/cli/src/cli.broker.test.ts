@@ -8,8 +8,9 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createDatabase, dropDatabase, mysqlUnavailable } from '@statusq/adapter-mysql/testing';
 import { createTestDatabase, dropTestDatabase, postgresUnavailable } from '@statusq/adapter-postgres/testing';
-import { RABBITMQ_TEST_URL, deleteQueues, rabbitmqUnavailable } from '@statusq/broker-rabbitmq/testing';
-import { NATS_TEST_URL, deleteQueueStreams, natsUnavailable } from '@statusq/broker-nats/testing';
+import { RABBITMQ_TEST_URL, deleteQueues, rabbitmqUnavailable, readDeadLetters as readRabbitDeadLetters } from '@statusq/broker-rabbitmq/testing';
+import { NATS_TEST_URL, deleteQueueStreams, natsUnavailable, readDeadLetters as readNatsDeadLetters } from '@statusq/broker-nats/testing';
+import type { DeadLetter } from '@statusq/core';
 import { launchCli, logLines, parseStats, runCliAsync, until, writeFixture } from './test/cli-harness.js';
 
 interface BrokerTarget {
@@ -19,11 +20,12 @@ interface BrokerTarget {
   drop: (queue: string) => Promise<void>;
   /** A URL of this scheme where nothing listens. */
   deadUrl: string;
+  readDeadLetters: (queue: string) => Promise<DeadLetter[]>;
 }
 
 const BROKERS: BrokerTarget[] = [
-  { name: 'RabbitMQ', url: RABBITMQ_TEST_URL, unavailable: () => rabbitmqUnavailable(), drop: (queue) => deleteQueues([queue]), deadUrl: 'amqp://guest:guest@127.0.0.1:1' },
-  { name: 'NATS', url: NATS_TEST_URL, unavailable: () => natsUnavailable(), drop: (queue) => deleteQueueStreams(NATS_TEST_URL, [queue]), deadUrl: 'nats://127.0.0.1:1' },
+  { name: 'RabbitMQ', url: RABBITMQ_TEST_URL, unavailable: () => rabbitmqUnavailable(), drop: (queue) => deleteQueues([queue]), deadUrl: 'amqp://guest:guest@127.0.0.1:1', readDeadLetters: (queue) => readRabbitDeadLetters(RABBITMQ_TEST_URL, queue) },
+  { name: 'NATS', url: NATS_TEST_URL, unavailable: () => natsUnavailable(), drop: (queue) => deleteQueueStreams(NATS_TEST_URL, [queue]), deadUrl: 'nats://127.0.0.1:1', readDeadLetters: (queue) => readNatsDeadLetters(NATS_TEST_URL, queue) },
 ];
 
 const DATABASES = [
@@ -104,6 +106,26 @@ for (const broker of BROKERS) {
         expect(notUrl.code).toBe(2);
         expect(notUrl.stderr).toContain('unsupported broker URL');
         expect(await statsOf()).toMatchObject({ pending: 1, processing: 0, done: 0 });
+      });
+
+      // Once per broker: the launcher's recovery is the same SQL on every dialect (conformance runs it on each).
+      if (database === DATABASES[0]) it('work --from --processes: a row that kills its process on its last attempt is given up by the launcher and dead-lettered', async () => {
+        expect((await runCliAsync(dir, ['init', '--db', db, '--table', table, '--with', 'dispatch'])).code).toBe(0);
+        const file = writeFixture(dir, 'rows.ndjson', `${Array.from({ length: 20 }, (_, n) => JSON.stringify({ n })).join('\n')}\n`);
+        expect((await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--file', file])).code).toBe(0);
+        const handler = writeFixture(dir, 'handler.mjs', `export default async (job) => { if (String(job.id) === '5') process.kill(process.pid, 'SIGKILL'); };\n`);
+        const relay = launchCli(dir, ['relay', '--db', db, '--table', table, '--to', broker.url]);
+        // One job and one message at a time per process: the poison row dies alone, and no other row pays for its
+        // death (NATS would hold a dead child's other messages for its 30 s ack wait).
+        const work = await runCliAsync(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.url, '--processes', '2', '--concurrency', '1', '--prefetch', '1', '--max-attempts', '1', '--exit-when-empty']);
+        expect(work.code, work.stderr).toBe(0);
+        relay.child.kill('SIGTERM');
+        expect((await relay.ended).code).toBe(0);
+        expect(work.stdout + work.stderr).toMatch(/1 running job charged an attempt \(1 of them given up/);
+        expect(await statsOf()).toMatchObject({ pending: 0, processing: 0, done: 19, failed: 1 });
+        // Written by the launcher, which saw the child die: no worker of the fleet was there to do it.
+        const letters = await broker.readDeadLetters(`statusq.${table}`);
+        expect(letters).toEqual([{ table, id: 5, attempt: 1, error: expect.stringMatching(/^worker process \d+ killed by SIGKILL while this job ran/) }]);
       });
 
       // Once per broker (registered, not skipped, elsewhere): the wait is the broker's, whatever the database.
