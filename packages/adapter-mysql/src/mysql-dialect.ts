@@ -25,6 +25,7 @@ export const mysqlDialect: SqlDialect = {
   // connection (enqueue in the application's transaction) need not run in UTC as the pool's do.
   atEpochMs: (ms) => `(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL (${ms}) * 1000 MICROSECOND)`,
   liveKey: ({ placeholder }) => `${quoteIdentifierWith('`')(LIVE_KEY_COLUMN)} = ${placeholder}`,
+  forceIndex: (quotedIndex) => `FORCE INDEX (${quotedIndex})`,
   orderCutoff(ms: string, encoding: OrderTimeEncoding): string {
     switch (encoding) {
       case 'native':

@@ -5,9 +5,9 @@
  */
 import { expect, it } from 'vitest';
 import mysql from 'mysql2/promise';
-import { Queue, StoreError, initTable, pendingIndexName } from '@statusq/core';
-import { CLAIM_CLOCK, TransitionSql, candidateStatements } from '@statusq/core/adapter';
-import { Ledger, withDeadline } from '@statusq/conformance';
+import { Queue, Relay, StoreError, dispatchIndexName, initTable, pendingIndexName, type Broker } from '@statusq/core';
+import { CLAIM_CLOCK, TransitionSql, candidateStatements, type Statement } from '@statusq/core/adapter';
+import { Ledger, waitFor, withDeadline } from '@statusq/conformance';
 import { connect, optionsFromUrl, type MysqlStore } from './index.js';
 import { mysqlClaimWritesQuery, mysqlNativeClaim } from './mysql-claim-sql.js';
 import { mysqlQueryPlans } from './testing.js';
@@ -223,6 +223,48 @@ mysqlSuite('mysql adapter on a real server', () => {
           expect(plan.sorts, label).toBe(false);
         }
       }
+    }
+    await e.closeStores();
+  });
+
+  it("the relay names the dispatch index (FORCE INDEX) where the table has it, and EXPLAIN shows both selections reading it with a backlog waiting in the broker; a table without the index relays unhinted", async () => {
+    const e = await fresh();
+    const store = await e.store();
+    await initTable(store, 'jobs', { with: ['dispatch'] });
+    const queue = await Queue.open(store, { table: 'jobs' });
+    await queue.enqueue(Array.from({ length: 3000 }, (_, n) => ({ n })));
+    await store.execute({ sql: 'UPDATE jobs SET dispatched_at = NOW(3) WHERE id > 50', params: [] });
+    await mysqlQueryPlans.analyze(store, 'jobs');
+    const index = dispatchIndexName('jobs');
+    const statement = queue.sql.dispatchCandidates(256, 300_000, index);
+    const { rows: plan } = await store.execute({ sql: `EXPLAIN ${statement.sql}`, params: statement.params });
+    const reads = plan.filter((row) => row.table === 'jobs');
+    expect(reads.map((row) => row.key), JSON.stringify(plan)).toEqual([index, index]);
+    for (const table of ['jobs', 'own_jobs']) {
+      if (table === 'own_jobs') {
+        // The column added by hand, without statusq's index: a hint would be an error (1176), so none is given.
+        await initTable(store, table);
+        await store.execute({ sql: 'ALTER TABLE own_jobs ADD COLUMN dispatched_at DATETIME(3) NULL', params: [] });
+        await (await Queue.open(store, { table })).enqueue([{ n: 1 }, { n: 2 }]);
+      }
+      const seen: string[] = [];
+      const spied = new Proxy(store, {
+        get(target, key) {
+          if (key === 'execute') return (s: Statement) => (seen.push(s.sql), target.execute(s));
+          const value: unknown = Reflect.get(target, key, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const published: unknown[] = [];
+      const broker: Broker = { name: 'test', address: 'test://', publish: async (messages) => void published.push(...messages), consume: () => Promise.reject(new Error('not here')), deadLetter: async () => undefined, depth: async () => null, close: async () => undefined };
+      const relay = await Relay.create({ store: spied, table: { table }, to: broker, pollMinMs: 1, pollMaxMs: 5 });
+      const run = relay.run();
+      await waitFor('the relay to publish the undispatched rows', () => published.length >= (table === 'jobs' ? 50 : 2));
+      await relay.stop();
+      await run;
+      const selections = seen.filter((sql) => sql.includes('never_dispatched'));
+      expect(selections.length, table).toBeGreaterThan(0);
+      for (const sql of selections) expect(sql.includes(`FORCE INDEX (\`${dispatchIndexName(table)}\`)`), `${table}: ${sql}`).toBe(table === 'jobs');
     }
     await e.closeStores();
   });

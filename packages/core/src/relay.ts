@@ -3,7 +3,7 @@ import { ConfigError, describeError, isRetryableStoreError } from './errors.js';
 import { TypedEmitter } from './events.js';
 import { Queue } from './queue.js';
 import { STORE_RETRY, backoffDelay, withStoreRetry } from './retry.js';
-import { assertDispatchColumns } from './schema.js';
+import { assertDispatchColumns, dispatchIndexName, hasIndex } from './schema.js';
 import { WakeUps } from './wake-ups.js';
 import type { JobId, Row, Store } from './store.js';
 import type { TableConfig } from './table.js';
@@ -72,7 +72,7 @@ export class Relay extends TypedEmitter<RelayEvents> {
   private constructor(
     readonly queue: Queue,
     private readonly broker: Broker,
-    private readonly settings: { batch: number; redispatchMs: number; pollMinMs: number; pollMaxMs: number; exitWhenEmpty: boolean; random: () => number },
+    private readonly settings: { batch: number; redispatchMs: number; pollMinMs: number; pollMaxMs: number; dispatchIndex: string | null; exitWhenEmpty: boolean; random: () => number },
   ) {
     super();
   }
@@ -90,7 +90,8 @@ export class Relay extends TypedEmitter<RelayEvents> {
     const pollMaxMs = Math.max(pollMinMs, nonNegative(options.pollMaxMs, DEFAULT_POLL_MAX_MS, 'pollMax'));
     const queue = await Queue.open(options.store, options.table);
     assertDispatchColumns(queue.table, 'statusq relay');
-    return new Relay(queue, options.to, { batch, redispatchMs, pollMinMs, pollMaxMs, exitWhenEmpty: options.exitWhenEmpty === true, random: options.random ?? Math.random });
+    const dispatchIndex = await hintedDispatchIndex(queue);
+    return new Relay(queue, options.to, { batch, redispatchMs, pollMinMs, pollMaxMs, dispatchIndex, exitWhenEmpty: options.exitWhenEmpty === true, random: options.random ?? Math.random });
   }
 
   run(): Promise<RelayCounters> {
@@ -144,7 +145,7 @@ export class Relay extends TypedEmitter<RelayEvents> {
     const { sql, store, table } = this.queue;
     const { redispatchMs } = this.settings;
     this.counters.passes++;
-    const { rows: found } = await withStoreRetry(() => store.execute(sql.dispatchCandidates(this.settings.batch, redispatchMs)), STORE_RETRY.claim);
+    const { rows: found } = await withStoreRetry(() => store.execute(sql.dispatchCandidates(this.settings.batch, redispatchMs, this.settings.dispatchIndex)), STORE_RETRY.claim);
     // The two selections may each bring a batch; the rows never dispatched come first.
     const rows = found.slice(0, this.settings.batch);
     if (rows.length === 0) return 0;
@@ -194,4 +195,15 @@ export class Relay extends TypedEmitter<RelayEvents> {
 
 function isBrokerRetryable(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { retryable?: unknown }).retryable === true;
+}
+
+/**
+ * The dispatch index's name where the dialect hints indexes (forceIndex) and the table has it (`migrate --with
+ * dispatch` built it), else null: a hint naming a missing index is an error on MySQL, not a no-op.
+ */
+async function hintedDispatchIndex(queue: Queue): Promise<string | null> {
+  const { store } = queue;
+  if (!store.dialect.forceIndex || !store.schema) return null;
+  const name = dispatchIndexName(queue.table.table);
+  return (await hasIndex(store, store.schema, queue.table.table, name)) ? name : null;
 }

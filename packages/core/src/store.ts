@@ -74,6 +74,13 @@ export interface SqlDialect {
    * planner would not see the expression behind it.
    */
   liveKey?(parts: { keyColumn: string; live: string; placeholder: string }): string;
+  /**
+   * What follows a table name in FROM to make the planner read the index `quotedIndex` (MySQL's `FORCE
+   * INDEX (...)`). Optional; without it statusq never hints. Used only by the relay's selection, whose index
+   * the planner can tell from the statement alone but MariaDB's cost model often passes over (see
+   * TransitionSql.dispatchCandidates), and only when that index exists.
+   */
+  forceIndex?(quotedIndex: string): string;
 }
 
 /**
