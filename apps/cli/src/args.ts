@@ -5,7 +5,7 @@ import { ConfigError, parseDuration, type TableConfig } from '@statusq/core';
 export const COMMAND_FLAGS = {
   init: ['db', 'adapter', 'table', 'with', 'order'],
   migrate: ['db', 'adapter', 'table', 'with', 'status-column', 'order-column', 'order'],
-  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'delay', 'run-at', 'priority', 'key', 'progress'],
+  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'delay', 'run-at', 'priority', 'key', 'progress', 'to', 'queue'],
   work: [
     'db', 'listen-db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'select', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'poll-max', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',

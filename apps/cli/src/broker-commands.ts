@@ -8,6 +8,8 @@ import { QUEUE_ROWS_INTERVAL_MS, RelayMetrics, announceMetrics, metricsSettings,
 export const WORK_FROM_VARIABLE = 'STATUSQ_WORK_FROM';
 /** Where `relay` takes the broker URL from when --to is not given: a URL with a password stays out of `ps`. */
 export const RELAY_TO_VARIABLE = 'STATUSQ_RELAY_TO';
+/** Where `enqueue` takes the broker URL from when --to is not given. */
+export const ENQUEUE_TO_VARIABLE = 'STATUSQ_ENQUEUE_TO';
 
 /** How long start-up waits for the broker before exit 1. */
 export const BROKER_CONNECT_TIMEOUT_MS = 10_000;

@@ -89,6 +89,30 @@ for (const broker of BROKERS) {
         expect(ids).toHaveLength(200);
       });
 
+      it('enqueue --to publishes the committed rows itself: consumers run them with no relay at all', async () => {
+        expect((await runCliAsync(dir, ['init', '--db', db, '--table', table, '--with', 'dispatch'])).code).toBe(0);
+        const file = writeFixture(dir, 'rows.ndjson', `${Array.from({ length: 30 }, (_, n) => JSON.stringify({ n })).join('\n')}\n`);
+        const enqueue = await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--file', file, '--to', broker.url]);
+        expect(enqueue.code, enqueue.stderr).toBe(0);
+        expect(enqueue.stdout).toMatch(new RegExp(`enqueued 30 rows into ${table}, published to ${broker.name.toLowerCase()} at `));
+        expect(enqueue.stdout + enqueue.stderr).not.toContain('guest:guest');
+        expect(await statsOf()).toMatchObject({ pending: 30, dispatched: 30 });
+        const handler = writeFixture(dir, 'handler.mjs', 'export default async () => undefined;\n');
+        const work = await runCliAsync(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.url, '--exit-when-empty']);
+        expect(work.code, work.stderr).toBe(0);
+        expect(await statsOf()).toMatchObject({ pending: 0, done: 30, dispatched: 0 });
+        // What it cannot publish at the commit is refused before anything is written.
+        for (const extra of [['--delay', '5s'], ['--key', 'k1']]) {
+          const refused = await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--payload', '{"n":1}', '--to', broker.url, ...extra]);
+          expect(refused.code, extra.join(' ')).toBe(2);
+          expect(refused.stderr).toContain('published by the relay');
+        }
+        const queueAlone = await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--payload', '{"n":1}', '--queue', 'q1']);
+        expect(queueAlone.code).toBe(2);
+        expect(queueAlone.stderr).toContain('--queue needs --to');
+        expect(await statsOf()).toMatchObject({ pending: 0, done: 30 });
+      });
+
       it('bad input exits 2 with nothing touched: an unknown scheme, a table without the dispatch column', async () => {
         expect((await runCliAsync(dir, ['init', '--db', db, '--table', table])).code).toBe(0);
         expect((await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--payload', '{"n":1}'])).code).toBe(0);

@@ -2,11 +2,11 @@ import { createReadStream, readFileSync, writeSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig, type ConnectOptions, type StoreWarning, type Broker } from '@statusq/core';
+import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type EnqueueOutcome, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig, type ConnectOptions, type StoreWarning, type Broker } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
 import { LISTEN_DATABASE_URL_VARIABLE, databaseUrl, isBooleanFlag, listenDatabaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
-import { WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, deadLetterGivenUp, openBroker } from './broker-commands.js';
+import { ENQUEUE_TO_VARIABLE, WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, deadLetterGivenUp, openBroker } from './broker-commands.js';
 import { createLogger, errorFields, logSettings, type LogDestination, type Logger, type LogSettings } from './log.js';
 import { logSummary, logSupervisorEvent, logWorkerEvents } from './log-events.js';
 import { LauncherMetrics, announceMetrics, WorkerMetrics, metricsSettings, observeWorker, refreshQueueRows, sendSnapshotsToLauncher, serveMetrics, type MetricsServer, type MetricsSettings } from './metrics.js';
@@ -157,28 +157,56 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
   const when = enqueueTime(flags);
   const priority = optionalInteger(flags, 'priority');
   const key = optionalString(flags, 'key');
+  const toUrl = brokerUrl(flags, 'to', ENQUEUE_TO_VARIABLE);
+  const brokerQueue = brokerQueueName(flags);
+  if (brokerQueue !== undefined && toUrl === undefined) throw new ConfigError('enqueue: --queue needs --to (a broker to publish to)');
+  if (toUrl !== undefined && (key !== undefined || Object.keys(when).length > 0)) {
+    throw new ConfigError(`enqueue: --to publishes rows as they commit, and ${key !== undefined ? '--key' : when.delayMs !== undefined ? '--delay' : '--run-at'} rows are published by the relay (statusq relay) instead; drop one of them`);
+  }
   const shown = enqueueProgress(progressSurface(flags), config.table, file);
   try {
     const { items, where } = await readItems(flags, io, shown);
     if (key !== undefined && items.length !== 1) throw new ConfigError(`enqueue: --key names one row, and ${file ?? '--payload'} holds ${items.length}; on an application's table each row may set dedupe_key itself`);
     const chunk = optionalInteger(flags, 'chunk');
     return await withStore(flags, 'enqueue', false, async (store) => {
-      const queue = await Queue.open(shown?.countingInserts(store) ?? store, { ...config, orderColumn: await existingOrderColumn(store, config.table) });
-      const outcomes = await queue.enqueueDetailed(items, { chunk, describeItem: where, ...when, ...(priority !== undefined && { priority }), ...(key !== undefined && { key }) });
-      shown?.line.stop();
-      const duplicates = outcomes.filter((o) => o.duplicate);
-      const count = outcomes.length - duplicates.length;
-      if (key !== undefined) {
-        const id = String(outcomes[0]!.id);
-        io.out(duplicates.length > 0 ? `duplicate: row ${id} holds key ${JSON.stringify(key)} and is pending or processing; nothing inserted into ${config.table}` : `enqueued 1 row into ${config.table} (id ${id}, key ${JSON.stringify(key)})`);
-        return 0;
+      const orderColumn = await existingOrderColumn(store, config.table);
+      const publishing = toUrl === undefined ? undefined : await openBroker(store, { ...config, orderColumn }, toUrl, 'enqueue --to', brokerQueue);
+      try {
+        const queue = await Queue.open(shown?.countingInserts(store) ?? store, { ...config, orderColumn });
+        const dispatch: Pick<EnqueueOptions, 'dispatchTo' | 'onDispatchError'> = publishing === undefined ? {} : {
+          dispatchTo: publishing,
+          onDispatchError: (error) => io.err(`warning: publishing to ${publishing.name} failed; the rows stay pending for statusq relay: ${errorFields(error).message as string}`),
+        };
+        const outcomes = await queue.enqueueDetailed(items, { chunk, describeItem: where, ...when, ...dispatch, ...(priority !== undefined && { priority }), ...(key !== undefined && { key }) });
+        shown?.line.stop();
+        return enqueued(io, config.table, outcomes, key, publishing === undefined ? '' : publishedNote(outcomes, publishing));
+      } finally {
+        await publishing?.close();
       }
-      io.out(`enqueued ${count} row${count === 1 ? '' : 's'} into ${config.table}${duplicates.length > 0 ? ` (${duplicates.length} duplicate${duplicates.length === 1 ? '' : 's'} of live keys not inserted)` : ''}`);
-      return 0;
     });
   } finally {
     shown?.line.stop();
   }
+}
+
+/** What `enqueue --to` says of its rows: all published, or how many the relay is left to publish. */
+function publishedNote(outcomes: readonly EnqueueOutcome[], broker: Broker): string {
+  const left = outcomes.filter((o) => o.published !== true).length;
+  if (left === 0) return `, published to ${broker.name} at ${broker.address}`;
+  return `, ${outcomes.length - left} published to ${broker.name}; ${left} left to statusq relay (${left === outcomes.length ? 'none' : 'not all'} could be published${outcomes.some((o) => o.id === null) ? ': ids the insert does not return' : ''})`;
+}
+
+/** The line `enqueue` ends with; `published` says where the rows went besides the table. */
+function enqueued(io: Io, table: string, outcomes: readonly EnqueueOutcome[], key: string | undefined, published: string): number {
+  const duplicates = outcomes.filter((o) => o.duplicate);
+  const count = outcomes.length - duplicates.length;
+  if (key !== undefined) {
+    const id = String(outcomes[0]!.id);
+    io.out(duplicates.length > 0 ? `duplicate: row ${id} holds key ${JSON.stringify(key)} and is pending or processing; nothing inserted into ${table}` : `enqueued 1 row into ${table} (id ${id}, key ${JSON.stringify(key)})`);
+    return 0;
+  }
+  io.out(`enqueued ${count} row${count === 1 ? '' : 's'} into ${table}${published}${duplicates.length > 0 ? ` (${duplicates.length} duplicate${duplicates.length === 1 ? '' : 's'} of live keys not inserted)` : ''}`);
+  return 0;
 }
 
 /** --delay or --run-at, checked before the file is read or the database reached. */

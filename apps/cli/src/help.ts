@@ -58,6 +58,12 @@ ${DB}
   --key K                     deduplication key of the one row (--payload, or a file of one line): while a
                               row with key K is pending or processing, nothing is inserted and its id is
                               printed (exit 0); needs dedupe_key (migrate --with dedupe)
+  --to URL                    also publish the committed rows to this broker (amqp://, amqps://, nats://;
+                              or STATUSQ_ENQUEUE_TO) for consumers (work --from): pick-up without waiting
+                              for the relay; needs dispatched_at (migrate --with dispatch). Not with --delay,
+                              --run-at or --key (the relay publishes those). A publish that fails leaves the
+                              rows to the relay: a warning, exit 0
+  --queue NAME                with --to: the broker queue (default statusq.<table>)
 ${PROGRESS}`,
   work: `usage: statusq work --db URL --table T --handler PATH [flags]
 Claims pending rows and runs the handler on each until stopped (SIGTERM/SIGINT), or until the queue is empty.

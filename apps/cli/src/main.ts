@@ -21,6 +21,7 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
            [--order newest|oldest]
   enqueue  --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--chunk N]
            [--delay DURATION | --run-at TIME] [--priority N] [--key K] [--progress auto|on|off]
+           [--to amqp://...|nats://... [--queue NAME]]
   work     --db URL [--listen-db URL] --table T --handler PATH [--id-column C] [--status-column C]
            [--order-column C] [--order newest|oldest] [--select C1,C2] [--concurrency N] [--batch N] [--max-attempts N]
            [--retry-delay DURATION] [--lease DURATION] [--aging DURATION] [--poll-max DURATION]

@@ -119,7 +119,9 @@ export interface EnqueueOptions {
    * have. The rows are written as dispatched; a publish that fails un-marks them and the relay publishes them
    * (the enqueue still succeeds: the rows are committed). A process that dies between the commit and the
    * publish leaves them to the relay's redispatch age. Not with delays, keys or the caller's transaction (the
-   * relay publishes those). Needs the dispatch column (`migrate --with dispatch`).
+   * relay publishes those), nor where the insert cannot tell the new row's id (no RETURNING and no
+   * AUTO_INCREMENT id: the relay publishes those too); EnqueueOutcome.published says which rows went. Needs
+   * the dispatch column (`migrate --with dispatch`).
    */
   dispatchTo?: Broker | undefined;
   /** With dispatchTo: called when the publish failed and the rows were left to the relay (the enqueue still resolves). */
@@ -132,6 +134,11 @@ export interface EnqueueOutcome {
   id: JobId | null;
   /** True when nothing was inserted because a pending or processing row already holds the item's key. */
   duplicate: boolean;
+  /**
+   * With dispatchTo: true when the broker confirmed this row's message. False when the publish failed (the
+   * relay publishes the row) or the row's id did not come back from the insert. Absent without dispatchTo.
+   */
+  published?: boolean;
 }
 
 /**
@@ -428,6 +435,7 @@ export class Queue {
     const statements = rows.map((row) => this.sql.insert(row, { returningId, notBefore, dispatched }));
     statements.forEach((statement, index) => this.checkStatementSize(statement, index, describe));
     const ids: Array<JobId | null> = [];
+    const published: boolean[] = [];
     for (let start = 0; start < statements.length; start += chunk) {
       const slice = statements.slice(start, start + chunk);
       try {
@@ -443,9 +451,11 @@ export class Queue {
             : `${ids.length} row${ids.length === 1 ? '' : 's'} committed before ${where} failed: ${error.message}`;
         throw new EnqueueError(message, error, item, ids.length, ids);
       }
-      if (dispatched) await this.publishCommitted(options, ids.slice(start));
+      const went = dispatched && (await this.publishCommitted(options, ids.slice(start)));
+      for (let i = start; i < ids.length; i++) published.push(went && ids[i] !== null);
     }
-    return inserted(ids);
+    if (options.dispatchTo === undefined) return inserted(ids);
+    return ids.map((id, i) => ({ id, duplicate: false, published: published[i]! }));
   }
 
   /** Whether this enqueue publishes its rows itself (EnqueueOptions.dispatchTo); a ConfigError where it cannot. */
@@ -457,15 +467,17 @@ export class Queue {
     return true;
   }
 
-  /** The committed rows' messages; rows the broker did not take go back to the relay. */
-  private async publishCommitted(options: EnqueueOptions, ids: ReadonlyArray<JobId | null>): Promise<void> {
+  /** The committed rows' messages, and whether the broker took them; rows it did not take go back to the relay. */
+  private async publishCommitted(options: EnqueueOptions, ids: ReadonlyArray<JobId | null>): Promise<boolean> {
     const known = ids.filter((id): id is JobId => id !== null);
-    if (known.length === 0) return;
+    if (known.length === 0) return false;
     try {
       await options.dispatchTo!.publish(known.map((id) => ({ table: this.table.table, id: dispatchId(id), attempt: 1 })));
+      return true;
     } catch (error) {
       options.onDispatchError?.(error);
       await withStoreRetry(() => this.store.execute(this.sql.unmarkDispatched(known)), STORE_RETRY.write).catch((unmarkError: unknown) => options.onDispatchError?.(unmarkError));
+      return false;
     }
   }
 
