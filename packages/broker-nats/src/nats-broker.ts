@@ -41,6 +41,8 @@ const REQUEST_TIMEOUT_MS = 5_000;
 const PULL_EXPIRES_MS = 10_000;
 /** Longest pause between two pulls that failed (JetStream restarting, the consumer being recreated). */
 const MAX_PULL_BACKOFF_MS = 5_000;
+/** What unlessDropped() gives when the connection dropped before the answer came. */
+const DROPPED = Symbol('dropped');
 
 /** Opens `url` (nats://[user:password@]host[:port]) for `options.queue`: see the package README for the layout. */
 export async function connectBroker(url: string, options: NatsBrokerOptions): Promise<Broker> {
@@ -100,7 +102,7 @@ class NatsBroker implements Broker {
   private closing: Promise<void> | undefined;
   private giveUpTimer: NodeJS.Timeout | undefined;
   private readonly subscriptions = new Set<PullSubscription>();
-  /** Called when the connection drops: publishes waiting for their PubAcks stop waiting. */
+  /** Called when the connection drops: publishes and acks waiting for their confirmations stop waiting. */
   private readonly onDisconnect = new Set<() => void>();
   /** Resolved when the connection is back (or the broker gave up or closed): what waits for a reconnect. */
   private reconnectWaiters: Array<() => void> = [];
@@ -191,6 +193,20 @@ class NatsBroker implements Broker {
     return undefined;
   }
 
+  /**
+   * `answer`, or DROPPED as soon as the connection drops first. The server replies to a request on the
+   * connection that sent it, so the reply of one in flight at a drop never comes (nats.js would wait out the
+   * request's timeout, holding the caller that long).
+   */
+  private async unlessDropped<T>(answer: Promise<T>): Promise<T | typeof DROPPED> {
+    let dropped: (() => void) | undefined;
+    const disconnected = new Promise<typeof DROPPED>((resolve) => {
+      dropped = () => resolve(DROPPED);
+      this.onDisconnect.add(dropped);
+    });
+    return Promise.race([answer, disconnected]).finally(() => this.onDisconnect.delete(dropped!));
+  }
+
   async publish(messages: readonly DispatchMessage[]): Promise<void> {
     await this.publishConfirmed(this.layout.dispatchSubject, messages.map(encodeDispatch));
   }
@@ -205,15 +221,8 @@ class NatsBroker implements Broker {
     const down = this.unusable(what);
     if (down) throw down;
     if (bodies.length === 0) return;
-    const confirmations = Promise.allSettled(bodies.map((body) => this.js.publish(subject, body, { timeout: REQUEST_TIMEOUT_MS })));
-    // PubAcks of a dropped connection may never come (nats.js would wait out the timeout): stop waiting at the drop.
-    let dropped: (() => void) | undefined;
-    const disconnected = new Promise<'disconnected'>((resolve) => {
-      dropped = () => resolve('disconnected');
-      this.onDisconnect.add(dropped);
-    });
-    const results = await Promise.race([confirmations, disconnected]).finally(() => this.onDisconnect.delete(dropped!));
-    if (results === 'disconnected') {
+    const results = await this.unlessDropped(Promise.allSettled(bodies.map((body) => this.js.publish(subject, body, { timeout: REQUEST_TIMEOUT_MS }))));
+    if (results === DROPPED) {
       throw new BrokerError('ConnectionLost', `${what}: the connection dropped before every PubAck came back (some messages may be stored all the same)`);
     }
     const failed = results.flatMap((result) => (result.status === 'rejected' ? [result.reason as unknown] : []));
@@ -279,21 +288,35 @@ class NatsBroker implements Broker {
     }
   }
 
+  /**
+   * Waits, within the request timeout, for a connection that is down to be back, then throws if it cannot
+   * carry `what`. nats.js empties its outbound buffer as it dials again, so an ack or a nak handed to it while
+   * the connection is down is lost, and the ack's confirmation waited for in vain.
+   */
+  private async untilUsable(what: string): Promise<void> {
+    if (!this.connected) await this.whenConnected(AbortSignal.timeout(REQUEST_TIMEOUT_MS));
+    const down = this.unusable(what);
+    if (down) throw down;
+  }
+
   /** Acks and waits for the server to confirm it, so that a settled row's message is not delivered again. */
   async confirmAck(msg: JsMsg): Promise<void> {
     const what = `acking message ${msg.seq} of ${this.layout.stream} on NATS at ${this.address}`;
-    if (this.closing || this.lost) throw this.unusable(what)!;
+    await this.untilUsable(what);
+    let confirmed: boolean | typeof DROPPED;
     try {
-      await msg.ackAck({ timeout: REQUEST_TIMEOUT_MS });
+      confirmed = await this.unlessDropped(msg.ackAck({ timeout: REQUEST_TIMEOUT_MS }));
     } catch (error) {
       throw toBrokerError(error, 'ConnectionLost', isTimeout(error) ? `${what}: no confirmation within ${REQUEST_TIMEOUT_MS} ms` : what);
     }
+    // Failing now frees the delivery's slot at once; the message comes again if the ack was lost with the connection.
+    if (confirmed === DROPPED) throw new BrokerError('ConnectionLost', `${what}: the connection dropped before the server confirmed the ack (JetStream delivers the message again if the ack was lost)`);
   }
 
   /** Naks (JetStream redelivers at once, to any consumer) and flushes, so that a close right after cannot drop it. */
   async release(msg: JsMsg): Promise<void> {
     const what = `releasing message ${msg.seq} of ${this.layout.stream} on NATS at ${this.address}`;
-    if (this.closing || this.lost) throw this.unusable(what)!;
+    await this.untilUsable(what);
     try {
       msg.nak();
       await within(this.nc.flush(), REQUEST_TIMEOUT_MS, () => new BrokerError('ConnectionLost', `${what}: the server did not answer within ${REQUEST_TIMEOUT_MS} ms`));

@@ -10,9 +10,10 @@ import type { NatsConnection } from '@nats-io/transport-node';
 import { BrokerError, ConfigError, connectBroker as coreConnectBroker, encodeDeadLetter, type BrokerModule } from '@statusq/core';
 import * as natsBroker from './index.js';
 import { CONSUMER_NAME, connectBroker, natsLayout } from './index.js';
-import { openConnection, parseNatsUrl } from './nats-connection.js';
+import { DEFAULT_NATS_PORT, openConnection, parseNatsUrl } from './nats-connection.js';
 import { NATS_TEST_URL, PrivateNats, TestQueues, databasesRequired, freePort, natsUnavailable, privateNatsUnavailable } from './testing.js';
 import { Brokers, Recorder, jobs, timed, waitFor } from './test/harness.js';
+import { TcpProxy, routeThrough } from '@statusq/conformance';
 
 const unavailable = await natsUnavailable();
 const noPrivateServer = await privateNatsUnavailable();
@@ -247,6 +248,70 @@ if (unavailable !== null) {
       expect(recorder.deliveries.every((d) => d.redeliveries >= 1)).toBe(true);
       await waitFor('the stream to empty', async () => (await second.depth()) === 0);
       await expect(gone.deliveries[0]!.ack()).rejects.toMatchObject({ kind: 'ConnectionLost' });
+    });
+
+    it('stops waiting for an ack\'s confirmation when the connection drops under it, and goes on through the new connection', async () => {
+      const queue = queues.create();
+      const route = routeThrough(NATS_TEST_URL, DEFAULT_NATS_PORT);
+      const proxy = await TcpProxy.start(route.upstream);
+      try {
+        const broker = await brokers.connect(route.via({ host: '127.0.0.1', port: proxy.port }), { queue, ackWaitMs: 1_000 });
+        await broker.publish(jobs(1, 7));
+        const recorder = new Recorder();
+        await broker.consume(recorder.options(1));
+        await waitFor('the delivery', () => recorder.deliveries.length === 1);
+        // The ack goes into a network that passes nothing on, which is then cut: its confirmation can never come.
+        proxy.freeze();
+        const ack = timed(recorder.deliveries[0]!.ack());
+        expect(proxy.dropAll()).toBe(1);
+        proxy.thaw();
+        const outcome = await ack;
+        expect(outcome.error).toBeInstanceOf(BrokerError);
+        expect((outcome.error as BrokerError).kind).toBe('ConnectionLost');
+        expect((outcome.error as BrokerError).message).toMatch(/connection dropped before the server confirmed the ack/);
+        // Well short of the 5 s request timeout it used to wait out, holding the delivery's prefetch slot.
+        expect(outcome.ms).toBeLessThan(2_000);
+        // The ack was lost with the connection: the message comes again (after the ack wait), through the new one.
+        await waitFor('the redelivery', () => recorder.deliveries.length === 2, 10_000);
+        expect(recorder.deliveries[1]!.message.id).toBe(7);
+        await recorder.deliveries[1]!.ack();
+        expect(await broker.depth()).toBe(0);
+        expect(proxy.accepted).toBeGreaterThanOrEqual(2);
+        expect(recorder.errors).toEqual([]);
+      } finally {
+        await brokers.closeAll();
+        await proxy.close();
+      }
+    });
+
+    it('holds an ack made while the connection is down until it is back, rather than lose it to the reconnect', async () => {
+      const queue = queues.create();
+      const route = routeThrough(NATS_TEST_URL, DEFAULT_NATS_PORT);
+      let proxy = await TcpProxy.start(route.upstream);
+      const listen = { host: '127.0.0.1', port: proxy.port };
+      try {
+        const broker = await brokers.connect(route.via(listen), { queue });
+        await broker.publish(jobs(1, 7));
+        const recorder = new Recorder();
+        await broker.consume(recorder.options(1));
+        await waitFor('the delivery', () => recorder.deliveries.length === 1);
+        // Nothing listens now: every attempt to reconnect is refused, and each one empties nats.js's outbound buffer.
+        await proxy.close();
+        // An empty publish sends nothing, and fails at once while the connection is down.
+        await waitFor('the broker to see the connection down', () => broker.publish([]).then(() => false, (error: unknown) => /reconnecting/.test(String(error))));
+        const ack = timed(recorder.deliveries[0]!.ack());
+        proxy = await TcpProxy.start(route.upstream, listen);
+        const outcome = await ack;
+        expect(outcome.error).toBeUndefined();
+        // Sent once the connection was back: the server has it, so the message is gone rather than waiting to come again.
+        expect(outcome.ms).toBeLessThan(4_000);
+        expect(await broker.depth()).toBe(0);
+        expect(recorder.deliveries).toHaveLength(1);
+        expect(recorder.errors).toEqual([]);
+      } finally {
+        await brokers.closeAll();
+        await proxy.close();
+      }
     });
 
     it('reports a message that is not a dispatch as malformed, and acks it', async () => {

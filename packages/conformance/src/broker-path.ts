@@ -22,6 +22,7 @@ import type { ChildRelayArgs } from './child-relay.js';
 import type { ChildBroker } from './child-broker.js';
 import type { ConformanceOptions } from './options.js';
 import { waitFor, withDeadline } from './waiting.js';
+import { TcpProxy, routeThrough } from './tcp-proxy.js';
 
 /** A broker the suite runs against: its package and the shared server's URL. */
 export interface BrokerUnderTest {
@@ -50,6 +51,8 @@ export interface PrivateBroker {
 
 const TABLE = 'jobs';
 const ROWS = 600;
+/** Each broker scheme's default port, for a URL that names none. */
+const BROKER_PORTS: Record<string, number> = { 'amqp:': 5672, 'amqps:': 5671, 'nats:': 4222 };
 
 /**
  * Appends `id attempt pid` per run to STATUSQ_LEDGER; STATUSQ_HANG=1 announces the job and never finishes it;
@@ -305,5 +308,36 @@ export function runBrokerConformance(database: ConformanceOptions, broker: Broke
         await proveLedger(store, ledger(), new Set());
       });
     }
+
+    it('keeps going when every connection to the broker is dropped mid-run (a TCP proxy): every row done, none twice', async () => {
+      // The relay and the consumers reach the shared broker through a proxy of the test's own, which cuts
+      // only its own sockets; afterEach drops the queue through the real URL, the proxy being gone by then.
+      const route = routeThrough(broker.url, BROKER_PORTS[new URL(broker.url).protocol] ?? 0);
+      const proxy = await TcpProxy.start(route.upstream);
+      try {
+        brokerUrl = route.via({ host: '127.0.0.1', port: proxy.port });
+        const store = await seed();
+        const relay = startRelay();
+        const consumers = [1, 2].map((i) => startConsumer(`consumer ${i}`, { STATUSQ_JOB_MS: '5' }));
+        for (const [share, what] of [[1 / 3, 'a third'], [2 / 3, 'two thirds']] as const) {
+          await waitFor(`${what} of the rows done`, async () => {
+            const { rows } = await store.execute({ sql: `SELECT COUNT(*) AS n FROM ${TABLE} WHERE status = 1`, params: [] });
+            return Number(rows[0]!.n) >= ROWS * share;
+          }, { timeoutMs: 60_000 });
+          const before = proxy.accepted;
+          const dropped = proxy.dropAll();
+          // The relay's and each consumer's connection at least: all three were in use.
+          expect(dropped, `connections cut at ${what}`).toBeGreaterThanOrEqual(3);
+          // Each client came back, through the proxy: the drop reached them all and nothing goes around it.
+          await waitFor(`the clients to reconnect after the drop at ${what}`, () => proxy.accepted >= before + dropped, { timeoutMs: 40_000 });
+        }
+        await Promise.all(consumers.map((c) => c.result<ChildWorkerResult>(150_000)));
+        await stopRelay(relay);
+        await proveLedger(store, ledger(), new Set());
+      } finally {
+        brokerUrl = broker.url;
+        await proxy.close();
+      }
+    });
   });
 }
