@@ -145,7 +145,7 @@ for (const broker of BROKERS) {
         expect(work.code, work.stderr).toBe(0);
         relay.child.kill('SIGTERM');
         expect((await relay.ended).code).toBe(0);
-        expect(work.stdout + work.stderr).toMatch(/1 running job charged an attempt \(1 of them given up/);
+        expect(work.stdout + work.stderr).toMatch(/1 running job charged an attempt \(1 given up: attempts used\)/);
         expect(await statsOf()).toMatchObject({ pending: 0, processing: 0, done: 19, failed: 1 });
         // Written by the launcher, which saw the child die: no worker of the fleet was there to do it.
         const letters = await broker.readDeadLetters(`statusq.${table}`);

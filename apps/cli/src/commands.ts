@@ -795,7 +795,7 @@ async function recoverDeadWorker(target: RecoveryTarget, pid: number, how: strin
       const queue = await Queue.open(store, target.table);
       const { released, charged, givenUp } = await queue.recoverDeadWorker(report, `worker process ${pid} ${how} while this job ran`, target.maxAttempts);
       if (released + charged > 0) {
-        log.warn({ child: pid, workerId: report.workerId, charged, released, givenUp: givenUp.length }, `worker process ${pid}: ${charged} running job${charged === 1 ? '' : 's'} charged an attempt (${givenUp.length} of them given up, attempts used), ${released} claimed but not started handed back`);
+        log.warn({ child: pid, workerId: report.workerId, charged, released, givenUp: givenUp.length }, `worker process ${pid}: ${charged} running job${charged === 1 ? '' : 's'} charged an attempt${givenUp.length > 0 ? ` (${givenUp.length} given up: attempts used)` : ''}, ${released} claimed but not started handed back`);
       }
       if (givenUp.length > 0 && target.deadLetterTo) await deadLetterGivenUp(target.deadLetterTo, queue.table.table, givenUp, log);
     } finally {

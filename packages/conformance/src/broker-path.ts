@@ -1,8 +1,9 @@
 /**
  * The broker path's conformance suite: a relay and consumers (workers with `from`) in OS processes of their own,
  * racing over one table through a real broker, with kill -9 of the relay and of consumers mid-run, duplicate
- * and out-of-order messages injected, polling workers beside the consumers, and (on a private broker of the
- * test's own) the broker restarted under them. A broker package's test file calls it once per database:
+ * and out-of-order messages injected, polling workers beside the consumers, a row that kills every consumer
+ * that runs it (given up and dead-lettered once), the broker restarted under them (a private broker of the
+ * test's own), and every connection to the broker dropped mid-run (a TCP proxy). A broker package's test file calls it once per database:
  *
  *   runBrokerConformance(mysqlDatabase, { name: 'rabbitmq', brokerModule, url, dropQueue, privateBroker });
  *

@@ -145,7 +145,9 @@ export function lifecycleScenarios(ctx: () => CliContext, target: CliTarget): vo
       '--max-attempts', '2', '--lease', '1s', '--exit-when-empty',
     );
     expect(run.code, run.stderr).toBe(0);
-    expect(logLines(run.stdout).filter((line) => line.level === 'warn' && /1 running job charged an attempt, 3 claimed but not started handed back$/.test(line.msg))).toHaveLength(2);
+    // Two deaths: the first charges the crashing row's first attempt, the second its last, giving it up.
+    const recoveries = logLines(run.stdout).filter((line) => line.level === 'warn' && / charged an attempt/.test(line.msg)).map((line) => line.msg.replace(/^worker process \d+: /, ''));
+    expect(recoveries).toEqual(['1 running job charged an attempt, 3 claimed but not started handed back', '1 running job charged an attempt (1 given up: attempts used), 3 claimed but not started handed back']);
     const rows = await c.db.query<{ status: unknown; attempt_count: unknown; last_error: string | null; payload: string }>(
       'SELECT status, attempt_count, last_error, payload FROM jobs ORDER BY date',
     );

@@ -108,7 +108,7 @@ export function logScenarios(ctx: () => CliContext, target: CliTarget): void {
     const run = await c.statusq('work', '--db', c.db.url, '--table', 'jobs', '--handler', c.file('ok.mjs', 'export default async () => {};'), '--lease', '1s', '--exit-when-empty');
     expect(run.code, run.stderr).toBe(0);
     const reaped = logLines(run.stdout).filter((line) => line.msg.startsWith('reaped '));
-    expect(reaped).toEqual([expect.objectContaining({ level: 'warn', reaped: 1, table: 'jobs', msg: 'reaped 1 row whose lease expired (their worker stopped renewing it) back to pending' })]);
+    expect(reaped).toEqual([expect.objectContaining({ level: 'warn', reaped: 1, table: 'jobs', msg: 'reaped 1 row whose lease expired (their worker stopped renewing it): 1 back to pending' })]);
     expect(await c.stats()).toMatchObject({ done: 3, processing: 0 });
   });
 }
