@@ -122,6 +122,10 @@ try {
       run('npx', ['statusq', 'init', '--db', brokerDb.url, '--table', table, '--with', 'dispatch'], app);
       writeFileSync(join(app, 'rows.ndjson'), Array.from({ length: 50 }, (_, n) => JSON.stringify({ n })).join('\n') + '\n');
       run('npx', ['statusq', 'enqueue', '--db', brokerDb.url, '--table', table, '--file', 'rows.ndjson'], app);
+      // Ten more published by enqueue itself (--to), which the relay then finds already dispatched.
+      writeFileSync(join(app, 'published.ndjson'), Array.from({ length: 10 }, (_, n) => JSON.stringify({ n: 50 + n })).join('\n') + '\n');
+      const published = run('npx', ['statusq', 'enqueue', '--db', brokerDb.url, '--table', table, '--file', 'published.ndjson', '--to', broker.url, '--queue', queue], app);
+      if (!/enqueued 10 rows into .*, published to /.test(published)) problems.push(`npx statusq enqueue --to ${broker.name} said: ${published.trim()}`);
       const relay = spawn('npx', ['statusq', 'relay', '--db', brokerDb.url, '--table', table, '--to', broker.url, '--queue', queue, '--exit-when-empty'], { cwd: app, stdio: 'ignore' });
       const relayExit = new Promise((resolve) => relay.on('exit', (code) => resolve(code)));
       try {
@@ -129,8 +133,8 @@ try {
         const relayCode = await Promise.race([relayExit, new Promise((resolve) => setTimeout(() => resolve('still running after 60 s'), 60_000))]);
         if (relayCode !== 0) problems.push(`npx statusq relay --to ${broker.name} exited ${relayCode}`);
         const counts = JSON.parse(run('npx', ['statusq', 'stats', '--db', brokerDb.url, '--table', table, '--json'], app));
-        if (counts.done !== 50 || counts.dispatched !== 0) problems.push(`npx statusq relay + work --from ${broker.name}: expected 50 done, got ${JSON.stringify(counts)}`);
-        else console.info(`npx statusq relay + work --from ${broker.name} from the installed tarballs: 50 jobs done`);
+        if (counts.done !== 60 || counts.dispatched !== 0) problems.push(`npx statusq enqueue --to, relay + work --from ${broker.name}: expected 60 done, got ${JSON.stringify(counts)}`);
+        else console.info(`npx statusq enqueue --to, relay + work --from ${broker.name} from the installed tarballs: 60 jobs done`);
       } finally {
         relay.kill('SIGKILL');
         run('node', ['--input-type=module', '-e', broker.dropQueue(queue)], app);
