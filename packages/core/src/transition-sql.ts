@@ -33,7 +33,6 @@ export class Params {
   }
 }
 
-/** Quoted names of a resolved table, built once per queue. */
 /** Rows read per page by a charge's `exhausted`: the rest are given up by the next page or the next reap. */
 export const GIVE_UP_PAGE = 500;
 
@@ -45,13 +44,14 @@ export interface AttemptCharge {
   /** The reason written to last_error (truncated to fit), which a dead letter repeats. */
   readonly error: string;
   /** SELECT id, attempts of up to GIVE_UP_PAGE rows that used their attempts; null without an attempt counter. */
-  exhausted: Statement | null;
+  readonly exhausted: Statement | null;
   /** The guarded UPDATE of one of those rows to failed (the whole condition again): 1 row, or 0 if another took it. */
-  giveUp: ((id: JobId) => Statement) | null;
+  readonly giveUp: ((id: JobId) => Statement) | null;
   /** The range UPDATE of the rest back to pending, one more attempt counted. */
   readonly back: Statement;
 }
 
+/** Quoted names of a resolved table, built once per queue. */
 export interface QuotedTable {
   readonly table: string;
   readonly id: string;
@@ -419,21 +419,21 @@ export class TransitionSql {
     const attemptsLeft = (p: Params, left: boolean): string => (this.q.attemptCount ? ` AND ${this.attemptsPlusOne()} ${left ? '<' : '>='} ${p.add(maxAttempts)}` : '');
     const back = new Params(this.dialect);
     const backSql = `UPDATE ${this.q.table} SET ${sets(back, 'pending')} WHERE ${condition(back)}${attemptsLeft(back, true)}`;
-    const charge: AttemptCharge = { error, back: { sql: backSql, params: back.values }, exhausted: null, giveUp: null };
-    if (!this.q.attemptCount) return charge;
+    const backStatement = { sql: backSql, params: back.values };
+    if (!this.q.attemptCount) return { error, back: backStatement, exhausted: null, giveUp: null };
     const found = new Params(this.dialect);
     const where = condition(found) + attemptsLeft(found, false);
-    charge.exhausted = {
+    const exhausted = {
       sql: `SELECT ${this.q.id} AS id, ${this.q.attemptCount} AS attempts FROM ${this.q.table} WHERE ${where} ORDER BY ${this.q.id} LIMIT ${found.add(GIVE_UP_PAGE)}`,
       params: found.values,
     };
-    charge.giveUp = (id) => {
+    const giveUp = (id: JobId): Statement => {
       const p = new Params(this.dialect);
       const setSql = sets(p, 'failed');
       const sql = `UPDATE ${this.q.table} SET ${setSql} WHERE ${this.q.id} = ${p.add(id as SqlValue)} AND ${condition(p)}${attemptsLeft(p, false)}`;
       return { sql, params: p.values };
     };
-    return charge;
+    return { error, back: backStatement, exhausted, giveUp };
   }
 
   /**
