@@ -1,18 +1,11 @@
 /** What the broker tests share: bounded waits, a recording consumer, brokers closed after each test. */
 import type { Broker, BrokerError, ConsumeOptions, Delivery, MalformedDelivery } from '@statusq/core';
+import { waitFor as waitUntil } from '@statusq/conformance';
 import { connectBroker, type NatsBrokerOptions } from '../index.js';
 
-/** Polls `check` until it returns something other than false/undefined/null; fails naming `what` after `timeoutMs`. */
-export async function waitFor<T>(what: string, check: () => Promise<T | false | null | undefined> | T | false | null | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    const value = await check();
-    if (value !== false && value !== null && value !== undefined) return value;
-    last = value;
-    if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last check: ${String(last)})`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+/** Conformance's bounded poll, with the timeout these tests pass positionally. */
+export function waitFor<T>(what: string, check: () => Promise<T | false | null | undefined> | T | false | null | undefined, timeoutMs = 10_000): Promise<T> {
+  return waitUntil(what, check, { timeoutMs, intervalMs: 20 });
 }
 
 /** How long `promise` takes to settle, and how: for "rejects within a bound" checks. */
