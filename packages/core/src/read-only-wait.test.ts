@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { StoreError } from './errors.js';
 import { READ_ONLY_CHECK_MAX_MS, ReadOnlyWait } from './read-only-wait.js';
 import type { Statement } from './store.js';
@@ -15,12 +15,18 @@ const writes = (statements: readonly Statement[]) => statements.some((s) => /^\s
 const isCompletion = (statements: readonly Statement[]) => statements.some((s) => s.sql.startsWith('UPDATE') && s.sql.includes('SET "status" = 1'));
 const readOnly = () => new StoreError('ReadOnly', 'cannot execute UPDATE in a read-only transaction', '25006');
 
-/** Refuses every write while `on` is true, counting the refusals. */
+/**
+ * Refuses every write while `on` is true, keeping when each refusal came (ms after the first, by the
+ * worker's clock) and what it refused.
+ */
 function readOnlySwitch(s: SqlJsStore, only: (statements: readonly Statement[]) => boolean = writes) {
-  const state = { on: false, refused: 0 };
+  const state = { on: false, refusedAtMs: [] as number[], refusedStatements: [] as string[] };
+  let first: number | undefined;
   s.beforeRun = (statements) => {
     if (state.on && only(statements)) {
-      state.refused++;
+      first ??= performance.now();
+      state.refusedAtMs.push(Math.round(performance.now() - first));
+      state.refusedStatements.push(JSON.stringify(statements));
       throw readOnly();
     }
   };
@@ -28,7 +34,7 @@ function readOnlySwitch(s: SqlJsStore, only: (statements: readonly Statement[]) 
 }
 
 function worker(s: SqlJsStore, options: Partial<WorkerOptions>): Promise<Worker> {
-  return Worker.create({ store: s, table: { table: 'jobs' }, handler: () => undefined, claimStrategy: 'conditional-update', pollMinMs: 1, pollMaxMs: 20, ...options });
+  return Worker.create({ store: s, table: { table: 'jobs' }, handler: () => undefined, claimStrategy: 'conditional-update', pollMinMs: 1, pollMaxMs: 20, random: () => 0.5, ...options });
 }
 
 function events(w: Worker) {
@@ -52,6 +58,27 @@ describe('ReadOnlyWait', () => {
 });
 
 describe('Worker on a read-only database', () => {
+  // The worker's clock is faked so the schedule of checks is exact: how many refusals fit in a window is the
+  // schedule's to decide (jitter pinned to the middle of each step), and a loaded machine changes nothing.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setImmediate', 'clearImmediate', 'performance'] });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** Moves the fake clock on in 5 ms steps until `promise` settles; its outcome, or its rejection reason. */
+  async function settled<T>(promise: Promise<T>): Promise<{ value?: T; error?: unknown }> {
+    let outcome: { value?: T; error?: unknown } | undefined;
+    void promise.then(
+      (value) => (outcome = { value }),
+      (error: unknown) => (outcome = { error }),
+    );
+    for (let step = 0; outcome === undefined && step < 10_000; step++) await vi.advanceTimersByTimeAsync(5);
+    if (outcome === undefined) throw new Error('the run did not end within 50 s of fake time');
+    return outcome;
+  }
+
   it('stops claiming while writes are refused, says so once, and finishes every job once writes work again', async () => {
     const s = await withJobs(6);
     const ro = readOnlySwitch(s);
@@ -59,16 +86,16 @@ describe('Worker on a read-only database', () => {
     const w = await worker(s, { concurrency: 2, exitWhenEmpty: true, readOnlyWaitMs: 10_000 });
     const seen = events(w);
     const run = w.run();
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    const refusedWhileOn = ro.refused;
+    await vi.advanceTimersByTimeAsync(400);
+    const refusedWhileOn = ro.refusedAtMs;
     ro.on = false;
-    const counters = await run;
+    const { value: counters } = await settled(run);
     expect(counters).toMatchObject({ claimed: 6, completed: 6, claimLost: 0 });
     expect(statuses(s)).toEqual([1, 1, 1, 1, 1, 1]);
     expect(seen).toEqual(['read-only during claim, up to 10000 ms', 'writable']);
-    // 400 ms at checks at least 20 ms apart, doubling to 5 s: a handful of refused claims, not a tight loop.
-    expect(refusedWhileOn).toBeGreaterThanOrEqual(2);
-    expect(refusedWhileOn).toBeLessThanOrEqual(6);
+    // Checks from the poll interval (20 ms) doubling towards 5 s: a handful of refused claims in 400 ms, not a
+    // tight loop.
+    expect(refusedWhileOn).toEqual([0, 20, 50, 110, 230]);
   });
 
   it('keeps a settle the database refuses as read-only and commits it once writes work again', async () => {
@@ -78,11 +105,13 @@ describe('Worker on a read-only database', () => {
     const w = await worker(s, { concurrency: 3, exitWhenEmpty: true, readOnlyWaitMs: 10_000 });
     const seen = events(w);
     w.on('read-only', () => setTimeout(() => (ro.on = false), 300));
-    const counters = await w.run();
+    const { value: counters } = await settled(w.run());
     expect(counters).toMatchObject({ claimed: 3, completed: 3, failed: 0, claimLost: 0 });
     expect(statuses(s)).toEqual([1, 1, 1]);
     expect(seen).toEqual(['read-only during settle, up to 10000 ms', 'writable']);
-    expect(ro.refused).toBeLessThanOrEqual(5);
+    // The three completions wait as one settle: refused at each check until writes work again at 300 ms.
+    expect(ro.refusedAtMs).toEqual([0, 20, 50, 110, 230]);
+    expect(new Set(ro.refusedStatements).size).toBe(1);
   });
 
   it('ends run() with ReadOnly once the wait is spent, leaving claimed rows in processing', async () => {
@@ -91,23 +120,19 @@ describe('Worker on a read-only database', () => {
     ro.on = true;
     const w = await worker(s, { concurrency: 2, readOnlyWaitMs: 300 });
     const seen = events(w);
-    const started = performance.now();
-    const error = await w.run().then(
-      () => null,
-      (e: unknown) => e,
-    );
-    const tookMs = performance.now() - started;
+    const { error } = await settled(w.run());
     expect(error).toBeInstanceOf(StoreError);
     expect((error as StoreError).kind).toBe('ReadOnly');
     expect((error as StoreError).nativeCode).toBe('25006');
     expect((error as StoreError).message).toMatch(/read-only and did not take writes again within 0\.3 s .*point the URL at the primary/);
-    expect(tookMs).toBeLessThan(3000);
     expect(seen).toEqual(['read-only during settle, up to 300 ms']);
     // The two claimed rows stay claimed (for the reaper); the rest were never claimed.
     expect(statuses(s).filter((x) => x === 9)).toHaveLength(2);
     expect(statuses(s).filter((x) => x === null)).toHaveLength(2);
-    // The batch waited once and its rows were not each tried again for another bound.
-    expect(ro.refused).toBeLessThanOrEqual(6);
+    // One wait for the batch (one settle of both rows, refused at every check), one last check right at the
+    // bound, then the run ends: no row is tried again on its own for a bound of its own.
+    expect(new Set(ro.refusedStatements).size).toBe(1);
+    expect(ro.refusedAtMs).toEqual([0, 20, 50, 110, 230, 300]);
   });
 
   it('ends run() at the first refused claim with readOnlyWaitMs 0', async () => {
@@ -115,8 +140,8 @@ describe('Worker on a read-only database', () => {
     const ro = readOnlySwitch(s);
     ro.on = true;
     const w = await worker(s, { readOnlyWaitMs: 0 });
-    await expect(w.run()).rejects.toMatchObject({ kind: 'ReadOnly' });
-    expect(ro.refused).toBe(1);
+    expect((await settled(w.run())).error).toMatchObject({ kind: 'ReadOnly' });
+    expect(ro.refusedAtMs).toEqual([0]);
     expect(statuses(s)).toEqual([null]);
   });
 
