@@ -12,6 +12,7 @@ import { RABBITMQ_TEST_URL, deleteQueues, rabbitmqUnavailable, readDeadLetters a
 import { NATS_TEST_URL, deleteQueueStreams, natsUnavailable, readDeadLetters as readNatsDeadLetters } from '@statusq/broker-nats/testing';
 import type { DeadLetter } from '@statusq/core';
 import { launchCli, logLines, parseStats, runCliAsync, until, writeFixture } from './test/cli-harness.js';
+import { dialectSelected } from '../../../scripts/test-tiers.mjs';
 
 interface BrokerTarget {
   name: string;
@@ -29,14 +30,14 @@ const BROKERS: BrokerTarget[] = [
 ];
 
 const DATABASES = [
-  { name: 'MariaDB', create: () => createDatabase(), drop: (url: string) => dropDatabase(url), unavailable: () => mysqlUnavailable() },
-  { name: 'PostgreSQL', create: () => createTestDatabase(), drop: (url: string) => dropTestDatabase(url), unavailable: () => postgresUnavailable() },
-];
+  { name: 'MariaDB', dialect: 'mysql', create: () => createDatabase(), drop: (url: string) => dropDatabase(url), unavailable: () => mysqlUnavailable() },
+  { name: 'PostgreSQL', dialect: 'postgres', create: () => createTestDatabase(), drop: (url: string) => dropTestDatabase(url), unavailable: () => postgresUnavailable() },
+] as const;
 
 const required = process.env.STATUSQ_REQUIRE_DATABASES === '1';
 
 for (const broker of BROKERS) {
-  for (const database of DATABASES) {
+  for (const database of DATABASES.filter((d) => dialectSelected(d.dialect))) {
     const unavailable = (await broker.unavailable()) ?? (await database.unavailable());
     if (unavailable !== null) {
       if (required) it(`${broker.name} and ${database.name} are reachable (STATUSQ_REQUIRE_DATABASES=1)`, () => expect.fail(unavailable));

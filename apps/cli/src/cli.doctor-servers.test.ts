@@ -11,11 +11,13 @@ import { adminUrl, createTestDatabase, dropTestDatabase, postgresUnavailable, wi
 import { adminQuery, createDatabase, dropDatabase, mysqlUnavailable, urlFor } from '@statusq/adapter-mysql/testing';
 import { runCliAsync } from './test/cli-harness.js';
 import { checkOf, reportOf } from './test/cli-doctor-scenarios.js';
+import { dialectSelected, type Dialect } from '../../../scripts/test-tiers.mjs';
 
 const PASSWORD = 'D0ctorPw';
 
 /** Registers `body` as a suite, or a skip (a failure under STATUSQ_REQUIRE_DATABASES=1) when the server is unreachable. */
-function onServer(title: string, unavailable: string | null, body: () => void): void {
+function onServer(dialect: Dialect, title: string, unavailable: string | null, body: () => void): void {
+  if (!dialectSelected(dialect)) return;
   if (unavailable === null) describe(title, body);
   else if (process.env.STATUSQ_REQUIRE_DATABASES === '1') it(`${title}: the database is reachable`, () => void expect.fail(unavailable));
   else it.skip(`[needs ${title}] ${unavailable}`, () => undefined);
@@ -52,7 +54,7 @@ async function expectWorkerPrivilegesMissing(url: string, restrictedUrl: string)
   expect(JSON.parse((await statusq('stats', '--db', url, '--table', 'jobs', '--json')).stdout)).toMatchObject({ pending: 1, done: 0 });
 }
 
-onServer('postgres', await postgresUnavailable(), () => {
+onServer('postgres', 'postgres', await postgresUnavailable(), () => {
   const functions = (url: string) => withClient(url, async (c) => Number((await c.query(`SELECT count(*) AS n FROM pg_proc WHERE proname = 'statusq_notify'`)).rows[0].n));
 
   it('a user with SELECT only: the privileges check fails naming UPDATE and INSERT (exit 1); the race cannot create its table and says so', async () => {
@@ -105,7 +107,7 @@ onServer('postgres', await postgresUnavailable(), () => {
   });
 });
 
-onServer('mysqlServer', await mysqlUnavailable(), () => {
+onServer('mysql', 'mysqlServer', await mysqlUnavailable(), () => {
   it('INSERT is probed without the generated columns, which MySQL refuses a value for, beside a NOT NULL column without a default', async () => {
     const url = await createDatabase();
     try {

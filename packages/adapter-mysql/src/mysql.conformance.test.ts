@@ -1,54 +1,12 @@
 /**
- * The shared conformance suite on MySQL/MariaDB, twice: with the native skip-locked claim (the default on
- * MySQL >= 8.0.1 and MariaDB >= 10.6) and with the portable conditional-update claim forced at the adapter
- * (`?claimStrategy=conditional-update`, the fallback for older servers). Every test gets its own database.
- * The outage cases (a restart, every connection killed) run on a private MariaDB server of their own
- * (test/private-mariadb.ts), never on the shared one. Child processes import the built adapter
- * (dist/index.js), so build first: `npx tsc -p .`.
+ * The shared conformance suite on MySQL/MariaDB with the native skip-locked claim, every group but the fault
+ * groups (mysql.faults.test.ts, the chaos tier). The conditional-update fallback runs the same groups in
+ * mysql-fallback.conformance.test.ts, a file of its own so the two run side by side.
  */
-import { fileURLToPath } from 'node:url';
-import { expect } from 'vitest';
-import { CONFORMANCE_GROUPS, routeThrough, runConformance } from '@statusq/conformance';
-import type { MysqlStore } from './index.js';
-import { mysqlConformance } from './testing.js';
-import { createDatabase, dropDatabase, mysqlSuite } from './test/mysql-test-db.js';
-import { startPrivateMariadb } from './test/private-mariadb.js';
-
-const adapterModule = fileURLToPath(new URL('../dist/index.js', import.meta.url));
+import { NO_FAULT_GROUPS } from '@statusq/conformance';
+import { mysqlSuite } from './test/mysql-test-db.js';
+import { mysqlConformanceRun } from './test/mysql-conformance-runs.js';
 
 mysqlSuite('mysql', () => {
-  for (const strategy of ['native', 'conditional-update'] as const) {
-    runConformance({
-      ...mysqlConformance,
-      name: `mysql, ${strategy} claim`,
-      adapterModule,
-      url: () => createDatabase(`claimStrategy=${strategy}`),
-      // The read-only cases turn a whole server read-only: they run on a private one (mysql.read-only.test.ts).
-      groups: CONFORMANCE_GROUPS.filter((group) => group !== 'read-only'),
-      dropDatabase,
-      disposableServer: () => startPrivateMariadb(`claimStrategy=${strategy}`),
-      throughProxy: (url, { connectTimeoutMs, queryTimeoutMs }) =>
-        routeThrough(url, 3306, { connectTimeout: String(connectTimeoutMs), queryTimeout: String(queryTimeoutMs) }),
-      // The fallback runs the same cases at half the job counts (still thousands of racing claims), which
-      // keeps the whole MySQL suite within a few minutes on a 2-core machine.
-      scale: strategy === 'native' ? 1 : 0.5,
-      // The 32-worker race runs where SKIP LOCKED keeps it fast; the fallback races at the default size.
-      ...(strategy === 'native' && {
-        raceScale: {
-          workers: 32,
-          jobs: 10_000,
-          check: ({ strategy: workerStrategy, jobs, stores }) => {
-            if (workerStrategy !== 'native') return;
-            // The store never re-runs a deadlock or lock wait timeout (core's retry policy does); it counts
-            // them, and there must not have been a storm of them.
-            const deadlocks = stores.reduce((n, s) => n + (s as MysqlStore).stats.deadlocks, 0);
-            const timeouts = stores.reduce((n, s) => n + (s as MysqlStore).stats.lockWaitTimeouts, 0);
-            console.info(`[mysql] ${jobs} jobs: ${deadlocks} deadlocks (retried by the worker), ${timeouts} lock wait timeouts`);
-            expect((deadlocks / jobs) * 1000).toBeLessThan(1);
-            expect(timeouts).toBe(0);
-          },
-        },
-      }),
-    });
-  }
+  mysqlConformanceRun('native', NO_FAULT_GROUPS);
 });

@@ -125,6 +125,23 @@ async function proveLedger(store: Store, ledgerPath: string, killed: ReadonlySet
   return { reruns };
 }
 
+/**
+ * runBrokerConformance where the broker and the database answer. `unreachable` says why one does not (null:
+ * both do): then one skipped test names it, or, where `required` (CI's STATUSQ_REQUIRE_DATABASES=1), one
+ * failing test.
+ */
+export function runBrokerConformanceWhereReachable(database: ConformanceOptions, broker: BrokerUnderTest, unreachable: string | null, required: boolean): void {
+  if (unreachable === null) {
+    runBrokerConformance(database, broker);
+  } else if (required) {
+    it(`${broker.name} and ${database.name} are reachable (STATUSQ_REQUIRE_DATABASES=1)`, () => {
+      throw new Error(unreachable);
+    });
+  } else {
+    it.skip(`[needs ${broker.name} and ${database.name}] broker conformance: ${unreachable}`, () => undefined);
+  }
+}
+
 export function runBrokerConformance(database: ConformanceOptions, broker: BrokerUnderTest): void {
   const suite = `statusq broker path: ${broker.name} on ${database.name}`;
   describe(suite, { timeout: 180_000 }, () => {

@@ -52,7 +52,7 @@ import { frozenNetworkCases } from './cases/frozen-network.js';
 import { outboxCases } from './cases/outbox.js';
 import { readOnlyCases } from './cases/read-only.js';
 
-export { CONFORMANCE_GROUPS } from './options.js';
+export { CONFORMANCE_GROUPS, FAULT_GROUPS, NO_FAULT_GROUPS } from './options.js';
 export type { CallDeadlines, CallerConnection, ConformanceGroup, ConformanceOptions, DisposableServer, OpenCallerConnection, RaceRun, RaceScale, ReadOnlySwitch, WriteLock } from './options.js';
 export type { CheckedTable, FixtureTables, QueryPlan, QueryPlans, TableDdl } from './fixtures.js';
 export { PrivateServer, type ServerPlacement, type ServerSpec } from './private-server.js';
@@ -60,7 +60,7 @@ export { TcpProxy, routeThrough, type ProxyAddress } from './tcp-proxy.js';
 export type { ChildWorkerArgs, ChildWorkerResult } from './child-worker.js';
 export type { ChildRelayArgs } from './child-relay.js';
 export type { ChildBroker } from './child-broker.js';
-export { runBrokerConformance, type BrokerUnderTest, type PrivateBroker } from './broker-path.js';
+export { runBrokerConformance, runBrokerConformanceWhereReachable, type BrokerUnderTest, type PrivateBroker } from './broker-path.js';
 export type { ChildSessionArgs } from './child-session.js';
 export {
   ChildHandle,

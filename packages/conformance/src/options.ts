@@ -120,6 +120,17 @@ export const CONFORMANCE_GROUPS = [
 ] as const;
 export type ConformanceGroup = (typeof CONFORMANCE_GROUPS)[number];
 
+/**
+ * The groups that break something on purpose: a private server restarted or its connections killed
+ * (`disposableServer`), the network frozen (`throughProxy`), the server turned read-only (`readOnlySwitch`).
+ * Slower than the rest and needing more of the machine, so a project may run them as a job of their own:
+ * `groups: FAULT_GROUPS` there, and the rest (`CONFORMANCE_GROUPS` without these) in the everyday run.
+ */
+export const FAULT_GROUPS = ['outages', 'frozen-network', 'read-only'] as const satisfies readonly ConformanceGroup[];
+
+/** Every group but the fault groups (see FAULT_GROUPS). */
+export const NO_FAULT_GROUPS: readonly ConformanceGroup[] = CONFORMANCE_GROUPS.filter((group) => !(FAULT_GROUPS as readonly ConformanceGroup[]).includes(group));
+
 /** See `ConformanceOptions.readOnlySwitch`. */
 export interface ReadOnlySwitch {
   /** Resolves once a new write through a connection of `url` (pooled or new) is refused as read-only. */

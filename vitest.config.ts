@@ -1,0 +1,56 @@
+// One vitest run for the whole workspace, a project per test tier (scripts/test-tiers.mjs says which file is
+// in which). Every file is a task of one shared pool, so the database suites, which mostly wait on servers,
+// timers and child processes, run side by side on a 2-core machine; the longest files start first.
+import { readFileSync, readdirSync } from 'node:fs';
+import { relative } from 'node:path';
+import { defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+import { TEST_FILES, TEST_FILE_GLOBS, TierUsageError, tierFiles, globToRegExp } from './scripts/test-tiers.mjs';
+
+const root = import.meta.dirname;
+
+/** Every test file some tier does not list: a file there would never run, so the config refuses to load. */
+function unclassified(): string[] {
+  const inTier = Object.values(TEST_FILES).flat().map((entry) => globToRegExp(entry.files));
+  const candidates = TEST_FILE_GLOBS.map(globToRegExp);
+  const files = ['packages', 'apps']
+    .flatMap((dir) => readdirSync(`${root}/${dir}`, { recursive: true, encoding: 'utf8' }).map((path) => `${dir}/${path}`))
+    .filter((path) => !path.includes('node_modules/') && !path.includes('/dist/'));
+  return files.filter((path) => candidates.some((re) => re.test(path)) && !inTier.some((re) => re.test(path)));
+}
+
+/** Longest first (scripts/test-durations.json, written by scripts/test-timings.mjs), so no long file starts last. */
+class LongestFirst extends BaseSequencer {
+  private readonly durations: Record<string, number> = JSON.parse(readFileSync(`${root}/scripts/test-durations.json`, 'utf8'));
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const expected = (spec: TestSpecification) => this.durations[relative(root, spec.moduleId)] ?? 0;
+    return [...files].sort((a, b) => expected(b) - expected(a));
+  }
+}
+
+let projects;
+try {
+  const missing = unclassified();
+  if (missing.length > 0) throw new TierUsageError(`test files in no tier (add them to scripts/test-tiers.mjs): ${missing.join(', ')}`);
+  projects = (['unit', 'conformance', 'chaos', 'browser'] as const).map((tier) => ({
+    extends: true as const,
+    test: { name: tier, include: tierFiles(tier), testTimeout: tier === 'unit' ? 60_000 : 120_000 },
+  }));
+} catch (error) {
+  if (!(error instanceof TierUsageError)) throw error;
+  console.error(`statusq tests: ${error.message}`);
+  process.exit(2);
+}
+
+export default defineConfig({
+  test: {
+    projects,
+    hookTimeout: 60_000,
+    // In CI, scripts/check-test-reports.mjs reads the JSON report: a database suite that skipped fails the run.
+    reporters: process.env.CI ? ['default', ['json', { outputFile: 'test-results.json' }]] : ['default'],
+    passWithNoTests: true,
+    // Files wait far more than they compute (see CONTRIBUTING.md's timing table): more files than cores.
+    maxWorkers: Number(process.env.STATUSQ_TEST_WORKERS ?? 4),
+    sequence: { sequencer: LongestFirst },
+  },
+});
