@@ -8,6 +8,12 @@ import { createJobs, createTableA, enqueueJobs } from '../tables.js';
 
 export function raceCases(env: () => TestEnv, options: ConformanceOptions): void {
   const scaled = options.raceScale ?? {};
+  // Why these sizes: a broken claim guard shows up only when claimers really overlap, so the race must keep
+  // every worker busy for many claim rounds at once. 8 workers of concurrency 4 (32 claimers, more than the
+  // connections a 2-core server serves at once) over 3,000 jobs is about 90 claims per claimer, with the
+  // table draining for seconds, not milliseconds; an adapter with a server (raceScale) adds the fleet's
+  // shape, 32 workers over 10,000 jobs, where lock waits, deadlocks and SKIP LOCKED's fairness show. Fewer
+  // jobs drain before the last workers have started; and nothing here is scaled down to save time.
   const sizeOf = (strategy: ClaimStrategy) => {
     // Only the native claim races at the adapter's scale: conditional-update's lost claims grow with the
     // square of the workers (tens of seconds per thousand jobs at 32), and the default size already races it.
