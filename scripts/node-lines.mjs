@@ -32,6 +32,8 @@ const PNPM = 'pnpm@12.4.2';
 const LOOKUP_MS = 120_000;
 const FETCH_MS = 600_000;
 const INSTALL_MS = 1_200_000;
+/** How long a prepare waits for another one of the same line to finish with the workspace. */
+const LOCK_WAIT_MS = 1_500_000;
 
 /** The cache folder: $STATUSQ_NODE_CACHE, else ~/.cache/statusq/node-lines. */
 export function cacheRoot() {
@@ -44,8 +46,13 @@ function checkMajor(major) {
   return n;
 }
 
-/** One line out of a child's error: npm's own `npm error ...` lines, else the last line it printed. */
+/** One line out of a child's error: npm's JSON error, else its first `npm error ...` lines, else the last line printed. */
 function oneLine(error) {
+  try {
+    // With --json, npm reports its error on stdout: { error: { code, summary, detail } }.
+    const reported = JSON.parse(error?.stdout ?? '').error;
+    if (reported?.summary) return `${reported.code ? `${reported.code} ` : ''}${reported.summary}`.replace(/\s+/g, ' ').trim();
+  } catch {}
   const text = `${error?.stderr ?? ''}\n${error?.stdout ?? ''}`;
   const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
   const npmErrors = lines.filter((l) => /^npm (error|ERR!)/.test(l) && !/A complete log|^npm error\s*$/.test(l));
@@ -80,9 +87,19 @@ async function newestVersion(major) {
   return versions.sort(compareVersions).at(-1);
 }
 
-/** The version and folder (<cache>/<version>/node) of line `major`, fetched and extracted unless cached. */
-async function lineDir(major) {
+const lines = new Map();
+
+/** The version and folder (<cache>/<version>/node) of line `major`, fetched and extracted unless cached; once a process. */
+function lineDir(major) {
   major = checkMajor(major);
+  if (!lines.has(major)) lines.set(major, fetchLine(major).catch((error) => {
+    lines.delete(major);
+    throw error;
+  }));
+  return lines.get(major);
+}
+
+async function fetchLine(major) {
   let version;
   try {
     version = await newestVersion(major);
@@ -130,7 +147,10 @@ export async function nodeLine(major) {
  * pnpm or npm, compiles against them and downloads nothing.
  */
 export async function lineEnv(major, base = process.env) {
-  const { dir } = await lineDir(major);
+  return envFor((await lineDir(major)).dir, base);
+}
+
+function envFor(dir, base = process.env) {
   return { ...base, PATH: [join(dir, 'bin'), base.PATH].filter(Boolean).join(delimiter), npm_config_nodedir: dir };
 }
 
@@ -178,11 +198,11 @@ function syncFiles(root, dest, files) {
       if (target) unlinkSync(to);
       symlinkSync(readlinkSync(from), to);
     } else {
-      if (target && target.isFile() && target.size === source.size && target.mtimeMs === source.mtimeMs && target.mode === source.mode) continue;
+      if (target && target.isFile() && target.size === source.size && Math.abs(target.mtimeMs - source.mtimeMs) < 1 && target.mode === source.mode) continue;
       mkdirSync(dirname(to), { recursive: true });
       if (target && !target.isFile()) rmSync(to, { recursive: true, force: true });
       copyFileSync(from, to);
-      utimesSync(to, source.atime, source.mtime);
+      utimesSync(to, source.atimeMs / 1000, source.mtimeMs / 1000);
     }
     copied++;
   }
@@ -213,6 +233,41 @@ function run(command, args, { cwd, env, timeout, echo }) {
   });
 }
 
+const alive = (pid) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return error.code === 'EPERM';
+  }
+};
+
+/** Runs `body` holding the lock folder `lock` (one prepare of a workspace at a time); a dead holder's is taken over. */
+async function withLock(lock, body) {
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      writeFileSync(join(lock, 'pid'), String(process.pid));
+      break;
+    } catch (error) {
+      if (error.code !== 'EEXIST') throw error;
+      let holder = NaN;
+      try {
+        holder = Number(readFileSync(join(lock, 'pid'), 'utf8'));
+      } catch {}
+      if (Date.now() > deadline) throw new Error(`another prepare (pid ${holder}) still holds ${lock} after ${LOCK_WAIT_MS / 1000} s`);
+      if (Number.isInteger(holder) && holder > 0 && !alive(holder)) rmSync(lock, { recursive: true, force: true });
+      else await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+  try {
+    return await body();
+  } finally {
+    rmSync(lock, { recursive: true, force: true });
+  }
+}
+
 /** What an install depends on: the line, the lockfile, the workspace file and every package.json. */
 function installKey(version, dest, files) {
   const hash = createHash('sha256').update(`${version}\n${PNPM}\n`);
@@ -236,25 +291,28 @@ export async function lineWorkspace(major, { root, echo = false } = {}) {
   const started = performance.now();
   root = resolve(root);
   const { version, dir: nodeDir } = await lineDir(major);
-  const env = await lineEnv(major);
+  const env = envFor(nodeDir);
   const dest = join(cacheRoot(), version, 'workspace');
   if (dest === root || dest.startsWith(`${root}/`)) throw new Error(`the cache (${cacheRoot()}) must be outside the checkout ${root}`);
   mkdirSync(dest, { recursive: true });
-  const files = await checkoutFiles(root);
-  const { copied, removed } = syncFiles(root, dest, files);
-  const stamp = join(dest, 'node_modules', '.node-lines-install');
-  const key = installKey(version, dest, files);
-  let installed = false;
-  if (!(existsSync(stamp) && readFileSync(stamp, 'utf8') === key)) {
-    rmSync(stamp, { force: true });
-    try {
-      await run('npx', ['-y', PNPM, 'install', '--frozen-lockfile'], { cwd: dest, env: { ...env, CI: 'true' }, timeout: INSTALL_MS, echo });
-    } catch (error) {
-      throw new Error(`pnpm install on Node ${version} failed: ${error.message}`);
+  const { copied, removed, installed } = await withLock(join(dirname(dest), '.workspace-lock'), async () => {
+    const files = await checkoutFiles(root);
+    const { copied, removed } = syncFiles(root, dest, files);
+    const stamp = join(dest, 'node_modules', '.node-lines-install');
+    const key = installKey(version, dest, files);
+    let installed = false;
+    if (!(existsSync(stamp) && readFileSync(stamp, 'utf8') === key)) {
+      rmSync(stamp, { force: true });
+      try {
+        await run('npx', ['-y', PNPM, 'install', '--frozen-lockfile'], { cwd: dest, env: { ...env, CI: 'true' }, timeout: INSTALL_MS, echo });
+      } catch (error) {
+        throw new Error(`pnpm install on Node ${version} failed: ${error.message}`);
+      }
+      writeFileSync(stamp, key);
+      installed = true;
     }
-    writeFileSync(stamp, key);
-    installed = true;
-  }
+    return { copied, removed, installed };
+  });
   const seconds = Math.round((performance.now() - started) / 100) / 10;
   return { dir: dest, node: join(nodeDir, 'bin', 'node'), env, version, seconds, copied, removed, installed };
 }

@@ -35,6 +35,7 @@ const steps = [];
 /** Runs one step, its output prefixed with its name; resolves with its exit code (never rejects). */
 function step(name, command, args, options = {}) {
   const started = performance.now();
+  const prefix = `[${name.split(':')[0]}]`;
   return new Promise((resolve) => {
     const child = spawn(command, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'], ...options });
     for (const stream of [child.stdout, child.stderr]) {
@@ -43,18 +44,18 @@ function step(name, command, args, options = {}) {
       stream.on('data', (chunk) => {
         const lines = (partial + chunk).split('\n');
         partial = lines.pop();
-        for (const line of lines) process.stdout.write(`[${name}] ${line}\n`);
+        for (const line of lines) process.stdout.write(`${prefix} ${line}\n`);
       });
-      stream.on('end', () => partial && process.stdout.write(`[${name}] ${partial}\n`));
+      stream.on('end', () => partial && process.stdout.write(`${prefix} ${partial}\n`));
     }
     const done = (code) => {
       const seconds = Math.round((performance.now() - started) / 100) / 10;
       steps.push({ step: name, seconds, code });
-      console.log(`[${name}] ${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${seconds} s`);
+      console.log(`${prefix} ${name} ${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${seconds} s`);
       resolve(code);
     };
     child.on('error', (error) => {
-      console.log(`[${name}] could not start ${command}: ${error.message}`);
+      console.log(`${prefix} could not start ${command}: ${error.message}`);
       done(127);
     });
     child.on('exit', (code, signal) => done(code ?? (signal ? 128 : 1)));
@@ -81,7 +82,7 @@ if (codes[0] === 0) {
   try {
     const together = [];
     if (everything) together.push(step('lint+typecheck', ...npx('turbo', 'run', 'lint', 'typecheck', '--output-logs=errors-only')));
-    if (vitestTiers.length > 0) together.push(step(`vitest ${vitestTiers.join(' ')}`, ...npx('vitest', 'run', ...vitestTiers.flatMap((tier) => ['--project', tier]), ...vitestArgs)));
+    if (vitestTiers.length > 0) together.push(step(`vitest: ${vitestTiers.join(', ')}`, ...npx('vitest', 'run', ...vitestTiers.flatMap((tier) => ['--project', tier]), ...vitestArgs)));
     if (packs) {
       // The public packages as a user gets them: packed, publint-clean, installed with plain npm into a fresh
       // project where `npx statusq` runs; then the example app from the same tarballs, on SQLite and MariaDB.
