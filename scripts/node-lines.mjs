@@ -17,7 +17,7 @@
 // Then, e.g.: PATH=<cache>/<version>/node/bin:$PATH npx vitest run --project unit   (in the workspace)
 import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, symlinkSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -210,11 +210,35 @@ function syncFiles(root, dest, files) {
   return { copied, removed };
 }
 
-/** Runs a command to its end within `timeout`, its output kept (and echoed when `echo`); rejects on failure. */
+/**
+ * Runs a command to its end, its output kept (and echoed when `echo`); rejects on failure. Past `timeout`, or
+ * on SIGINT or SIGTERM here, its whole process group (npx, pnpm, node-gyp, make, the compilers) is ended.
+ */
 function run(command, args, { cwd, env, timeout, echo }) {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], timeout, killSignal: 'SIGTERM' });
+    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let output = '';
+    let timedOut = false;
+    const killGroup = () => {
+      try {
+        process.kill(-child.pid, 'SIGKILL');
+      } catch {}
+    };
+    const timer = setTimeout(() => {
+      timedOut = true;
+      killGroup();
+    }, timeout);
+    // The group is detached from ours, so a Ctrl-C here would not reach it: pass it on, then stop as asked.
+    const onSignal = (signal) => {
+      killGroup();
+      settle();
+      process.kill(process.pid, signal);
+    };
+    const settle = () => {
+      clearTimeout(timer);
+      process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
+    };
+    process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
     for (const stream of [child.stdout, child.stderr]) {
       stream.setEncoding('utf8');
       stream.on('data', (chunk) => {
@@ -222,13 +246,16 @@ function run(command, args, { cwd, env, timeout, echo }) {
         if (echo) process.stderr.write(chunk);
       });
     }
-    child.on('error', reject);
+    child.on('error', (error) => {
+      settle();
+      reject(error);
+    });
     child.on('close', (code, signal) => {
-      if (code === 0) resolvePromise(output);
-      else {
-        const tail = output.trim().split('\n').slice(-15).join('\n');
-        reject(Object.assign(new Error(`${command} ${args.join(' ')} in ${cwd} ${signal ? `was ended by ${signal}${signal === 'SIGTERM' ? ` (after ${timeout / 1000} s at most)` : ''}` : `exited ${code}`}:\n${tail}`), { output }));
-      }
+      settle();
+      if (code === 0) return resolvePromise(output);
+      const tail = output.trim().split('\n').slice(-15).join('\n');
+      const how = timedOut ? `was ended after ${timeout / 1000} s` : signal ? `was ended by ${signal}` : `exited ${code}`;
+      reject(Object.assign(new Error(`${command} ${args.join(' ')} in ${cwd} ${how}:\n${tail}`), { output }));
     });
   });
 }
@@ -283,8 +310,9 @@ function installKey(version, dest, files) {
  * checkout `root` (working tree and every dist/, brought up to date on each call) with node_modules of its
  * own, installed by `pnpm install --frozen-lockfile` running on that line, so better-sqlite3 is built for its
  * ABI. The install is skipped when the lockfile, the package.json files and the line are those of the last
- * one that passed. Resolves with { dir, node, env, version, seconds, copied, removed, installed }; `env` is
- * the line's environment (lineEnv) for running anything there. `echo`: the install's output to stderr.
+ * one that passed. Resolves with { dir, node, env, version, seconds, copied, removed, installed }: `env` is
+ * the line's environment (lineEnv) for running anything there, `seconds` the copy and install (not the
+ * fetch). `echo`: the install's output to stderr.
  */
 export async function lineWorkspace(major, { root, echo = false } = {}) {
   if (!root) throw new Error('lineWorkspace needs { root }: the checkout to copy');
@@ -304,6 +332,7 @@ export async function lineWorkspace(major, { root, echo = false } = {}) {
     if (!(existsSync(stamp) && readFileSync(stamp, 'utf8') === key)) {
       rmSync(stamp, { force: true });
       try {
+        // CI=true: no prompt (pnpm would ask before replacing a node_modules made by another set-up).
         await run('npx', ['-y', PNPM, 'install', '--frozen-lockfile'], { cwd: dest, env: { ...env, CI: 'true' }, timeout: INSTALL_MS, echo });
       } catch (error) {
         throw new Error(`pnpm install on Node ${version} failed: ${error.message}`);
@@ -333,7 +362,7 @@ async function main(argv) {
       const node = await nodeLine(major);
       console.log(node);
       if (noWorkspace) continue;
-      console.error(`node ${major}: preparing the workspace (the first time compiles better-sqlite3, a few minutes)`);
+      console.error(`node ${major}: preparing the workspace (a first prepare compiles better-sqlite3: a minute or two)`);
       const ws = await lineWorkspace(major, { root, echo: process.env.STATUSQ_NODE_LINES_VERBOSE === '1' });
       console.log(ws.dir);
       console.error(`node ${major}: workspace ready in ${ws.seconds} s (${ws.copied} files copied, ${ws.removed} removed, ${ws.installed ? 'installed' : 'install up to date'})`);

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, parseDuration, type TableConfig } from '@statusq/core';
+import { ConfigError, assertBrokerInstalled, parseDuration, type TableConfig } from '@statusq/core';
 
 /** The flags each command accepts; anything else is a usage error (exit 2). */
 export const COMMAND_FLAGS = {
@@ -93,6 +93,13 @@ export function databaseUrl(flags: Flags, command: Command): string {
 /** Where the listening connection's URL may come from when `--listen-db` is not given. */
 export const LISTEN_DATABASE_URL_VARIABLE = 'STATUSQ_LISTEN_DATABASE_URL';
 
+/** Where `work` takes the broker URL from when --from is not given (how it reaches `--processes` children too). */
+export const WORK_FROM_VARIABLE = 'STATUSQ_WORK_FROM';
+/** Where `relay` takes the broker URL from when --to is not given: a URL with a password stays out of `ps`. */
+export const RELAY_TO_VARIABLE = 'STATUSQ_RELAY_TO';
+/** Where `enqueue` takes the broker URL from when --to is not given. */
+export const ENQUEUE_TO_VARIABLE = 'STATUSQ_ENQUEUE_TO';
+
 /**
  * `--listen-db`, else STATUSQ_LISTEN_DATABASE_URL, else undefined (the listening connection uses --db): a URL
  * straight to the server for PostgreSQL's LISTEN when --db goes through a transaction-mode pooler. The
@@ -153,4 +160,41 @@ export function tableConfig(flags: Flags, command: Command, defaultTable?: strin
     config.select = names;
   }
   return config;
+}
+
+/**
+ * The broker URL of `--<flag>`, else of `variable`; undefined when neither is set. Its scheme is checked here,
+ * before the database is opened: a scheme no broker package serves is bad input (exit 2) with nothing touched.
+ */
+export function brokerUrl(flags: Flags, flag: 'from' | 'to', variable: string): string | undefined {
+  const value = optionalString(flags, flag) ?? (process.env[variable] || undefined);
+  if (value === undefined) return undefined;
+  if (value.length === 0) throw new ConfigError(`--${flag} is empty`);
+  assertBrokerInstalled(value);
+  return value;
+}
+
+/** --queue: the broker queue (stream) name when not `statusq.<table>`, as given to relay and work alike. */
+export function brokerQueueName(flags: Flags): string | undefined {
+  const name = optionalString(flags, 'queue');
+  if (name !== undefined && !/^[A-Za-z0-9_.-]{1,200}$/.test(name)) throw new ConfigError(`--queue takes 1 to 200 letters, digits, '.', '_' or '-', got ${JSON.stringify(name)}`);
+  return name;
+}
+
+export interface MetricsSettings {
+  port: number;
+  host: string;
+}
+
+/** `--metrics-port` (0: any free port, which the log line names) and `--metrics-host`; null when not asked for. */
+export function metricsSettings(flags: Flags): MetricsSettings | null {
+  const port = optionalInteger(flags, 'metrics-port');
+  const host = optionalString(flags, 'metrics-host');
+  if (port === undefined) {
+    if (host !== undefined) throw new ConfigError('--metrics-host needs --metrics-port');
+    return null;
+  }
+  if (port < 0 || port > 65_535) throw new ConfigError(`--metrics-port must be 1 to 65535 (or 0 for any free port), got ${port}`);
+  if (host !== undefined && host.trim() === '') throw new ConfigError('--metrics-host is empty');
+  return { port, host: host ?? '127.0.0.1' };
 }

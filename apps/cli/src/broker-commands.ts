@@ -1,30 +1,11 @@
-import { ConfigError, Queue, Relay, assertDispatchColumns, assertBrokerInstalled, connectBroker, deadLetterFor, formatDuration, validateTableConfig, type Broker, type GivenUpRow, type Store, type TableConfig } from '@statusq/core';
-import { optionalDuration, optionalInteger, optionalString, tableConfig, type Flags } from './args.js';
+import { ConfigError, Queue, Relay, assertDispatchColumns, connectBroker, deadLetterFor, formatDuration, validateTableConfig, type Broker, type GivenUpRow, type Store, type TableConfig } from '@statusq/core';
+import { RELAY_TO_VARIABLE, brokerQueueName, brokerUrl, metricsSettings, optionalDuration, optionalInteger, tableConfig, type Flags, type MetricsSettings } from './args.js';
 import { withStore, workLogger, type Io } from './commands.js';
 import { errorFields, logSettings, type Logger } from './log.js';
-import { QUEUE_ROWS_INTERVAL_MS, RelayMetrics, announceMetrics, metricsSettings, serveMetrics, type MetricsSettings } from './metrics.js';
-
-/** Where `work` takes the broker URL from when --from is not given (how it reaches `--processes` children too). */
-export const WORK_FROM_VARIABLE = 'STATUSQ_WORK_FROM';
-/** Where `relay` takes the broker URL from when --to is not given: a URL with a password stays out of `ps`. */
-export const RELAY_TO_VARIABLE = 'STATUSQ_RELAY_TO';
-/** Where `enqueue` takes the broker URL from when --to is not given. */
-export const ENQUEUE_TO_VARIABLE = 'STATUSQ_ENQUEUE_TO';
+import { QUEUE_ROWS_INTERVAL_MS, RelayMetrics, announceMetrics, serveMetrics } from './metrics.js';
 
 /** How long start-up waits for the broker before exit 1. */
 export const BROKER_CONNECT_TIMEOUT_MS = 10_000;
-
-/**
- * The broker URL of `--<flag>`, else of `variable`; undefined when neither is set. Its scheme is checked here,
- * before the database is opened: a scheme no broker package serves is bad input (exit 2) with nothing touched.
- */
-export function brokerUrl(flags: Flags, flag: 'from' | 'to', variable: string): string | undefined {
-  const value = optionalString(flags, flag) ?? (process.env[variable] || undefined);
-  if (value === undefined) return undefined;
-  if (value.length === 0) throw new ConfigError(`--${flag} is empty`);
-  assertBrokerInstalled(value);
-  return value;
-}
 
 /**
  * The broker for `table`, once the table is known to have the broker path's columns: a table without them is
@@ -51,13 +32,6 @@ export async function deadLetterGivenUp(to: { url: string; queue: string | undef
   } catch (error) {
     log.error({ err: errorFields(error), rows: rows.length }, `could not dead-letter ${rows.length} given-up row${rows.length === 1 ? '' : 's'} (they are failed in the table): ${errorFields(error).message as string}`);
   }
-}
-
-/** --queue: the broker queue (stream) name when not `statusq.<table>`, as given to relay and work alike. */
-export function brokerQueueName(flags: Flags): string | undefined {
-  const name = optionalString(flags, 'queue');
-  if (name !== undefined && !/^[A-Za-z0-9_.-]{1,200}$/.test(name)) throw new ConfigError(`--queue takes 1 to 200 letters, digits, '.', '_' or '-', got ${JSON.stringify(name)}`);
-  return name;
 }
 
 /** `statusq relay`: publishes the table's due rows to the broker until a signal (or, with --exit-when-empty, no row is pending). */

@@ -1,15 +1,13 @@
 import { createReadStream, readFileSync, writeSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
-import { parse as parseYaml } from 'yaml';
 import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type EnqueueOutcome, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig, type ConnectOptions, type StoreWarning, type Broker } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
-import { LISTEN_DATABASE_URL_VARIABLE, databaseUrl, isBooleanFlag, listenDatabaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
+import { ENQUEUE_TO_VARIABLE, LISTEN_DATABASE_URL_VARIABLE, WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, databaseUrl, metricsSettings, type MetricsSettings, isBooleanFlag, listenDatabaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
-import { ENQUEUE_TO_VARIABLE, WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, deadLetterGivenUp, openBroker } from './broker-commands.js';
 import { createLogger, errorFields, logSettings, type LogDestination, type Logger, type LogSettings } from './log.js';
 import { logSummary, logSupervisorEvent, logWorkerEvents } from './log-events.js';
-import { LauncherMetrics, announceMetrics, WorkerMetrics, metricsSettings, observeWorker, refreshQueueRows, sendSnapshotsToLauncher, serveMetrics, type MetricsServer, type MetricsSettings } from './metrics.js';
+import type { MetricsServer } from './metrics.js';
 import { enqueueProgress, launcherProgress, progressSurface, workProgress, type EnqueueProgress } from './progress.js';
 
 export interface Io {
@@ -170,7 +168,7 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
     const chunk = optionalInteger(flags, 'chunk');
     return await withStore(flags, 'enqueue', false, async (store) => {
       const orderColumn = await existingOrderColumn(store, config.table);
-      const publishing = toUrl === undefined ? undefined : await openBroker(store, { ...config, orderColumn }, toUrl, 'enqueue --to', brokerQueue);
+      const publishing = toUrl === undefined ? undefined : await (await import('./broker-commands.js')).openBroker(store, { ...config, orderColumn }, toUrl, 'enqueue --to', brokerQueue);
       try {
         const queue = await Queue.open(shown?.countingInserts(store) ?? store, { ...config, orderColumn });
         const dispatch: Pick<EnqueueOptions, 'dispatchTo' | 'onDispatchError'> = publishing === undefined ? {} : {
@@ -262,7 +260,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   const metrics = metricsSettings(flags);
   const progress = progressSurface(flags);
   const scheduleFile = optionalString(flags, 'schedule');
-  const schedules = scheduleFile === undefined ? null : readSchedules(scheduleFile);
+  const schedules = scheduleFile === undefined ? null : await readSchedules(scheduleFile);
   const cap = instanceCap(flags);
   const listenUrl = listenDatabaseUrl(flags, 'work');
   const fromUrl = brokerUrl(flags, 'from', WORK_FROM_VARIABLE);
@@ -412,6 +410,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
 /** Runs `body` with the broker of `url` (none without one), closed after it whatever happens. */
 async function withBroker<T>(store: Store, config: TableConfig, url: string | undefined, queue: string | undefined, body: (broker: Broker | undefined) => Promise<T>): Promise<T> {
   if (url === undefined) return body(undefined);
+  const { openBroker } = await import('./broker-commands.js');
   const broker = await openBroker(store, config, url, 'statusq work --from', queue);
   try {
     return await body(broker);
@@ -501,13 +500,14 @@ async function logSlot(slot: InstanceSlot | null, log: Logger, cap: InstanceCap,
 }
 
 /** A --schedule file (YAML, or JSON, which YAML reads too), checked whole before the database is opened. */
-function readSchedules(file: string): ScheduleDefinition[] {
+async function readSchedules(file: string): Promise<ScheduleDefinition[]> {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (error) {
     throw new ConfigError(`--schedule: cannot read ${file}: ${(error as Error).message}`);
   }
+  const { parse: parseYaml } = await import('yaml');
   let parsed: unknown;
   try {
     parsed = parseYaml(text);
@@ -545,6 +545,7 @@ async function startScheduler(store: Store, config: TableConfig, schedules: read
 async function workerMetrics(worker: Worker, store: Store, serve: MetricsSettings | 'launcher' | null, log: Logger, draining: () => boolean): Promise<() => Promise<void>> {
   const toLauncher = serve === 'launcher' && process.env[METRICS_IPC_VARIABLE] === '1';
   if (serve === null || (serve === 'launcher' && !toLauncher)) return async () => {};
+  const { WorkerMetrics, announceMetrics, observeWorker, refreshQueueRows, sendSnapshotsToLauncher, serveMetrics } = await import('./metrics.js');
   const registry = new WorkerMetrics();
   observeWorker(worker, registry, worker.queue.table.table);
   if (serve === 'launcher') return sendSnapshotsToLauncher(registry.registry);
@@ -693,6 +694,7 @@ const MIN_POLL_MAX_MS = 10;
  * children, and no child's restart leaves the gauge unset). Ready while not draining and a child is up.
  */
 async function serveLauncherMetrics(settings: MetricsSettings, target: RecoveryTarget, log: Logger): Promise<{ observe: (event: SupervisorEvent) => void; close: () => Promise<void> }> {
+  const { LauncherMetrics, announceMetrics, refreshQueueRows, serveMetrics } = await import('./metrics.js');
   const metrics = new LauncherMetrics(target.table.table);
   const { queue, close: closeQueue } = await openQueue(target);
   let draining = false;
@@ -797,7 +799,7 @@ async function recoverDeadWorker(target: RecoveryTarget, pid: number, how: strin
       if (released + charged > 0) {
         log.warn({ child: pid, workerId: report.workerId, charged, released, givenUp: givenUp.length }, `worker process ${pid}: ${charged} running job${charged === 1 ? '' : 's'} charged an attempt${givenUp.length > 0 ? ` (${givenUp.length} given up: attempts used)` : ''}, ${released} claimed but not started handed back`);
       }
-      if (givenUp.length > 0 && target.deadLetterTo) await deadLetterGivenUp(target.deadLetterTo, queue.table.table, givenUp, log);
+      if (givenUp.length > 0 && target.deadLetterTo) await (await import('./broker-commands.js')).deadLetterGivenUp(target.deadLetterTo, queue.table.table, givenUp, log);
     } finally {
       await store.close();
     }

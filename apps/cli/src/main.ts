@@ -1,15 +1,31 @@
 import { readFileSync } from 'node:fs';
 import { BrokerError, StatusqError, StoreError } from '@statusq/core';
 import { urlSecrets } from '@statusq/core/adapter';
-import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, LISTEN_DATABASE_URL_VARIABLE, parseCommandLine, type Command } from './args.js';
-import * as commands from './commands.js';
-import { RELAY_TO_VARIABLE, WORK_FROM_VARIABLE, relay } from './broker-commands.js';
-import { dashboard } from './dashboard/command.js';
-import { doctor } from './doctor.js';
-import { inspect } from './inspect.js';
-import { COMMAND_HELP } from './help.js';
+import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, LISTEN_DATABASE_URL_VARIABLE, RELAY_TO_VARIABLE, WORK_FROM_VARIABLE, parseCommandLine, type Command, type Flags } from './args.js';
 import { oneLine } from './text.js';
 import type { Io } from './commands.js';
+
+type CommandRun = (flags: Flags, io: Io, argv: string[]) => Promise<number>;
+
+/**
+ * The module of each command, loaded only for the command that runs: a process starts for every command a
+ * script or a test runs, and the dashboard's server, doctor's checks and the broker clients are most of
+ * what loading every command would cost each of them.
+ */
+async function commandRun(command: Command): Promise<CommandRun> {
+  switch (command) {
+    case 'doctor':
+      return (await import('./doctor.js')).doctor;
+    case 'inspect':
+      return (await import('./inspect.js')).inspect;
+    case 'dashboard':
+      return (await import('./dashboard/command.js')).dashboard;
+    case 'relay':
+      return (await import('./broker-commands.js')).relay;
+    default:
+      return (await import('./commands.js'))[command];
+  }
+}
 
 /** This package's version, from its package.json (shipped beside dist). */
 export const VERSION: string = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
@@ -78,12 +94,12 @@ export async function main(argv: string[], rawIo: Io): Promise<number> {
   }
   const command = name as Command;
   if (rest.includes('--help') || rest.includes('-h')) {
-    io.out(COMMAND_HELP[command]);
+    io.out((await import('./help.js')).COMMAND_HELP[command]);
     return 0;
   }
   try {
     const flags = parseCommandLine(command, rest);
-    return await { ...commands, doctor, inspect, dashboard, relay }[command](flags, io, rest);
+    return await (await commandRun(command))(flags, io, rest);
   } catch (error) {
     if (error instanceof StoreError) {
       io.err(`statusq: database error (${error.kind}${error.nativeCode !== undefined ? ` ${error.nativeCode}` : ''}): ${oneLine(error.message)}`);

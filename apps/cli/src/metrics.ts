@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
 import { ConfigError, DEFAULT_COUNT_UP_TO, DEFAULT_EXACT_BELOW_ROWS, type Job, type MonitoringCounts, type Worker } from '@statusq/core';
 import { raceDeadline } from '@statusq/core/adapter';
-import { optionalInteger, optionalString, type Flags } from './args.js';
+import type { MetricsSettings } from './args.js';
 import { errorFields, type Logger } from './log.js';
 
 /** How often statusq_queue_rows is read from the table (one GROUP BY per interval, never per scrape). */
@@ -18,24 +18,6 @@ const QUEUE_ROWS_HELP =
 export const READY_DEADLINE_MS = 2_000;
 /** How often a worker process under `--processes` sends its registry to the launcher. */
 export const SNAPSHOT_INTERVAL_MS = 1_000;
-
-export interface MetricsSettings {
-  port: number;
-  host: string;
-}
-
-/** `--metrics-port` (0: any free port, which the log line names) and `--metrics-host`; null when not asked for. */
-export function metricsSettings(flags: Flags): MetricsSettings | null {
-  const port = optionalInteger(flags, 'metrics-port');
-  const host = optionalString(flags, 'metrics-host');
-  if (port === undefined) {
-    if (host !== undefined) throw new ConfigError('--metrics-host needs --metrics-port');
-    return null;
-  }
-  if (port < 0 || port > 65_535) throw new ConfigError(`--metrics-port must be 1 to 65535 (or 0 for any free port), got ${port}`);
-  if (host !== undefined && host.trim() === '') throw new ConfigError('--metrics-host is empty');
-  return { port, host: host ?? '127.0.0.1' };
-}
 
 // Job durations run from a millisecond no-op to a many-minute handler; claims are round trips.
 const JOB_BUCKETS = [0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
