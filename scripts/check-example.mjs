@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
-import { MYSQL_SERVER, packPublic, packsArgument, root, run, scratchDatabase, tarballManifest, tarballsByName } from './packs.mjs';
+import { MYSQL_SERVER, npmInstall, packPublic, packsArgument, root, run, scratchDatabase, tarballManifest, tarballsByName } from './packs.mjs';
 
 const EXAMPLE = join(root, 'examples/table-a-worker');
 const SEEDED = 500;
@@ -147,7 +147,7 @@ function installFromTarballs(app, tarballs) {
     }
   }
   writeFileSync(path, `${JSON.stringify(manifest, null, 2)}\n`);
-  run('npm', ['install', '--no-audit', '--no-fund'], app, { timeout: 600_000 });
+  npmInstall(app);
 }
 
 /** Each host's rows all settled as the rule says: the blocked host's abuse, every other host's done. */

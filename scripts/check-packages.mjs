@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { MYSQL_SERVER, POSTGRES_SERVER, PUBLIC, packPublic, packsArgument, root, run, scratchDatabase, tarballManifest } from './packs.mjs';
+import { MYSQL_SERVER, POSTGRES_SERVER, PUBLIC, npmInstall, packPublic, packsArgument, root, run, scratchDatabase, tarballManifest } from './packs.mjs';
 
 /** The broker packages, their drivers, a URL of the machine's server and a script (run in the app) deleting a queue. */
 const BROKERS = [
@@ -84,7 +84,7 @@ try {
   mkdirSync(app, { recursive: true });
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'statusq-consumer', private: true, type: 'module', allowScripts: { 'better-sqlite3': true } }, null, 2));
   const installed = ['@statusq/core', '@statusq/schema', '@statusq/adapter-sqlite', '@statusq/adapter-postgres', '@statusq/adapter-mysql', ...BROKERS.map((b) => b.package), 'statusq'].map((name) => tarballOf.get(name));
-  run('npm', ['install', '--no-audit', '--no-fund', ...installed, 'better-sqlite3@12', 'pg@8', 'mysql2@3', ...BROKERS.flatMap((b) => b.drivers)], app, { timeout: 600_000 });
+  npmInstall(app, [...installed, 'better-sqlite3@12', 'pg@8', 'mysql2@3', ...BROKERS.flatMap((b) => b.drivers)]);
   const db = `sqlite:${join(app, 'jobs.db')}`;
   run('npx', ['statusq', 'init', '--db', db], app);
   run('npx', ['statusq', 'enqueue', '--db', db, '--payload', '{"n":1}'], app);

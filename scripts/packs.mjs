@@ -2,9 +2,9 @@
 // (check-packages.mjs, check-example.mjs): `.ci/run` packs once and hands both scripts the same directory.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 export const root = new URL('..', import.meta.url).pathname;
 export const PUBLIC = ['packages/core', 'packages/schema', 'packages/adapter-sqlite', 'packages/adapter-postgres', 'packages/adapter-mysql', 'packages/broker-rabbitmq', 'packages/broker-nats', 'packages/conformance', 'test-fixtures', 'apps/cli'];
@@ -75,3 +75,21 @@ export async function scratchDatabase(app, serverUrl, prefix) {
 
 export const POSTGRES_SERVER = process.env.STATUSQ_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 export const MYSQL_SERVER = process.env.STATUSQ_MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test';
+
+/**
+ * `npm install` as the checks run it, in `app`: better-sqlite3's install script (prebuild-install) takes the
+ * workspace's own build of the same version as a local prebuild instead of compiling SQLite again (a minute
+ * or two of both cores, per install). A user's install downloads the same kind of prebuilt binary from the
+ * package's releases, which this machine cannot reach; a different version, or another Node ABI, still
+ * compiles as before.
+ */
+export function npmInstall(app, args = []) {
+  const prebuilds = join(app, '.statusq-prebuilds');
+  mkdirSync(prebuilds, { recursive: true });
+  const require = createRequire(join(root, 'packages/adapter-sqlite/package.json'));
+  const manifest = require.resolve('better-sqlite3/package.json');
+  const { version } = JSON.parse(readFileSync(manifest, 'utf8'));
+  const tarball = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  run('tar', ['-czf', join(prebuilds, tarball), '-C', dirname(manifest), 'build/Release/better_sqlite3.node'], root);
+  run('npm', ['install', '--no-audit', '--no-fund', ...args], app, { timeout: 600_000, env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: prebuilds } });
+}
