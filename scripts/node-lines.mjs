@@ -52,7 +52,9 @@ function oneLine(error) {
     // With --json, npm reports its error on stdout: { error: { code, summary, detail } }.
     const reported = JSON.parse(error?.stdout ?? '').error;
     if (reported?.summary) return `${reported.code ? `${reported.code} ` : ''}${reported.summary}`.replace(/\s+/g, ' ').trim();
-  } catch {}
+  } catch {
+    // not npm's JSON: the lines below
+  }
   const text = `${error?.stderr ?? ''}\n${error?.stdout ?? ''}`;
   const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
   const npmErrors = lines.filter((l) => /^npm (error|ERR!)/.test(l) && !/A complete log|^npm error\s*$/.test(l));
@@ -107,7 +109,7 @@ async function fetchLine(major) {
     // Offline, or the registry failing: the newest line of that major already in the cache does.
     const cached = cachedVersions(major);
     if (cached.length > 0) return { version: cached[0], dir: join(cacheRoot(), cached[0], 'node') };
-    throw new Error(`cannot fetch ${NODE_PACKAGE}@${major} from the npm registry: ${oneLine(error)}`);
+    throw new Error(`cannot fetch ${NODE_PACKAGE}@${major} from the npm registry: ${oneLine(error)}`, { cause: error });
   }
   const dir = join(cacheRoot(), version, 'node');
   if (existsSync(join(dir, 'bin', 'node'))) return { version, dir };
@@ -130,7 +132,7 @@ async function fetchLine(major) {
     }
     return { version, dir };
   } catch (error) {
-    throw new Error(`cannot fetch ${NODE_PACKAGE}@${version} from the npm registry: ${oneLine(error)}`);
+    throw new Error(`cannot fetch ${NODE_PACKAGE}@${version} from the npm registry: ${oneLine(error)}`, { cause: error });
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
@@ -191,7 +193,9 @@ function syncFiles(root, dest, files) {
     let target = null;
     try {
       target = lstatSync(to);
-    } catch {}
+    } catch {
+      // no such file yet
+    }
     if (source.isSymbolicLink()) {
       if (target?.isSymbolicLink() && readlinkSync(to) === readlinkSync(from)) continue;
       mkdirSync(dirname(to), { recursive: true });
@@ -222,7 +226,9 @@ function run(command, args, { cwd, env, timeout, echo }) {
     const killGroup = () => {
       try {
         process.kill(-child.pid, 'SIGKILL');
-      } catch {}
+      } catch {
+        // the group is gone already
+      }
     };
     const timer = setTimeout(() => {
       timedOut = true;
@@ -282,8 +288,10 @@ async function withLock(lock, body) {
       let holder = NaN;
       try {
         holder = Number(readFileSync(join(lock, 'pid'), 'utf8'));
-      } catch {}
-      if (Date.now() > deadline) throw new Error(`another prepare (pid ${holder}) still holds ${lock} after ${LOCK_WAIT_MS / 1000} s`);
+      } catch {
+        // the holder has not written its pid yet
+      }
+      if (Date.now() > deadline) throw new Error(`another prepare (pid ${holder}) still holds ${lock} after ${LOCK_WAIT_MS / 1000} s`, { cause: error });
       if (Number.isInteger(holder) && holder > 0 && !alive(holder)) rmSync(lock, { recursive: true, force: true });
       else await new Promise((r) => setTimeout(r, 500));
     }
@@ -335,7 +343,7 @@ export async function lineWorkspace(major, { root, echo = false } = {}) {
         // CI=true: no prompt (pnpm would ask before replacing a node_modules made by another set-up).
         await run('npx', ['-y', PNPM, 'install', '--frozen-lockfile'], { cwd: dest, env: { ...env, CI: 'true' }, timeout: INSTALL_MS, echo });
       } catch (error) {
-        throw new Error(`pnpm install on Node ${version} failed: ${error.message}`);
+        throw new Error(`pnpm install on Node ${version} failed: ${error.message}`, { cause: error });
       }
       writeFileSync(stamp, key);
       installed = true;
