@@ -26,7 +26,7 @@ export const TEST_FILES = {
     { files: 'apps/cli/src/dashboard/*.test.ts' },
   ],
   // Real databases and brokers, nothing broken on purpose: the shared conformance suite (both MySQL claim
-  // strategies), each adapter's own server cases, the CLI as a user runs it on each dialect, the broker path.
+  // strategies), each adapter's own server cases, the CLI as a user runs it on each dialect, the brokers.
   conformance: [
     { files: 'packages/adapter-sqlite/src/sqlite.conformance.test.ts', dialects: ['sqlite'] },
     { files: 'packages/adapter-sqlite/src/sqlite-wake-ups.test.ts', dialects: ['sqlite'] },
@@ -38,8 +38,6 @@ export const TEST_FILES = {
     { files: 'packages/adapter-mysql/src/mysql.server*.test.ts', dialects: ['mysql'] },
     { files: 'packages/adapter-mysql/src/mysql.idle-probe.test.ts', dialects: ['mysql'] },
     { files: 'packages/adapter-mysql/src/mysql.binlog.test.ts', dialects: ['mysql'] },
-    { files: 'packages/broker-*/src/*-mysql.conformance.test.ts', dialects: ['mysql'] },
-    { files: 'packages/broker-*/src/*-postgres.conformance.test.ts', dialects: ['postgres'] },
     { files: 'packages/broker-nats/src/nats.test.ts' },
     { files: 'packages/broker-rabbitmq/src/rabbitmq.test.ts' },
     { files: 'apps/cli/src/cli.test.ts', dialects: ['sqlite'] },
@@ -54,7 +52,7 @@ export const TEST_FILES = {
     { files: 'apps/cli/src/cli.doctor-servers.test.ts', dialects: ['mysql', 'postgres'] },
   ],
   // Faults on purpose: private servers restarted, killed, frozen or turned read-only, TCP proxies, PgBouncer,
-  // Galera, broker restarts, hosts in network namespaces.
+  // Galera, hosts in network namespaces, and the broker path's conformance (its brokers restarted and killed).
   chaos: [
     { files: 'packages/adapter-postgres/src/postgres.faults.test.ts', dialects: ['postgres'] },
     { files: 'packages/adapter-postgres/src/postgres.read-only.test.ts', dialects: ['postgres'] },
@@ -62,11 +60,12 @@ export const TEST_FILES = {
     { files: 'packages/adapter-mysql/src/mysql.faults.test.ts', dialects: ['mysql'] },
     { files: 'packages/adapter-mysql/src/mysql.read-only.test.ts', dialects: ['mysql'] },
     { files: 'packages/adapter-mysql/src/mysql.galera.test.ts', dialects: ['mysql'] },
-    { files: 'packages/broker-*/src/*.restart.test.ts', },
-    { files: 'packages/conformance/src/tcp-proxy.test.ts', },
+    { files: 'packages/broker-*/src/*.restart.test.ts' },
+    { files: 'packages/broker-*/src/*.conformance.test.ts', dialects: ['mysql', 'postgres'] },
+    { files: 'packages/conformance/src/tcp-proxy.test.ts' },
     { files: 'apps/cli/src/cli.read-only.test.ts', dialects: ['postgres'] },
     { files: 'apps/cli/src/cli.pgbouncer.test.ts', dialects: ['postgres'] },
-    { files: 'apps/bench/src/scale/topology.test.ts', },
+    { files: 'apps/bench/src/scale/topology.test.ts' },
   ],
   // The dashboard in Debian's Chromium.
   browser: [{ files: 'apps/cli/src/dashboard.browser.test.ts', dialects: ['sqlite'] }],
