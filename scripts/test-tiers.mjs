@@ -54,6 +54,7 @@ export const TEST_FILES = {
   // Faults on purpose: private servers restarted, killed, frozen or turned read-only, TCP proxies, PgBouncer,
   // Galera, hosts in network namespaces, and the broker path's conformance (its brokers restarted and killed).
   chaos: [
+    { files: 'packages/adapter-sqlite/src/sqlite.faults.test.ts', dialects: ['sqlite'] },
     { files: 'packages/adapter-postgres/src/postgres.faults.test.ts', dialects: ['postgres'] },
     { files: 'packages/adapter-postgres/src/postgres.read-only.test.ts', dialects: ['postgres'] },
     { files: 'packages/adapter-postgres/src/postgres.pgbouncer.test.ts', dialects: ['postgres'] },

@@ -1,7 +1,7 @@
 /**
  * The shared conformance suite on SQLite, as a project runs it (`runConformance(sqliteConformance)`), except
- * that the child processes import this checkout's build (dist/index.js): build first. The fault groups need a
- * server to restart, a network to freeze or a server to turn read-only, none of which an SQLite file has.
+ * that the child processes import this checkout's build (dist/index.js): build first. The fault groups run in
+ * the chaos tier (sqlite.faults.test.ts).
  */
 import { fileURLToPath } from 'node:url';
 import { NO_FAULT_GROUPS, runConformance } from '@statusq/conformance';
