@@ -31,6 +31,13 @@ try {
 const everything = named.length === 0;
 
 const steps = [];
+const stepsFile = join(root, 'artifacts/test-steps.json');
+const began = performance.now();
+/** Written after every step, so a run that is stopped still says where its time went. */
+function saveSteps() {
+  mkdirSync(join(root, 'artifacts'), { recursive: true });
+  writeFileSync(stepsFile, `${JSON.stringify({ tiers, dialects: selectedDialects(), total: Math.round((performance.now() - began) / 100) / 10, steps }, null, 2)}\n`);
+}
 
 /** Runs one step, its output prefixed with its name; resolves with its exit code (never rejects). */
 function step(name, command, args, options = {}) {
@@ -51,6 +58,7 @@ function step(name, command, args, options = {}) {
     const done = (code) => {
       const seconds = Math.round((performance.now() - started) / 100) / 10;
       steps.push({ step: name, seconds, code });
+      saveSteps();
       console.log(`${prefix} ${name} ${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${seconds} s`);
       resolve(code);
     };
@@ -64,7 +72,6 @@ function step(name, command, args, options = {}) {
 
 const npx = (...args) => ['npx', args];
 const vitestTiers = tiers.filter((tier) => tier !== 'system');
-const started = performance.now();
 const codes = [];
 
 codes.push(await step('build', ...npx('turbo', 'run', 'build', '--output-logs=errors-only')));
@@ -96,9 +103,8 @@ if (codes[0] === 0) {
   }
 }
 
-const total = Math.round((performance.now() - started) / 100) / 10;
-mkdirSync(join(root, 'artifacts'), { recursive: true });
-writeFileSync(join(root, 'artifacts/test-steps.json'), `${JSON.stringify({ tiers, dialects: selectedDialects(), total, steps }, null, 2)}\n`);
+saveSteps();
+const total = Math.round((performance.now() - began) / 100) / 10;
 const failed = steps.filter((s) => s.code !== 0);
 console.log(`statusq tests (${tiers.join(', ')}): ${failed.length === 0 ? 'passed' : `${failed.map((s) => s.step).join(', ')} FAILED`} in ${total} s`);
 process.exit(failed.length === 0 ? 0 : 1);
