@@ -1,10 +1,10 @@
 // `pnpm test [TIER ...] [-- VITEST ARGS]`: builds, then runs the test tiers (scripts/test-tiers.mjs). With no
-// tier it runs all of them, with lint and typecheck, which is what `.ci/run` runs. Steps that wait on
-// different things run side by side: lint and typecheck (CPU), the vitest tiers (mostly waiting on servers,
-// timers and child processes), the packed-package checks (mostly npm install); the benchmark and the
-// scale-out run start once the tests are over, so nothing else shares the machine while they measure.
-// Each step's time goes to artifacts/test-steps.json, which scripts/test-timings.mjs turns into the table in
-// CONTRIBUTING.md. Exit: 0 all passed, 1 a step failed, 2 a bad tier name or STATUSQ_DIALECTS.
+// tier it runs all of them, with lint and typecheck, which is what `.ci/run` runs. Beside the vitest run go
+// lint and typecheck, the packed-package check (mostly npm's install) and the README's demo; the example app,
+// the benchmark and the scale-out run follow one after another with nothing else on the machine, since their
+// cases and measurements are timed. The suite is CPU-bound on 2 cores (CONTRIBUTING.md's timing table).
+// Each step's time goes to artifacts/test-steps.json, which scripts/test-timings.mjs turns into that table.
+// Exit: 0 all passed, 1 a step failed, 2 a bad tier name, STATUSQ_DIALECTS or STATUSQ_TEST_WORKERS.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -74,7 +74,6 @@ function step(name, command, args, options = {}) {
 
 const npx = (...args) => ['npx', args];
 const vitestTiers = tiers.filter((tier) => tier !== 'system');
-const codes = [];
 
 /** Whether something accepts TCP connections at the host and port of `url`, within two seconds. */
 function answers(url, defaultPort) {
@@ -104,8 +103,8 @@ async function systemServersMissing() {
   return missing.length === 0 ? null : `${missing.join(' and ')} did not answer (bash scripts/services.sh starts them)`;
 }
 
-codes.push(await step('build', ...npx('turbo', 'run', 'build', '--output-logs=errors-only')));
-if (codes[0] === 0) {
+// A failed step is in `steps`; every later step still runs, so one run reports every failure.
+if ((await step('build', ...npx('turbo', 'run', 'build', '--output-logs=errors-only'))) === 0) {
   const missing = tiers.includes('system') ? await systemServersMissing() : null;
   if (missing) console.log(`[system] skipped check-packages, check-example, bench --quick and scale --quick: ${missing}`);
   const packs = tiers.includes('system') && !missing ? mkdtempSync(join(tmpdir(), 'statusq-packs-')) : null;
@@ -118,15 +117,15 @@ if (codes[0] === 0) {
     if (packs) together.push(step('check-packages', 'node', ['scripts/check-packages.mjs', '--packs', packs]));
     // The README's demo command, word for word (SQLite only): it exits non-zero if any row was handled twice.
     if (tiers.includes('system')) together.push(step('demo', ...npx('-y', 'pnpm@12.4.2', 'demo')));
-    codes.push(...(await Promise.all(together)));
+    await Promise.all(together);
     if (packs) {
       // Alone on the machine, one after another: the example app from the same tarballs on SQLite and MariaDB
       // (its conformance file has timed cases: rate limits, leases), the benchmark harness, small, so it never
       // rots (its numbers are not judged here), and scale-out on hosts made here, which exits 1 unless every
       // run's ledger proof holds.
-      codes.push(await step('check-example', 'node', ['scripts/check-example.mjs', '--packs', packs]));
-      codes.push(await step('bench --quick', 'timeout', ['600', 'node', 'apps/bench/dist/bench.js', '--quick']));
-      codes.push(await step('scale --quick', 'timeout', ['900', 'node', 'apps/bench/dist/scale/scale.js', '--quick']));
+      await step('check-example', 'node', ['scripts/check-example.mjs', '--packs', packs]);
+      await step('bench --quick', 'timeout', ['600', 'node', 'apps/bench/dist/bench.js', '--quick']);
+      await step('scale --quick', 'timeout', ['900', 'node', 'apps/bench/dist/scale/scale.js', '--quick']);
     }
   } finally {
     if (packs) rmSync(packs, { recursive: true, force: true });
