@@ -11,7 +11,7 @@ import { createTestDatabase, dropTestDatabase, postgresUnavailable } from '@stat
 import { RABBITMQ_TEST_URL, deleteQueues, rabbitmqUnavailable, readDeadLetters as readRabbitDeadLetters } from '@statusq/broker-rabbitmq/testing';
 import { NATS_TEST_URL, deleteQueueStreams, natsUnavailable, readDeadLetters as readNatsDeadLetters } from '@statusq/broker-nats/testing';
 import type { DeadLetter } from '@statusq/core';
-import { launchCli, logLines, parseStats, runCliAsync, until, writeFixture } from './test/cli-harness.js';
+import { launchCli, logLines, parseStats, runCliInProcess, until, writeFixture } from './test/cli-harness.js';
 import { dialectSelected } from '../../../scripts/test-tiers.mjs';
 
 interface BrokerTarget {
@@ -59,18 +59,18 @@ for (const broker of BROKERS) {
         rmSync(dir, { recursive: true, force: true });
       });
 
-      const statsOf = async () => parseStats(await runCliAsync(dir, ['stats', '--db', db, '--table', table, '--json']));
+      const statsOf = async () => parseStats(await runCliInProcess(dir, ['stats', '--db', db, '--table', table, '--json']));
 
       it('a relay and two consumer processes work every row once; stats shows what waits in the broker', async () => {
-        expect((await runCliAsync(dir, ['init', '--db', db, '--table', table, '--with', 'dispatch'])).code).toBe(0);
+        expect((await runCliInProcess(dir, ['init', '--db', db, '--table', table, '--with', 'dispatch'])).code).toBe(0);
         const rows = Array.from({ length: 200 }, (_, n) => JSON.stringify({ n })).join('\n');
         const file = writeFixture(dir, 'rows.ndjson', `${rows}\n`);
-        expect((await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--file', file])).code).toBe(0);
+        expect((await runCliInProcess(dir, ['enqueue', '--db', db, '--table', table, '--file', file])).code).toBe(0);
         const ledger = join(dir, 'ledger.txt');
         const handler = writeFixture(dir, 'handler.mjs', `import { appendFileSync } from 'node:fs';\nexport default async (job) => { appendFileSync(${JSON.stringify(ledger)}, job.id + '\\n'); };\n`);
         const relay = launchCli(dir, ['relay', '--db', db, '--table', table, '--to', broker.url, '--metrics-port', '0']);
         await until('the relay to publish every row', async () => ((await statsOf()) as unknown as { dispatched: number }).dispatched === 200);
-        const work = await runCliAsync(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.url, '--processes', '2', '--exit-when-empty']);
+        const work = await runCliInProcess(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.url, '--processes', '2', '--exit-when-empty']);
         expect(work.code, work.stderr).toBe(0);
         // The relay's metrics, as Prometheus scrapes them: every row published once.
         const port = logLines(relay.stdout().trim()).find((line) => line.metricsPort !== undefined)?.metricsPort;
@@ -91,43 +91,43 @@ for (const broker of BROKERS) {
       });
 
       it('enqueue --to publishes the committed rows itself: consumers run them with no relay at all', async () => {
-        expect((await runCliAsync(dir, ['init', '--db', db, '--table', table, '--with', 'dispatch'])).code).toBe(0);
+        expect((await runCliInProcess(dir, ['init', '--db', db, '--table', table, '--with', 'dispatch'])).code).toBe(0);
         const file = writeFixture(dir, 'rows.ndjson', `${Array.from({ length: 30 }, (_, n) => JSON.stringify({ n })).join('\n')}\n`);
-        const enqueue = await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--file', file, '--to', broker.url]);
+        const enqueue = await runCliInProcess(dir, ['enqueue', '--db', db, '--table', table, '--file', file, '--to', broker.url]);
         expect(enqueue.code, enqueue.stderr).toBe(0);
         expect(enqueue.stdout).toMatch(new RegExp(`enqueued 30 rows into ${table}, published to ${broker.name.toLowerCase()} at `));
         expect(enqueue.stdout + enqueue.stderr).not.toContain('guest:guest');
         expect(await statsOf()).toMatchObject({ pending: 30, dispatched: 30 });
         const handler = writeFixture(dir, 'handler.mjs', 'export default async () => undefined;\n');
-        const work = await runCliAsync(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.url, '--exit-when-empty']);
+        const work = await runCliInProcess(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.url, '--exit-when-empty']);
         expect(work.code, work.stderr).toBe(0);
         expect(await statsOf()).toMatchObject({ pending: 0, done: 30, dispatched: 0 });
         // What it cannot publish at the commit is refused before anything is written.
         for (const extra of [['--delay', '5s'], ['--key', 'k1']]) {
-          const refused = await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--payload', '{"n":1}', '--to', broker.url, ...extra]);
+          const refused = await runCliInProcess(dir, ['enqueue', '--db', db, '--table', table, '--payload', '{"n":1}', '--to', broker.url, ...extra]);
           expect(refused.code, extra.join(' ')).toBe(2);
           expect(refused.stderr).toContain('published by the relay');
         }
-        const queueAlone = await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--payload', '{"n":1}', '--queue', 'q1']);
+        const queueAlone = await runCliInProcess(dir, ['enqueue', '--db', db, '--table', table, '--payload', '{"n":1}', '--queue', 'q1']);
         expect(queueAlone.code).toBe(2);
         expect(queueAlone.stderr).toContain('--queue needs --to');
         expect(await statsOf()).toMatchObject({ pending: 0, done: 30 });
       });
 
       it('bad input exits 2 with nothing touched: an unknown scheme, a table without the dispatch column', async () => {
-        expect((await runCliAsync(dir, ['init', '--db', db, '--table', table])).code).toBe(0);
-        expect((await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--payload', '{"n":1}'])).code).toBe(0);
+        expect((await runCliInProcess(dir, ['init', '--db', db, '--table', table])).code).toBe(0);
+        expect((await runCliInProcess(dir, ['enqueue', '--db', db, '--table', table, '--payload', '{"n":1}'])).code).toBe(0);
         const handler = writeFixture(dir, 'handler.mjs', 'export default async () => undefined;\n');
-        const noColumn = await runCliAsync(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.url, '--exit-when-empty']);
+        const noColumn = await runCliInProcess(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.url, '--exit-when-empty']);
         expect(noColumn.code).toBe(2);
         expect(noColumn.stderr).toContain('migrate --with dispatch');
-        const relayNoColumn = await runCliAsync(dir, ['relay', '--db', db, '--table', table, '--to', broker.url]);
+        const relayNoColumn = await runCliInProcess(dir, ['relay', '--db', db, '--table', table, '--to', broker.url]);
         expect(relayNoColumn.code).toBe(2);
         expect(relayNoColumn.stderr).toContain('migrate --with dispatch');
-        const unknown = await runCliAsync(dir, ['relay', '--db', db, '--table', table, '--to', 'kafka://127.0.0.1:9092']);
+        const unknown = await runCliInProcess(dir, ['relay', '--db', db, '--table', table, '--to', 'kafka://127.0.0.1:9092']);
         expect(unknown.code).toBe(2);
         expect(unknown.stderr).toContain('@statusq/broker-kafka');
-        const notUrl = await runCliAsync(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', 'rabbit']);
+        const notUrl = await runCliInProcess(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', 'rabbit']);
         expect(notUrl.code).toBe(2);
         expect(notUrl.stderr).toContain('unsupported broker URL');
         expect(await statsOf()).toMatchObject({ pending: 1, processing: 0, done: 0 });
@@ -135,14 +135,14 @@ for (const broker of BROKERS) {
 
       // Once per broker: the launcher's recovery is the same SQL on every dialect (conformance runs it on each).
       if (database === DATABASES[0]) it('work --from --processes: a row that kills its process on its last attempt is given up by the launcher and dead-lettered', async () => {
-        expect((await runCliAsync(dir, ['init', '--db', db, '--table', table, '--with', 'dispatch'])).code).toBe(0);
+        expect((await runCliInProcess(dir, ['init', '--db', db, '--table', table, '--with', 'dispatch'])).code).toBe(0);
         const file = writeFixture(dir, 'rows.ndjson', `${Array.from({ length: 20 }, (_, n) => JSON.stringify({ n })).join('\n')}\n`);
-        expect((await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--file', file])).code).toBe(0);
+        expect((await runCliInProcess(dir, ['enqueue', '--db', db, '--table', table, '--file', file])).code).toBe(0);
         const handler = writeFixture(dir, 'handler.mjs', `export default async (job) => { if (String(job.id) === '5') process.kill(process.pid, 'SIGKILL'); };\n`);
         const relay = launchCli(dir, ['relay', '--db', db, '--table', table, '--to', broker.url]);
         // One job and one message at a time per process: the poison row dies alone, and no other row pays for its
         // death (NATS would hold a dead child's other messages for its 30 s ack wait).
-        const work = await runCliAsync(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.url, '--processes', '2', '--concurrency', '1', '--prefetch', '1', '--max-attempts', '1', '--exit-when-empty']);
+        const work = await runCliInProcess(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.url, '--processes', '2', '--concurrency', '1', '--prefetch', '1', '--max-attempts', '1', '--exit-when-empty']);
         expect(work.code, work.stderr).toBe(0);
         relay.child.kill('SIGTERM');
         expect((await relay.ended).code).toBe(0);
@@ -155,10 +155,10 @@ for (const broker of BROKERS) {
 
       // Once per broker (registered, not skipped, elsewhere): the wait is the broker's, whatever the database.
       if (database === DATABASES[0]) it('a broker that does not answer at start-up: exit 1 after the bounded wait, with a clear message', async () => {
-        expect((await runCliAsync(dir, ['init', '--db', db, '--table', table, '--with', 'dispatch'])).code).toBe(0);
-        expect((await runCliAsync(dir, ['enqueue', '--db', db, '--table', table, '--payload', '{"n":1}'])).code).toBe(0);
+        expect((await runCliInProcess(dir, ['init', '--db', db, '--table', table, '--with', 'dispatch'])).code).toBe(0);
+        expect((await runCliInProcess(dir, ['enqueue', '--db', db, '--table', table, '--payload', '{"n":1}'])).code).toBe(0);
         const handler = writeFixture(dir, 'handler.mjs', 'export default async () => undefined;\n');
-        const run = await runCliAsync(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.deadUrl, '--exit-when-empty'], 60_000);
+        const run = await runCliInProcess(dir, ['work', '--db', db, '--table', table, '--handler', handler, '--from', broker.deadUrl, '--exit-when-empty']);
         expect(run.code).toBe(1);
         expect(run.stderr).toMatch(/broker error \(Unreachable/);
         expect(await statsOf()).toMatchObject({ pending: 1, processing: 0 });

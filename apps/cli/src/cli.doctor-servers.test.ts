@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminUrl, createTestDatabase, dropTestDatabase, postgresUnavailable, withClient } from '@statusq/adapter-postgres/testing';
 import { adminQuery, createDatabase, dropDatabase, mysqlUnavailable, urlFor } from '@statusq/adapter-mysql/testing';
-import { runCliAsync } from './test/cli-harness.js';
+import { runCliInProcess } from './test/cli-harness.js';
 import { checkOf, reportOf } from './test/cli-doctor-scenarios.js';
 import { dialectSelected, type Dialect } from '../../../scripts/test-tiers.mjs';
 
@@ -26,7 +26,7 @@ function onServer(dialect: Dialect, title: string, unavailable: string | null, b
 let dir = '';
 beforeAll(() => void (dir = mkdtempSync(join(tmpdir(), 'statusq-cli-doctor-'))));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const statusq = (...args: string[]) => runCliAsync(dir, args);
+const statusq = (...args: string[]) => runCliInProcess(dir, args);
 
 /** The privileges scenario on any server: `restrictedUrl`'s user may SELECT from jobs and do nothing else. */
 async function expectWorkerPrivilegesMissing(url: string, restrictedUrl: string): Promise<void> {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it } from 'vitest';
 import { adminUrl, createTestDatabase, dropTestDatabase, pgBouncerBackend, pgBouncerSpec, pgBouncerUnavailable, postgresUnavailable, throughPgBouncer, withClient } from '@statusq/adapter-postgres/testing';
 import { PrivateServer } from '@statusq/conformance';
-import { childPids, launchCli, logLines, parseStats, runCliAsync, until, writeFixture, type LaunchedCli } from './test/cli-harness.js';
+import { childPids, launchCli, logLines, parseStats, runCliInProcess, until, writeFixture, type LaunchedCli } from './test/cli-harness.js';
 import { checkOf, reportOf } from './test/cli-doctor-scenarios.js';
 
 const unavailable = (await postgresUnavailable()) ?? pgBouncerUnavailable();
@@ -18,7 +18,7 @@ let bouncer: PrivateServer | null = null;
 let direct = '';
 let pooled = '';
 const launched: LaunchedCli[] = [];
-const statusq = (...args: string[]) => runCliAsync(dir, args);
+const statusq = (...args: string[]) => runCliInProcess(dir, args);
 
 /** The lines of a `work` log (JSON on stdout) that say notifications are lost. */
 const lostLines = (run: LaunchedCli) =>

@@ -1,7 +1,8 @@
 // `statusq work --processes P` as a user runs it: the launcher and its children are real OS processes
 // over one SQLite file.
-import type { ChildProcess } from 'node:child_process';
-import { childPids, launchCli, logLines, parseStats, runCli, until, writeFixture } from './test/cli-harness.js';
+import { fork, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { childPids, cliBin, cliEnv, launchCli, logLines, parseStats, runCli, until, writeFixture } from './test/cli-harness.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -88,6 +89,24 @@ describe('statusq work --processes', () => {
     expect(logLines(run.stdout).filter((line) => line.level === 'error').map((line) => line.msg)).toEqual([
       expect.stringMatching(/crashed at start-up 5 times in a row \(last: exit code 3\); giving up/),
     ]);
+    expect(stats()).toEqual({ pending: 1500, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
+  });
+
+  it('a worker process whose launcher died while it started claims nothing and exits 0 instead of running on as an orphan', async () => {
+    // As a launcher killed right after forking leaves it: the IPC channel is closed before the child listens for
+    // its 'disconnect', an event that has then already passed.
+    const child = fork(cliBin, ['work', '--db', db, '--table', 'jobs', '--handler', file('ok.mjs', 'export default async () => {};'), '--poll-max', '50ms'], {
+      env: cliEnv({ STATUSQ_SUPERVISED: '1' }),
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    launched.push(child);
+    child.disconnect();
+    let stdout = '';
+    child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    // 'exit' and the end of stdout, not 'close': with the channel disconnected before the spawn, Node never emits it.
+    const [[code]] = (await Promise.all([once(child, 'exit'), once(child.stdout!, 'end')])) as [[number | null], unknown];
+    expect(code).toBe(0);
+    expect(logLines(stdout.trim()).map((line) => line.msg)).toContainEqual('the launcher exited while this worker process was starting; exiting without claiming (code 0)');
     expect(stats()).toEqual({ pending: 1500, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
   });
 

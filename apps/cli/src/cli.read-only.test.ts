@@ -8,14 +8,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, dropTestDatabase, postgresUnavailable, withClient } from '@statusq/adapter-postgres/testing';
-import { launchCli, logLines, runCliAsync, until, writeFixture } from './test/cli-harness.js';
+import { launchCli, logLines, runCliInProcess, until, writeFixture } from './test/cli-harness.js';
 import { checkOf, reportOf } from './test/cli-doctor-scenarios.js';
 
 const unavailable = await postgresUnavailable();
 let dir = '';
 beforeAll(() => void (dir = mkdtempSync(join(tmpdir(), 'statusq-cli-read-only-'))));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const statusq = (...args: string[]) => runCliAsync(dir, args);
+const statusq = (...args: string[]) => runCliInProcess(dir, args);
 
 async function readOnlyDatabase(readOnly: boolean, url: string): Promise<void> {
   const name = new URL(url).pathname.slice(1);

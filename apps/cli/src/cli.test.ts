@@ -1,4 +1,4 @@
-// The CLI as a user runs it (the built bin in a child process) over real SQLite files: the shared command
+// The built CLI over real SQLite files (its main in this process; a child process where only a process shows it): the shared command
 // scenarios, plus what needs no database server at all. The other shared groups: cli.operations.test.ts.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -313,7 +313,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   return withStore(flags, 'work', false, (store) => withBroker(store, config, fromUrl, brokerQueue, async (from) => {
     const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options, from, prefetch });
     reportToLauncher(worker);
-    const supervised = process.env.STATUSQ_SUPERVISED === '1' && process.connected;
+    const supervised = process.env.STATUSQ_SUPERVISED === '1';
     const shown = workProgress(progress, worker, options.exitWhenEmpty);
     const log = await workLogger(logging, io, { workerId: worker.workerId }, shown.logBeside);
     storeWarnings.attach(log);
@@ -339,8 +339,15 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
         process.exit(EXIT.handedBack);
       });
     };
-    // Under the launcher: if it dies, drain rather than run on unsupervised.
+    // Under the launcher: if it dies, drain rather than run on unsupervised. Checked here, with no await
+    // between the check and the listener: a launcher killed while this process started has closed the
+    // channel already, and its 'disconnect' event will never come (such a child ran on as an orphan).
     if (supervised) {
+      if (!process.connected) {
+        log.warn({ exitCode: EXIT.ok }, 'the launcher exited while this worker process was starting; exiting without claiming (code 0)');
+        await shown.stop();
+        return EXIT.ok;
+      }
       process.once('disconnect', drain);
       // The IPC channel is only a lifeline; it must not keep a finished worker alive.
       process.channel?.unref();

@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, dropTestDatabase, postgresUnavailable, withClient } from '@statusq/adapter-postgres/testing';
-import { launchCli, runCliAsync, until, type LaunchedCli } from './test/cli-harness.js';
+import { launchCli, runCliInProcess, until, type LaunchedCli } from './test/cli-harness.js';
 
 const CHROMIUM = process.env.STATUSQ_CHROMIUM ?? '/usr/bin/chromium';
 /** Where each run's full-page screenshot goes (gitignored; CI keeps them as artifacts). */
@@ -203,7 +203,7 @@ describe('statusq dashboard in Chromium', () => {
       cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
       const db = await target.create(dir);
       cleanup.push(() => db.dispose());
-      const statusq = (...args: string[]) => runCliAsync(dir, args);
+      const statusq = (...args: string[]) => runCliInProcess(dir, args);
       expect((await statusq('init', '--db', db.url)).code).toBe(0);
       const rows = Array.from({ length: ROWS }, (_, i) => JSON.stringify({ n: i + 1 })).join('\n');
       writeFileSync(join(dir, 'rows.ndjson'), rows);

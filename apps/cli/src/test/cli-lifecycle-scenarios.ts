@@ -75,7 +75,7 @@ export function lifecycleScenarios(ctx: () => CliContext, target: CliTarget): vo
        };`,
     );
     const args = ['work', '--db', c.db.url, '--table', 'jobs', '--handler', stuck, '--concurrency', '2', '--job-timeout', '200ms', '--job-timeout-grace', '200ms', '--max-attempts', '1', '--exit-when-empty'];
-    const stuckRun = await c.statusq(...args);
+    const stuckRun = await c.statusqProcess(...args);
     expect(stuckRun.code, stuckRun.stderr).toBe(4);
     expect(stuckRun.stdout).toMatch(/still running 200 ms after its 200 ms timeout aborted it/);
     expect(await c.stats()).toMatchObject({ pending: 0, processing: 0, done: 1, failed: 1 });

@@ -98,7 +98,8 @@ export function progressScenarios(ctx: () => CliContext): void {
     const quiet = await c.statusq('enqueue', '--db', c.db.url, '--file', rows);
     expect(quiet).toMatchObject({ code: 0, stdout: `enqueued ${ROWS} rows into jobs`, stderr: '' });
 
-    const run = await c.statusq(...workArgs(c, handler, '--progress', 'on'));
+    // A process: the line is drawn on its standard error.
+    const run = await c.statusqProcess(...workArgs(c, handler, '--progress', 'on'));
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout + run.stderr).not.toContain(ESC);
     const lines = run.stderr.split('\n');
@@ -110,7 +111,7 @@ export function progressScenarios(ctx: () => CliContext): void {
     // The summary scripts read is unchanged.
     expect(run.stdout).toMatch(/done 36, failed 4, abuse 0, retried 0/);
 
-    const plain = await c.statusq('enqueue', '--db', c.db.url, '--file', rows, '--progress', 'on');
+    const plain = await c.statusqProcess('enqueue', '--db', c.db.url, '--file', rows, '--progress', 'on');
     expect(plain).toMatchObject({ code: 0, stdout: `enqueued ${ROWS} rows into jobs` });
     expect(plain.stderr.split('\n').at(-1)).toMatch(new RegExp(`^enqueue jobs: ${ROWS} of ${ROWS} rows inserted \\| [\\d.]+ rows/s \\| ETA 0:00 \\| elapsed \\d+:\\d\\d \\| \\[#{20}\\] 100%$`));
 

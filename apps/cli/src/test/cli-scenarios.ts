@@ -13,7 +13,7 @@ import { lifecycleScenarios } from './cli-lifecycle-scenarios.js';
 import { logScenarios } from './cli-log-scenarios.js';
 import { metricsScenarios } from './cli-metrics-scenarios.js';
 import { progressScenarios } from './cli-progress-scenarios.js';
-import { launchCli, logLines, parseStats, runCliAsync, writeFixture } from './cli-harness.js';
+import { launchCli, logLines, parseStats, runCliAsync, runCliInProcess, writeFixture } from './cli-harness.js';
 import type { CliContext, CliTarget } from './cli-target.js';
 
 export type { CliContext, CliTarget, CliTestDatabase } from './cli-target.js';
@@ -60,11 +60,12 @@ export function cliScenarios(title: string, target: CliTarget, groups: readonly 
     beforeEach(async () => {
       const dir = mkdtempSync(join(tmpdir(), `statusq-cli-${target.dialect}-`));
       const db = await target.create(dir);
-      const statusq = (...args: string[]) => runCliAsync(dir, args);
+      const statusq = (...args: string[]) => runCliInProcess(dir, args);
       current = {
         dir,
         db,
         statusq,
+        statusqProcess: (...args) => runCliAsync(dir, args),
         statusqWith: (env, ...args) => runCliAsync(dir, args, undefined, env),
         stats: async (table = 'jobs') => parseStats(await statusq('stats', '--db', db.url, '--table', table, '--json')),
         file: (name, text) => writeFixture(dir, name, text),

@@ -36,7 +36,13 @@ export interface CliTarget {
 export interface CliContext {
   readonly dir: string;
   readonly db: CliTestDatabase;
+  /** The CLI's main in this process (runCliInProcess): what most scenarios need, at a fraction of a process's CPU. */
   statusq(...args: string[]): Promise<CliRun>;
+  /**
+   * The built bin in a child process, for what only a process shows: an exit through process.exit (a
+   * recycle), output written straight to the process's standard error (progress), its own pid.
+   */
+  statusqProcess(...args: string[]): Promise<CliRun>;
   /** The CLI with these environment variables set (STATUSQ_DATABASE_URL and DATABASE_URL are otherwise unset). */
   statusqWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<CliRun>;
   stats(table?: string): Promise<StatusCounts>;
