@@ -1,10 +1,11 @@
-// Reads the JSON report vitest writes in CI (test-results.json at the root, every tier) and fails when a suite
+// Reads the JSON reports vitest writes in CI (test-results*.json at the root, every tier) and fails when a suite
 // that must run did not: a missing report, a package with no passed test, a failed test, or a skipped test in
 // a database suite. A test may be skipped only when its title says which capability the adapter lacks
 // ("[needs listenNotify] ...") and that adapter is known to lack it (MAY_SKIP): an adapter that lost an option
 // it had (knexConfig, queryPlans) fails here instead of skipping quietly.
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { readTestReports } from './test-tiers.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const packages = ['packages', 'apps'].flatMap((dir) => readdirSync(join(root, dir)).map((name) => join(dir, name)));
@@ -23,17 +24,15 @@ let passed = 0;
 let failed = 0;
 let skipped = 0;
 
-const file = join(root, 'test-results.json');
-if (!existsSync(file)) {
-  console.error('check-test-reports: no test-results.json (the tests did not run)');
+const report = readTestReports(root);
+if (!report) {
+  console.error('check-test-reports: no test-results*.json (the tests did not run)');
   process.exit(1);
 }
-const report = JSON.parse(readFileSync(file, 'utf8'));
-/** The package a test file is in (packages/x or apps/x). */
-const packageOf = (path) => relative(root, path).split('/').slice(0, 2).join('/');
 const ranIn = new Map(packages.map((pkg) => [pkg, 0]));
-for (const suite of report.testResults ?? []) {
-  const pkg = packageOf(suite.name);
+for (const suite of report.testResults) {
+  /** The package a test file is in (packages/x or apps/x). */
+  const pkg = suite.path.split('/').slice(0, 2).join('/');
   if (suite.status === 'failed' && (suite.assertionResults ?? []).length === 0) problems.push(`${pkg}: ${suite.name} failed to load: ${suite.message ?? ''}`);
   for (const test of suite.assertionResults ?? []) {
     if (test.status === 'passed') {

@@ -14,3 +14,5 @@ export declare function selectedDialects(value?: string): Dialect[];
 export declare function dialectSelected(dialect: Dialect): boolean;
 export declare function tierFiles(tier: Tier, dialects?: readonly Dialect[]): string[];
 export declare function globToRegExp(glob: string): RegExp;
+export declare function testReportFile(name?: string): string;
+export declare function readTestReports(root: string): { startTime: number; testResults: Array<{ name: string; path: string; [field: string]: unknown }> } | null;

@@ -2,6 +2,8 @@
 // runs on. The root vitest.config.ts makes one vitest project of each tier from this table, scripts/test.mjs
 // runs them (`pnpm test`, `pnpm test:unit`, ...), and a test file that is in no tier fails the run, so none is
 // dropped quietly. CONTRIBUTING.md says what each tier needs.
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** The tiers, cheapest first. `system` is not vitest: it runs scripts over the packed packages and the apps. */
 export const TIERS = ['unit', 'conformance', 'chaos', 'browser', 'system'];
@@ -104,4 +106,28 @@ export function globToRegExp(glob) {
     .map((part) => (part === '**/' ? '(?:.*/)?' : part === '*' ? '[^/]*' : part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')))
     .join('');
   return new RegExp(`^${source}$`);
+}
+
+/**
+ * Where vitest writes its JSON report in CI: `test-results.json` at the root, or `test-results.<name>.json`
+ * when `pnpm test` runs the tiers in more than one vitest run (STATUSQ_TEST_REPORT names it).
+ */
+export function testReportFile(name = process.env.STATUSQ_TEST_REPORT) {
+  return name ? `test-results.${name}.json` : 'test-results.json';
+}
+
+/**
+ * Every JSON report the last run left at `root` (one per vitest run), as one: the earliest start and every
+ * file's results, each file named by its path from packages/ or apps/ on, wherever the checkout that ran it
+ * was. Null when there is none.
+ */
+export function readTestReports(root) {
+  const reports = readdirSync(root)
+    .filter((name) => /^test-results(\.[\w-]+)?\.json$/.test(name))
+    .map((name) => JSON.parse(readFileSync(join(root, name), 'utf8')));
+  if (reports.length === 0) return null;
+  return {
+    startTime: Math.min(...reports.map((report) => report.startTime ?? Date.now())),
+    testResults: reports.flatMap((report) => report.testResults ?? []).map((suite) => ({ ...suite, path: suite.name.slice(suite.name.search(/(?:^|\/)(?:packages|apps)\//) + 1) })),
+  };
 }

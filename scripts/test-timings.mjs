@@ -1,26 +1,25 @@
 // `pnpm test:timings`: where the last full run's time went. Reads what that run left (artifacts/ci-steps.json
-// from .ci/run, artifacts/test-steps.json from scripts/test.mjs, test-results.json from vitest in CI mode) and
+// from .ci/run, artifacts/test-steps.json from scripts/test.mjs, test-results*.json from vitest in CI mode) and
 // rewrites the timing table in CONTRIBUTING.md and scripts/test-durations.json, from which the root
 // vitest.config.ts starts the longest files first. Run it after `bash .ci/run` (or `CI=true pnpm test`).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { TEST_FILES, globToRegExp } from './test-tiers.mjs';
+import { TEST_FILES, globToRegExp, readTestReports } from './test-tiers.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const read = (path) => (existsSync(join(root, path)) ? JSON.parse(readFileSync(join(root, path), 'utf8')) : null);
 const ci = read('artifacts/ci-steps.json');
 const tests = read('artifacts/test-steps.json');
-const report = read('test-results.json');
+const report = readTestReports(root);
 if (!report) {
-  console.error('test-timings: run the suite first (bash .ci/run, or CI=true pnpm test): test-results.json is missing');
+  console.error('test-timings: run the suite first (bash .ci/run, or CI=true pnpm test): no test-results*.json');
   process.exit(1);
 }
 
 const tierOf = (path) => Object.entries(TEST_FILES).find(([, entries]) => entries.some((entry) => globToRegExp(entry.files).test(path)))?.[0] ?? '?';
-const files = (report.testResults ?? [])
+const files = report.testResults
   .map((suite) => ({
-    // From packages/ or apps/ on, wherever the checkout that ran it was.
-    path: suite.name.slice(suite.name.search(/(?:^|\/)(?:packages|apps)\//) + 1),
+    path: suite.path,
     seconds: Math.round((suite.endTime - suite.startTime) / 100) / 10,
     tests: (suite.assertionResults ?? []).filter((t) => t.status === 'passed').length,
   }))

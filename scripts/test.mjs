@@ -1,8 +1,8 @@
 // `pnpm test [TIER ...] [-- VITEST ARGS]`: builds, then runs the test tiers (scripts/test-tiers.mjs). With no
-// tier it runs all of them, with lint and typecheck, which is what `.ci/run` runs. Beside the vitest run go
-// lint and typecheck, the packed-package check (mostly npm's install) and the README's demo; the example app,
-// the benchmark and the scale-out run follow one after another with nothing else on the machine, since their
-// cases and measurements are timed. The suite is CPU-bound on 2 cores (CONTRIBUTING.md's timing table).
+// tier it runs all of them, with lint and typecheck, which is what `.ci/run` runs, in three phases: the
+// unit, conformance and browser files beside lint and typecheck, the packed-package check and the README's
+// demo (both cores busy); then the chaos files beside the example app; then the benchmark beside scale-out.
+// CONTRIBUTING.md's timing table says where the time goes.
 // Each step's time goes to artifacts/test-steps.json, which scripts/test-timings.mjs turns into that table.
 // Exit: 0 all passed, 1 a step failed, 2 a bad tier name, STATUSQ_DIALECTS or STATUSQ_TEST_WORKERS.
 import { spawn } from 'node:child_process';
@@ -74,6 +74,13 @@ function step(name, command, args, options = {}) {
 
 const npx = (...args) => ['npx', args];
 const vitestTiers = tiers.filter((tier) => tier !== 'system');
+// With every tier, the chaos files get a vitest run of their own after the rest (beside the example app);
+// a run of chosen tiers is one vitest run, whose config still puts chaos last.
+const firstTiers = everything ? vitestTiers.filter((tier) => tier !== 'chaos') : vitestTiers;
+const laterTiers = everything ? ['chaos'] : [];
+/** One vitest run of `runTiers`; in CI its JSON report is test-results.<report>.json (check-test-reports reads them all). */
+const vitestRun = (runTiers, report) =>
+  step(`vitest: ${runTiers.join(', ')}`, ...npx('vitest', 'run', ...runTiers.flatMap((tier) => ['--project', tier]), ...vitestArgs), report ? { env: { ...process.env, STATUSQ_TEST_REPORT: report } } : {});
 
 /** Whether something accepts TCP connections at the host and port of `url`, within two seconds. */
 function answers(url, defaultPort) {
@@ -109,23 +116,29 @@ if ((await step('build', ...npx('turbo', 'run', 'build', '--output-logs=errors-o
   if (missing) console.log(`[system] skipped check-packages, check-example, bench --quick and scale --quick: ${missing}`);
   const packs = tiers.includes('system') && !missing ? mkdtempSync(join(tmpdir(), 'statusq-packs-')) : null;
   try {
-    const together = [];
-    if (everything) together.push(step('lint+typecheck', ...npx('turbo', 'run', 'lint', 'typecheck', '--output-logs=errors-only')));
-    if (vitestTiers.length > 0) together.push(step(`vitest: ${vitestTiers.join(', ')}`, ...npx('vitest', 'run', ...vitestTiers.flatMap((tier) => ['--project', tier]), ...vitestArgs)));
+    // Three phases, each a few steps side by side; the machine's two cores are busy in the first, and the
+    // later ones mostly wait on servers, restarts and leases.
+    const first = [];
+    if (everything) first.push(step('lint+typecheck', ...npx('turbo', 'run', 'lint', 'typecheck', '--output-logs=errors-only')));
+    if (firstTiers.length > 0) first.push(vitestRun(firstTiers, laterTiers.length > 0 ? 'first' : undefined));
     // The public packages as a user gets them: packed, publint-clean, installed with plain npm into a fresh
     // project where `npx statusq` runs (mostly npm's install, beside the tests).
-    if (packs) together.push(step('check-packages', 'node', ['scripts/check-packages.mjs', '--packs', packs]));
+    if (packs) first.push(step('check-packages', 'node', ['scripts/check-packages.mjs', '--packs', packs]));
     // The README's demo command, word for word (SQLite only): it exits non-zero if any row was handled twice.
-    if (tiers.includes('system')) together.push(step('demo', ...npx('-y', 'pnpm@12.4.2', 'demo')));
-    await Promise.all(together);
+    if (tiers.includes('system')) first.push(step('demo', ...npx('-y', 'pnpm@12.4.2', 'demo')));
+    await Promise.all(first);
+    // The chaos files (private servers restarted and killed, proxies, brokers), beside the example app from
+    // the same tarballs on SQLite and MariaDB; neither shares a server with the other's faults.
+    const second = laterTiers.length > 0 ? [vitestRun(laterTiers, 'chaos')] : [];
+    if (packs) second.push(step('check-example', 'node', ['scripts/check-example.mjs', '--packs', packs]));
+    await Promise.all(second);
     if (packs) {
-      // Alone on the machine, one after another: the example app from the same tarballs on SQLite and MariaDB
-      // (its conformance file has timed cases: rate limits, leases), the benchmark harness, small, so it never
-      // rots (its numbers are not judged here), and scale-out on hosts made here, which exits 1 unless every
-      // run's ledger proof holds.
-      await step('check-example', 'node', ['scripts/check-example.mjs', '--packs', packs]);
-      await step('bench --quick', 'timeout', ['600', 'node', 'apps/bench/dist/bench.js', '--quick']);
-      await step('scale --quick', 'timeout', ['900', 'node', 'apps/bench/dist/scale/scale.js', '--quick']);
+      // The benchmark harness, small, so it never rots (its numbers are not judged here), and scale-out on
+      // hosts made here, which exits 1 unless every run's ledger proof holds.
+      await Promise.all([
+        step('bench --quick', 'timeout', ['600', 'node', 'apps/bench/dist/bench.js', '--quick']),
+        step('scale --quick', 'timeout', ['900', 'node', 'apps/bench/dist/scale/scale.js', '--quick']),
+      ]);
     }
   } finally {
     if (packs) rmSync(packs, { recursive: true, force: true });

@@ -34,12 +34,16 @@ async function startStatementServer(): Promise<PrivateServer> {
   const server = await PrivateServer.start({
     name: 'MariaDB',
     user: 'mysql',
-    init: (dir) => ({ file: INSTALL!, args: ['--no-defaults', `--datadir=${join(dir, 'data')}`, '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve'] }),
+    // --tmpdir: its own, never /tmp. A MariaDB server (the install's bootstrap too) deletes every `#sql*` file in
+    // its tmpdir when it starts, which took the shared server's temporary tables from under a running query
+    // ("Error on delete of '/tmp/#sql-temptable-....MAI' (Errcode: 2)" in another suite).
+    init: (dir) => ({ file: INSTALL!, args: ['--no-defaults', `--datadir=${join(dir, 'data')}`, `--tmpdir=${dir}`, '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve'] }),
     run: (dir, port) => ({
       file: SERVER!,
       args: [
         '--no-defaults',
         `--datadir=${join(dir, 'data')}`,
+        `--tmpdir=${dir}`,
         `--port=${port}`,
         '--bind-address=127.0.0.1',
         `--socket=${join(dir, 'mariadbd.sock')}`,

@@ -75,7 +75,8 @@ export async function startPrivateMariadb(query = '', settings: PrivateMariadbSe
     user: 'mysql',
     init: (dir) => ({
       file: install,
-      args: ['--no-defaults', `--datadir=${join(dir, 'data')}`, '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve', ...(settings.installArgs ?? [])],
+      // The install's bootstrap server clears its tmpdir's `#sql*` files as the server does (see --tmpdir below).
+      args: ['--no-defaults', `--datadir=${join(dir, 'data')}`, `--tmpdir=${scratch}`, '--auth-root-authentication-method=normal', '--skip-test-db', '--skip-name-resolve', ...(settings.installArgs ?? [])],
     }),
     run: (dir, port) => ({
       file: server,
@@ -92,9 +93,10 @@ export async function startPrivateMariadb(query = '', settings: PrivateMariadbSe
         '--innodb-buffer-pool-dump-at-shutdown=OFF',
         '--innodb-buffer-pool-load-at-startup=OFF',
         '--innodb-flush-log-at-trx-commit=2',
-        // Temporary files of its own: with the default (/tmp, shared by every server on the machine) an
-        // information_schema query once failed with "Error on delete of '/tmp/#sql-temptable-....MAI'
-        // (Errcode: 2)" while other suites ran their own servers.
+        // Temporary files of its own: a MariaDB server deletes every `#sql*` file in its tmpdir when it starts,
+        // so with the default (/tmp, shared by every server on the machine) a private server's start took the
+        // shared server's temporary tables from under a running information_schema query ("Error on delete of
+        // '/tmp/#sql-temptable-....MAI' (Errcode: 2)").
         `--tmpdir=${scratch}`,
         ...(typeof settings.serverArgs === 'function' ? settings.serverArgs(dir) : (settings.serverArgs ?? [])),
       ],
