@@ -112,6 +112,14 @@ async function main(argv: readonly string[]): Promise<number> {
     console.error(`scale: ${unavailable}`);
     return 1;
   }
+  // Stopped (Ctrl-C, or `timeout` in CI): exit through process.exit, whose 'exit' hooks take down the hosts'
+  // namespaces, links and processes; a signal's default end skips them and leaves the hosts behind.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`scale: ${signal}: removing the hosts and exiting`);
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    });
+  }
   const only: string[] = args.only ?? [...SCALE_SCENARIOS];
   const dialects: ServerDialect[] = args.dialects ?? [...SCALE_DIALECTS];
   const resultsDir = join(ROOT, 'apps', 'bench', 'results');
