@@ -26,7 +26,7 @@ const files = report.testResults
   .map((file) => ({ ...file, tier: tierOf(file.path) }))
   .sort((a, b) => b.seconds - a.seconds);
 
-const durations = Object.fromEntries([...files].sort((a, b) => a.path.localeCompare(b.path)).map((file) => [file.path, file.seconds * 1000]));
+const durations = Object.fromEntries([...files].sort((a, b) => a.path.localeCompare(b.path)).map((file) => [file.path, Math.round(file.seconds * 1000)]));
 writeFileSync(join(root, 'scripts/test-durations.json'), `${JSON.stringify(durations, null, 2)}\n`);
 
 const fmt = (seconds) => (seconds >= 90 ? `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s` : `${seconds} s`);
