@@ -26,6 +26,8 @@ export interface LeaseHooks<C> {
  */
 export class LeaseKeeper<C extends { job: Job; token: string | null }> {
   private timers: NodeJS.Timeout[] = [];
+  /** Ticks still waiting on the database (at most one heartbeat and one reap). */
+  private readonly ticks = new Set<Promise<void>>();
 
   constructor(
     private readonly queue: Queue,
@@ -40,9 +42,14 @@ export class LeaseKeeper<C extends { job: Job; token: string | null }> {
     this.every(this.settings.heartbeatMs, () => this.heartbeat());
   }
 
-  stop(): void {
+  /**
+   * No more ticks; resolves once a tick already under way is done, so a reap that gave rows up has told
+   * `reaped` (their dead letters) before the worker closes its broker.
+   */
+  async stop(): Promise<void> {
     for (const timer of this.timers) clearInterval(timer);
     this.timers = [];
+    await Promise.allSettled([...this.ticks]);
   }
 
   private async heartbeat(): Promise<void> {
@@ -75,7 +82,11 @@ export class LeaseKeeper<C extends { job: Job; token: string | null }> {
     const timer = setInterval(() => {
       if (busy) return;
       busy = true;
-      void task().finally(() => (busy = false));
+      const tick: Promise<void> = task().finally(() => {
+        busy = false;
+        this.ticks.delete(tick);
+      });
+      this.ticks.add(tick);
     }, ms);
     timer.unref?.();
     this.timers.push(timer);

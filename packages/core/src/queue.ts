@@ -249,9 +249,13 @@ export class Queue {
     return (await this.store.execute(this.sql.anyDueRow())).rows.length > 0;
   }
 
-  async hasRowsWithStatus(name: StatusName): Promise<boolean> {
-    const code = name === 'pending' ? null : this.table.codes[name];
-    const { rows } = await this.store.execute(this.sql.anyRowWithStatus(code));
+  /**
+   * A row is in any of these states. Several names are asked in one statement, which reads one snapshot:
+   * a row moving between them meanwhile (a claim, a reap) is seen in one state or the other, never missed.
+   */
+  async hasRowsWithStatus(...names: [StatusName, ...StatusName[]]): Promise<boolean> {
+    const codes = names.map((name) => (name === 'pending' ? null : this.table.codes[name]));
+    const { rows } = await this.store.execute(this.sql.anyRowWithStatus(...codes));
     return rows.length > 0;
   }
 

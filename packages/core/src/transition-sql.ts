@@ -597,8 +597,11 @@ export class TransitionSql {
     return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${this.dueCondition()} LIMIT 1`, params: [] };
   }
 
-  anyRowWithStatus(code: number | null): Statement {
-    return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${this.statusHolds(code)} LIMIT 1`, params: [] };
+  /** A row whose status holds any of `codes` (null: pending), in one statement: one snapshot of the table. */
+  anyRowWithStatus(...codes: Array<number | null>): Statement {
+    const holds = codes.map((code) => this.statusHolds(code));
+    const where = holds.length === 1 ? holds[0]! : `(${holds.join(' OR ')})`;
+    return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${where} LIMIT 1`, params: [] };
   }
 
   /**

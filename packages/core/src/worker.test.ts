@@ -44,6 +44,25 @@ describe('Worker on an in-memory store', () => {
     expect(statuses(s)).toEqual([1, 1, 1]);
   });
 
+  it('with exitWhenEmpty, a row another worker claims while this one asks whether the queue is drained keeps this run going until the row is finished', async () => {
+    const s = await withJobs(1);
+    // A retry waiting for its time: pending, but not this worker's to claim yet.
+    s.db.run('UPDATE jobs SET next_attempt_at = ? WHERE id = 1', [Date.now() + 60_000]);
+    let drainChecks = 0;
+    s.afterCommit = (statements) => {
+      if (statements.length !== 1 || !/^SELECT 1 AS found FROM "jobs" WHERE \(?"status" (IS NULL|= 9)( OR "status" (IS NULL|= 9)\))? LIMIT 1$/.test(statements[0]!.sql)) return;
+      drainChecks++;
+      // Right after the first drain statement another worker claims the row (pending -> processing): asked as
+      // two statements, processing then pending, the row was in neither answer and this run ended while that
+      // worker could still die holding it. Two checks later, that worker finishes it.
+      if (drainChecks === 1) s.db.run("UPDATE jobs SET status = 9, claimed_at = ?, worker_id = 'other' WHERE id = 1", [Date.now()]);
+      if (drainChecks === 3) s.db.run('UPDATE jobs SET status = 1 WHERE id = 1');
+    };
+    const w = await worker(s, { exitWhenEmpty: true, leaseMs: 60_000 });
+    await w.run();
+    expect(statuses(s)).toEqual([1]);
+  });
+
   it('counts a lone completion with a result as done when its commit was retried after the reply was lost (not as a claim lost)', async () => {
     const s = await withJobs(1);
     let lostReplies = 0;

@@ -289,7 +289,8 @@ export class Worker extends TypedEmitter {
       await this.whenIdle();
       if (!this.handedBack) await this.settleStuck();
     } finally {
-      this.leases.stop();
+      // A reap under way may be giving rows up: their dead letters go out before the subscription closes.
+      await this.leases.stop();
       // After the jobs: their messages are acked as they end, on the subscription's channel.
       await this.deliveries?.stop().catch((error: unknown) => this.emit('error', { error, during: 'broker unsubscribe' }));
     }
@@ -620,11 +621,12 @@ export class Worker extends TypedEmitter {
     if (this.inFlight.size > 0 || !this.settler.idle) return false;
     // With leases, another worker's claim either settles or expires and is reaped back to pending; wait.
     // Without them a row left in processing by a dead worker would never leave, so only our own count.
-    // Processing is checked before pending: a reap (processing -> pending) between the two checks must not
-    // make both miss the row.
+    // Both states are asked in one statement: asked one after the other, a row moving between them in the
+    // gap is missed by both (a claim, pending -> processing, after a processing check; a reap or a retry,
+    // processing -> pending, after a pending check), and this worker ends while that row may still need it
+    // (its claimer dies and nobody is left to reap it).
     try {
-      if (this.queue.table.features.leases && (await this.queue.hasRowsWithStatus('processing'))) return false;
-      return !(await this.queue.hasRowsWithStatus('pending'));
+      return !(await (this.queue.table.features.leases ? this.queue.hasRowsWithStatus('pending', 'processing') : this.queue.hasRowsWithStatus('pending')));
     } catch (error) {
       // A database that cannot answer for a moment (restarting, connections dropped) has not said the queue
       // is empty: the loop backs off and asks again, as after a failed claim, instead of ending the run.
