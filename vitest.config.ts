@@ -52,7 +52,6 @@ try {
       // full of races made those deadlines pass (4 of 9 broker cases failed with 4 files at once, when each
       // CLI command was a process). Among themselves they mostly wait on servers, so they share the pool.
       ...(tier === 'chaos' ? { sequence: { groupOrder: 1 } } : {}),
-      maxWorkers: poolSize,
     },
   }));
 } catch (error) {

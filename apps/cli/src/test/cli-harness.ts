@@ -44,9 +44,10 @@ let cliMain: Promise<CliMain> | null = null;
  * natively), only without a process of its own.
  */
 function builtMain(): Promise<CliMain> {
+  if (cliMain) return cliMain;
   // vitest evaluates this file with its own loader; a script given Node's default loader imports natively.
   const nativeImport = new Script('(url) => import(url)', { importModuleDynamically: constants.USE_MAIN_CONTEXT_DEFAULT_LOADER }).runInThisContext() as (url: string) => Promise<{ main: CliMain }>;
-  cliMain ??= nativeImport(new URL('../../dist/main.js', import.meta.url).href).then((module) => module.main);
+  cliMain = nativeImport(new URL('../../dist/main.js', import.meta.url).href).then((module) => module.main);
   return cliMain;
 }
 
