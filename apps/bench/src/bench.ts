@@ -160,7 +160,9 @@ async function main(args: Args): Promise<void> {
   const plan = { ...base, ...(args.workers && { workerCounts: args.workers, handlerWorkerCounts: args.workers, slotWorkerCounts: args.workers, peerWorkerCounts: args.workers }), ...(args.jobs && { jobs: args.jobs, slowJobs: args.jobs, targetJobs: args.jobs, brokerJobs: args.jobs }), ...(args.slots && { slotSizes: args.slots }), ...(args.strategies && { strategies: args.strategies }), ...(args.rounds && { observabilityRounds: args.rounds }) };
   const partial =
     args.workers !== null || args.jobs !== null || args.slots !== null || args.strategies !== null || args.rounds !== null || args.progress || args.variants !== null || args.sideBySide || !args.peers || args.only.length < SCENARIOS.length || args.dialects.length < DIALECTS.length;
-  const resultsFile = args.quick || partial ? join(ROOT, 'apps', 'bench', 'results', args.quick ? 'quick.jsonl' : 'partial.jsonl') : join(DOCS_DATA, 'results.jsonl');
+  // Quick runs of some dialects may run side by side (pnpm test runs one per database): a file each.
+  const quickName = args.dialects.length < DIALECTS.length ? `quick-${args.dialects.join('-')}.jsonl` : 'quick.jsonl';
+  const resultsFile = args.quick || partial ? join(ROOT, 'apps', 'bench', 'results', args.quick ? quickName : 'partial.jsonl') : join(DOCS_DATA, 'results.jsonl');
   mkdirSync(dirname(resultsFile), { recursive: true });
   writeFileSync(resultsFile, '');
   const records: BenchRecord[] = [];
@@ -178,6 +180,7 @@ async function main(args: Args): Promise<void> {
   const started = performance.now();
   console.log(`statusq bench${args.quick ? ' --quick' : ''}: ${args.only.join(', ')} on ${args.dialects.join(', ')}${ctx.peers.length ? ` with ${ctx.peers.map((p) => `${p.system} ${p.variant}`).join(', ')}` : ''}`);
   for (const scenario of args.only) {
+    const scenarioStarted = performance.now();
     console.log(`\n${scenario}`);
     if (scenario === 'burn-down') await burnDown(ctx);
     else if (scenario === 'peers') await peers(ctx);
@@ -194,6 +197,7 @@ async function main(args: Args): Promise<void> {
       await burnDown(ctx, 'handler-5ms');
       await peers(ctx, 'handler-5ms');
     }
+    console.log(`${scenario}: ${((performance.now() - scenarioStarted) / 1000).toFixed(1)} s`);
   }
   console.log(`\n${textReport(records)}\n`);
   for (const line of [...ratioLines(records), ...ceilingLines(records)]) console.log(line);

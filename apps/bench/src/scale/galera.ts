@@ -81,7 +81,7 @@ const QUICK_PLAN: GaleraPlan = {
   processes: 1,
   concurrency: 8,
   jobs: 1000,
-  kill: { jobs: 5000, leaseMs: 15_000, at: 0.3 },
+  kill: { jobs: 3000, leaseMs: 15_000, at: 0.3 },
   isolate: null,
   runTimeoutMs: 60_000,
 };

@@ -37,7 +37,7 @@ const FULL_PLAN: OneDatabasePlan = {
 
 const QUICK_PLAN: OneDatabasePlan = {
   hosts: { hostCounts: [1, 2], processes: 1, concurrency: 8, jobs: 2000 },
-  latency: { hosts: 1, concurrency: 64, delaysMs: [0, 20], batches: [1, 64], jobs: 20_000, durationMs: 2500 },
+  latency: { hosts: 1, concurrency: 64, delaysMs: [0, 20], batches: [1, 64], jobs: 20_000, durationMs: 1500 },
   faults: { processes: 2, concurrency: 8, jobs: 3000, leaseMs: 2000, workMs: 10, drops: 4 },
   runTimeoutMs: 120_000,
 };

@@ -76,7 +76,7 @@ const QUICK_PLAN: PoolerPlan = {
   jobs: 3000,
   clientPool: 4,
   serverPool: 4,
-  pickup: { inserts: 6, gapMs: [1000, 1500], pollMaxMs: 1000 },
+  pickup: { inserts: 3, gapMs: [1000, 1500], pollMaxMs: 1000 },
   runTimeoutMs: 120_000,
 };
 

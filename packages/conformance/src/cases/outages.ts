@@ -85,8 +85,11 @@ export function outageCases(env: () => TestEnv, options: ConformanceOptions): vo
     const seen = await waitFor(
       `${executions} executions in the ledger from 3 worker processes`,
       () => {
-        if (run.ended()) throw new Error(`the run ended before ${executions} executions: the disturbance would have landed on nothing`);
         const n = countLedgerLines(run.ledgerPath);
+        if (run.ended()) {
+          const exits = run.exits.map((e) => `${e.pid}:${e.signal ?? e.code}`).join(', ');
+          throw new Error(`the run ended (child exits ${exits}) with ${n} of the ${executions} executions awaited in the ledger: the disturbance would have landed on nothing`);
+        }
         return n >= executions && run.startedAt.size === 3 ? n : false;
       },
       { timeoutMs: 20_000 },
