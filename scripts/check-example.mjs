@@ -6,16 +6,15 @@
 // example's conformance file. Prints the example's own output. First, README.md's From code block must be the
 // example's src/worker.ts.
 // Run after the build: node scripts/check-example.mjs [--packs DIR] (DIR: tarballs check-packages.mjs packed).
-import { execFile, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { promisify, stripVTControlCharacters } from 'node:util';
+import { stripVTControlCharacters } from 'node:util';
 import { MYSQL_SERVER, npmInstall, packPublic, packsArgument, root, run, scratchDatabase, tarballManifest, tarballsByName } from './packs.mjs';
 
 const EXAMPLE = join(root, 'examples/table-a-worker');
-const execFileAsync = promisify(execFile);
 const SEEDED = 500;
 const BACKLOG = 3000;
 const BLOCKED_HOST = 'spam.example'; // the example's rule; its seed puts every tenth row there
@@ -52,13 +51,10 @@ try {
   const app = join(work, 'table-a-worker');
   cpSync(EXAMPLE, app, { recursive: true, filter: (path) => !/(^|\/)(node_modules|dist)$|\.db(-wal|-shm)?$/.test(relative(EXAMPLE, path)) });
   installFromTarballs(app, tarballs);
-  // An env value of undefined removes that variable. Asynchronous: the SQLite and MariaDB runs below go side by side.
-  const npm = async (args, env = {}) => {
-    const options = { cwd: app, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024, timeout: 600_000, env: Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined)) };
-    return (await execFileAsync('npm', args, options)).stdout;
-  };
-  await npm(['run', 'build']);
-  await npm(['run', 'typecheck']);
+  // An env value of undefined removes that variable.
+  const npm = (args, env = {}) => run('npm', args, app, { env: Object.fromEntries(Object.entries({ ...process.env, ...env }).filter(([, v]) => v !== undefined)), timeout: 600_000 });
+  npm(['run', 'build']);
+  npm(['run', 'typecheck']);
   console.info(`example installed from the tarballs with npm and built (${seconds(began)})`);
   const { STOP_MARGIN_MS } = await import(pathToFileURL(join(app, 'node_modules/@statusq/core/dist/index.js')).href);
   STOP_BOUND_MS = WORKER_STOP_TIMEOUT_MS + STOP_MARGIN_MS;
@@ -67,48 +63,43 @@ try {
   dropDatabase = mariadb.drop;
   const mariadbUrl = mariadb.url;
 
-  // The two databases side by side, each on its own file or database: the worker runs, then the conformance file.
-  await Promise.all([
-    { label: 'sqlite', url: `sqlite:${join(app, 'dev.db')}`, testEnv: { STATUSQ_MYSQL_URL: undefined } },
-    { label: 'mariadb', url: mariadbUrl, testEnv: { STATUSQ_MYSQL_URL: MYSQL_SERVER } },
-  ].map(async ({ label, url, testEnv }) => {
-    await workUntilEmptyAndStop(label, url);
-    await conformanceFile(label, testEnv);
-  }));
-
-  /** 500 rows worked until empty, a backlog stopped by SIGTERM mid-way, and the rest worked after a restart. */
-  async function workUntilEmptyAndStop(label, url) {
+  for (const [label, url] of [
+    ['sqlite', `sqlite:${join(app, 'dev.db')}`],
+    ['mariadb', mariadbUrl],
+  ]) {
     const step = performance.now();
     const env = { DATABASE_URL: url };
-    const report = async () => JSON.parse(await npm(['run', '--silent', 'report'], env));
-    show(label, await npm(['run', '--silent', 'seed', '--', String(SEEDED)], env));
-    show(label, await npm(['start', '--silent'], { ...env, EXIT_WHEN_EMPTY: '1' }));
-    const first = await report();
+    const report = () => JSON.parse(npm(['run', '--silent', 'report'], env));
+    show(label, npm(['run', '--silent', 'seed', '--', String(SEEDED)], env));
+    show(label, npm(['start', '--silent'], { ...env, EXIT_WHEN_EMPTY: '1' }));
+    const first = report();
     show(label, JSON.stringify(first));
     expectByRule(label, first, { done: SEEDED - SEEDED / 10, abuse: SEEDED / 10 });
 
     // Graceful shutdown: SIGTERM while jobs run (20 ms each, 8 at a time), as a process manager sends it.
-    show(label, await npm(['run', '--silent', 'seed', '--', String(BACKLOG)], env));
+    show(label, npm(['run', '--silent', 'seed', '--', String(BACKLOG)], env));
     const stop = await terminateMidway(app, { ...env, WORK_MS: '20' }, label);
-    const afterStop = await report();
+    const afterStop = report();
     show(label, `SIGTERM after ${stop.settledBeforeSignal} settled: exit ${stop.code} in ${stop.ms} ms; ${JSON.stringify(afterStop.byStatus)}`);
     expect(stop.code === 0, `${label}: the worker exited ${stop.code} (signal ${stop.signal}) after SIGTERM, not 0`);
     expect(stop.ms < STOP_BOUND_MS, `${label}: the worker took ${stop.ms} ms to stop, past ${STOP_BOUND_MS} ms`);
     expect(!afterStop.byStatus.processing, `${label}: ${afterStop.byStatus.processing} rows left in processing (9) after SIGTERM`);
     expect(afterStop.byStatus.pending > 0, `${label}: SIGTERM came after the backlog was done, so it stopped nothing`);
-    show(label, await npm(['start', '--silent'], { ...env, EXIT_WHEN_EMPTY: '1' }));
+    show(label, npm(['start', '--silent'], { ...env, EXIT_WHEN_EMPTY: '1' }));
     const total = SEEDED + BACKLOG;
-    expectByRule(label, await report(), { done: total - total / 10, abuse: total / 10 });
+    expectByRule(label, report(), { done: total - total / 10, abuse: total / 10 });
     console.info(`${label}: ${SEEDED} rows worked until empty, SIGTERM drained cleanly, the rest of ${BACKLOG} worked after a restart (${seconds(step)})`);
   }
 
-  /** The example's own conformance file (`npm test`), on SQLite or, with STATUSQ_MYSQL_URL, on MariaDB. */
-  async function conformanceFile(label, env) {
+  for (const [label, env] of [
+    ['sqlite', { STATUSQ_MYSQL_URL: undefined }],
+    ['mariadb', { STATUSQ_MYSQL_URL: MYSQL_SERVER }],
+  ]) {
     const step = performance.now();
     let output;
     let passed = true;
     try {
-      output = await npm(['test'], env);
+      output = npm(['test'], env);
     } catch (error) {
       output = `${error.stdout}${error.stderr}`;
       passed = expect(false, `${label}: the example's conformance file failed`);

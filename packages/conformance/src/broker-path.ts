@@ -226,10 +226,15 @@ export function runBrokerConformance(database: ConformanceOptions, broker: Broke
       const consumers = [1, 2, 3, 4].map((i) => startConsumer(`consumer ${i}`));
       const results = await Promise.all(consumers.map((c) => c.result<ChildWorkerResult>(120_000)));
       await stopRelay(relay);
+      const { counters: relayed } = await relay.result<{ counters: { published: number } }>(5_000);
       await proveLedger(store, ledger(), new Set());
       // Every consumer took part: the broker spread the messages.
       expect(results.filter((r) => (r.counters.completed ?? 0) > 0).length).toBeGreaterThanOrEqual(2);
-      expect((await (await openBroker()).depth()) ?? 0).toBe(0);
+      // Every message a consumer took was acked: each of the ROWS rows took at least one, so at most the copies
+      // are left, and those only when the relay sent some (a row no consumer claimed within redispatchMs is
+      // published again, which a loaded machine makes happen). Usually published = ROWS and nothing is left.
+      const left = (await (await openBroker()).depth()) ?? 0;
+      expect(left, `messages left in the queue (${relayed.published} published for ${ROWS} rows)`).toBeLessThanOrEqual(relayed.published - ROWS);
     });
 
     it('survives kill -9 of the relay mid-run: a new relay publishes the rest, and no row runs twice', async () => {
