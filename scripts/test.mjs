@@ -81,8 +81,8 @@ const firstTiers = everything ? vitestTiers.filter((tier) => tier !== 'chaos') :
 const laterTiers = everything ? ['chaos'] : [];
 /** One vitest run of `runTiers`; in CI its JSON report is test-results.<report>.json (check-test-reports reads them all). */
 // The chaos files run two at a time (unless STATUSQ_TEST_WORKERS says otherwise): they restart private servers
-// and brokers against deadlines, and with three at once beside the example app a broker case's restart ran
-// past its reconnect window (2026-12-05); two at once took no longer than three.
+// and brokers against deadlines, and with three at once beside the example app a broker race failed (its
+// relay re-published rows nobody claimed in time; 2026-12-05); two at once took no longer than three.
 const CHAOS_WORKERS = 2;
 // Through the variable vitest.config.ts reads: vitest's --maxWorkers flag does not reach the projects, which
 // take the root config's pool size (a run with the flag still ran three chaos files at once).
