@@ -7,6 +7,7 @@ import { MemoryBroker } from './test/memory-broker.js';
 import { JOBS_DDL, SqlJsStore, type SqlJsClaim } from './test/sqljs-store.js';
 import { Worker, type WorkerOptions } from './worker.js';
 import { Queue } from './queue.js';
+import type { Store, StoreCapabilities } from './store.js';
 
 // The relay and the broker consumer against an in-memory SQLite and an in-memory broker: what they do with
 // duplicates, reordering, refused publishes and retries. Real brokers: the broker packages and conformance.
@@ -233,6 +234,26 @@ describe('relay and broker consumers', () => {
     // The relay published only the row whose publish failed.
     expect(broker.published.map((m) => m.id)).toEqual([...ids, third]);
     await expect(queue.enqueue([{ a: 4 }], { dispatchTo: broker, delayMs: 1000 })).rejects.toThrow('delayed row');
+  });
+
+  it('starts no wait once stop() was called during a pass (its wake() ends only the waits under way)', async () => {
+    const store = await jobsTable(0);
+    const waits: number[] = [];
+    let stopCall: Promise<unknown> | null = null;
+    // A store that is woken by writes: the relay's idle wait is the store's own, recorded here.
+    (store as { capabilities: StoreCapabilities }).capabilities = { ...store.capabilities, listenNotify: true };
+    (store as Store).waitForWork = async (ms) => {
+      waits.push(ms);
+    };
+    const relayRun = await relay(store, new MemoryBroker());
+    // The pass after the first wait sees stop() called while it runs.
+    store.afterCommit = () => {
+      if (waits.length === 1 && !stopCall) stopCall = relayRun.stop();
+    };
+    await relayRun.run();
+    await stopCall;
+    expect(stopCall).not.toBeNull();
+    expect(waits).toHaveLength(1);
   });
 
   it('a consumer run that ends resolves only after the acks of its last jobs were answered', async () => {

@@ -121,7 +121,7 @@ export class Relay extends TypedEmitter<RelayEvents> {
           fatal = error;
           break;
         }
-        await this.wakeUps.sleep(backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random }));
+        if (!this.stopping) await this.wakeUps.sleep(backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random }));
         continue;
       }
       if (published > 0) {
@@ -182,6 +182,9 @@ export class Relay extends TypedEmitter<RelayEvents> {
    * so the relay would spin through empty passes for as long as a backlog lasts.
    */
   private async idle(delayMs: number): Promise<void> {
+    // No wait starts once stop() was called (here or before a retry): its wake() ended only the waits already
+    // under way, and a pass in flight at that moment would go on into a whole one.
+    if (this.stopping) return;
     const { store, table } = this.queue;
     if (!store.capabilities.listenNotify) return this.wakeUps.sleep(delayMs);
     try {

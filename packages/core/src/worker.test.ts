@@ -280,6 +280,26 @@ describe('Worker on a store with an idle probe', () => {
     expect(statuses(s)).toEqual([1]);
   });
 
+  it('starts no wait once stop() was called during a claim: a drained table\'s probe would hold run() for its whole IDLE_PROBE_WAIT_MS', async () => {
+    const s = await withJobs(0);
+    let armed = false;
+    let stopCall: Promise<unknown> | null = null;
+    // The first wait arms the hook; the next statement (the claim after it) sees stop() called while it runs.
+    const waits = probing(s, () => {
+      armed = true;
+    });
+    const w = await worker(s, {});
+    s.afterCommit = () => {
+      if (!armed || stopCall) return;
+      stopCall = w.stop();
+    };
+    await w.run();
+    await stopCall;
+    expect(stopCall).not.toBeNull();
+    // The wait before stop() only: before the fix the claim's empty answer led into a second one.
+    expect(waits).toHaveLength(1);
+  });
+
   it('with exitWhenEmpty the wait is the polling backoff, so another worker\'s row finishing is seen', async () => {
     const s = await withJobs(1);
     s.db.run("UPDATE jobs SET status = 9, claimed_at = ?, worker_id = 'elsewhere'", [Date.now()]);

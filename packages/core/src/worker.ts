@@ -250,7 +250,7 @@ export class Worker extends TypedEmitter {
               this.fatal ??= this.readOnly.exhausted(error);
               break;
             }
-            await this.wakeUps.sleep(this.readOnly.delay(readOnlyStep++));
+            await this.pause(() => this.wakeUps.sleep(this.readOnly.delay(readOnlyStep++)));
             continue;
           }
           this.emit('error', { error, during: 'claim' });
@@ -262,7 +262,7 @@ export class Worker extends TypedEmitter {
             this.fatal ??= error;
             break;
           }
-          await this.wakeUps.sleep(backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random }));
+          await this.pause(() => this.wakeUps.sleep(backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random })));
           continue;
         }
         if (rows.length > 0) {
@@ -274,16 +274,17 @@ export class Worker extends TypedEmitter {
           break;
         }
         const delay = backoffDelay(idleStep++, { baseMs: this.settings.pollMinMs, maxMs: this.settings.pollMaxMs, random: this.settings.random });
-        if (this.deliveries) {
+        const deliveries = this.deliveries;
+        if (deliveries) {
           // Messages say when there is work: wait for the next one (the timer only bounds the wait).
-          await this.wakeUps.sleep(this.settings.pollMaxMs, this.deliveries.arrival());
+          await this.pause(() => this.wakeUps.sleep(this.settings.pollMaxMs, deliveries.arrival()));
           continue;
         }
         // A probing store's wait ends when a row is due, so it may be long; not for exitWhenEmpty, whose
         // check above must see other workers' rows finish, which no probe reports.
         const probed = this.queue.store.capabilities.idleProbe && !this.options.exitWhenEmpty;
-        if (this.queue.store.waitForWork && this.inFlight.size === 0) await this.wakeUps.waitForWork(this.queue.store, probed ? IDLE_PROBE_WAIT_MS : delay, this.queue.table);
-        else await this.wakeUps.sleep(delay);
+        if (this.queue.store.waitForWork && this.inFlight.size === 0) await this.pause(() => this.wakeUps.waitForWork(this.queue.store, probed ? IDLE_PROBE_WAIT_MS : delay, this.queue.table));
+        else await this.pause(() => this.wakeUps.sleep(delay));
       }
       this.stopping = true;
       await this.whenIdle();
@@ -634,6 +635,15 @@ export class Worker extends TypedEmitter {
       this.emit('error', { error, during: 'drain check' });
       return false;
     }
+  }
+
+  /**
+   * One of the loop's waits, for work or before a retry; none starts once stop() was called. stop()'s wake()
+   * ends only the waits already under way: a claim in flight at that moment went on into a whole wait, which
+   * on MySQL (a drained table's idle probe, IDLE_PROBE_WAIT_MS) held a stopped worker's run() for 30 s.
+   */
+  private async pause(wait: () => Promise<void>): Promise<void> {
+    if (!this.stopping) await wait();
   }
 
   /** Resolves once no job runs here (stuck ones aside) and every settle is committed, or once claims were handed back. */
