@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { stripVTControlCharacters } from 'node:util';
-import { MYSQL_SERVER, npmInstall, packPublic, packsArgument, root, run, scratchDatabase, tarballManifest, tarballsByName } from './packs.mjs';
+import { MYSQL_SERVER, installFromTarballs, packPublic, packsArgument, root, run, scratchDatabase, tarballsByName } from './packs.mjs';
 
 const EXAMPLE = join(root, 'examples/table-a-worker');
 const SEEDED = 500;
@@ -119,35 +119,6 @@ console.info(`examples/table-a-worker: ${failures.length === 0 ? 'passed' : 'FAI
 if (failures.length > 0) {
   console.error(failures.join('\n'));
   process.exit(1);
-}
-
-/**
- * Points the example's @statusq/* dependencies at the tarballs, and adds the @statusq/* packages those
- * depend on (not on the registry yet) as direct dependencies, so that npm never looks them up there.
- */
-function installFromTarballs(app, tarballs) {
-  const path = join(app, 'package.json');
-  const manifest = JSON.parse(readFileSync(path, 'utf8'));
-  const wanted = [];
-  for (const field of ['dependencies', 'devDependencies']) {
-    for (const name of Object.keys(manifest[field] ?? {})) if (name.startsWith('@statusq/')) wanted.push([field, name]);
-  }
-  const seen = new Set();
-  while (wanted.length > 0) {
-    const [field, name] = wanted.pop();
-    if (seen.has(name)) continue;
-    seen.add(name);
-    const tarball = tarballs.get(name);
-    if (!tarball) throw new Error(`the example needs ${name}, which no public package provides`);
-    manifest[field] ??= {};
-    delete manifest[field === 'dependencies' ? 'devDependencies' : 'dependencies']?.[name];
-    manifest[field][name] = `file:${tarball}`;
-    for (const dependency of Object.keys(tarballManifest(tarball).dependencies ?? {})) {
-      if (dependency.startsWith('@statusq/') && !seen.has(dependency)) wanted.push([field, dependency]);
-    }
-  }
-  writeFileSync(path, `${JSON.stringify(manifest, null, 2)}\n`);
-  npmInstall(app);
 }
 
 /** Each host's rows all settled as the rule says: the blocked host's abuse, every other host's done. */

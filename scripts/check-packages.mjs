@@ -8,6 +8,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ENGINES_NODE } from './node-lines.mjs';
 import { MYSQL_SERVER, POSTGRES_SERVER, PUBLIC, npmInstall, packPublic, packsArgument, root, run, scratchDatabase, tarballManifest } from './packs.mjs';
 
 /** The broker packages, their drivers, a URL of the machine's server and a script (run in the app) deleting a queue. */
@@ -59,6 +60,8 @@ try {
       if (String(range).startsWith('workspace:')) problems.push(`${manifest.name}: ${dependency} is still ${range}`);
       if (privateNames.has(dependency)) problems.push(`${manifest.name}: depends on the private package ${dependency}`);
     }
+    // The Node lines CI tests (scripts/node-lines.mjs), no more and no fewer.
+    if (manifest.engines?.node !== ENGINES_NODE) problems.push(`${manifest.name}: engines.node is ${JSON.stringify(manifest.engines?.node)}, not the lines CI tests (${ENGINES_NODE})`);
     for (const required of ['package/package.json', 'package/README.md', 'package/LICENSE']) {
       if (!listing.includes(required)) problems.push(`${manifest.name}: the tarball has no ${required.slice('package/'.length)}`);
     }

@@ -25,6 +25,13 @@ import { promisify } from 'node:util';
 
 const execFileAsync = promisify(execFile);
 
+/**
+ * The Node.js lines `.ci/run` checks besides the machine's own (Node 20): the LTS lines users deploy on. The
+ * public packages' `engines` name these and the machine's line (check-packages.mjs holds them to it).
+ */
+export const OTHER_NODE_LINES = [22, 24];
+export const ENGINES_NODE = '^20.0.0 || ^22.0.0 || ^24.0.0';
+
 /** The registry package with a Node binary for this machine. */
 export const NODE_PACKAGE = `node-${process.platform}-${process.arch}`;
 const PNPM = 'pnpm@12.4.2';
@@ -320,9 +327,10 @@ function installKey(version, dest, files) {
  * ABI. The install is skipped when the lockfile, the package.json files and the line are those of the last
  * one that passed. Resolves with { dir, node, env, version, seconds, copied, removed, installed }: `env` is
  * the line's environment (lineEnv) for running anything there, `seconds` the copy and install (not the
- * fetch). `echo`: the install's output to stderr.
+ * fetch). `echo`: the install's output to stderr; `installEnv`: more variables for the install (e.g.
+ * npm_config_better_sqlite3_local_prebuilds, a folder of better-sqlite3 builds it takes instead of compiling).
  */
-export async function lineWorkspace(major, { root, echo = false } = {}) {
+export async function lineWorkspace(major, { root, echo = false, installEnv = {} } = {}) {
   if (!root) throw new Error('lineWorkspace needs { root }: the checkout to copy');
   const started = performance.now();
   root = resolve(root);
@@ -341,7 +349,7 @@ export async function lineWorkspace(major, { root, echo = false } = {}) {
       rmSync(stamp, { force: true });
       try {
         // CI=true: no prompt (pnpm would ask before replacing a node_modules made by another set-up).
-        await run('npx', ['-y', PNPM, 'install', '--frozen-lockfile'], { cwd: dest, env: { ...env, CI: 'true' }, timeout: INSTALL_MS, echo });
+        await run('npx', ['-y', PNPM, 'install', '--frozen-lockfile'], { cwd: dest, env: { ...env, ...installEnv, CI: 'true' }, timeout: INSTALL_MS, echo });
       } catch (error) {
         throw new Error(`pnpm install on Node ${version} failed: ${error.message}`, { cause: error });
       }

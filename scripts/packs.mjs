@@ -2,7 +2,7 @@
 // (check-packages.mjs, check-example.mjs): `.ci/run` packs once and hands both scripts the same directory.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
@@ -83,13 +83,57 @@ export const MYSQL_SERVER = process.env.STATUSQ_MYSQL_URL ?? 'mysql://root@127.0
  * package's releases, which this machine cannot reach; a different version, or another Node ABI, still
  * compiles as before.
  */
-export function npmInstall(app, args = []) {
+export function npmInstall(app, args = [], env = process.env) {
   const prebuilds = join(app, '.statusq-prebuilds');
-  mkdirSync(prebuilds, { recursive: true });
+  const { dir, version } = workspaceBetterSqlite();
+  packPrebuild(dir, prebuilds, prebuildName(version));
+  run('npm', ['install', '--no-audit', '--no-fund', ...args], app, { timeout: 1_200_000, env: { ...env, npm_config_better_sqlite3_local_prebuilds: prebuilds } });
+}
+
+/** The file name prebuild-install looks for: better-sqlite3 `version` for a Node ABI (`process.versions.modules`). */
+export function prebuildName(version, abi = process.versions.modules) {
+  return `better-sqlite3-v${version}-node-v${abi}-${process.platform}-${process.arch}.tar.gz`;
+}
+
+/** The workspace's better-sqlite3 (the lockfile's version, which the checks install too): its folder and version. */
+export function workspaceBetterSqlite() {
   const require = createRequire(join(root, 'packages/adapter-sqlite/package.json'));
   const manifest = require.resolve('better-sqlite3/package.json');
-  const { version } = JSON.parse(readFileSync(manifest, 'utf8'));
-  const tarball = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
-  run('tar', ['-czf', join(prebuilds, tarball), '-C', dirname(manifest), 'build/Release/better_sqlite3.node'], root);
-  run('npm', ['install', '--no-audit', '--no-fund', ...args], app, { timeout: 600_000, env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: prebuilds } });
+  return { dir: dirname(manifest), version: JSON.parse(readFileSync(manifest, 'utf8')).version };
+}
+
+/** Packs the build of the better-sqlite3 installed at `packageDir` as the prebuild `name` in the folder `into`. */
+export function packPrebuild(packageDir, into, name) {
+  mkdirSync(into, { recursive: true });
+  run('tar', ['-czf', join(into, name), '-C', packageDir, 'build/Release/better_sqlite3.node'], root);
+}
+
+/**
+ * Points the dependencies of the project `app` (the example, a check's own) that a tarball provides (every
+ * @statusq/* one must) at the tarballs, adds the @statusq/* packages those depend on (not on the registry yet) as direct dependencies, so that npm never
+ * looks them up there, and installs it (npmInstall, with `env`).
+ */
+export function installFromTarballs(app, tarballs, env = process.env) {
+  const path = join(app, 'package.json');
+  const manifest = JSON.parse(readFileSync(path, 'utf8'));
+  const wanted = [];
+  for (const field of ['dependencies', 'devDependencies']) {
+    for (const name of Object.keys(manifest[field] ?? {})) if (name.startsWith('@statusq/') || tarballs.has(name)) wanted.push([field, name]);
+  }
+  const seen = new Set();
+  while (wanted.length > 0) {
+    const [field, name] = wanted.pop();
+    if (seen.has(name)) continue;
+    seen.add(name);
+    const tarball = tarballs.get(name);
+    if (!tarball) throw new Error(`${app} needs ${name}, which no public package provides`);
+    manifest[field] ??= {};
+    delete manifest[field === 'dependencies' ? 'devDependencies' : 'dependencies']?.[name];
+    manifest[field][name] = `file:${tarball}`;
+    for (const dependency of Object.keys(tarballManifest(tarball).dependencies ?? {})) {
+      if (dependency.startsWith('@statusq/') && !seen.has(dependency)) wanted.push([field, dependency]);
+    }
+  }
+  writeFileSync(path, `${JSON.stringify(manifest, null, 2)}\n`);
+  npmInstall(app, [], env);
 }

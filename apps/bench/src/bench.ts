@@ -6,10 +6,12 @@
  * (--only, --workers, --jobs, --strategies) write only apps/bench/results/*.jsonl. `--render FILE` rebuilds the docs from
  * a saved results file.
  */
+import { execFile } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import type { ClaimStrategy } from '@statusq/core';
 import { DIALECTS, openBenchDatabase, type Dialect } from './databases.js';
 import { OBSERVABILITY_VARIANTS, type BenchRecord, type ObservabilityVariant } from './records.js';
@@ -90,11 +92,34 @@ function observabilityVariants(args: Args): ObservabilityVariant[] {
   return args.progress ? ['quiet', 'observed', 'progress'] : ['quiet', 'observed'];
 }
 
-async function machineDescription(dialects: readonly Dialect[]): Promise<string[]> {
+/** The Node line the peers run on: their `engines` ask for Node 22 or newer, and 24 is the active LTS line. */
+const PEER_NODE_LINE = 24;
+
+/**
+ * The Node binary for the peers' runs: the newest 24.x from the npm registry (scripts/node-lines.mjs, cached).
+ * Unreachable: the bench's own Node, said in the log, except in CI, where it fails.
+ */
+async function peerNode(): Promise<string> {
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, [join(ROOT, 'scripts', 'node-lines.mjs'), String(PEER_NODE_LINE), '--no-workspace'], { timeout: 600_000 });
+    const path = stdout.trim().split('\n')[0];
+    if (!path) throw new Error('scripts/node-lines.mjs printed no path');
+    return path;
+  } catch (error) {
+    const reason = String((error as { stderr?: string }).stderr || (error instanceof Error ? error.message : error)).trim().split('\n').at(-1);
+    if (process.env.STATUSQ_REQUIRE_DATABASES === '1') throw new Error(`the peers need Node ${PEER_NODE_LINE}: ${reason}`, { cause: error });
+    console.log(`the peers run on this Node (${process.version}): Node ${PEER_NODE_LINE} could not be had (${reason})`);
+    return process.execPath;
+  }
+}
+
+async function machineDescription(dialects: readonly Dialect[], records: readonly BenchRecord[]): Promise<string[]> {
   const cpu = cpus();
+  // Records before the peers moved to Node 24 (2026-12-05) carry no `node`: they ran on the bench's own.
+  const peerNodes = [...new Set(records.flatMap((r) => ('node' in r && r.node ? [r.node] : [])))];
   const lines = [
     `- Machine: ${cpu.length} x ${cpu[0]?.model ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB; databases on the same machine, over 127.0.0.1`,
-    `- Node ${process.version}`,
+    `- Node ${process.version} for statusq and the raw protocol; ${peerNodes.length > 0 ? `${peerNodes.join(', ')} for the peers (their \`engines\` ask for Node 22 or newer)` : `the same for the peers, whose \`engines\` ask for Node 22 (pnpm only warns)`}`,
   ];
   for (const dialect of dialects) {
     const db = await openBenchDatabase(dialect);
@@ -107,7 +132,7 @@ async function machineDescription(dialects: readonly Dialect[]): Promise<string[
   const bench = JSON.parse(readFileSync(join(ROOT, 'apps', 'bench', 'package.json'), 'utf8')) as { devDependencies: Record<string, string> };
   const dev = bench.devDependencies;
   lines.push(
-    `- Peers: graphile-worker ${dev['graphile-worker']}, pg-boss ${dev['pg-boss']}, BullMQ ${dev.bullmq} (ioredis ${dev.ioredis}); their \`engines\` ask for Node 22, they run on Node 20 (pnpm only warns). The SQL peers and statusq commit durably; BullMQ's Redis keeps what its variant says (a Redis without \`save\` or AOF keeps nothing on disk)`,
+    `- Peers: graphile-worker ${dev['graphile-worker']}, pg-boss ${dev['pg-boss']}, BullMQ ${dev.bullmq} (ioredis ${dev.ioredis}). The SQL peers and statusq commit durably; BullMQ's Redis keeps what its variant says (a Redis without \`save\` or AOF keeps nothing on disk)`,
   );
   return lines;
 }
@@ -152,7 +177,7 @@ function writeDocs(records: readonly BenchRecord[], machine: readonly string[], 
 async function main(args: Args): Promise<void> {
   if (args.render) {
     const records = readFileSync(args.render, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as BenchRecord);
-    writeDocs(records, await machineDescription(DIALECTS), args.render);
+    writeDocs(records, await machineDescription(DIALECTS, records), args.render);
     console.log(`rewrote ${relative(process.cwd(), DOCS)} from ${args.render}`);
     return;
   }
@@ -170,6 +195,7 @@ async function main(args: Args): Promise<void> {
     plan,
     dialects: args.dialects,
     peers: args.peers ? await loadPeers() : [],
+    peerNode: args.peers && args.dialects.includes('postgres') ? await peerNode() : process.execPath,
     record(record) {
       records.push(record);
       writeFileSync(resultsFile, JSON.stringify(record) + '\n', { flag: 'a' });
@@ -203,7 +229,7 @@ async function main(args: Args): Promise<void> {
   for (const line of [...ratioLines(records), ...ceilingLines(records)]) console.log(line);
   console.log(`\n${records.length} measurements in ${((performance.now() - started) / 1000).toFixed(1)} s, written to ${relative(process.cwd(), resultsFile)}`);
   if (!args.quick && !partial) {
-    writeDocs(records, await machineDescription(args.dialects), resultsFile);
+    writeDocs(records, await machineDescription(args.dialects, records), resultsFile);
     console.log(`rewrote ${relative(process.cwd(), DOCS)} and its chart`);
   }
 }

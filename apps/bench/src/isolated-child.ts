@@ -18,7 +18,7 @@ async function run(task: IsolatedTask): Promise<RawResult | BurnDownResult> {
 async function main(task: IsolatedTask): Promise<void> {
   let message: IsolatedMessage;
   try {
-    message = { type: 'result', value: await run(task) };
+    message = { type: 'result', value: await run(task), node: process.version };
   } catch (error) {
     message = { type: 'error', message: error instanceof Error ? (error.stack ?? error.message) : String(error) };
   }

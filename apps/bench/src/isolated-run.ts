@@ -20,7 +20,8 @@ export type IsolatedTask =
   | { kind: 'raw'; options: RawOptions; warmUp?: { table: string; jobs: number } }
   | { kind: 'peer'; system: string; variant: string; options: BurnDownOptions; warmUpJobs?: number };
 
-export type IsolatedMessage = { type: 'result'; value: RawResult | BurnDownResult } | { type: 'error'; message: string };
+/** `node`: the version of the Node that ran the task (process.version). */
+export type IsolatedMessage = { type: 'result'; value: RawResult | BurnDownResult; node: string } | { type: 'error'; message: string };
 
 const CHILD_SCRIPT = fileURLToPath(new URL('./isolated-child.js', import.meta.url));
 
@@ -38,13 +39,14 @@ export async function rawBurnDownIsolated(db: BenchDatabase, options: RawOptions
   }
 }
 
-export async function peerBurnDownIsolated(system: string, variant: string, options: BurnDownOptions, warmUpJobs = 0): Promise<BurnDownResult> {
-  return (await runIsolated({ kind: 'peer', system, variant, options, ...(warmUpJobs > 0 && { warmUpJobs }) }, (warmUpJobs > 0 ? 2 : 1) * options.timeoutMs)) as BurnDownResult;
+/** A peer's run, on the Node binary `node` (a line its `engines` accept: bench.ts' peerNode), and which Node ran it. */
+export async function peerBurnDownIsolated(system: string, variant: string, options: BurnDownOptions, warmUpJobs = 0, node = process.execPath): Promise<BurnDownResult & { node: string }> {
+  return (await runIsolated({ kind: 'peer', system, variant, options, ...(warmUpJobs > 0 && { warmUpJobs }) }, (warmUpJobs > 0 ? 2 : 1) * options.timeoutMs, node)) as BurnDownResult & { node: string };
 }
 
-async function runIsolated(task: IsolatedTask, boundMs: number): Promise<RawResult | BurnDownResult> {
+async function runIsolated(task: IsolatedTask, boundMs: number, node = process.execPath): Promise<(RawResult | BurnDownResult) & { node: string }> {
   const deadline = AbortSignal.timeout(boundMs + CHILD_GRACE_MS);
-  const child = fork(CHILD_SCRIPT, [JSON.stringify(task)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(CHILD_SCRIPT, [JSON.stringify(task)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execPath: node });
   try {
     const message = await new Promise<IsolatedMessage>((resolve, reject) => {
       child.once('message', (m: IsolatedMessage) => resolve(m));
@@ -52,7 +54,7 @@ async function runIsolated(task: IsolatedTask, boundMs: number): Promise<RawResu
       deadline.addEventListener('abort', () => reject(new Error(`bench child (${describe(task)}) sent no result within the run's bound`)), { once: true });
     });
     if (message.type === 'error') throw new Error(`bench child (${describe(task)}) failed: ${message.message}`);
-    return message.value;
+    return { ...message.value, node: message.node };
   } finally {
     await exited(child, deadline);
   }

@@ -30,6 +30,8 @@ export interface BurnDownRecord {
    * batch-size sweep); peers: their batching mode; raw-protocol: `claim <n>`.
    */
   variant: string;
+  /** The Node version a peer's run ran on (a line its `engines` accept); absent: the bench's own. */
+  node?: string;
   dialect: Store;
   workers: number;
   /** OS processes the workers ran in (1: all in the bench process). */

@@ -140,6 +140,8 @@ export interface BenchContext {
   plan: Plan;
   dialects: readonly Dialect[];
   peers: readonly Peer[];
+  /** The Node binary the peers' runs use: a line their `engines` accept (bench.ts' peerNode). */
+  peerNode: string;
   record(record: BenchRecord): void;
   log(line: string): void;
 }
@@ -339,11 +341,12 @@ export async function peers(ctx: BenchContext, scenario: BurnDownRecord['scenari
   const jobs = handlerDelayMs > 0 ? ctx.plan.slowJobs : ctx.plan.jobs;
   for (const peer of ctx.peers) {
     for (const workers of workerCounts) {
-      const result = await peerBurnDownIsolated(peer.system, peer.variant, { url, jobs, workers, concurrency: ctx.plan.concurrency, handlerDelayMs, timeoutMs: ctx.plan.runTimeoutMs }, warmUpJobs(jobs));
+      const result = await peerBurnDownIsolated(peer.system, peer.variant, { url, jobs, workers, concurrency: ctx.plan.concurrency, handlerDelayMs, timeoutMs: ctx.plan.runTimeoutMs }, warmUpJobs(jobs), ctx.peerNode);
       ctx.record({
         scenario,
         system: peer.system as BurnDownRecord['system'],
         variant: peer.variant,
+        node: result.node,
         dialect: peer.store ?? 'postgres',
         workers,
         processes: 1,
