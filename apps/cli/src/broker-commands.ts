@@ -34,7 +34,7 @@ export async function deadLetterGivenUp(to: { url: string; queue: string | undef
   }
 }
 
-/** `statusq relay`: publishes the table's due rows to the broker until a signal (or, with --exit-when-empty, no row is pending). */
+/** `statusq relay`: publishes the table's due rows to the broker until a signal (or, with --exit-when-empty, no row is pending or processing). */
 export async function relay(flags: Flags, io: Io): Promise<number> {
   const config = tableConfig(flags, 'relay');
   validateTableConfig(config);

@@ -135,7 +135,7 @@ ${DB}
                               the broker lost); keep it above the longest backlog wait (default 5m)
   --poll-max DURATION         longest wait between passes that found nothing, where the database cannot wake
                               the relay (MySQL; PostgreSQL and SQLite wake it on insert) (default 1s)
-  --exit-when-empty           stop once no row is pending
+  --exit-when-empty           stop once no row is pending or processing (a lost claim comes back to publish)
 ${COLUMNS}
   --log-level L               error, warn, info (default) or debug (a line per batch)
   --log-format F              json or pretty

@@ -236,6 +236,25 @@ describe('relay and broker consumers', () => {
     await expect(queue.enqueue([{ a: 4 }], { dispatchTo: broker, delayMs: 1000 })).rejects.toThrow('delayed row');
   });
 
+  it('with exitWhenEmpty runs on while a row is processing: a claim its worker loses comes back pending and is published again', async () => {
+    const store = await jobsTable(1);
+    // Claimed by a worker elsewhere (a claim uses up the dispatch); that worker dies, a reaper puts the row back.
+    store.db.run("UPDATE jobs SET status = 9, claimed_at = ?, worker_id = 'elsewhere', dispatched_at = NULL WHERE id = 1", [Date.now()]);
+    const broker = new MemoryBroker();
+    let idlePasses = 0;
+    store.afterCommit = (statements) => {
+      const sql = statements[0]?.sql ?? '';
+      if (!/^SELECT .* FROM "jobs"/.test(sql) || !sql.includes('dispatched_at')) return;
+      // A few empty passes while the row is processing, then the reap; once published, the row is done.
+      if (++idlePasses === 3) store.db.run("UPDATE jobs SET status = NULL, claimed_at = NULL, worker_id = NULL WHERE id = 1");
+      if (broker.published.length > 0) store.db.run('UPDATE jobs SET status = 1 WHERE id = 1');
+    };
+    const relayRun = await relay(store, broker, { exitWhenEmpty: true });
+    await relayRun.run();
+    expect(broker.published.map((m) => String(m.id))).toEqual(['1']);
+    expect(statuses(store)).toEqual([1]);
+  });
+
   it('starts no wait once stop() was called during a pass (its wake() ends only the waits under way)', async () => {
     const store = await jobsTable(0);
     const waits: number[] = [];

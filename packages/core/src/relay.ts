@@ -33,7 +33,7 @@ export interface RelayOptions {
   /** Waits between passes that found nothing, doubling from pollMinMs to pollMaxMs (where the store cannot wake the relay). */
   pollMinMs?: number | undefined;
   pollMaxMs?: number | undefined;
-  /** Stop once no row is pending (tests and one-shot runs). */
+  /** Stop once no row is pending or processing (tests and one-shot runs). */
   exitWhenEmpty?: boolean | undefined;
   /** Source of randomness for jitter (tests pin it). */
   random?: (() => number) | undefined;
@@ -128,7 +128,9 @@ export class Relay extends TypedEmitter<RelayEvents> {
         idleStep = 0;
         continue;
       }
-      if (this.settings.exitWhenEmpty && !(await this.queue.hasRowsWithStatus('pending'))) {
+      // Not while rows are processing: a claim its worker loses comes back pending (a reap, a hand-back) and
+      // needs publishing again, which nothing would do once this relay is gone.
+      if (this.settings.exitWhenEmpty && !(await this.queue.hasRowsWithStatus('pending', 'processing'))) {
         this.emit('stopped', { reason: 'empty' });
         return this.counters;
       }
