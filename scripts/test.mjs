@@ -1,8 +1,8 @@
 // `pnpm test [TIER ...] [-- VITEST ARGS]`: builds, then runs the test tiers (scripts/test-tiers.mjs). With no
-// tier it runs all of them, with lint and typecheck, which is what `.ci/run` runs, in three phases: the
+// tier it runs all of them, with lint and typecheck, which is what `.ci/run` runs, in four phases: the
 // unit, conformance and browser files beside lint and typecheck, the packed-package check and the README's
-// demo (both cores busy); then the chaos files beside the example app and the checks on the other Node lines;
-// then the benchmark and scale-out, each as two processes (PostgreSQL, and the other databases).
+// demo (both cores busy); then the chaos files beside the example app; then the benchmark and scale-out, each
+// as two processes (PostgreSQL, and the other databases); then the checks on Node 22 and 24.
 // CONTRIBUTING.md's timing table says where the time goes.
 // Each step's time goes to artifacts/test-steps.json, which scripts/test-timings.mjs turns into that table.
 // Exit: 0 all passed, 1 a step failed, 2 a bad tier name, STATUSQ_DIALECTS or STATUSQ_TEST_WORKERS.
@@ -142,9 +142,6 @@ if ((await step('build', ...npx('turbo', 'run', 'build', '--output-logs=errors-o
     // the same tarballs on SQLite and MariaDB; neither shares a server with the other's faults.
     const second = laterTiers.length > 0 ? [vitestRun(laterTiers, 'chaos')] : [];
     if (packs) second.push(step('check-example', 'node', ['scripts/check-example.mjs', '--packs', packs]));
-    // The other Node lines users run (22 and 24): the unit tier, the conformance kit on the three databases and
-    // the packed CLI, each line fetched from the npm registry (scripts/check-node-line.mjs).
-    if (packs) for (const line of OTHER_NODE_LINES) second.push(step(`node ${line}: unit, conformance kit, packed packages`, 'node', ['scripts/check-node-line.mjs', String(line), '--packs', packs]));
     await Promise.all(second);
     if (packs) {
       // The benchmark harness, small, so it never rots (its numbers are not judged here), and scale-out on
@@ -159,6 +156,11 @@ if ((await step('build', ...npx('turbo', 'run', 'build', '--output-logs=errors-o
         step('scale --quick --dialects postgres', 'timeout', ['900', 'node', 'apps/bench/dist/scale/scale.js', '--quick', '--dialects', 'postgres']),
         step('scale --quick --dialects mysql', 'timeout', ['900', 'node', 'apps/bench/dist/scale/scale.js', '--quick', '--dialects', 'mysql']),
       ]);
+      // The other Node lines users run (22 and 24), side by side: the unit tier, the conformance kit on the three
+      // databases and the packed CLI, each line fetched from the npm registry (scripts/check-node-line.mjs). A
+      // phase of their own: beside the chaos files (2026-12-05) their installs and races took both cores, the
+      // private RabbitMQ restarts missed their deadlines and the chaos run failed.
+      await Promise.all(OTHER_NODE_LINES.map((line) => step(`node ${line}: unit, conformance kit, packed packages`, 'node', ['scripts/check-node-line.mjs', String(line), '--packs', packs])));
     }
   } finally {
     if (packs) rmSync(packs, { recursive: true, force: true });

@@ -1,9 +1,11 @@
 // The built CLI over real SQLite files (its main in this process; a child process where only a process shows it): the shared command
 // scenarios, plus what needs no database server at all. The other shared groups: cli.operations.test.ts.
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { COMMAND_FLAGS } from './args.js';
+import { cliBin, cliEnv } from './test/cli-harness.js';
 import { cliScenarios } from './test/cli-scenarios.js';
 import { sqliteCliTarget } from './test/cli-targets.js';
 
@@ -89,6 +91,45 @@ cliScenarios(
       await db.query(`UPDATE jobs SET status = 'done' WHERE id = 1`);
       await db.query(`UPDATE jobs SET status = '' WHERE id = 2`);
       expect(await stats()).toEqual({ pending: 1, processing: 0, done: 0, abuse: 0, failed: 0, other: 2 });
+    });
+
+    it('enqueue --file - reads standard input as it comes: a producer that writes after the command started (a synchronous read failed with EAGAIN)', async () => {
+      const { statusq, db, stats, dir } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      const child = spawn(process.execPath, [cliBin, 'enqueue', '--db', db.url, '--file', '-'], { cwd: dir, stdio: ['pipe', 'pipe', 'pipe'], env: cliEnv() });
+      let output = '';
+      for (const stream of [child.stdout, child.stderr]) stream.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      const ended = new Promise<number | null>((resolve) => child.on('close', resolve));
+      // The producer is slow: the command is reading an empty pipe when it starts, and the rows come in pieces.
+      child.stdin.write('{"n":1}\n{"n"');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      child.stdin.end(':2}\n{"n":3}\n');
+      expect(await ended, output).toBe(0);
+      expect(output).toMatch(/enqueued 3 rows into jobs/);
+      expect(await stats()).toMatchObject({ pending: 3 });
+    });
+
+    it('enqueue --file: a byte order mark before the first line is not part of its JSON; a line nested past what JSON can write back is exit 2 naming the line', async () => {
+      const { statusq, db, stats, file } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      expect((await statusq('enqueue', '--db', db.url, '--file', file('bom.ndjson', '\uFEFF{"n":1}\n{"n":2}\n'))).code).toBe(0);
+      expect(await stats()).toMatchObject({ pending: 2 });
+      const deep = await statusq('enqueue', '--db', db.url, '--file', file('deep.ndjson', `{"n":3}\n${'['.repeat(100_000)}${']'.repeat(100_000)}\n`));
+      expect(deep).toMatchObject({ code: 2, stderr: expect.stringMatching(/^statusq: \S*deep\.ndjson line 2: the payload is nested too deeply to store as JSON$/) });
+      expect(await stats()).toMatchObject({ pending: 2 });
+    });
+
+    it('a reader that closes the pipe early (statusq inspect | head -c 100) ends the command quietly, exit 0, no EPIPE stack', async () => {
+      const { statusq, db, file, dir } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      expect((await statusq('enqueue', '--db', db.url, '--file', file('rows.ndjson', Array.from({ length: 1_000 }, (_, n) => JSON.stringify({ n, text: 'x'.repeat(5_000) })).join('\n')))).code).toBe(0);
+      // As a user's shell runs it; pipefail makes the pipeline's status the command's. Five megabytes: more than
+      // the pipe holds, so the command is still writing when head has read its 100 bytes and gone.
+      const quote = (arg: string) => `'${arg.replace(/'/g, `'\\''`)}'`;
+      const command = [process.execPath, cliBin, 'inspect', '--db', db.url, '--table', 'jobs', '--status', 'pending', '--limit', '1000', '--json'].map(quote).join(' ');
+      const child = spawn('bash', ['-c', `set -o pipefail; ${command} 2>inspect.err | head -c 100 >/dev/null`], { cwd: dir, stdio: 'ignore', env: cliEnv() });
+      const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+      expect({ code, stderr: readFileSync(join(dir, 'inspect.err'), 'utf8') }).toEqual({ code: 0, stderr: '' });
     });
   },
 );

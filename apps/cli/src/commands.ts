@@ -15,8 +15,11 @@ export interface Io {
   err: (line: string) => void;
   /** Registers a handler for SIGINT/SIGTERM; returns an unregister function. */
   onSignal: (handler: (signal: string) => void) => () => void;
-  /** Reads standard input, for `--file -`. */
-  readStdin: () => string;
+  /**
+   * Standard input as a stream, for `--file -` (the bin: process.stdin). Read as chunks arrive: a synchronous
+   * read of a pipe whose writer had not written yet failed with EAGAIN.
+   */
+  readStdin: () => AsyncIterable<Buffer | string>;
   /** Where `work` writes its log (the bin: standard output, asynchronously). Default: io.out, not a terminal. */
   logDestination?: () => Promise<LogDestination>;
 }
@@ -115,23 +118,23 @@ async function readItems(flags: Flags, io: Io, shown: EnqueueProgress | null): P
     if (shown) shown.rowsRead++;
   };
   try {
-    if (file === '-') io.readStdin().split(/\r?\n/).forEach(parseLine);
-    else {
-      // Read in chunks, so the progress line can follow a big file.
-      const decoder = new StringDecoder('utf8');
-      let rest = '';
-      for await (const chunk of createReadStream(file!) as AsyncIterable<Buffer>) {
-        if (shown) shown.bytesRead += chunk.length;
-        const text = rest + decoder.write(chunk);
-        const cut = text.lastIndexOf('\n');
-        if (cut < 0) rest = text;
-        else {
-          text.slice(0, cut).split(/\r?\n/).forEach(parseLine);
-          rest = text.slice(cut + 1);
-        }
+    // Read in chunks, so the progress line can follow a big file (its size is known; standard input's is not).
+    const decoder = new StringDecoder('utf8');
+    let rest = '';
+    const source = file === '-' ? io.readStdin() : (createReadStream(file!) as AsyncIterable<Buffer>);
+    for await (const chunk of source) {
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      if (shown && file !== '-') shown.bytesRead += bytes.length;
+      // A byte order mark (an editor's UTF-8 export) before the first line is not part of its JSON.
+      const text = (lineNumber === 0 && rest === '' ? decoder.write(bytes).replace(/^\uFEFF/, '') : rest + decoder.write(bytes));
+      const cut = text.lastIndexOf('\n');
+      if (cut < 0) rest = text;
+      else {
+        text.slice(0, cut).split(/\r?\n/).forEach(parseLine);
+        rest = text.slice(cut + 1);
       }
-      rest.concat(decoder.end()).split(/\r?\n/).forEach(parseLine);
     }
+    rest.concat(decoder.end()).split(/\r?\n/).forEach(parseLine);
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     throw new ConfigError(`enqueue: cannot read ${file}: ${(error as Error).message}`);

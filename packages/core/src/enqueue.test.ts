@@ -202,3 +202,37 @@ describe('delayed enqueue', () => {
     await expect(queue.enqueue([{ n: 1 }], null as unknown as undefined)).rejects.toThrow(new ConfigError('enqueue options must be an object'));
   });
 });
+
+describe('enqueue payloads JSON cannot write', () => {
+  it('refuses a payload nested past JSON.stringify\'s stack, a cycle and a BigInt with a ConfigError naming the item, inserting nothing', async () => {
+    const { store, queue } = await jobs(true);
+    // What JSON.parse accepts from one line of an NDJSON file, and JSON.stringify cannot write back.
+    const deep = JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`) as unknown;
+    const cyclic: Record<string, unknown> = { n: 1 };
+    cyclic.self = cyclic;
+    await expect(queue.enqueue([{ n: 1 }, deep])).rejects.toThrow(new ConfigError('item 2: the payload is nested too deeply to store as JSON'));
+    await expect(queue.enqueue([cyclic])).rejects.toThrow(/^item 1: the payload is not JSON-serialisable: Converting circular structure to JSON/);
+    await expect(queue.enqueue([{ n: 10n }])).rejects.toBeInstanceOf(ConfigError);
+    expect(ids(store)).toEqual([]);
+  });
+
+  it('refuses a column value nested too deeply the same way on a table without a payload column', async () => {
+    const { store } = await jobs(true);
+    const plain = await Queue.open(store, { table: 'plain' });
+    const deep = JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`) as unknown;
+    await expect(plain.enqueue([{ n: deep }])).rejects.toThrow(new ConfigError('item 1: column n is nested too deeply to store as JSON'));
+    expect(ids(store, 'plain')).toEqual([]);
+  });
+});
+
+describe('enqueue deduplication keys', () => {
+  it('counts a key in characters as the databases do: 255 emoji fit, 256 do not', async () => {
+    const store = (open = await SqlJsStore.open('CREATE TABLE keyed (id INTEGER PRIMARY KEY, date INTEGER NOT NULL DEFAULT 0, status INTEGER, payload TEXT, dedupe_key TEXT)'));
+    const queue = await Queue.open(store, { table: 'keyed' });
+    const emoji = '\u{1F600}';
+    expect(emoji.length).toBe(2);
+    expect(await queue.enqueue([{ n: 1 }], { key: emoji.repeat(255) })).toHaveLength(1);
+    await expect(queue.enqueue([{ n: 2 }], { key: emoji.repeat(256) })).rejects.toThrow(/^item 1: a deduplication key is 1 to 255 characters without surrounding whitespace/);
+    expect(store.rows('SELECT COUNT(*) AS n FROM keyed')[0]!.n).toBe(1);
+  });
+});

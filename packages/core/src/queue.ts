@@ -605,7 +605,8 @@ export class Queue {
     if (column === undefined) return null;
     const value = row[column];
     if (value === undefined || value === null) return null;
-    if (typeof value !== 'string' || value.length === 0 || value.length > MAX_KEY_LENGTH || value.trim() !== value) {
+    // Characters as the databases count them (code points: an emoji is one), not UTF-16 units.
+    if (typeof value !== 'string' || value.length === 0 || columnOverflow(value, { chars: MAX_KEY_LENGTH }) !== null || value.trim() !== value) {
       throw new ConfigError(`${describe(index)}: a deduplication key is 1 to ${MAX_KEY_LENGTH} characters without surrounding whitespace, got ${JSON.stringify(value) ?? String(value)}`);
     }
     const overflow = columnOverflow(value, this.table.limits.dedupeKey);
@@ -699,7 +700,7 @@ export class Queue {
   private columnValuesOf(item: unknown, index: number, describe: (index: number) => string, notBefore: NotBefore | undefined, stamp: Record<string, SqlValue>): Record<string, SqlValue> {
     const payloadColumn = this.table.columns.payload;
     if (payloadColumn) {
-      const text = JSON.stringify(item);
+      const text = jsonText(item, `${describe(index)}: the payload`);
       if (text === undefined) throw new ConfigError(`${describe(index)}: payload is not JSON-serialisable`);
       // Refused here, before any row of the batch is inserted, rather than by the database mid-batch.
       const overflow = columnOverflow(text, this.table.limits.payload);
@@ -722,7 +723,7 @@ export class Queue {
       if (Object.keys(stamp).some((name) => name.toLowerCase() === key.toLowerCase())) {
         throw new ConfigError(`${describe(index)}: sets ${key} itself, and enqueue's options set it too; give one or the other`);
       }
-      row[key] = toSqlValue(value);
+      row[key] = toSqlValue(value, `${describe(index)}: column ${key}`);
     }
     return { ...row, ...stamp };
   }
@@ -784,10 +785,24 @@ function statusCodeOf(value: unknown): number | null {
   return typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : Number.NaN;
 }
 
-export function toSqlValue(value: unknown): SqlValue {
+export function toSqlValue(value: unknown, where = 'a column value'): SqlValue {
   if (value === null || value === undefined) return null;
   if (typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint') return value;
   if (typeof value === 'boolean') return value ? 1 : 0;
   if (value instanceof Date) return value.toISOString();
-  return JSON.stringify(value);
+  return jsonText(value, where) ?? null;
+}
+
+/**
+ * A value's JSON text. What JSON.stringify refuses is a ConfigError naming `where` rather than a bare
+ * TypeError or RangeError: a cycle or a BigInt inside, or nesting deeper than its recursion has stack for
+ * (JSON.parse takes a line of 100,000 nested arrays that JSON.stringify then cannot write back).
+ */
+function jsonText(value: unknown, where: string): string | undefined {
+  try {
+    return JSON.stringify(value);
+  } catch (error) {
+    if (error instanceof RangeError) throw new ConfigError(`${where} is nested too deeply to store as JSON`);
+    throw new ConfigError(`${where} is not JSON-serialisable: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
