@@ -31,7 +31,7 @@ writeFileSync(join(root, 'scripts/test-durations.json'), `${JSON.stringify(durat
 
 const fmt = (seconds) => (seconds >= 90 ? `${Math.floor(seconds / 60)} min ${Math.round(seconds % 60)} s` : `${seconds} s`);
 const lines = [];
-lines.push(`Measured ${new Date(report.startTime ?? Date.now()).toISOString().slice(0, 10)} on the 2-core CI machine, Node ${process.versions.node}; regenerate with \`pnpm test:timings\` after a full run. The steps of \`pnpm test\` run side by side within each of its three phases (above), so they add up to more than the whole.`, '');
+lines.push(`Measured ${new Date(report.startTime ?? Date.now()).toISOString().slice(0, 10)} on the 2-core CI machine, Node ${process.versions.node}; regenerate with \`pnpm test:timings\` after a full run. The steps of \`pnpm test\` run side by side within each of its four phases (above), so they add up to more than the whole.`, '');
 lines.push('| step | wall time |', '| --- | --- |');
 for (const s of ci?.steps ?? []) lines.push(`| .ci/run: ${s.step} | ${fmt(s.seconds)} |`);
 for (const s of tests?.steps ?? []) lines.push(`| pnpm test: ${s.step} | ${fmt(s.seconds)}${s.code === 0 ? '' : ` (failed, exit ${s.code})`} |`);
