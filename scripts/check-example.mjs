@@ -7,12 +7,11 @@
 // example's src/worker.ts.
 // Run after the build: node scripts/check-example.mjs [--packs DIR] (DIR: tarballs check-packages.mjs packed).
 import { spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { stripVTControlCharacters } from 'node:util';
-import { MYSQL_SERVER, installFromTarballs, packPublic, packsArgument, root, run, scratchDatabase, tarballsByName } from './packs.mjs';
+import { MYSQL_SERVER, installFromTarballs, outputTail, packedTarballs, root, run, scratchDatabase, vitestSummary } from './packs.mjs';
 
 const EXAMPLE = join(root, 'examples/table-a-worker');
 const SEEDED = 500;
@@ -41,13 +40,7 @@ expect(block === readFileSync(join(EXAMPLE, 'src/worker.ts'), 'utf8'), "README.m
 const work = mkdtempSync(join(tmpdir(), 'statusq-example-'));
 let dropDatabase = async () => {};
 try {
-  let packs = packsArgument();
-  if (!packs) {
-    packs = join(work, 'packs');
-    mkdirSync(packs);
-    packPublic(packs);
-  }
-  const tarballs = tarballsByName(packs);
+  const tarballs = packedTarballs(work);
   const app = join(work, 'table-a-worker');
   cpSync(EXAMPLE, app, { recursive: true, filter: (path) => !/(^|\/)(node_modules|dist)$|\.db(-wal|-shm)?$/.test(relative(EXAMPLE, path)) });
   installFromTarballs(app, tarballs);
@@ -104,10 +97,8 @@ try {
       output = `${error.stdout}${error.stderr}`;
       passed = expect(false, `${label}: the example's conformance file failed`);
     }
-    const lines = stripVTControlCharacters(output).split('\n');
-    const summary = lines.filter((line) => /^\s*(Test Files|Tests)\s/.test(line)).map((line) => line.trim());
-    show(label, `conformance file: ${summary.join('; ')} (${seconds(step)})`);
-    if (!passed) show(label, lines.slice(-80).join('\n'));
+    show(label, `conformance file: ${vitestSummary(output)} (${seconds(step)})`);
+    if (!passed) show(label, outputTail(output));
   }
 } catch (error) {
   failures.push(`${error.message}\n${error.stdout ?? ''}${error.stderr ?? ''}`);

@@ -14,13 +14,11 @@
 // version, and is skipped with that reason elsewhere.
 // Usage: node scripts/check-node-line.mjs MAJOR [--packs DIR] (DIR: tarballs check-packages.mjs packed)
 // Exit: 0 passed or skipped, 1 failed, 2 bad arguments.
-import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { stripVTControlCharacters } from 'node:util';
-import { lineEnv, lineWorkspace, nodeLine } from './node-lines.mjs';
-import { MYSQL_SERVER, POSTGRES_SERVER, installFromTarballs, packPrebuild, packPublic, packsArgument, prebuildName, root, run, scratchDatabase, tarballsByName, workspaceBetterSqlite } from './packs.mjs';
+import { lineEnv, lineWorkspace, nodeLine, runCommand } from './node-lines.mjs';
+import { MYSQL_SERVER, POSTGRES_SERVER, installFromTarballs, outputTail, packPrebuild, packedTarballs, prebuildName, root, run, scratchDatabase, vitestSummary, workspaceBetterSqlite } from './packs.mjs';
 
 const major = process.argv[2];
 if (!/^\d+$/.test(major ?? '')) {
@@ -46,40 +44,10 @@ try {
 }
 console.info(`node ${major}: ${version} from the npm registry (${seconds(began)})`);
 
-/** Runs a command to its end without blocking this process (the lines' steps run side by side); output kept. */
-function spawnRun(command, args, cwd, extra = {}) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], ...extra });
-    let output = '';
-    for (const stream of [child.stdout, child.stderr]) stream.setEncoding('utf8').on('data', (chunk) => (output += chunk));
-    const bound = setTimeout(() => child.kill('SIGKILL'), extra.timeout ?? 900_000);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      clearTimeout(bound);
-      if (code === 0) resolve(output);
-      else reject(Object.assign(new Error(`${command} ${args.join(' ')} ${signal ? `was ended by ${signal}` : `exited ${code}`}`), { output }));
-    });
-  });
-}
-
-/** The lines of vitest's summary (Test Files, Tests) in `output`. */
-const summary = (output) =>
-  stripVTControlCharacters(output)
-    .split('\n')
-    .filter((line) => /^\s*(Test Files|Tests)\s/.test(line))
-    .map((line) => line.trim())
-    .join('; ');
-
 const work = mkdtempSync(join(tmpdir(), `statusq-node${major}-`));
 const databases = [];
 try {
-  let packs = packsArgument();
-  if (!packs) {
-    packs = join(work, 'packs');
-    mkdirSync(packs);
-    packPublic(packs);
-  }
-  const tarballs = tarballsByName(packs);
+  const tarballs = packedTarballs(work);
   const vitestVersion = JSON.parse(readFileSync(join(root, 'node_modules/vitest/package.json'), 'utf8')).version;
   const sqlite = workspaceBetterSqlite();
 
@@ -141,20 +109,20 @@ try {
   const conformance = (async () => {
     const started = performance.now();
     try {
-      const output = await spawnRun('npx', ['vitest', 'run'], app, { env: { ...env, STATUSQ_REQUIRE_DATABASES: '1', STATUSQ_MYSQL_URL: MYSQL_SERVER, STATUSQ_POSTGRES_URL: POSTGRES_SERVER } });
-      console.info(`node ${major}: the conformance kit on SQLite, PostgreSQL and MariaDB: ${summary(output)} (${seconds(started)})`);
+      const output = await runCommand('npx', ['vitest', 'run'], { cwd: app, env: { ...env, STATUSQ_REQUIRE_DATABASES: '1', STATUSQ_MYSQL_URL: MYSQL_SERVER, STATUSQ_POSTGRES_URL: POSTGRES_SERVER }, timeout: 900_000 });
+      console.info(`node ${major}: the conformance kit on SQLite, PostgreSQL and MariaDB: ${vitestSummary(output)} (${seconds(started)})`);
     } catch (error) {
-      failures.push(`the conformance kit on SQLite, PostgreSQL and MariaDB failed:\n${stripVTControlCharacters(error.output ?? error.message).split('\n').slice(-80).join('\n')}`);
+      failures.push(`the conformance kit on SQLite, PostgreSQL and MariaDB failed:\n${outputTail(error.output ?? error.message)}`);
     }
   })();
   const unit = (async () => {
     const started = performance.now();
     try {
       const workspace = await lineWorkspace(major, { root, installEnv: { npm_config_better_sqlite3_local_prebuilds: prebuilds } });
-      const output = await spawnRun('npx', ['vitest', 'run', '--project', 'unit'], workspace.dir, { env: { ...workspace.env, CI: 'true' } });
-      console.info(`node ${major}: the unit tier in a copy of the checkout installed on this line: ${summary(output)} (${seconds(started)})`);
+      const output = await runCommand('npx', ['vitest', 'run', '--project', 'unit'], { cwd: workspace.dir, env: { ...workspace.env, CI: 'true' }, timeout: 900_000 });
+      console.info(`node ${major}: the unit tier in a copy of the checkout installed on this line: ${vitestSummary(output)} (${seconds(started)})`);
     } catch (error) {
-      failures.push(`the unit tier failed:\n${stripVTControlCharacters(error.output ?? error.message).split('\n').slice(-80).join('\n')}`);
+      failures.push(`the unit tier failed:\n${outputTail(error.output ?? error.message)}`);
     }
   })();
   await Promise.all([conformance, unit]);

@@ -225,7 +225,7 @@ function syncFiles(root, dest, files) {
  * Runs a command to its end, its output kept (and echoed when `echo`); rejects on failure. Past `timeout`, or
  * on SIGINT or SIGTERM here, its whole process group (npx, pnpm, node-gyp, make, the compilers) is ended.
  */
-function run(command, args, { cwd, env, timeout, echo }) {
+export function runCommand(command, args, { cwd, env, timeout, echo = false }) {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(command, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let output = '';
@@ -349,7 +349,7 @@ export async function lineWorkspace(major, { root, echo = false, installEnv = {}
       rmSync(stamp, { force: true });
       try {
         // CI=true: no prompt (pnpm would ask before replacing a node_modules made by another set-up).
-        await run('npx', ['-y', PNPM, 'install', '--frozen-lockfile'], { cwd: dest, env: { ...env, ...installEnv, CI: 'true' }, timeout: INSTALL_MS, echo });
+        await runCommand('npx', ['-y', PNPM, 'install', '--frozen-lockfile'], { cwd: dest, env: { ...env, ...installEnv, CI: 'true' }, timeout: INSTALL_MS, echo });
       } catch (error) {
         throw new Error(`pnpm install on Node ${version} failed: ${error.message}`, { cause: error });
       }
@@ -382,9 +382,9 @@ async function main(argv) {
       const ws = await lineWorkspace(major, { root, echo: process.env.STATUSQ_NODE_LINES_VERBOSE === '1' });
       console.log(ws.dir);
       console.error(`node ${major}: workspace ready in ${ws.seconds} s (${ws.copied} files copied, ${ws.removed} removed, ${ws.installed ? 'installed' : 'install up to date'})`);
-      const version = await run(ws.node, ['--version'], { cwd: ws.dir, env: ws.env, timeout: LOOKUP_MS });
+      const version = await runCommand(ws.node, ['--version'], { cwd: ws.dir, env: ws.env, timeout: LOOKUP_MS });
       console.log(`node --version: ${version.trim()}`);
-      const smoke = await run(ws.node, ['-e', SMOKE], { cwd: join(ws.dir, 'packages', 'adapter-sqlite'), env: ws.env, timeout: LOOKUP_MS });
+      const smoke = await runCommand(ws.node, ['-e', SMOKE], { cwd: join(ws.dir, 'packages', 'adapter-sqlite'), env: ws.env, timeout: LOOKUP_MS });
       console.log(smoke.trim());
     } catch (error) {
       console.error(`node ${major}: ${error.message}`);

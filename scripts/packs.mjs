@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { stripVTControlCharacters } from 'node:util';
 
 export const root = new URL('..', import.meta.url).pathname;
 export const PUBLIC = ['packages/core', 'packages/schema', 'packages/adapter-sqlite', 'packages/adapter-postgres', 'packages/adapter-mysql', 'packages/broker-rabbitmq', 'packages/broker-nats', 'packages/conformance', 'test-fixtures', 'apps/cli'];
@@ -30,6 +31,31 @@ export function tarballsByName(dir) {
     byName.set(tarballManifest(tarball).name, tarball);
   }
   return byName;
+}
+
+/** The tarballs by package name: those in the `--packs` directory an earlier step packed, else packed now into `work`/packs. */
+export function packedTarballs(work) {
+  let packs = packsArgument();
+  if (!packs) {
+    packs = join(work, 'packs');
+    mkdirSync(packs);
+    packPublic(packs);
+  }
+  return tarballsByName(packs);
+}
+
+/** The summary lines of a vitest run's output (Test Files, Tests), joined with `; `. */
+export function vitestSummary(output) {
+  return stripVTControlCharacters(output)
+    .split('\n')
+    .filter((line) => /^\s*(Test Files|Tests)\s/.test(line))
+    .map((line) => line.trim())
+    .join('; ');
+}
+
+/** The last `count` lines of a command's output, colours stripped: what a failure report shows of it. */
+export function outputTail(output, count = 80) {
+  return stripVTControlCharacters(output).split('\n').slice(-count).join('\n');
 }
 
 /** `--packs DIR`: a directory of tarballs packed by an earlier step; null when not given. */

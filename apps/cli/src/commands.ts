@@ -19,7 +19,7 @@ export interface Io {
    * Standard input as a stream, for `--file -` (the bin: process.stdin). Read as chunks arrive: a synchronous
    * read of a pipe whose writer had not written yet failed with EAGAIN.
    */
-  readStdin: () => AsyncIterable<Buffer | string>;
+  readStdin: () => AsyncIterable<Buffer>;
   /** Where `work` writes its log (the bin: standard output, asynchronously). Default: io.out, not a terminal. */
   logDestination?: () => Promise<LogDestination>;
 }
@@ -121,12 +121,12 @@ async function readItems(flags: Flags, io: Io, shown: EnqueueProgress | null): P
     // Read in chunks, so the progress line can follow a big file (its size is known; standard input's is not).
     const decoder = new StringDecoder('utf8');
     let rest = '';
-    const source = file === '-' ? io.readStdin() : (createReadStream(file!) as AsyncIterable<Buffer>);
+    const source: AsyncIterable<Buffer> = file === '-' ? io.readStdin() : createReadStream(file!);
     for await (const chunk of source) {
-      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
-      if (shown && file !== '-') shown.bytesRead += bytes.length;
+      if (shown && file !== '-') shown.bytesRead += chunk.length;
+      const decoded = decoder.write(chunk);
       // A byte order mark (an editor's UTF-8 export) before the first line is not part of its JSON.
-      const text = (lineNumber === 0 && rest === '' ? decoder.write(bytes).replace(/^\uFEFF/, '') : rest + decoder.write(bytes));
+      const text = lineNumber === 0 && rest === '' ? decoded.replace(/^\uFEFF/, '') : rest + decoded;
       const cut = text.lastIndexOf('\n');
       if (cut < 0) rest = text;
       else {
