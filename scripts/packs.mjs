@@ -13,9 +13,15 @@ const PNPM = ['-y', 'pnpm@12.4.2'];
 
 export const run = (command, args, cwd, extra = {}) => execFileSync(command, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], ...extra });
 
-/** Packs every public package into `dir` with pnpm, which rewrites workspace: ranges. Run after the build. */
+/**
+ * Packs every public package into `dir` with pnpm, which rewrites workspace: ranges. Run after the build. One
+ * recursive pnpm for all of them: the same tarballs as a pnpm per package, in 2.5 CPU-seconds instead of 35
+ * (each npx and pnpm start is most of a second on the CI machine).
+ */
 export function packPublic(dir) {
-  for (const pkg of PUBLIC) run('npx', [...PNPM, 'pack', '--pack-destination', dir], join(root, pkg));
+  run('npx', [...PNPM, '--recursive', ...PUBLIC.flatMap((pkg) => ['--filter', `./${pkg}`]), 'pack', '--pack-destination', dir], root);
+  const packed = readdirSync(dir).filter((file) => file.endsWith('.tgz')).length;
+  if (packed !== PUBLIC.length) throw new Error(`pnpm pack left ${packed} tarballs in ${dir}, expected ${PUBLIC.length} (${PUBLIC.join(', ')})`);
 }
 
 /** The manifest inside a tarball. */

@@ -11,7 +11,9 @@
  * up on after everything was down: at most `catchUp` missed ticks, the newest ones, never a replay.
  */
 import { randomBytes } from 'node:crypto';
-import { CronExpressionParser, type CronExpression } from 'cron-parser';
+import { createRequire } from 'node:module';
+import type * as CronParser from 'cron-parser';
+import type { CronExpression } from 'cron-parser';
 import { DatabaseClock } from './database-clock.js';
 import { ConfigError, StoreError } from './errors.js';
 import { Queue } from './queue.js';
@@ -121,10 +123,16 @@ function isTimeZone(zone: string): boolean {
   }
 }
 
+// cron-parser (a CommonJS package) and the date library under it take 45 ms of CPU to load, in every worker
+// process and CLI command that imports core; only a process with schedules needs them, so they load on first use.
+const requireCjs = createRequire(import.meta.url);
+let cronParser: typeof CronParser | undefined;
+
 /** The schedule's expression, iterating from `fromMs`; a bad expression is a ConfigError naming `where`. */
 function cronOf(definition: ScheduleDefinition, fromMs: number, where: string): CronExpression {
+  cronParser ??= requireCjs('cron-parser') as typeof CronParser;
   try {
-    return CronExpressionParser.parse(definition.cron, { tz: definition.timezone ?? 'UTC', currentDate: new Date(fromMs) });
+    return cronParser.CronExpressionParser.parse(definition.cron, { tz: definition.timezone ?? 'UTC', currentDate: new Date(fromMs) });
   } catch (error) {
     throw new ConfigError(`${where}: cron ${JSON.stringify(definition.cron)} is not a cron expression: ${(error as Error).message}`);
   }
