@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { BrokerError, StatusqError, StoreError } from '@statusq/core';
-import { urlSecrets } from '@statusq/core/adapter';
+import { secretScrubber, urlSecrets } from '@statusq/core/adapter';
 import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, LISTEN_DATABASE_URL_VARIABLE, RELAY_TO_VARIABLE, WORK_FROM_VARIABLE, parseCommandLine, type Command, type Flags } from './args.js';
 import { oneLine } from './text.js';
 import type { Io } from './commands.js';
@@ -138,11 +138,7 @@ function databaseUrlSecrets(argv: readonly string[]): string[] {
  */
 function scrubbed(io: Io, secrets: readonly string[]): Io {
   if (secrets.length === 0) return io;
-  // A JSON log line holds a password with `"` or `\` escaped: that spelling is hidden too.
-  const spellings = new Set(secrets.flatMap((secret) => [secret, JSON.stringify(secret).slice(1, -1)]));
-  // Longest first, so a password that contains another secret is hidden whole.
-  const ordered = [...spellings].sort((a, b) => b.length - a.length);
-  const scrub = (line: string) => ordered.reduce((text, secret) => text.split(secret).join('***'), line);
+  const scrub = secretScrubber(secrets);
   const logDestination = io.logDestination;
   return {
     ...io,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from './errors.js';
-import { parseServerUrl, redactUrl, urlSecrets } from './urls.js';
+import { parseServerUrl, redactUrl, secretScrubber, urlSecrets } from './urls.js';
 
 describe('redactUrl', () => {
   it.each([
@@ -33,6 +33,16 @@ describe('urlSecrets', () => {
 
   it('leaves out a password the redacted URL shows anyway (it is also the user name)', () => {
     expect(urlSecrets('postgres://postgres:postgres@127.0.0.1:5432/postgres')).toEqual([]);
+  });
+});
+
+describe('secretScrubber', () => {
+  it('hides each secret as written and as JSON escapes it, a longer secret holding a shorter one whole', () => {
+    const scrub = secretScrubber(['ab', 'x"ab\\y']);
+    expect(scrub('x"ab\\y and ab')).toBe('*** and ***');
+    expect(scrub(JSON.stringify({ reason: 'x"ab\\y' }))).toBe('{"reason":"***"}');
+    expect(secretScrubber([])('ab')).toBe('ab');
+    expect(secretScrubber([''])('ab')).toBe('ab');
   });
 });
 

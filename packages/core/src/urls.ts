@@ -53,6 +53,17 @@ export function urlSecrets(url: string): string[] {
 }
 
 /**
+ * A function that hides each of `secrets` (urlSecrets) in a text as `***`: as written and as JSON escapes it (a
+ * JSON log line holds a password's `"` or `\\` escaped), the longest first so that a password containing another
+ * secret is hidden whole. The one scrub of everything the CLI prints and the dashboard serves.
+ */
+export function secretScrubber(secrets: readonly string[]): (text: string) => string {
+  const spellings = new Set(secrets.filter((secret) => secret.length > 0).flatMap((secret) => [secret, JSON.stringify(secret).slice(1, -1)]));
+  const ordered = [...spellings].sort((a, b) => b.length - a.length);
+  return (text) => ordered.reduce((out, secret) => out.split(secret).join('***'), text);
+}
+
+/**
  * Parses a server URL (`scheme://user:password@host:port/database`) for an adapter. Anything the drivers
  * would trip over later (a port out of range, a bad percent-escape) is a ConfigError now, naming the
  * URL with its password hidden; `usage` says what a good URL looks like.

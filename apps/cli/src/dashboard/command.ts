@@ -2,7 +2,7 @@
 // SIGTERM, then closes the server, the sampler and the store (exit 0).
 import { fileURLToPath } from 'node:url';
 import { ConfigError, EXIT, Queue, validateTableConfig } from '@statusq/core';
-import { urlSecrets } from '@statusq/core/adapter';
+import { secretScrubber, urlSecrets } from '@statusq/core/adapter';
 import { databaseUrl, tableConfig, type Flags } from '../args.js';
 import { withStore, workLogger, type Io } from '../commands.js';
 import { errorFields } from '../log.js';
@@ -21,8 +21,7 @@ export async function dashboard(flags: Flags, io: Io): Promise<number> {
   const config = tableConfig(flags, 'dashboard');
   validateTableConfig(config);
   const settings = dashboardSettings(flags);
-  const secrets = urlSecrets(databaseUrl(flags, 'dashboard'));
-  const redact = (text: string) => secrets.reduce((out, secret) => out.split(secret).join('***'), text);
+  const redact = secretScrubber(urlSecrets(databaseUrl(flags, 'dashboard')));
   return withStore(flags, 'dashboard', false, async (store) => {
     const queue = await Queue.open(store, config);
     if (settings.leaseMs !== undefined && !queue.table.features.leases) {

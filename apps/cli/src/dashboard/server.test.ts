@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { Queue, initTable, type Store } from '@statusq/core';
+import { secretScrubber, urlSecrets } from '@statusq/core/adapter';
 import { openStore } from '../adapters.js';
 import { createLogger } from '../log.js';
 import { ThroughputSampler } from './sampler.js';
@@ -27,7 +28,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function app(assetsDir: string) {
+async function app(assetsDir: string, redact: (text: string) => string = (text) => text) {
   const queue = await Queue.open(store, { table: 'jobs' });
   const log = await createLogger({ level: 'info', format: 'json' }, { write: () => undefined, isTTY: false }, {});
   sampler = new ThroughputSampler(() => queue.counts());
@@ -40,7 +41,7 @@ async function app(assetsDir: string) {
     assetsDir,
     sampler,
     log,
-    redact: (text) => text,
+    redact,
   });
   return (path: string) => served.request(path, { headers: { host: 'localhost:4300' } });
 }
@@ -78,5 +79,29 @@ it('serves index.html at / and assets/ (cached for good: their names are content
     const answer = await get(path);
     expect(answer.status, path).toBe(404);
     expect(await answer.text(), path).not.toContain('secret');
+  }
+});
+
+it('hides the database password in every row it serves, as inspect and the logs do, and keeps the JSON whole', async () => {
+  // The probe's case: a driver's error quoting the password became a row's failure reason, which the
+  // dashboard's API (and so its page) showed in clear.
+  const password = 'pa"ss\\w0rd';
+  const redact = secretScrubber(urlSecrets(`mysql://app:${encodeURIComponent(password)}@db.internal/shop`));
+  const queue = await Queue.open(store, { table: 'jobs' });
+  const [id] = await queue.enqueue([{ note: `connect with ${password}` }]);
+  await store.execute({ sql: `UPDATE jobs SET status = 0, last_error = ? WHERE id = ?`, params: [`Access denied for user 'app' (using password: ${password})`, id!] });
+  const get = await app(join(dir, 'empty'), redact);
+
+  // The row itself (with its payload), and the lists of failed rows and of every row.
+  for (const path of [`/api/rows/${String(id)}`, '/api/rows?status=failed', '/api/rows']) {
+    const answer = await get(path);
+    expect(answer.status, path).toBe(200);
+    const text = await answer.text();
+    expect(text, path).not.toContain('pa\\"ss');
+    expect(text, path).not.toContain('w0rd');
+    const body = JSON.parse(text) as { row?: Record<string, unknown>; rows?: Array<Record<string, unknown>> };
+    const row = body.row ?? body.rows![0]!;
+    expect(row.last_error, path).toBe("Access denied for user 'app' (using password: ***)");
+    if (path.includes(String(id))) expect(JSON.stringify(row.payload), path).toContain('connect with ***');
   }
 });

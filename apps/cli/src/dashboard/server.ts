@@ -39,7 +39,7 @@ export interface DashboardAppOptions {
   assetsDir: string;
   sampler: ThroughputSampler;
   log: Logger;
-  /** Hides the database URL's password in text that leaves the process (a driver's message may quote it). */
+  /** Hides the database URL's password in text that leaves the process (core's secretScrubber). */
   redact: (text: string) => string;
 }
 
@@ -49,7 +49,9 @@ export function dashboardApp(options: DashboardAppOptions): Hono<DashboardEnv> {
   const { queue, oldestFirst, log, redact } = options;
   const table = queue.table;
   const leaseMs = table.features.leases ? (options.leaseMs ?? DEFAULT_LEASE_MS) : null;
-  const json = (c: Ctx, value: unknown) => c.body(toJson(value), 200, JSON_TYPE);
+  // Every string of every answer is scrubbed, not only error messages: a row's failure reason or result may
+  // quote the password (a driver's error, a handler's message), and inspect and the logs hide it too.
+  const json = (c: Ctx, value: unknown) => c.body(toJson(value, redact), 200, JSON_TYPE);
   const fail = (c: Ctx, status: 400 | 403 | 404 | 413 | 415 | 500 | 503, kind: ErrorKind, message: string) => c.body(errorBody(kind, redact(message)), status, JSON_TYPE);
   const database = databaseHealth(log, redact);
 
