@@ -1,6 +1,6 @@
-import { describeFromCatalog, type ColumnInfo, type ColumnLimit, type StatementRunner } from '@statusq/core/adapter';
+import { describeFromCatalog, integerRangeOfBits, type ColumnInfo, type ColumnLimit, type StatementRunner } from '@statusq/core/adapter';
 
-const MYSQL_INTEGER_TYPES = new Set(['tinyint', 'smallint', 'mediumint', 'int', 'bigint']);
+const MYSQL_INTEGER_BITS: Readonly<Record<string, 8 | 16 | 24 | 32 | 64>> = { tinyint: 8, smallint: 16, mediumint: 24, int: 32, bigint: 64 };
 
 /** Room in a packet for the rest of a settle statement around the value (table, column names, token). */
 const STATEMENT_OVERHEAD_BYTES = 4096;
@@ -20,11 +20,15 @@ export function describeMysqlTable(runner: StatementRunner, table: string): Prom
     params: [schema, name],
   }), (r) => {
     const dataType = String(r.data_type).toLowerCase();
+    const type = String(r.type).toLowerCase();
+    const bits = MYSQL_INTEGER_BITS[dataType];
     return {
       name: String(r.name),
-      type: String(r.type).toLowerCase(),
+      type,
       unique: Number(r.is_unique) === 1,
-      integer: MYSQL_INTEGER_TYPES.has(dataType),
+      integer: bits !== undefined,
+      // COLUMN_TYPE says `int(10) unsigned`; DATA_TYPE only `int`.
+      ...(bits !== undefined && { integerRange: integerRangeOfBits(bits, /\bunsigned\b/.test(type)) }),
       maxLength: mysqlTextLimit(dataType, r.max_chars, r.max_bytes, r.packet),
       // EXTRA lists the column's attributes (`auto_increment`, `DEFAULT_GENERATED`, `on update ...`).
       autoIncrement: /\bauto_increment\b/i.test(String(r.extra ?? '')),

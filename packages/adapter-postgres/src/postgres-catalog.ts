@@ -1,4 +1,6 @@
-import { describeFromCatalog, type ColumnInfo, type StatementRunner } from '@statusq/core/adapter';
+import { describeFromCatalog, integerRangeOfBits, type ColumnInfo, type StatementRunner } from '@statusq/core/adapter';
+
+const POSTGRES_INTEGER_BITS: Readonly<Record<string, 16 | 32 | 64>> = { smallint: 16, integer: 32, bigint: 64 };
 
 /** `Store.describeTable` on PostgreSQL: the table's columns in order, or null when there is no such table. */
 export function describePostgresTable(runner: StatementRunner, table: string): Promise<ColumnInfo[] | null> {
@@ -18,12 +20,14 @@ export function describePostgresTable(runner: StatementRunner, table: string): P
   }), (r) => {
     // data_type names a domain's underlying type, so a domain over integer counts as integer.
     const type = String(r.type).toLowerCase();
+    const bits = POSTGRES_INTEGER_BITS[type];
     const chars = r.max_chars === null || r.max_chars === undefined || !type.startsWith('character') ? null : Number(r.max_chars);
     return {
       name: String(r.name),
       type,
       unique: r.is_unique === true,
-      integer: type === 'smallint' || type === 'integer' || type === 'bigint',
+      integer: bits !== undefined,
+      ...(bits !== undefined && { integerRange: integerRangeOfBits(bits) }),
       // varchar(n) and char(n) count characters; text and jsonb are unbounded for any value a worker holds.
       maxLength: chars === null ? null : { chars },
     };

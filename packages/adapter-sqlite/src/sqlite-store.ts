@@ -5,6 +5,7 @@ import {
   DEFAULT_CAPABILITIES,
   StoreError,
   atStatement,
+  integerRangeOfBits,
   splitTableName,
   validateTableName,
   type ColumnInfo,
@@ -182,6 +183,8 @@ export class SqliteStore implements Store {
       type: r.type.toLowerCase(),
       unique: r.uniq === 1 || (r.pk > 0 && keyColumns === 1),
       integer: sqliteHoldsIntegers(r.type),
+      // Whatever its declared width, an integer column holds SQLite's 64-bit integers (a larger number is a REAL).
+      ...(sqliteHoldsIntegers(r.type) && { integerRange: integerRangeOfBits(64) }),
       // SQLite does not enforce a declared length: VARCHAR(10) holds any text.
       maxLength: null,
     }));

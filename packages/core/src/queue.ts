@@ -6,7 +6,7 @@ import { validateIdentifier } from './identifiers.js';
 import { STORE_RETRY, withStoreRetry } from './retry.js';
 import { requeueCause, statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
-import { columnOverflow, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
+import { columnOverflow, idFitsColumn, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { INSPECT_CLOCK, InspectTimes, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
 import { GIVE_UP_PAGE, TransitionSql, type AttemptCharge, type NotBefore, type Params } from './transition-sql.js';
 import { hasIndex, keyIndexName, missingColumnError } from './schema.js';
@@ -228,8 +228,9 @@ export class Queue {
   /** The rows with these ids, whole, and the ids no row has. Each id is compared as the id column holds it. */
   async inspectIds(ids: readonly JobId[]): Promise<InspectIdsReport> {
     const unique = [...new Map(ids.map((id) => [String(id), id])).values()];
-    if (unique.length === 0) return { rows: [], notFound: [], clock: null };
-    const { rows } = await this.store.execute(this.sql.inspectIds(unique, INSPECT_CLOCK));
+    const possible = unique.filter((id) => idFitsColumn(this.idColumn, id));
+    if (possible.length === 0) return { rows: [], notFound: unique, clock: null };
+    const { rows } = await this.store.execute(this.sql.inspectIds(possible, INSPECT_CLOCK));
     const times = new InspectTimes(this.table);
     const found = new Map(rows.map((row) => [String(row[this.table.id]), times.read(row)]));
     const report: InspectIdsReport = { rows: [], notFound: [], clock: null };
@@ -333,8 +334,10 @@ export class Queue {
     }
     const leaseMs = cause === 'requeueProcessing' && leases && !force ? (options.leaseMs ?? DEFAULT_LEASE_MS) : null;
     if (leaseMs !== null && !(Number.isFinite(leaseMs) && leaseMs >= 0)) throw new ConfigError(`requeue: lease must be a non-negative number of milliseconds, got ${leaseMs}`);
-    const ids = options.ids ? [...new Map(options.ids.map((id) => [String(id), id])).values()] : undefined;
-    if (ids?.length === 0) return { requeued: 0, leaseMs, live: 0, notRequeued: [] };
+    const named = options.ids ? [...new Map(options.ids.map((id) => [String(id), id])).values()] : undefined;
+    // An id beyond the id column's integers is no row's: it is not looked up, and reported not found below.
+    const ids = named?.filter((id) => idFitsColumn(this.idColumn, id));
+    if (named && ids?.length === 0) return { requeued: 0, leaseMs, live: 0, notRequeued: named.map((id) => ({ id, reason: 'not found' })) };
 
     const statements: Statement[] = [];
     if (ids) statements.push(this.sql.statusOfIds(ids, leaseMs));
@@ -357,7 +360,7 @@ export class Queue {
     const found = new Map(results[0]!.rows.map((row) => [String(row.id), row]));
     const notRequeued: RequeueReport['notRequeued'] = [];
     let live = 0;
-    for (const id of ids) {
+    for (const id of named!) {
       const row = found.get(String(id));
       if (!row) {
         notRequeued.push({ id, reason: 'not found' });

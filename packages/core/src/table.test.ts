@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, SchemaError } from './errors.js';
-import { columnOverflow, resolveTable, type ColumnInfo } from './table.js';
+import { columnOverflow, idFitsColumn, integerRangeOfBits, resolveTable, type ColumnInfo } from './table.js';
 
 const cols = (...names: string[]): ColumnInfo[] =>
   names.map((name) => ({ name, type: 'integer', unique: name.toLowerCase() === 'id', integer: true, maxLength: null }));
@@ -94,5 +94,24 @@ describe('columnOverflow', () => {
     expect(columnOverflow('ü'.repeat(5), { bytes: 10 })).toBeNull();
     expect(columnOverflow('ü'.repeat(6), { bytes: 10 })).toBe('12 bytes; the column holds at most 10 bytes');
     expect(columnOverflow('x'.repeat(100_000), undefined)).toBeNull();
+  });
+});
+
+describe('idFitsColumn', () => {
+  const column = (integerRange?: ColumnInfo['integerRange']): ColumnInfo => ({ name: 'id', type: 'int', unique: true, integer: true, maxLength: null, integerRange });
+  it('bounds an id by the integers of its column: signed, unsigned (MySQL), 24 bits (MEDIUMINT), 64 bits', () => {
+    expect(integerRangeOfBits(16)).toEqual({ min: -32768n, max: 32767n });
+    expect(integerRangeOfBits(8, true)).toEqual({ min: 0n, max: 255n });
+    expect(integerRangeOfBits(24)).toEqual({ min: -8388608n, max: 8388607n });
+    const int64 = column(integerRangeOfBits(64));
+    expect(idFitsColumn(int64, 9223372036854775807n)).toBe(true);
+    expect(idFitsColumn(int64, 9223372036854775808n)).toBe(false);
+    expect(idFitsColumn(int64, -9223372036854775808n)).toBe(true);
+    const unsigned = column(integerRangeOfBits(32, true));
+    expect([idFitsColumn(unsigned, -1), idFitsColumn(unsigned, 4294967295), idFitsColumn(unsigned, 4294967296)]).toEqual([false, true, false]);
+  });
+  it('leaves alone what it cannot judge: text ids, fractions, a column without a known range', () => {
+    const small = column(integerRangeOfBits(8));
+    expect([idFitsColumn(small, 'x'), idFitsColumn(small, 1.5), idFitsColumn(column(), 10n ** 30n)]).toEqual([true, true, true]);
   });
 });

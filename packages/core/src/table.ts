@@ -1,6 +1,7 @@
 import { ConfigError, SchemaError } from './errors.js';
 import { validateIdentifier, validateTableName } from './identifiers.js';
 import { resolveStatusCodes, type StatusCodes } from './status.js';
+import type { JobId } from './store.js';
 
 /** The optional columns. Each one present switches a feature on; with none, the queue is the seed's. */
 export const OPTIONAL_COLUMNS = [
@@ -160,6 +161,33 @@ export interface ColumnInfo {
    * enqueue never takes a reported key for this column's value (on MySQL it may be another column's).
    */
   autoIncrement?: boolean | undefined;
+  /**
+   * The integers the column can hold, for an integer column of a fixed width. An id outside them is no row's, so
+   * lookups by id (inspect, requeue, the dashboard) answer "no such row" without asking the database, which on
+   * PostgreSQL refuses the value with an error and on MySQL compares it and finds nothing. Absent: not an
+   * integer column, or no bound the adapter knows.
+   */
+  integerRange?: IntegerRange | undefined;
+}
+
+/** The smallest and largest value of an integer column (ColumnInfo.integerRange). */
+export interface IntegerRange {
+  min: bigint;
+  max: bigint;
+}
+
+/** The range of a two's-complement integer of `bits` bits, or of an unsigned one. */
+export function integerRangeOfBits(bits: 8 | 16 | 24 | 32 | 64, unsigned = false): IntegerRange {
+  const size = 1n << BigInt(bits);
+  return unsigned ? { min: 0n, max: size - 1n } : { min: -(size >> 1n), max: (size >> 1n) - 1n };
+}
+
+/** Whether `id` can be a value of `column`: false only for an integer beyond the column's integerRange. */
+export function idFitsColumn(column: ColumnInfo, id: JobId): boolean {
+  const range = column.integerRange;
+  if (!range || typeof id === 'string' || (typeof id === 'number' && !Number.isInteger(id))) return true;
+  const value = BigInt(id);
+  return value >= range.min && value <= range.max;
 }
 
 /** Code points, which is what VARCHAR(n) counts on MySQL and PostgreSQL; JS `length` counts UTF-16 units. */

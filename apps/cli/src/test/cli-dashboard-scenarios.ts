@@ -141,6 +141,8 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
       expect(row.status).toBe(200);
       expect(row.json.row).toMatchObject({ payload: '{"n":5}', status: 2, last_error: 'spam' });
       expect(await api('GET', '/api/rows/999')).toMatchObject({ status: 404, json: { error: { kind: 'NotFound', message: 'no row of jobs has id 999' } } });
+      // Beyond the id column's integers: no row's, on every dialect (PostgreSQL's refusal was a 503).
+      expect(await api('GET', '/api/rows/99999999999999999999999')).toMatchObject({ status: 404, json: { error: { kind: 'NotFound', message: 'no row of jobs has id 99999999999999999999999' } } });
       for (const path of ['/api/rows/abc', '/api/rows?status=done', '/api/rows?limit=0', '/api/rows?limit=ten']) {
         expect(await api('GET', path), path).toMatchObject({ status: 400, json: { error: { kind: 'BadRequest' } } });
       }

@@ -517,6 +517,22 @@ function commandScenarios(ctx: () => CliContext, target: CliTarget): void {
       expect(await stats()).toEqual({ pending: 2, processing: 0, done: 1, abuse: 0, failed: 0, other: 0 });
     });
 
+    it("an id beyond the id column's integers is no row's: not found (exit 5) on every dialect, as inspect says", async () => {
+      // PostgreSQL refused such an id with an error (exit 1) where MariaDB found no row (issue 40's probe).
+      const { statusq, db } = ctx();
+      await db.query('CREATE TABLE small_ids (id SMALLINT PRIMARY KEY, status INTEGER)');
+      await db.query('INSERT INTO small_ids (id, status) VALUES (7, 0)');
+      const beyond = ['40000', '9223372036854775808', '99999999999999999999999', '-99999999999999999999999'];
+      expect(await statusq('requeue', '--db', db.url, '--table', 'small_ids', '--order-column', 'id', '--status', 'failed', ...beyond.flatMap((id) => ['--id', id]), '--id', '7')).toMatchObject({
+        code: 5,
+        stdout: `requeued 1 failed row of small_ids; not requeued: ${beyond.map((id) => `${id} (not found)`).join(', ')}`,
+      });
+      for (const id of beyond) {
+        expect(await statusq('inspect', '--db', db.url, '--table', 'small_ids', '--order-column', 'id', '--id', id), id).toMatchObject({ code: 5, stdout: '', stderr: `statusq: inspect: no row of small_ids has id ${id}` });
+        expect(await statusq('requeue', '--db', db.url, '--table', 'small_ids', '--order-column', 'id', '--status', 'failed', '--id', id), id).toMatchObject({ code: 5, stdout: `requeued 0 failed rows of small_ids; not requeued: ${id} (not found)` });
+      }
+    });
+
     it("text ids: '010' is not '10', and a number-like id never makes the database cast the column", async () => {
       const { statusq, db } = ctx();
       await db.query('CREATE TABLE codes (id VARCHAR(20) PRIMARY KEY, status INTEGER)');
