@@ -1,7 +1,7 @@
 // The built CLI over real SQLite files (its main in this process; a child process where only a process shows it): the shared command
 // scenarios, plus what needs no database server at all. The other shared groups: cli.operations.test.ts.
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { COMMAND_FLAGS } from './args.js';
@@ -117,6 +117,23 @@ cliScenarios(
       const deep = await statusq('enqueue', '--db', db.url, '--file', file('deep.ndjson', `{"n":3}\n${'['.repeat(100_000)}${']'.repeat(100_000)}\n`));
       expect(deep).toMatchObject({ code: 2, stderr: expect.stringMatching(/^statusq: \S*deep\.ndjson line 2: the payload is nested too deeply to store as JSON$/) });
       expect(await stats()).toMatchObject({ pending: 2 });
+    });
+
+    it('enqueue --file: a byte that is not UTF-8 is exit 2 naming its line, and nothing is written; characters split across read chunks arrive whole', async () => {
+      const { statusq, db, stats, dir } = ctx();
+      expect((await statusq('init', '--db', db.url)).code).toBe(0);
+      // Was accepted with the byte turned into U+FFFD (issue 40's probe).
+      const bad = join(dir, 'latin1.ndjson');
+      writeFileSync(bad, Buffer.concat([Buffer.from('{"n":1}\n\n{"city":"M'), Buffer.from([0xfc]), Buffer.from('nchen"}\n{"n":3}\n')]));
+      expect(await statusq('enqueue', '--db', db.url, '--file', bad)).toMatchObject({ code: 2, stderr: `statusq: enqueue: ${bad} line 3 is not valid UTF-8 (the file must be UTF-8 text, one JSON value per line)` });
+      expect(await stats()).toMatchObject({ pending: 0 });
+      // A four-byte character across the first 64 KiB read's end, on a line of its own and as the last, unended line.
+      const wide = join(dir, 'wide.ndjson');
+      const padding = 'x'.repeat(65_536 - '{"s":"'.length - 2);
+      writeFileSync(wide, `{"s":"${padding}😀"}\n{"s":"ü"}`);
+      expect(await statusq('enqueue', '--db', db.url, '--file', wide)).toMatchObject({ code: 0 });
+      const rows = await db.query<{ payload: string }>('SELECT payload FROM jobs ORDER BY id');
+      expect(rows.map((r) => JSON.parse(r.payload) as { s: string })).toEqual([{ s: `${padding}😀` }, { s: 'ü' }]);
     });
 
     it('a reader that closes the pipe early (statusq inspect | head -c 100) ends the command quietly, exit 0, no EPIPE stack', async () => {

@@ -1,5 +1,5 @@
 import { createReadStream, readFileSync, writeSync } from 'node:fs';
-import { StringDecoder } from 'node:string_decoder';
+import { isUtf8 } from 'node:buffer';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type EnqueueOutcome, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig, type ConnectOptions, type StoreWarning, type Broker } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
@@ -117,30 +117,65 @@ async function readItems(flags: Flags, io: Io, shown: EnqueueProgress | null): P
     lines.push(lineNumber);
     if (shown) shown.rowsRead++;
   };
+  // Lines are cut as bytes (a newline byte is never inside a UTF-8 character) and decoded strictly: a byte that
+  // is not UTF-8 would otherwise become U+FFFD and be written to the table as if the file had said so.
+  const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+  const parseBlock = (block: Buffer) => {
+    let text: string;
+    try {
+      text = utf8.decode(block);
+    } catch {
+      const bad = splitBytes(block).findIndex((line) => !isUtf8(line));
+      throw new ConfigError(`enqueue: ${file} line ${lineNumber + 1 + Math.max(bad, 0)} is not valid UTF-8 (the file must be UTF-8 text, one JSON value per line)`);
+    }
+    text.split(/\r?\n/).forEach(parseLine);
+  };
   try {
     // Read in chunks, so the progress line can follow a big file (its size is known; standard input's is not).
-    const decoder = new StringDecoder('utf8');
-    let rest = '';
+    let rest: Buffer = Buffer.alloc(0);
+    let first = true;
     const source: AsyncIterable<Buffer> = file === '-' ? io.readStdin() : createReadStream(file!);
     for await (const chunk of source) {
       if (shown && file !== '-') shown.bytesRead += chunk.length;
-      const decoded = decoder.write(chunk);
-      // A byte order mark (an editor's UTF-8 export) before the first line is not part of its JSON.
-      const text = lineNumber === 0 && rest === '' ? decoded.replace(/^\uFEFF/, '') : rest + decoded;
-      const cut = text.lastIndexOf('\n');
-      if (cut < 0) rest = text;
+      let bytes: Buffer = rest.length === 0 ? chunk : Buffer.concat([rest, chunk]);
+      if (first) {
+        if (bytes.length < UTF8_BOM.length && UTF8_BOM.subarray(0, bytes.length).equals(bytes)) {
+          rest = bytes;
+          continue;
+        }
+        first = false;
+        // A byte order mark (an editor's UTF-8 export) before the first line is not part of its JSON.
+        if (bytes.subarray(0, UTF8_BOM.length).equals(UTF8_BOM)) bytes = bytes.subarray(UTF8_BOM.length);
+      }
+      const cut = bytes.lastIndexOf(NEWLINE);
+      if (cut < 0) rest = bytes;
       else {
-        text.slice(0, cut).split(/\r?\n/).forEach(parseLine);
-        rest = text.slice(cut + 1);
+        parseBlock(bytes.subarray(0, cut));
+        rest = bytes.subarray(cut + 1);
       }
     }
-    rest.concat(decoder.end()).split(/\r?\n/).forEach(parseLine);
+    parseBlock(rest);
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     throw new ConfigError(`enqueue: cannot read ${file}: ${(error as Error).message}`);
   }
   if (items.length === 0) throw new ConfigError(`enqueue: ${file} holds no rows`);
   return { items, where: (index) => `${file} line ${lines[index]}` };
+}
+
+const NEWLINE = 0x0a;
+const UTF8_BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+
+/** `bytes` cut at each newline byte. */
+function splitBytes(bytes: Buffer): Buffer[] {
+  const lines: Buffer[] = [];
+  let start = 0;
+  for (let at = bytes.indexOf(NEWLINE); at >= 0; at = bytes.indexOf(NEWLINE, start)) {
+    lines.push(bytes.subarray(start, at));
+    start = at + 1;
+  }
+  lines.push(bytes.subarray(start));
+  return lines;
 }
 
 function parseJson(text: string, where: string): unknown {
