@@ -213,7 +213,7 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
           dispatchTo: publishing,
           onDispatchError: (error) => io.err(`warning: publishing to ${publishing.name} failed; the rows stay pending for statusq relay: ${errorFields(error).message as string}`),
         };
-        const outcomes = await queue.enqueueDetailed(items, { chunk, describeItem: where, ...when, ...dispatch, ...(priority !== undefined && { priority }), ...(key !== undefined && { key }) });
+        const outcomes = await queue.enqueueDetailed(items, { chunk, describeItem: where, ...when, ...dispatch, ...(priority !== undefined && { priority }), ...(key !== undefined && { key, describeKey: '--key' }) });
         shown?.line.stop();
         return enqueued(io, config.table, outcomes, key, publishing === undefined ? '' : publishedNote(outcomes, publishing));
       } finally {

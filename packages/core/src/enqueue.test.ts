@@ -232,7 +232,9 @@ describe('enqueue deduplication keys', () => {
     const emoji = '\u{1F600}';
     expect(emoji.length).toBe(2);
     expect(await queue.enqueue([{ n: 1 }], { key: emoji.repeat(255) })).toHaveLength(1);
-    await expect(queue.enqueue([{ n: 2 }], { key: emoji.repeat(256) })).rejects.toThrow(/^item 1: a deduplication key is 1 to 255 characters without surrounding whitespace/);
+    await expect(queue.enqueue([{ n: 2 }], { key: emoji.repeat(256) })).rejects.toThrow(/^enqueue: the key option: a deduplication key is 1 to 255 characters without surrounding whitespace/);
+    // A key function's bad key names its item.
+    await expect(queue.enqueue([{ n: 3 }, { n: 4 }], { key: (item) => ((item as { n: number }).n === 4 ? ' k' : 'k3'), describeKey: '--key' })).rejects.toThrow(/^item 2: --key: a deduplication key is 1 to 255/);
     expect(store.rows('SELECT COUNT(*) AS n FROM keyed')[0]!.n).toBe(1);
   });
 });

@@ -75,6 +75,8 @@ export interface EnqueueOptions {
   chunk?: number | undefined;
   /** How messages name item `index` (0-based); default `item N`. The CLI names file lines. */
   describeItem?: ((index: number) => string) | undefined;
+  /** How messages name the key option when a key it gave is refused; default `the key option`. The CLI says `--key`. */
+  describeKey?: string | undefined;
   /**
    * The application's open transaction, to write the rows in (the outbox pattern: the jobs commit with the
    * application's own writes, or not at all). What the adapter takes (Store.runnerFor): a knex transaction
@@ -424,10 +426,13 @@ export class Queue {
     const rows: Array<Record<string, SqlValue>> = [];
     // Each row's key, checked with the row: one an application row sets itself, or the key option's.
     const keys: Array<string | null> = [];
+    // A bad key is the key option's fault when the option gave it: named as the caller names the option.
+    const keyName = options.describeKey ?? 'the key option';
+    const describeKey = !keyOf ? describe : typeof options.key === 'string' ? () => `enqueue: ${keyName}` : (index: number) => `${describe(index)}: ${keyName}`;
     items.forEach((item, index) => {
       const row = this.rowFor(item, index, describe, notBefore, stamp, keyOf?.(index));
       rows.push(row);
-      keys.push(this.keyIn(row, describe, index));
+      keys.push(this.keyIn(row, describeKey, index));
     });
     if (keyOf || keys.some((key) => key !== null)) {
       if (options.chunk !== undefined) throw new ConfigError('enqueue: keyed rows commit one at a time; give chunk or keys, not both');

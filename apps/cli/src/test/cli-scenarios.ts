@@ -205,8 +205,9 @@ function commandScenarios(ctx: () => CliContext, target: CliTarget): void {
 
     const rows = file('two.ndjson', '{"n":4}\n{"n":5}\n');
     for (const [args, message] of [
-      [['--payload', '{"n":9}', '--key', ''], /^statusq: --payload: a deduplication key is 1 to 255 characters without surrounding whitespace, got ""$/],
-      [['--payload', '{"n":9}', '--key', 'x'.repeat(256)], /1 to 255 characters/],
+      // Named as --key, not as the payload (it was `--payload:`, issue 40's probe).
+      [['--payload', '{"n":9}', '--key', ''], /^statusq: enqueue: --key: a deduplication key is 1 to 255 characters without surrounding whitespace, got ""$/],
+      [['--payload', '{"n":9}', '--key', 'x'.repeat(256)], /^statusq: enqueue: --key: a deduplication key is 1 to 255 characters/],
       [['--file', rows, '--key', 'k'], /^statusq: enqueue: --key names one row, and .*two\.ndjson holds 2/],
     ] as Array<[string[], RegExp]>) {
       const refused = await statusq('enqueue', '--db', db.url, ...args);
