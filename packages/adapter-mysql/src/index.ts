@@ -1,4 +1,4 @@
-import { ConfigError, deadlinesFromUrl, parseServerUrl, poolFromUrl, type ClaimStrategy, type AdapterModule, type ConnectOptions } from '@statusq/core/adapter';
+import { ConfigError, deadlinesFromUrl, parseServerUrl, poolFromUrl, refuseUnknownUrlParameters, type ClaimStrategy, type AdapterModule, type ConnectOptions } from '@statusq/core/adapter';
 import type { MysqlBinlogFallback, MysqlIsolation, MysqlStoreOptions } from './mysql-options.js';
 import { MysqlStore } from './mysql-store.js';
 
@@ -23,6 +23,9 @@ export const schemes: readonly string[] = ['mysql', 'mariadb'];
  * `queryTimeout` and `schemaTimeout` (ms; see MysqlStoreOptions). The old names (`connectionLimit`,
  * `claimStrategy=auto|skip-locked`) are refused, naming the new one.
  */
+/** This adapter's own URL parameters (the pool's and the deadlines' come from core); mysql2 is given none. */
+const MYSQL_URL_PARAMETERS = ['claimStrategy', 'isolation', 'binlogFallback', 'idleProbeMs', 'lockWaitTimeout'];
+
 export function optionsFromUrl(url: string): MysqlStoreOptions {
   const parsed = parseServerUrl(url, 'use mysql://user:password@host:port/database');
   const scheme = parsed.protocol.replace(/:$/, '').toLowerCase();
@@ -42,6 +45,7 @@ export function optionsFromUrl(url: string): MysqlStoreOptions {
     }
     return n;
   };
+  refuseUnknownUrlParameters(parsed.searchParams, MYSQL_URL_PARAMETERS, 'the MySQL URL');
   const strategy = parsed.searchParams.get('claimStrategy');
   if (strategy !== null) options.claimStrategy = strategy as ClaimStrategy;
   const isolation = parsed.searchParams.get('isolation');

@@ -114,6 +114,11 @@ describe('mysql adapter, without a server', () => {
     expect(() => optionsFromUrl('mysql://root@h/db?lockWaitTimeout=0')).toThrow(/lockWaitTimeout in the MySQL URL must be a positive integer/);
     // The old names are refused, naming the new one.
     expect(() => optionsFromUrl('mysql://root@h/db?connectionLimit=8')).toThrow(/connectionLimit in the MySQL URL was renamed maxConnections/);
+    // A parameter nobody reads was dropped without a word (issue 40's probe): mysql2 is given none of them.
+    for (const bad of ['bogus=1', 'ssl=true', 'claimstrategy=native']) {
+      const name = bad.split('=')[0]!;
+      expect(() => optionsFromUrl(`mysql://root@h/db?${bad}`), bad).toThrow(new RegExp(`^unknown parameter "${name}" in the MySQL URL; it takes binlogFallback, claimStrategy, connectTimeout, idleProbeMs, isolation, lockWaitTimeout, maxConnections, queryTimeout, schemaTimeout$`));
+    }
     expect(optionsFromUrl('mysql://root@h/db?connectTimeout=2000&queryTimeout=1500&schemaTimeout=60000')).toMatchObject({
       connectTimeoutMs: 2000,
       queryTimeoutMs: 1500,

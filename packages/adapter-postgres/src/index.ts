@@ -1,4 +1,4 @@
-import { ConfigError, DEADLINE_URL_PARAMETERS, POOL_URL_PARAMETER, deadlinesFromUrl, parseServerUrl, poolFromUrl, redactUrl, type AdapterModule, type ConnectOptions } from '@statusq/core/adapter';
+import { ConfigError, DEADLINE_URL_PARAMETERS, POOL_URL_PARAMETER, deadlinesFromUrl, parseServerUrl, poolFromUrl, redactUrl, refuseUnknownUrlParameters, type AdapterModule, type ConnectOptions } from '@statusq/core/adapter';
 import { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
 
 export { PostgresStore, type PostgresStoreOptions } from './postgres-store.js';
@@ -13,7 +13,8 @@ export const schemes: readonly string[] = ['postgres', 'postgresql'];
  * Opens a store from a `postgres://user:password@host:port/database` URL (`postgresql://` too). No
  * connection is made until the first call; `create` is ignored (the database must exist). The query
  * parameters `maxConnections` (pool size) and `connectTimeout`, `queryTimeout` and `schemaTimeout` (ms) set
- * those PostgresStoreOptions; every other parameter goes to pg as it is. `options` override what the URL says.
+ * those PostgresStoreOptions; pg's own (sslmode, application_name, options, ...) go to pg as they are, and any
+ * other is a ConfigError. `options` override what the URL says.
  * `listenUrl` is checked the same way; statusq's own parameters in it are dropped.
  */
 export async function connect(url: string, options: ConnectOptions & Omit<PostgresStoreOptions, 'connectionString'> = {}): Promise<PostgresStore> {
@@ -32,6 +33,16 @@ export async function connect(url: string, options: ConnectOptions & Omit<Postgr
 }
 
 /**
+ * The parameters pg reads from a connection string (pg-connection-string and pg's ConnectionParameters, pg 8):
+ * any other it would ignore.
+ */
+const PG_URL_PARAMETERS = [
+  'host', 'port', 'user', 'password', 'database', 'db', 'encoding', 'client_encoding', 'application_name', 'fallback_application_name',
+  'options', 'binary', 'replication', 'statement_timeout', 'lock_timeout', 'idle_in_transaction_session_timeout', 'query_timeout',
+  'ssl', 'sslmode', 'sslcert', 'sslkey', 'sslrootcert', 'sslnegotiation', 'uselibpqcompat',
+];
+
+/**
  * pg parses a URL only when it first connects, and its errors there ("Invalid URL", "URI malformed") are
  * neither ConfigErrors nor clear; check now. A socket directory may stand in for the host (?host=).
  */
@@ -44,6 +55,7 @@ function checkUrl(url: string): void {
   if (parsed.hostname === '' && !parsed.searchParams.has('host')) {
     throw new ConfigError(`PostgreSQL URL ${JSON.stringify(redactUrl(url))} names no host: ${usage}`);
   }
+  refuseUnknownUrlParameters(parsed.searchParams, PG_URL_PARAMETERS, 'the PostgreSQL URL');
 }
 
 /** The URL without statusq's own parameters (pg would take them for its own), and the options they set. */

@@ -254,6 +254,10 @@ if (unavailable !== null) {
       expect(new Set(wideCalls.map((c) => c.rows[0]!.pid)).size).toBe(3);
       await expect(connect(`${url}?connectionLimit=2`)).rejects.toThrow(/connectionLimit in the PostgreSQL URL was renamed maxConnections/);
       await expect(connect(`${url}?maxConnections=0`)).rejects.toThrow(/maxConnections in the PostgreSQL URL must be a positive integer/);
+      // A parameter neither statusq nor pg reads was dropped without a word (issue 40's probe); pg's own still pass.
+      for (const bad of ['bogus=1', 'sslpassword=x', 'application-name=x']) {
+        await expect(connect(`${url}?sslmode=disable&${bad}`), bad).rejects.toThrow(new RegExp(`^unknown parameter "${bad.split('=')[0]}" in the PostgreSQL URL; it takes application_name, binary, `));
+      }
     });
 
     it('deadlines from the URL: a statement slower than queryTimeout rejects with ConnectionLost in time and its connection is dropped; a schema change gets schemaTimeout; other parameters still reach pg; a bad value is a ConfigError', async () => {

@@ -15,6 +15,6 @@ export * from './claim.js';
 export * from './statement-size.js';
 export * from './deadline.js';
 export { ConnectionGate } from './connection-gate.js';
-export { POOL_URL_PARAMETER, poolFromUrl } from './server-url.js';
+export { POOL_URL_PARAMETER, poolFromUrl, refuseUnknownUrlParameters } from './server-url.js';
 export { sleep } from './retry.js';
 export * from './pooled-connection.js';

@@ -1,3 +1,4 @@
+import { DEADLINE_URL_PARAMETERS } from './deadline.js';
 import { ConfigError } from './errors.js';
 
 /** URL parameters once spelled differently: a URL still using the old name is refused, naming the new one. */
@@ -19,4 +20,17 @@ export function poolFromUrl(params: URLSearchParams, where: string): { maxConnec
   const n = Number(raw);
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1) throw new ConfigError(`${POOL_URL_PARAMETER} in ${where} must be a positive integer, got ${JSON.stringify(raw)}`);
   return { maxConnections: n };
+}
+
+/**
+ * Refuses a URL parameter nobody reads. Misspelled, or meant for another driver, it was dropped without a word,
+ * and a `?ssl=true` that is silently not applied is worse than an error. `known` is what the adapter and its
+ * driver take besides the pool and deadline parameters every server URL takes; a renamed parameter is left to
+ * poolFromUrl, which names its new name.
+ */
+export function refuseUnknownUrlParameters(params: URLSearchParams, known: readonly string[], where: string): void {
+  const taken = [...new Set([...known, POOL_URL_PARAMETER, ...Object.keys(DEADLINE_URL_PARAMETERS)])].sort();
+  for (const name of new Set(params.keys())) {
+    if (!taken.includes(name) && !(name in RENAMED_URL_PARAMETERS)) throw new ConfigError(`unknown parameter ${JSON.stringify(name)} in ${where}; it takes ${taken.join(', ')}`);
+  }
 }
