@@ -32,11 +32,15 @@ cliScenarios(
       ['--listen-db beside a SQLite --db', () => ['work', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--listen-db', 'postgres://u@h/db', '--table', 'jobs', '--handler', ctx().file('ok.mjs', 'export default async () => {};')], /^statusq: listenUrl \(--listen-db\) is the URL of a PostgreSQL listening connection; SQLite has none/],
       ['the renamed --strategy flag', () => ['work', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--table', 'jobs', '--handler', 'h.mjs', '--strategy', 'native'], /--strategy was renamed --claim-strategy/],
       ['an unknown --claim-strategy', () => ['work', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--table', 'jobs', '--handler', 'h.mjs', '--claim-strategy=fastest'], /--claim-strategy must be native or conditional-update, got "fastest"/],
+      ['a database URL parameter nothing reads', () => ['stats', '--db', 'mysql://u@127.0.0.1:1/db?ssl=true', '--table', 'jobs'], /^statusq: unknown parameter "ssl" in the MySQL URL; it takes binlogFallback, claimStrategy, /],
+      ['--processes out of range', () => ['work', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--table', 'jobs', '--handler', ctx().file('ok.mjs', 'export default async () => {};'), '--processes', '-1'], /^statusq: --processes must be an integer from 1 to 1024, got -1$/],
     ] as Array<[string, () => string[], RegExp]>)('%s: one line on stderr, exit code 2', async (_name, args, message) => {
       const run = await ctx().statusq(...args());
       expect(run.code).toBe(2);
       expect(run.stderr).toMatch(message);
       expect(run.stderr.split('\n')).toHaveLength(1);
+      // Nothing was started or announced first (--processes -1 logged "starting -1 worker processes").
+      expect(run.stdout).toBe('');
     });
 
     it('--version prints the package version; <command> --help prints every flag the command accepts, exit 0', async () => {

@@ -1,7 +1,7 @@
 import { createReadStream, readFileSync, writeSync } from 'node:fs';
 import { isUtf8 } from 'node:buffer';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type EnqueueOutcome, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig, type ConnectOptions, type StoreWarning, type Broker } from '@statusq/core';
+import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, validateProcessCount, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type EnqueueOutcome, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig, type ConnectOptions, type StoreWarning, type Broker } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
 import { ENQUEUE_TO_VARIABLE, LISTEN_DATABASE_URL_VARIABLE, WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, databaseUrl, metricsSettings, type MetricsSettings, isBooleanFlag, listenDatabaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
@@ -295,6 +295,8 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   const stopTimeoutMs = optionalDuration(flags, 'stop-timeout') ?? 30_000;
   const logging = logSettings(flags);
   const processes = optionalInteger(flags, 'processes');
+  // Checked with the other flags, before the handler loads or anything is logged (it said "starting -1 worker processes").
+  if (processes !== undefined) validateProcessCount(processes, '--processes');
   const metrics = metricsSettings(flags);
   const progress = progressSurface(flags);
   const scheduleFile = optionalString(flags, 'schedule');

@@ -87,6 +87,13 @@ interface Slot {
  * drains them once) rather than every process at once; each child has an IPC channel to the launcher and
  * drains by itself if the launcher dies.
  */
+/** The bound of SupervisorOptions.processes, checked where it is parsed too (the CLI's --processes), before anything starts. */
+export function validateProcessCount(processes: unknown, name = 'processes'): void {
+  if (typeof processes !== 'number' || !Number.isSafeInteger(processes) || processes < 1 || processes > 1024) {
+    throw new ConfigError(`${name} must be an integer from 1 to 1024, got ${String(processes)}`);
+  }
+}
+
 export class Supervisor {
   private readonly slots: Slot[] = [];
   private stopping = false;
@@ -104,9 +111,7 @@ export class Supervisor {
     options: SupervisorOptions,
     private readonly onEvent: (event: SupervisorEvent) => void = () => {},
   ) {
-    if (!Number.isSafeInteger(options.processes) || options.processes < 1 || options.processes > 1024) {
-      throw new ConfigError(`processes must be an integer from 1 to 1024, got ${String(options.processes)}`);
-    }
+    validateProcessCount(options.processes);
     this.options = {
       staggerMs: 200,
       restartBaseMs: 500,
