@@ -53,6 +53,20 @@ cliScenarios(
         expect(usage.stdout, form).toContain(form);
       }
       for (const unit of ['ms', 's', 'm', 'h', 'd']) expect(usage.stdout, unit).toMatch(new RegExp(`\\d${unit}\\b`));
+      // The summary lists each command's flags too (it had drifted: work --max-instances, --rate, relay
+      // --metrics-port were missing); --adapter is said once, for every command, under URLs.
+      const summary = new Map<string, string>();
+      let current = '';
+      for (const line of usage.stdout.split('\n\n')[1]!.split('\n')) {
+        const named = /^ {2}([a-z]+) /.exec(line);
+        if (named) current = named[1]!;
+        summary.set(current, `${summary.get(current) ?? ''} ${line}`);
+      }
+      expect([...summary.keys()].sort()).toEqual(Object.keys(COMMAND_FLAGS).sort());
+      for (const [command, flags] of Object.entries(COMMAND_FLAGS)) {
+        for (const flag of flags.filter((f) => f !== 'adapter')) expect(summary.get(command), `statusq --help: ${command} --${flag}`).toMatch(new RegExp(`--${flag}\\b`));
+      }
+      expect(usage.stdout).toContain('--adapter MODULE');
       for (const [command, flags] of Object.entries(COMMAND_FLAGS)) {
         const run = await statusq(command, '--help');
         expect(run.code, command).toBe(0);
