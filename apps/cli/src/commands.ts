@@ -59,13 +59,17 @@ export async function init(flags: Flags, io: Io): Promise<number> {
 }
 
 function hasAdditions(report: MigrateReport): boolean {
-  return report.addedColumns.length > 0 || report.createdIndex !== null || report.createdPriorityIndex !== null || report.createdKeyIndex !== null;
+  return report.addedColumns.length > 0 || createdIndexes(report).length > 0;
+}
+
+function createdIndexes(report: MigrateReport): string[] {
+  return [report.createdIndex, report.createdPriorityIndex, report.createdKeyIndex, report.createdDispatchIndex].filter((name): name is string => name !== null);
 }
 
 function describeAdditions(report: MigrateReport): string {
   const parts = [];
   if (report.addedColumns.length > 0) parts.push(`columns ${report.addedColumns.join(', ')}`);
-  const indexes = [report.createdIndex, report.createdPriorityIndex, report.createdKeyIndex].filter((name): name is string => name !== null);
+  const indexes = createdIndexes(report);
   if (indexes.length > 0) parts.push(`${indexes.length === 1 ? 'index' : 'indexes'} ${indexes.join(', ')}`);
   return parts.join(' and ');
 }

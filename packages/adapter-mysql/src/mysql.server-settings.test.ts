@@ -217,14 +217,14 @@ mysqlSuite('mysql on production server settings (private MariaDB per setting)', 
       try {
         expect(store.settings.lowerCaseTableNames).toBe(1);
         expect(await initTable(store, 'Jobs')).toMatchObject({ table: 'Jobs', created: true });
-        expect(await initTable(store, 'Jobs')).toMatchObject({ created: false, migrated: { addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, addedStatus: false } });
+        expect(await initTable(store, 'Jobs')).toMatchObject({ created: false, migrated: { addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, addedStatus: false } });
         // The server keeps the name in lower case; statusq's catalog look-ups still find it by the configured one.
         expect(await server().admin('SELECT TABLE_NAME AS t FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?', [optionsFromUrl(url).database])).toEqual([{ t: 'jobs' }]);
         for (const s of mysqlFixtures.tableA('Table_A')) await store.execute({ sql: s, params: [] });
         await store.execute({ sql: "INSERT INTO Table_A (id, date, url, kind) VALUES (1, NOW(3), 'u', 'k'), (2, NOW(3), 'u', 'k'), (3, NOW(3), 'u', 'k')", params: [] });
         const migrated = await migrateTable(store, { table: 'Table_A', with: ['leases', 'retries', 'results'] });
         expect(migrated.addedColumns.length).toBeGreaterThan(0);
-        expect(await migrateTable(store, { table: 'Table_A', with: ['leases', 'retries', 'results'] })).toEqual({ table: 'Table_A', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, addedStatus: false });
+        expect(await migrateTable(store, { table: 'Table_A', with: ['leases', 'retries', 'results'] })).toEqual({ table: 'Table_A', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, addedStatus: false });
         const jobs = await Queue.open(store, { table: 'Jobs' });
         expect(jobs.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: true, progress: false, dispatch: false });
         const tableA = await Queue.open(store, { table: 'Table_A' });

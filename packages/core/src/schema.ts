@@ -106,6 +106,8 @@ export interface MigrateReport {
   createdPriorityIndex: string | null;
   /** Name of the key index created (a table with a dedupe_key column), or null when it existed or there is none. */
   createdKeyIndex: string | null;
+  /** Name of the relay's index created (`with: ['dispatch']`), or null when it existed, was not asked for or the store has none. */
+  createdDispatchIndex: string | null;
   /** True when the status column itself was added: every existing row is now pending. */
   addedStatus: boolean;
 }
@@ -257,12 +259,10 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   // application's own, holding values that repeat among live rows.
   const keyColumn = groups.includes('dedupe') ? (columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.dedupeKey)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.dedupeKey) : null;
   const createdKeyIndex = keyColumn === null ? null : await ensureKeyIndex(store, schema, table, { statusColumn, keyColumn, processingCode });
-  if (groups.includes('dispatch')) {
-    const dispatchedColumn = columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt;
-    await ensureDispatchIndex(store, schema, table, { statusColumn, orderColumn, dispatchedColumn });
-  }
+  const dispatchedColumn = groups.includes('dispatch') ? (columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt) : null;
+  const createdDispatchIndex = dispatchedColumn === null ? null : await ensureDispatchIndex(store, schema, table, { statusColumn, orderColumn, dispatchedColumn });
   await schema.installWakeUps?.(store, table, statusColumn);
-  return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, createdKeyIndex, addedStatus };
+  return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, createdKeyIndex, createdDispatchIndex, addedStatus };
 }
 
 async function ensureKeyIndex(store: Store, schema: SchemaSupport, table: string, spec: Omit<KeyIndexSpec, 'name'>): Promise<string | null> {

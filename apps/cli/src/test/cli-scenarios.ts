@@ -226,6 +226,8 @@ function commandScenarios(ctx: () => CliContext, target: CliTarget): void {
     });
     expect(await statusq('migrate', '--db', db.url, '--table', 'table_a', '--with', 'dedupe')).toMatchObject({ code: 0, stdout: 'table table_a is up to date; nothing to do' });
     expect(await statusq('migrate', '--db', db.url, '--table', 'table_a', '--with', 'progress')).toMatchObject({ code: 0, stdout: 'migrated table_a: added columns progress' });
+    // The relay's index is reported with the column (it was made and not said; issue 40's probe).
+    expect(await statusq('migrate', '--db', db.url, '--table', 'table_a', '--with', 'dispatch')).toMatchObject({ code: 0, stdout: 'migrated table_a: added columns dispatched_at and index table_a_statusq_dispatch' });
     expect(await statusq('init', '--db', db.url, '--table', 'reports', '--with', 'progress')).toMatchObject({ code: 0, stdout: 'created table reports' });
     expect(await statusq('doctor', '--db', db.url, '--table', 'reports', '--json', '--race-jobs', '0')).toMatchObject({ code: 0, stdout: expect.stringContaining("progress (a running handler's last ctx.progress)") });
   });
