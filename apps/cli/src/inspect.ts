@@ -59,7 +59,7 @@ export async function inspect(flags: Flags, io: Io): Promise<number> {
 
 /** How the listing is ordered, as TransitionSql.inspect orders it. */
 function orderOf(table: ResolvedTable, status: InspectStatus): string {
-  if (status === 'pending') return `in claim order (${table.order} ${table.direction} first)`;
+  if (status === 'pending') return `in claim order (${table.columns.priority ? `${table.columns.priority} highest first, then ` : ''}${table.order} ${table.direction} first)`;
   if (status === 'processing') return table.columns.claimedAt ? `oldest claim first (${table.columns.claimedAt})` : `by ${table.id}`;
   return table.columns.finishedAt ? `newest finished first (${table.columns.finishedAt})` : `newest ${table.id} first`;
 }

@@ -107,6 +107,17 @@ export function inspectScenarios(ctx: () => CliContext, target: CliTarget): void
     ]);
     expect(pending.stdout.split('\n')[3]).toMatch(/ pending /);
 
+    // A priority column comes first in the claim order, and the header says so (it said "date newest first"
+    // over rows listed by priority; issue 40's probe).
+    expect((await c.statusq('init', '--db', c.db.url, '--table', 'ranked', '--with', 'priority')).code).toBe(0);
+    for (const [n, priority] of [[1, 0], [2, 5], [3, 0]] as const) {
+      expect((await c.statusq('enqueue', '--db', c.db.url, '--table', 'ranked', '--payload', JSON.stringify({ n }), '--priority', String(priority))).code).toBe(0);
+    }
+    const ranked = await c.statusq('inspect', '--db', c.db.url, '--table', 'ranked', '--status', 'pending', '--json');
+    expect((JSON.parse(ranked.stdout) as JsonRow[]).map((row) => JSON.parse(String(row.payload)) as { n: number })).toEqual([{ n: 2 }, { n: 3 }, { n: 1 }]);
+    const rankedText = await c.statusq('inspect', '--db', c.db.url, '--table', 'ranked', '--status', 'pending');
+    expect(rankedText.stdout.split('\n')[0]).toBe("3 pending rows of ranked, in claim order (priority highest first, then date newest first); times UTC, ages by the database's clock");
+
     await c.db.query('DELETE FROM jobs WHERE status = 2');
     expect(await c.statusq('inspect', '--db', c.db.url, '--table', 'jobs', '--status', 'abuse')).toMatchObject({ code: 0, stdout: 'no abuse rows in jobs' });
     expect(await c.statusq('inspect', '--db', c.db.url, '--table', 'jobs', '--status', 'abuse', '--json')).toMatchObject({ code: 0, stdout: '[]' });
