@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, assertBrokerInstalled, parseDuration, type TableConfig } from '@statusq/core';
+import { ConfigError, assertAdapterInstalled, assertBrokerInstalled, parseDuration, type TableConfig } from '@statusq/core';
+import { ADAPTER_VARIABLE } from './adapters.js';
 
 /** The flags each command accepts; anything else is a usage error (exit 2). */
 export const COMMAND_FLAGS = {
@@ -170,6 +171,9 @@ export function brokerUrl(flags: Flags, flag: 'from' | 'to', variable: string): 
   const value = optionalString(flags, flag) ?? (process.env[variable] || undefined);
   if (value === undefined) return undefined;
   if (value.length === 0) throw new ConfigError(`--${flag} is empty`);
+  // With neither installed, the database's adapter is named first: nothing runs without it, broker or not.
+  const database = typeof flags.db === 'string' && flags.db.length > 0 ? flags.db : DATABASE_URL_VARIABLES.map((name) => process.env[name]).find(Boolean);
+  if (database !== undefined) assertAdapterInstalled(database, optionalString(flags, 'adapter') ?? process.env[ADAPTER_VARIABLE]);
   assertBrokerInstalled(value);
   return value;
 }

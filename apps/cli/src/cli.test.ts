@@ -33,6 +33,9 @@ cliScenarios(
       ['the renamed --strategy flag', () => ['work', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--table', 'jobs', '--handler', 'h.mjs', '--strategy', 'native'], /--strategy was renamed --claim-strategy/],
       ['an unknown --claim-strategy', () => ['work', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--table', 'jobs', '--handler', 'h.mjs', '--claim-strategy=fastest'], /--claim-strategy must be native or conditional-update, got "fastest"/],
       ['a database URL parameter nothing reads', () => ['stats', '--db', 'mysql://u@127.0.0.1:1/db?ssl=true', '--table', 'jobs'], /^statusq: unknown parameter "ssl" in the MySQL URL; it takes binlogFallback, claimStrategy, /],
+      // Its own scheme names a package that is not installed; with the database's missing too, that one is named first.
+      ['a broker URL whose package is not installed', () => ['enqueue', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--payload', '{}', '--to', 'zmq://u:secret@h'], /^statusq: zmq:\/\/u:\*\*\*@h needs the broker package @statusq\/broker-zmq \(npm install @statusq\/broker-zmq\)$/],
+      ['neither the adapter nor the broker package installed', () => ['work', '--db', 'oracle://x', '--table', 'jobs', '--handler', 'h.mjs', '--from', 'zmq://h'], /^statusq: oracle:\/\/x needs the adapter @statusq\/adapter-oracle \(npm install/],
       ['--processes out of range', () => ['work', '--db', `sqlite:${join(ctx().dir, 'q.db')}`, '--table', 'jobs', '--handler', ctx().file('ok.mjs', 'export default async () => {};'), '--processes', '-1'], /^statusq: --processes must be an integer from 1 to 1024, got -1$/],
     ] as Array<[string, () => string[], RegExp]>)('%s: one line on stderr, exit code 2', async (_name, args, message) => {
       const run = await ctx().statusq(...args());

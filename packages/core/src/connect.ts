@@ -68,19 +68,34 @@ export function adapterModuleFor(url: string, adapter?: string): string {
   return adapter.startsWith('.') || isAbsolute(adapter) ? pathToFileURL(resolve(adapter)).href : adapter;
 }
 
+const ADAPTER_ELSE = "connect's adapter option, the CLI's --adapter or STATUSQ_ADAPTER";
+
 async function loadAdapter(url: string, adapter: string | undefined): Promise<{ module: Partial<AdapterModule>; name: string }> {
-  return loadPackage<AdapterModule>(url, adapterModuleFor(url, adapter), 'adapter', "connect's adapter option, the CLI's --adapter or STATUSQ_ADAPTER");
+  return loadPackage<AdapterModule>(url, adapterModuleFor(url, adapter), 'adapter', ADAPTER_ELSE);
 }
 
-/** Imports the adapter or broker package `specifier` from where the application installed it (see locate). */
-async function loadPackage<M>(url: string, specifier: string, what: 'adapter' | 'broker package', orElse: string): Promise<{ module: Partial<M>; name: string }> {
+/**
+ * Throws the ConfigError connect would for a URL whose adapter is not installed, without importing it: the CLI
+ * checks the database's adapter before a broker's package, so that with neither installed the first named is
+ * the one nothing runs without.
+ */
+export function assertAdapterInstalled(url: string, adapter?: string): void {
+  findPackage(url, adapterModuleFor(url, adapter), 'adapter', ADAPTER_ELSE);
+}
+
+/** Where the adapter or broker package `specifier` is installed (see locate), or the ConfigError naming it. */
+function findPackage(url: string, specifier: string, what: 'adapter' | 'broker package', orElse?: string): { found: string; name: string } {
   const isFile = specifier.startsWith('file:');
   const name = isFile ? fileURLToPath(specifier) : specifier;
   if (isFile && !existsSync(name)) throw new ConfigError(`${redactUrl(url)} needs the ${what} ${name} (no such file)`);
   const found = isFile ? specifier : locate(specifier, what);
-  if (found === undefined) {
-    throw new ConfigError(`${redactUrl(url)} needs the ${what} ${name} (npm install ${name}; or name another: ${orElse})`);
-  }
+  if (found === undefined) throw new ConfigError(`${redactUrl(url)} needs the ${what} ${name} (npm install ${name}${orElse ? `; or name another: ${orElse}` : ''})`);
+  return { found, name };
+}
+
+/** Imports the adapter or broker package `specifier` from where the application installed it (see locate). */
+async function loadPackage<M>(url: string, specifier: string, what: 'adapter' | 'broker package', orElse: string): Promise<{ module: Partial<M>; name: string }> {
+  const { found, name } = findPackage(url, specifier, what, orElse);
   try {
     return { module: (await import(found)) as Partial<M>, name };
   } catch (error) {
@@ -104,11 +119,7 @@ export function brokerModuleFor(url: string, broker?: string): string {
  * without importing or connecting: the CLI checks its broker URL before it opens the database.
  */
 export function assertBrokerInstalled(url: string, broker?: string): void {
-  const specifier = brokerModuleFor(url, broker);
-  const isFile = specifier.startsWith('file:');
-  const name = isFile ? fileURLToPath(specifier) : specifier;
-  const found = isFile ? existsSync(name) : locate(specifier, 'broker package') !== undefined;
-  if (!found) throw new ConfigError(`${redactUrl(url)} needs the broker package ${name} (${isFile ? 'no such file' : `npm install ${name}`})`);
+  findPackage(url, brokerModuleFor(url, broker), 'broker package');
 }
 
 function brokerSchemeOf(url: string): string {

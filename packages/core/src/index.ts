@@ -38,7 +38,7 @@ export {
 } from './status.js';
 export { parseDuration, formatDuration, MAX_DURATION_MS, MAX_DELAY_MS, DELAY_LIMIT, type DurationLimit } from './duration.js';
 export { redactUrl } from './urls.js';
-export { connect, schemeOf, adapterModuleFor, connectBroker, brokerModuleFor, assertBrokerInstalled, type ConnectUrlOptions, type ConnectBrokerOptions } from './connect.js';
+export { connect, schemeOf, adapterModuleFor, connectBroker, brokerModuleFor, assertBrokerInstalled, assertAdapterInstalled, type ConnectUrlOptions, type ConnectBrokerOptions } from './connect.js';
 export * from './broker.js';
 export {
   OPTIONAL_COLUMNS,
