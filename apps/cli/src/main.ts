@@ -80,6 +80,15 @@ handed back), 4 recycled (a job ignored --job-timeout), 5 requeue left some of t
 it named (listed), or inspect found no row with its --id, 130 stopped hard; doctor: 0 every check passed
 (warnings allowed), 1 a check failed, 130 interrupted (the scratch table still dropped).`;
 
+/**
+ * What the process prints besides the CLI's own lines (a handler's console.log, a library's warning) scrubbed
+ * the same way, or null when the command line names no secret: the bin wraps standard output and error with it.
+ */
+export function outputScrubber(argv: readonly string[]): ((text: string) => string) | null {
+  const secrets = databaseUrlSecrets(argv);
+  return secrets.length === 0 ? null : secretScrubber(secrets);
+}
+
 /** Runs one command line; returns the exit code. Bad input is one line on stderr and exit code 2. */
 export async function main(argv: string[], rawIo: Io): Promise<number> {
   const io = scrubbed(rawIo, databaseUrlSecrets(argv));

@@ -727,13 +727,16 @@ function commandScenarios(ctx: () => CliContext, target: CliTarget): void {
     // Text that only contains the password (here a handler's error quoting the application's own
     // DATABASE_URL) is scrubbed too, though it never passed through redactUrl.
     expect((await statusq('enqueue', '--db', db.url, '--payload', '{"n":1}')).code).toBe(0);
-    const leaky = file('leaky.mjs', 'export default async () => { throw new Error(`cannot reach ${process.env.DATABASE_URL}`); };');
+    // A handler's own console output is scrubbed too (it was printed in clear; issue 40's probe).
+    const leaky = file('leaky.mjs', 'export default async () => { console.log(`connecting to ${process.env.DATABASE_URL}`); process.stderr.write(Buffer.from(`retrying ${process.env.DATABASE_URL}\\n`)); throw new Error(`cannot reach ${process.env.DATABASE_URL}`); };');
     const run = await statusqWith({ DATABASE_URL: 'postgres://app:S3cretPw@db.internal/app' }, 'work', '--db', db.url, '--table', 'jobs', '--handler', leaky, '--verbose', '--max-attempts', '1', '--exit-when-empty');
     expect(run.code, run.stderr).toBe(0);
-    const [failed] = logLines(run.stdout).filter((line) => line.level === 'error');
+    const [failed] = logLines(run.stdout.split('\n').filter((line) => line.startsWith('{')).join('\n')).filter((line) => line.level === 'error');
     expect(failed!.err!.message).toBe('cannot reach postgres://app:***@db.internal/app');
     expect(failed!.err!.stack).toMatch(/^Error: cannot reach postgres:\/\/app:\*\*\*@db\.internal\/app\n/);
     expect(run.stdout).not.toMatch(/S3cretPw/);
+    expect(run.stdout.split('\n')).toContain('connecting to postgres://app:***@db.internal/app');
+    expect(run.stderr).toBe('retrying postgres://app:***@db.internal/app');
   });
 
   it('--verbose (--log-level debug) logs one bounded line per job, however long the error', async () => {
