@@ -342,10 +342,15 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       launcher = metrics === null ? null : await serveLauncherMetrics(metrics, recovery, log);
       if (lostSlot.signal.aborted) return EXIT.ok;
       log.info({ table: config.table, handler: handlerFile, processes }, `starting ${processes} worker process${processes === 1 ? '' : 'es'} on ${config.table}`);
-      return await supervise(args, processes, stopTimeoutMs, env, io, log, recovery, lostSlot.signal, (event) => {
+      const code = await supervise(args, processes, stopTimeoutMs, env, io, log, recovery, lostSlot.signal, (event) => {
         launcher?.observe(event);
         shown.observe(event);
       });
+      if (!checked.queue.table.features.leases) {
+        const opened = await openQueue(recovery).catch(() => null);
+        if (opened) await warnProcessingWithoutLease(opened.queue, log).catch(() => undefined).finally(() => opened.close());
+      }
+      return code;
     } finally {
       await launcher?.close();
       await shown.stop();
@@ -448,6 +453,8 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       await shown.stop();
       await slot?.release();
     }
+    // A launcher's child leaves this to the launcher, which looks once every child has ended.
+    if (!supervised) await warnProcessingWithoutLease(await Queue.open(store, config), log).catch((error: unknown) => log.debug({ err: errorFields(error) }, 'could not count the rows left processing'));
     if (lostSlot) log.warn({ exitCode: EXIT.ok }, 'drained after losing the instance slot; exiting (code 0) to keep within --max-instances');
     if (stopReason === 'recycle') {
       log.error({ exitCode: EXIT.recycled }, `a job outlived --job-timeout and ignored its abort; its row was settled as a failed attempt; exiting (code ${EXIT.recycled}) to end it`);
@@ -795,6 +802,26 @@ async function openQueue(target: RecoveryTarget): Promise<{ queue: Queue; close:
   }
 }
 
+/**
+ * On a table without a lease column (the seed's status-only table_a) nothing brings back a row whose worker
+ * died while it was processing: at the end of a run, one warn line with how many rows are processing, the
+ * first ids and the command that returns them. The exit code stays 0: those rows are not this run's to finish,
+ * and another worker may still be running them.
+ */
+async function warnProcessingWithoutLease(queue: Queue, log: Logger): Promise<void> {
+  if (queue.table.features.leases) return;
+  const counts = await queue.counts();
+  if (counts.processing === 0) return;
+  const { rows } = await queue.inspect({ status: 'processing', limit: 5 });
+  const ids = rows.map((row) => String(row[queue.table.id]));
+  const first = counts.processing > ids.length ? `first ids ${ids.join(', ')}` : `ids ${ids.join(', ')}`;
+  log.warn(
+    { table: queue.table.table, processing: counts.processing, ids },
+    `${counts.processing} row${counts.processing === 1 ? '' : 's'} of ${queue.table.table} left processing (${first}) and the table has no lease column, so nothing returns ${counts.processing === 1 ? 'it' : 'them'} by itself: ` +
+      `if no worker is running ${counts.processing === 1 ? 'it' : 'them'} (a worker was killed), stop every worker and run statusq requeue --table ${queue.table.table} --status processing --force; statusq migrate --with leases makes it automatic`,
+  );
+}
+
 interface RecoveryTarget {
   url: string;
   adapter: string | undefined;
@@ -846,6 +873,9 @@ async function recoverDeadWorker(target: RecoveryTarget, pid: number, how: strin
     const store = await openStore(target.url, { create: false }, target.adapter);
     try {
       const queue = await Queue.open(store, target.table);
+      if (!queue.table.features.leases) {
+        log.warn({ child: pid, workerId: report.workerId }, `worker process ${pid} ${how}: ${queue.table.table} has no lease column, so the rows it was running stay processing until they are requeued (statusq requeue --table ${queue.table.table} --status processing --force, once no worker runs)`);
+      }
       const { released, charged, givenUp } = await queue.recoverDeadWorker(report, `worker process ${pid} ${how} while this job ran`, target.maxAttempts);
       if (released + charged > 0) {
         log.warn({ child: pid, workerId: report.workerId, charged, released, givenUp: givenUp.length }, `worker process ${pid}: ${charged} running job${charged === 1 ? '' : 's'} charged an attempt${givenUp.length > 0 ? ` (${givenUp.length} given up: attempts used)` : ''}, ${released} claimed but not started handed back`);

@@ -114,7 +114,8 @@ export function inspectScenarios(ctx: () => CliContext, target: CliTarget): void
       expect((await c.statusq('enqueue', '--db', c.db.url, '--table', 'ranked', '--payload', JSON.stringify({ n }), '--priority', String(priority))).code).toBe(0);
     }
     const ranked = await c.statusq('inspect', '--db', c.db.url, '--table', 'ranked', '--status', 'pending', '--json');
-    expect((JSON.parse(ranked.stdout) as JsonRow[]).map((row) => JSON.parse(String(row.payload)) as { n: number })).toEqual([{ n: 2 }, { n: 3 }, { n: 1 }]);
+    // Ids 1, 2, 3 in enqueue order: 2 (priority 5) first, then the newest of the others.
+    expect((JSON.parse(ranked.stdout) as JsonRow[]).map((row) => Number(row.id))).toEqual([2, 3, 1]);
     const rankedText = await c.statusq('inspect', '--db', c.db.url, '--table', 'ranked', '--status', 'pending');
     expect(rankedText.stdout.split('\n')[0]).toBe("3 pending rows of ranked, in claim order (priority highest first, then date newest first); times UTC, ages by the database's clock");
 

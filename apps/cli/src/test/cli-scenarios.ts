@@ -401,6 +401,27 @@ function commandScenarios(ctx: () => CliContext, target: CliTarget): void {
     expect(await runOnce('--order', 'oldest')).toEqual([1, 2, 3]);
   });
 
+  it('work on a status-only table ends with one warn line naming the rows left processing and the command that returns them, exit 0; under --processes the launcher says it', async () => {
+    // The probe's case: a killed --processes child left a row in 9, and work --exit-when-empty exited 0 without a word.
+    const { statusq, stats, db } = ctx();
+    for (const ddl of target.fixtures.tableA('table_a')) await db.query(ddl);
+    await db.insertTableA(generateTableARows(20).map((row) => ({ ...row, kind: 'ok' as const })));
+    await db.query('UPDATE table_a SET status = 9 WHERE id IN (3, 7)');
+    const expected =
+      '2 rows of table_a left processing (ids 3, 7) and the table has no lease column, so nothing returns them by itself: if no worker is running them (a worker was killed), ' +
+      'stop every worker and run statusq requeue --table table_a --status processing --force; statusq migrate --with leases makes it automatic';
+    for (const extra of [[], ['--processes', '2']]) {
+      const run = await statusq('work', '--db', db.url, '--table', 'table_a', '--handler', handlerPath('table-a.mjs'), '--exit-when-empty', ...extra);
+      expect(run.code, run.stderr).toBe(0);
+      expect(logLines(run.stdout).filter((line) => line.level === 'warn').map((line) => line.msg), extra.join(' ')).toEqual([expected]);
+    }
+    expect(await stats('table_a')).toMatchObject({ pending: 0, processing: 2, done: 18 });
+    // With nothing left processing, nothing is said.
+    await db.query('UPDATE table_a SET status = NULL WHERE id IN (3, 7)');
+    const clean = await statusq('work', '--db', db.url, '--table', 'table_a', '--handler', handlerPath('table-a.mjs'), '--exit-when-empty');
+    expect(logLines(clean.stdout).filter((line) => line.level === 'warn')).toEqual([]);
+  });
+
   it('work --select: job.row carries the named columns and statusq\'s own, not the rest; an unknown column exits 2 before any claim, a blank name is a usage error', async () => {
     const { statusq, stats, db, dir, file } = ctx();
     for (const ddl of target.fixtures.tableA('table_a')) await db.query(ddl);
