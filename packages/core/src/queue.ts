@@ -428,7 +428,8 @@ export class Queue {
     const keys: Array<string | null> = [];
     // A bad key is the key option's fault when the option gave it: named as the caller names the option.
     const keyName = options.describeKey ?? 'the key option';
-    const describeKey = !keyOf ? describe : typeof options.key === 'string' ? () => `enqueue: ${keyName}` : (index: number) => `${describe(index)}: ${keyName}`;
+    const describeKey =
+      !keyOf ? describe : typeof options.key === 'string' ? () => `enqueue: ${keyName}` : options.describeKey === undefined ? describe : (index: number) => `${describe(index)}: ${keyName}`;
     items.forEach((item, index) => {
       const row = this.rowFor(item, index, describe, notBefore, stamp, keyOf?.(index));
       rows.push(row);

@@ -817,6 +817,7 @@ function urlsWithPassword(dbUrl: string): Array<[string, string, number]> {
     ['a port out of range', `${scheme}//app:S3cretPw@127.0.0.1:99999/db`, 2],
     ['a bad percent-escape', `${scheme}//app:S3cretPw%zz@127.0.0.1/db`, 2],
     ['no slashes after the scheme', `${scheme}app:S3cretPw@127.0.0.1/db`, 2],
-    ['a password query parameter and a refused connection', withPassword((url) => ((url.port = '1'), (url.password = ''), url.searchParams.set('password', 'S3cretPw'))), 1],
+    // pg reads a password parameter (then the connection is refused); a MySQL URL takes none, so it is bad input.
+    ['a password query parameter and a refused connection', withPassword((url) => ((url.port = '1'), (url.password = ''), url.searchParams.set('password', 'S3cretPw'))), scheme.startsWith('postgres') ? 1 : 2],
   ];
 }
