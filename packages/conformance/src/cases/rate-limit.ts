@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, Worker, type Handler, type Store } from '@statusq/core';
+import { ConfigError, StoreError, Worker, type Handler, type Store } from '@statusq/core';
 import { FAST, countsOf, waitFor, type TestEnv } from '../harness.js';
 import { createJobs, enqueueJobs } from '../tables.js';
 
@@ -38,7 +38,9 @@ export function rateLimitCases(env: () => TestEnv): void {
       }
       await Promise.all(workers.map((w) => w.done));
       expect(await countsOf(setup, 'jobs')).toMatchObject({ done: 60 });
-      expect(workers.flatMap((w) => w.errors)).toEqual([]);
+      // On MySQL a settle can deadlock with another worker's claim (InnoDB rolls one back, the worker reports it
+      // and retries: every row is done above; a clean-clone run of 36fa9dd met one). Nothing else may go wrong.
+      expect(workers.flatMap((w) => w.errors).filter((e) => !(e.error instanceof StoreError && e.error.kind === 'WriteConflict'))).toEqual([]);
       // 20 a second is one start every 50 ms, with a burst of 2 (a tenth of a second's worth): by any instant t the
       // budget has granted at most 2 + (t - opened) / 50 ms starts, and a job starts only after its grant. So the
       // k-th start (1-based) is no earlier than opened + (k - 2) * 50 ms. A start seen late (a slow claim, a busy
