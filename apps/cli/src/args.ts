@@ -79,16 +79,21 @@ export const DATABASE_URL_VARIABLES = ['STATUSQ_DATABASE_URL', 'DATABASE_URL'] a
  * every user through `ps`, so the variables are how a password should travel.
  */
 export function databaseUrl(flags: Flags, command: Command): string {
-  const flag = flags.db;
-  if (typeof flag === 'string') {
-    if (flag.length === 0) throw new ConfigError(`${command}: --db is empty`);
-    return flag;
-  }
-  for (const name of DATABASE_URL_VARIABLES) {
-    const value = process.env[name];
-    if (value) return value;
-  }
-  throw new ConfigError(`${command}: --db is required (or set ${DATABASE_URL_VARIABLES.join(' or ')})`);
+  const url = givenDatabaseUrl(flags);
+  if (url === '') throw new ConfigError(`${command}: --db is empty`);
+  if (url === undefined) throw new ConfigError(`${command}: --db is required (or set ${DATABASE_URL_VARIABLES.join(' or ')})`);
+  return url;
+}
+
+/** --db as given (even empty), else the first URL variable that is set; undefined when there is none. */
+function givenDatabaseUrl(flags: Flags): string | undefined {
+  if (typeof flags.db === 'string') return flags.db;
+  return DATABASE_URL_VARIABLES.map((name) => process.env[name]).find(Boolean);
+}
+
+/** The adapter module named by --adapter, else by STATUSQ_ADAPTER; undefined: the URL's scheme decides. */
+export function adapterOf(flags: Flags): string | undefined {
+  return optionalString(flags, 'adapter') ?? process.env[ADAPTER_VARIABLE];
 }
 
 /** Where the listening connection's URL may come from when `--listen-db` is not given. */
@@ -172,8 +177,8 @@ export function brokerUrl(flags: Flags, flag: 'from' | 'to', variable: string): 
   if (value === undefined) return undefined;
   if (value.length === 0) throw new ConfigError(`--${flag} is empty`);
   // With neither installed, the database's adapter is named first: nothing runs without it, broker or not.
-  const database = typeof flags.db === 'string' && flags.db.length > 0 ? flags.db : DATABASE_URL_VARIABLES.map((name) => process.env[name]).find(Boolean);
-  if (database !== undefined) assertAdapterInstalled(database, optionalString(flags, 'adapter') ?? process.env[ADAPTER_VARIABLE]);
+  const database = givenDatabaseUrl(flags);
+  if (database) assertAdapterInstalled(database, adapterOf(flags));
   assertBrokerInstalled(value);
   return value;
 }

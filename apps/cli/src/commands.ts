@@ -3,7 +3,7 @@ import { isUtf8 } from 'node:buffer';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, validateProcessCount, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type EnqueueOutcome, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig, type ConnectOptions, type StoreWarning, type Broker } from '@statusq/core';
 import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
-import { ENQUEUE_TO_VARIABLE, LISTEN_DATABASE_URL_VARIABLE, WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, databaseUrl, metricsSettings, type MetricsSettings, isBooleanFlag, listenDatabaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
+import { ENQUEUE_TO_VARIABLE, adapterOf, LISTEN_DATABASE_URL_VARIABLE, WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, databaseUrl, metricsSettings, type MetricsSettings, isBooleanFlag, listenDatabaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
 import { createLogger, errorFields, logSettings, type LogDestination, type Logger, type LogSettings } from './log.js';
 import { logSummary, logSupervisorEvent, logWorkerEvents } from './log-events.js';
@@ -28,11 +28,6 @@ export interface Io {
 export async function workLogger(settings: LogSettings, io: Io, base: Record<string, unknown>, beside: (destination: LogDestination) => LogDestination = (d) => d): Promise<Logger> {
   const destination: LogDestination = io.logDestination ? await io.logDestination() : { write: (text) => io.out(text.replace(/\n$/, '')), isTTY: false };
   return createLogger(settings, beside(destination), base);
-}
-
-/** The adapter module named by --adapter, else by STATUSQ_ADAPTER; undefined: the URL's scheme decides. */
-export function adapterOf(flags: Flags): string | undefined {
-  return optionalString(flags, 'adapter') ?? process.env[ADAPTER_VARIABLE];
 }
 
 /** Opens the store for one command and always closes it. */
@@ -454,7 +449,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       await slot?.release();
     }
     // A launcher's child leaves this to the launcher, which looks once every child has ended.
-    if (!supervised) await warnProcessingWithoutLease(await Queue.open(store, config), log).catch((error: unknown) => log.debug({ err: errorFields(error) }, 'could not count the rows left processing'));
+    if (!supervised) await warnProcessingWithoutLease(worker.queue, log).catch((error: unknown) => log.debug({ err: errorFields(error) }, 'could not count the rows left processing'));
     if (lostSlot) log.warn({ exitCode: EXIT.ok }, 'drained after losing the instance slot; exiting (code 0) to keep within --max-instances');
     if (stopReason === 'recycle') {
       log.error({ exitCode: EXIT.recycled }, `a job outlived --job-timeout and ignored its abort; its row was settled as a failed attempt; exiting (code ${EXIT.recycled}) to end it`);

@@ -36,9 +36,9 @@ import {
   type ResolvedTable,
   type Statement,
 } from '@statusq/core/adapter';
-import { databaseUrl, listenDatabaseUrl, optionalInteger, tableConfig, type Flags } from './args.js';
+import { adapterOf, databaseUrl, listenDatabaseUrl, optionalInteger, tableConfig, type Flags } from './args.js';
 import { openStore } from './adapters.js';
-import { adapterOf, type Io } from './commands.js';
+import type { Io } from './commands.js';
 import { oneLine } from './text.js';
 import { renderReport, type Check, type ClockReading, type DoctorReport, type RaceReport, type ServerReport } from './doctor-report.js';
 
