@@ -2,12 +2,17 @@ import { DEFAULT_STATUS_CODES, statusCode } from '@statusq/core';
 import { expectedStatus, type RowKind } from '@statusq/test-fixtures';
 import type { FinalRow } from './database.js';
 import type { Execution, Ledger } from './ledger.js';
+import type { WorkerReport } from './report.js';
 
 export interface Check {
   name: string;
   /** Ids that break the check; empty when it passed. */
   offenders: number[];
+  /** A check of figures rather than rows (no id to name): false when they disagree. */
+  agrees?: boolean;
 }
+
+export const checkPassed = (check: Check): boolean => check.offenders.length === 0 && check.agrees !== false;
 
 export interface Verdict {
   checks: Check[];
@@ -21,7 +26,7 @@ export interface Verdict {
  * ok and abuse rows run once, flaky rows run twice (attempt 1 fails, attempt 2 succeeds), poison rows run
  * maxAttempts times and end failed with the reason kept.
  */
-export function verifyRun(rows: readonly FinalRow[], ledger: Ledger, maxAttempts: number): Verdict {
+export function verifyRun(rows: readonly FinalRow[], ledger: Ledger, maxAttempts: number, workers: readonly WorkerReport[]): Verdict {
   const runs = ledger.byId();
   const known = new Set(rows.map((r) => r.id));
   const expectedRuns: Record<RowKind, number> = { ok: 1, abuse: 1, flaky: 2, poison: maxAttempts };
@@ -52,6 +57,31 @@ export function verifyRun(rows: readonly FinalRow[], ledger: Ledger, maxAttempts
       offenders: failing(ofKind('poison'), (r) => attemptsAre(r, maxAttempts) && endedAs(r) && r.attemptCount === maxAttempts && !!r.lastError),
     },
     { name: 'abuse rows: executed once, abuse (2)', offenders: failing(ofKind('abuse'), (r) => attemptsAre(r, 1) && endedAs(r)) },
+    ...reportChecks(workers, ledger),
   ];
-  return { checks, handledTwice, passed: handledTwice.length === 0 && checks.every((c) => c.offenders.length === 0) };
+  return { checks, handledTwice, passed: handledTwice.length === 0 && checks.every(checkPassed) };
+}
+
+/**
+ * The figures the workers report against the ledger, so a summary that disagrees with what ran fails the run
+ * (the processes run once printed 0 runs and 0 retries beside a ledger that held them all).
+ */
+export function reportChecks(workers: readonly WorkerReport[], ledger: Ledger): Check[] {
+  const reported = new Set(workers.map((w) => w.label));
+  const unreported = ledger.executions.filter((e) => !reported.has(e.worker)).map((e) => e.id);
+  const retriedInLedger = ledger.executions.length - ledger.byId().size;
+  const retriedReported = workers.reduce((n, w) => n + w.counters.retried, 0);
+  const figures = (name: string, agrees: boolean): Check => ({ name, offenders: [], agrees });
+  return [
+    { name: 'every worker that ran a job reported its figures', offenders: [...new Set(unreported)] },
+    ...workers.map((w) => {
+      const c = w.counters;
+      const settled = c.completed + c.failed + c.abused + c.retried;
+      return figures(
+        `${w.label}: claimed ${c.claimed}, ran ${w.runs} (ledger), settled ${settled} (done + failed + abuse + retried)`,
+        c.claimed === w.runs && settled === c.claimed,
+      );
+    }),
+    figures(`retries: ${retriedReported} reported, ${retriedInLedger} in the ledger`, retriedReported === retriedInLedger),
+  ];
 }

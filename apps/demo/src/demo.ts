@@ -71,12 +71,13 @@ async function main(options: DemoOptions): Promise<boolean> {
     }
     const elapsedMs = performance.now() - started;
 
-    const verdict = verifyRun(await readFinalRows(monitor.store), ledger, MAX_ATTEMPTS);
+    const reports = workers.map((w) => ({ label: w.label, counters: w.worker.counters, runs: ledger.countByWorker(w.label), errors: w.errors }));
+    const verdict = verifyRun(await readFinalRows(monitor.store), ledger, MAX_ATTEMPTS, reports);
     printSummary({
       elapsedMs,
       totalRows: rows.length,
       counts: await monitor.counts(),
-      workers: workers.map((w) => ({ label: w.label, counters: w.worker.counters, runs: ledger.countByWorker(w.label), errors: w.errors })),
+      workers: reports,
       seeded: kindCounts(rows),
       maxAttempts: MAX_ATTEMPTS,
       verdict,
@@ -118,7 +119,7 @@ async function mainWithProcesses(options: DemoOptions, rows: readonly TableARow[
     process.off('SIGINT', onInterrupt);
   }
   const elapsedMs = performance.now() - started;
-  const verdict = verifyRun(await readFinalRows(monitor.store), run.ledger, MAX_ATTEMPTS);
+  const verdict = verifyRun(await readFinalRows(monitor.store), run.ledger, MAX_ATTEMPTS, run.workers);
   printSummary({
     elapsedMs,
     totalRows: rows.length,

@@ -31,6 +31,8 @@ export async function runLauncher(options: {
     bin, 'work', '--db', `sqlite:${options.dbPath}`, '--table', options.table, '--handler', handlerPath('table-a.mjs'),
     '--processes', String(options.processes), '--concurrency', String(options.concurrency), '--batch', String(options.batch),
     '--max-attempts', String(options.maxAttempts), '--retry-delay', `${options.retryDelayMs}ms`, '--lease', '30s', '--exit-when-empty',
+    // JSON lines: each child's stop summary carries its counters as a field, which the table below reads.
+    '--log-format', 'json',
   ];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, STATUSQ_LEDGER: options.ledgerPath } });
   let stdout = '';
@@ -55,26 +57,33 @@ function readLedger(path: string): Ledger {
   return ledger;
 }
 
-/** Each child's closing line: "worked N jobs ...: done D, failed F, abuse A, retried R, candidates lost L, claims taken over T [pid P]". */
-function parseSummaries(stdout: string, ledger: Ledger): WorkerReport[] {
-  const reports: WorkerReport[] = [];
-  const pattern = /done (\d+), failed (\d+), abuse (\d+), retried (\d+), candidates lost (\d+), claims taken over (\d+) \[pid (\d+)\]/;
+/**
+ * Each child's stop summary, one JSON log line with `reason` and `counters` (the launcher's own lines have no
+ * counters), and the worker errors each child logged (not its jobs' failures). `claimed` is the child's own count, not the ledger's, so
+ * the checks can compare the two.
+ */
+export function parseSummaries(stdout: string, ledger: Ledger): WorkerReport[] {
+  const summaries = new Map<string, Partial<WorkerCounters>>();
+  const errors = new Map<string, string[]>();
   for (const line of stdout.split('\n')) {
-    const m = pattern.exec(line);
-    if (!m) continue;
-    const label = `pid ${m[7]}`;
-    const runs = ledger.countByWorker(label);
-    const counters: WorkerCounters = {
-      ...emptyWorkerCounters(),
-      claimed: runs,
-      completed: Number(m[1]),
-      failed: Number(m[2]),
-      abused: Number(m[3]),
-      retried: Number(m[4]),
-      candidatesLost: Number(m[5]),
-      claimLost: Number(m[6]),
-    };
-    reports.push({ label, counters, runs, errors: [] });
+    if (!line.startsWith('{')) continue;
+    let entry: { pid?: unknown; level?: unknown; msg?: unknown; during?: unknown; outcome?: unknown; reason?: unknown; counters?: Partial<WorkerCounters> | null };
+    try {
+      entry = JSON.parse(line) as typeof entry;
+    } catch {
+      continue;
+    }
+    if (typeof entry.pid !== 'number') continue;
+    const label = `pid ${entry.pid}`;
+    if (typeof entry.reason === 'string' && typeof entry.counters === 'object' && entry.counters !== null) summaries.set(label, entry.counters);
+    // A worker's own trouble (a claim or settle that failed) names what it was doing; a job's failure is an outcome.
+    const workerError = typeof entry.during === 'string' && entry.outcome === undefined && (entry.level === 'error' || entry.level === 'warn');
+    if (workerError) errors.set(label, [...(errors.get(label) ?? []), String(entry.msg)]);
   }
-  return reports;
+  return [...summaries].map(([label, counters]) => ({
+    label,
+    counters: { ...emptyWorkerCounters(), ...counters },
+    runs: ledger.countByWorker(label),
+    errors: errors.get(label) ?? [],
+  }));
 }

@@ -1,6 +1,6 @@
 import type { MigrateReport, StatusCounts, WorkerCounters } from '@statusq/core';
 import type { RowKind, TableARow } from '@statusq/test-fixtures';
-import type { Verdict } from './checks.js';
+import { checkPassed, type Verdict } from './checks.js';
 import { finished, formatCounts } from './progress.js';
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -61,8 +61,8 @@ export function printSummary(r: RunReport, out: (line: string) => void = console
   out('');
   out('checks:');
   for (const check of r.verdict.checks) {
-    const ok = check.offenders.length === 0;
-    out(`  ${ok ? 'ok  ' : 'FAIL'}  ${check.name}${ok ? '' : `: ${listIds(check.offenders)}`}`);
+    const ok = checkPassed(check);
+    out(`  ${ok ? 'ok  ' : 'FAIL'}  ${check.name}${check.offenders.length === 0 ? '' : `: ${listIds(check.offenders)}`}`);
   }
   out('');
   out(r.verdict.handledTwice.length === 0 ? 'no row was handled twice' : `rows handled twice: ${listIds(r.verdict.handledTwice)}`);
