@@ -665,7 +665,8 @@ async function timedPrune(db: BenchDatabase, table: string): Promise<{ removed: 
   try {
     const queue = await Queue.open(store, { table });
     const started = performance.now();
-    const report = await pruneRows(queue, { statuses: ['done'], olderThanMs: PRUNE_CUTOFF_MS, batch: 1_000 });
+    // byOrderColumn: the fill's rows have no finished_at, so only their queue time can judge them.
+    const report = await pruneRows(queue, { statuses: ['done'], olderThanMs: PRUNE_CUTOFF_MS, batch: 1_000, byOrderColumn: true });
     return { removed: report.removed, seconds: (performance.now() - started) / 1000 };
   } finally {
     await store.close();

@@ -16,7 +16,7 @@ export const COMMAND_FLAGS = {
   relay: ['db', 'adapter', 'table', 'to', 'queue', 'id-column', 'status-column', 'order-column', 'order', 'batch', 'redispatch-after', 'poll-max', 'exit-when-empty', 'log-level', 'log-format', 'verbose', 'metrics-port', 'metrics-host'],
   stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'json'],
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
-  prune: ['db', 'adapter', 'table', 'status', 'older-than', 'batch', 'pause', 'dry-run', 'archive', 'id-column', 'status-column', 'order-column'],
+  prune: ['db', 'adapter', 'table', 'status', 'older-than', 'by-order-column', 'batch', 'pause', 'dry-run', 'archive', 'id-column', 'status-column', 'order-column'],
   inspect: ['db', 'adapter', 'table', 'status', 'limit', 'id', 'id-column', 'status-column', 'order-column', 'order', 'json'],
   doctor: ['db', 'listen-db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'race-jobs', 'race-workers', 'json'],
   dashboard: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'lease', 'port', 'host', 'read-only', 'token'],
@@ -27,7 +27,7 @@ export type Command = keyof typeof COMMAND_FLAGS;
 /** Flags that were renamed: using the old name is a usage error that names the new one, never silently accepted. */
 const RENAMED_FLAGS: Readonly<Record<string, string>> = { strategy: 'claim-strategy' };
 
-const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose', 'force', 'read-only', 'dry-run', 'wait']);
+const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose', 'force', 'read-only', 'dry-run', 'wait', 'by-order-column']);
 /** A flag that takes no value: dropping it from an argv drops it alone. */
 export function isBooleanFlag(name: string): boolean {
   return BOOLEAN_FLAGS.has(name);

@@ -665,14 +665,19 @@ export async function prune(flags: Flags, io: Io): Promise<number> {
   const archive = optionalString(flags, 'archive');
   const dryRun = flags['dry-run'] === true;
   const pauseMs = optionalDuration(flags, 'pause');
+  const byOrderColumn = flags['by-order-column'] === true;
   return withStore(flags, 'prune', false, async (store) => {
     const queue = await Queue.open(store, config);
     const stop = new AbortController();
     const unregister = io.onSignal(() => stop.abort());
     try {
-      const report = await pruneRows(queue, { statuses, olderThanMs, ...(batch !== undefined && { batch }), ...(archive !== undefined && { archive }), ...(pauseMs !== undefined && { pauseMs }), dryRun, signal: stop.signal });
-      const what = `${statuses.join(', ')} row${report.removed === 1 ? '' : 's'} of ${config.table} finished more than ${olderThan} ago (by ${report.ageColumn})`;
-      if (report.dryRun) io.out(`would ${archive === undefined ? 'delete' : `move to ${archive}`} ${report.removed} ${what}; nothing changed (--dry-run)`);
+      const report = await pruneRows(queue, { statuses, olderThanMs, byOrderColumn, ...(batch !== undefined && { batch }), ...(archive !== undefined && { archive }), ...(pauseMs !== undefined && { pauseMs }), dryRun, signal: stop.signal });
+      const when = report.ageColumn === queue.table.order ? 'queued' : 'finished';
+      const what = `${statuses.join(', ')} row${report.removed === 1 ? '' : 's'} of ${config.table} ${when} more than ${olderThan} ago (by ${report.ageColumn})`;
+      if (report.dryRun) {
+        const kept = report.withoutFinishedAt ? `; ${report.withoutFinishedAt} finished row${report.withoutFinishedAt === 1 ? ' has' : 's have'} no finished_at and stay${report.withoutFinishedAt === 1 ? 's' : ''} (--by-order-column judges them by ${queue.table.order})` : '';
+        io.out(`would ${archive === undefined ? 'delete' : `move to ${archive}`} ${report.removed} ${what}${kept}; nothing changed (--dry-run)`);
+      }
       else {
         const done = archive === undefined ? `deleted ${report.removed} ${what}` : `moved ${report.removed} ${what} to ${archive}${report.createdArchive ? ' (created)' : ''}`;
         io.out(`${done} in ${report.batches} batch${report.batches === 1 ? '' : 'es'}${report.interrupted ? '; interrupted: the rest stay' : ''}`);

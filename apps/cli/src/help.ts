@@ -163,14 +163,17 @@ ${DB}
 ${COLUMNS}
   --lease DURATION            processing rows: only those whose lease expired this long ago (default 5m)
   --force                     processing rows without leases: requeue them anyway (they may be running)`,
-  prune: `usage: statusq prune --db URL --table T --status done[,abuse,failed] --older-than DURATION [--batch N] [--pause D] [--archive TABLE] [--dry-run]
+  prune: `usage: statusq prune --db URL --table T --status done[,abuse,failed] --older-than DURATION [--by-order-column] [--batch N] [--pause D] [--archive TABLE] [--dry-run]
 Deletes finished rows older than a cut-off, in small batches that never touch a pending or processing row, or
-with --archive moves them to another table. Ages are by finished_at (rows without one: the order column).
+with --archive moves them to another table. Ages are by finished_at: a row without one is kept, and a table
+without the column is refused (exit 2) unless --by-order-column.
 
 ${DB}
   --table T                   the table (required)
   --status S                  comma-separated: done, abuse, failed (required; pending and processing are refused)
   --older-than DURATION       only rows finished longer ago than this, by the database's clock (required; 30d)
+  --by-order-column           judge rows without finished_at by the order column (when they were queued), not
+                              keep them; on a table without finished_at, every row
   --batch N                   rows a transaction takes (default 1000, at most 10000)
   --pause DURATION            wait between batches (default: as long as the batch took, so the prune has the
                               database at most half the time; 0s: back to back)

@@ -52,7 +52,7 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
   stats    --db URL --table T [--json] [--id-column C] [--status-column C] [--order-column C]
   requeue  --db URL --table T --status failed|abuse|processing [--id ID ...] [--lease DURATION] [--force]
            [--id-column C] [--status-column C] [--order-column C]
-  prune    --db URL --table T --status done[,abuse,failed] --older-than DURATION [--batch N] [--pause D] [--archive TABLE] [--dry-run]
+  prune    --db URL --table T --status done[,abuse,failed] --older-than DURATION [--by-order-column] [--batch N] [--pause D] [--archive TABLE] [--dry-run]
            [--id-column C] [--status-column C] [--order-column C]
   inspect  --db URL --table T [--status failed|abuse|processing|pending] [--limit N] [--json]
            [--id ID] [--id-column C] [--status-column C] [--order-column C] [--order newest|oldest]

@@ -24,8 +24,18 @@ export const MAX_PRUNE_BATCH = 10_000;
 export interface PruneOptions {
   /** Which finished states; each of done, abuse, failed. */
   statuses: readonly StatusName[];
-  /** Only rows finished (finished_at; without it, queued: the order column) more than this long ago, by the database's clock. */
+  /**
+   * Only rows finished more than this long ago (finished_at), by the database's clock. A row without a
+   * finished_at (finished before the column was added) is kept, and a table without the column is a ConfigError,
+   * unless byOrderColumn.
+   */
   olderThanMs: number;
+  /**
+   * Judge the rows that have no finished_at (or every row, on a table without the column) by the order column:
+   * when they were queued, not when they finished. Off by default: on an application's table the order column is
+   * business data (an order's date), and a row queued long ago may have finished a second ago.
+   */
+  byOrderColumn?: boolean;
   /** Rows per batch (default DEFAULT_PRUNE_BATCH). */
   batch?: number;
   /** Count what would go, change nothing. */
@@ -50,8 +60,13 @@ export interface PruneReport {
   removed: number;
   batches: number;
   dryRun: boolean;
-  /** The column ages were judged by. */
+  /** The column ages were judged by: finished_at, the order column, or `finished_at, else <order column>`. */
   ageColumn: string;
+  /**
+   * With dryRun on a table with finished_at and without byOrderColumn: finished rows of the given states kept
+   * because they have no finished_at. Null otherwise (a real run does not count them: that is one more scan).
+   */
+  withoutFinishedAt: number | null;
   archive: string | null;
   /** True when the archive table was created by this prune. */
   createdArchive: boolean;
@@ -93,23 +108,36 @@ export async function pruneRows(queue: Queue, options: PruneOptions): Promise<Pr
   const t = queue.table;
   const codes = [...new Set(options.statuses)].map((name) => statusCode(name, t.codes)!);
   const finishedAt = t.columns.finishedAt;
-  const ageColumn = finishedAt ?? t.order;
+  const byOrder = options.byOrderColumn === true;
+  if (!finishedAt && !byOrder) {
+    throw new ConfigError(
+      `prune: ${t.table} has no finished_at column, so when its rows finished is not known; ` +
+        `migrate --with results adds it, or --by-order-column (byOrderColumn) judges age by ${t.order}, when each row was queued`,
+    );
+  }
+  const ageColumn = !finishedAt ? t.order : byOrder ? `${finishedAt}, else ${t.order}` : finishedAt;
   const table = q(t.table);
+  const status = `${q(t.status)} IN (${codes.join(', ')})`;
 
   /** The rows this prune may take: finished in one of the states, and old enough. */
   const candidates = (p: Params): string => {
-    const status = `${q(t.status)} IN (${codes.join(', ')})`;
-    const orderOld = `${q(t.order)} < ${d.orderCutoff(p.add(-options.olderThanMs), t.orderTime)}`;
-    // A row finished before finished_at existed (or abused straight from pending) has none: its queue time judges it.
-    const old = finishedAt ? `(${q(finishedAt)} < ${d.nowPlusMs(p.add(-options.olderThanMs))} OR (${q(finishedAt)} IS NULL AND ${orderOld}))` : orderOld;
-    return `${status} AND ${old}`;
+    const orderOld = () => `${q(t.order)} < ${d.orderCutoff(p.add(-options.olderThanMs), t.orderTime)}`;
+    if (!finishedAt) return `${status} AND ${orderOld()}`;
+    const finishedOld = `${q(finishedAt)} < ${d.nowPlusMs(p.add(-options.olderThanMs))}`;
+    // A row finished before finished_at existed (or abused straight from pending) has none: only the order
+    // column, when asked for, can judge it.
+    return `${status} AND ${byOrder ? `(${finishedOld} OR (${q(finishedAt)} IS NULL AND ${orderOld()}))` : finishedOld}`;
   };
-  const report: PruneReport = { removed: 0, batches: 0, dryRun: options.dryRun === true, ageColumn, archive: options.archive ?? null, createdArchive: false, interrupted: false };
+  const report: PruneReport = {
+    removed: 0, batches: 0, dryRun: options.dryRun === true, ageColumn, withoutFinishedAt: null, archive: options.archive ?? null, createdArchive: false, interrupted: false,
+  };
 
   if (options.dryRun) {
+    const count = async (where: string, params: Params['values']) =>
+      Number((await withStoreRetry(() => store.execute({ sql: `SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`, params }), STORE_RETRY.write)).rows[0]?.n ?? 0);
     const p = new Params(d);
-    const { rows } = await withStoreRetry(() => store.execute({ sql: `SELECT COUNT(*) AS n FROM ${table} WHERE ${candidates(p)}`, params: p.values }), STORE_RETRY.write);
-    report.removed = Number(rows[0]?.n ?? 0);
+    report.removed = await count(candidates(p), p.values);
+    if (finishedAt && !byOrder) report.withoutFinishedAt = await count(`${status} AND ${q(finishedAt)} IS NULL`, []);
     return report;
   }
   const archive = options.archive === undefined ? null : await prepareArchive(queue, options.archive, report);

@@ -377,6 +377,16 @@ function commandScenarios(ctx: () => CliContext, target: CliTarget): void {
     const [poison] = await db.query<{ n: unknown }>(`SELECT COUNT(*) AS n FROM table_a WHERE kind = 'poison' AND status = 0 AND attempt_count = 3`);
     expect(Number(poison!.n)).toBe(6);
 
+    // No finished_at here: the date column says when a row was queued, not when it was worked.
+    const refused = await statusq('prune', '--db', db.url, '--table', 'table_a', '--status', 'done', '--older-than', '30d', '--dry-run');
+    expect(refused.code, refused.stderr).toBe(2);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toMatch(/^statusq: prune: table_a has no finished_at column, so when its rows finished is not known; migrate --with results adds it, or --by-order-column \(byOrderColumn\) judges age by date/);
+    expect(await statusq('prune', '--db', db.url, '--table', 'table_a', '--status', 'done', '--older-than', '0s', '--by-order-column', '--dry-run')).toMatchObject({
+      code: 0,
+      stdout: 'would delete 286 done rows of table_a queued more than 0s ago (by date); nothing changed (--dry-run)',
+    });
+
     expect(await statusq('requeue', '--db', db.url, '--table', 'table_a', '--status', 'failed', '--id', '50', '--id', '100')).toMatchObject({ code: 0, stdout: 'requeued 2 failed rows of table_a' });
     expect(await stats('table_a')).toMatchObject({ pending: 2, failed: 4 });
     expect(await statusq('requeue', '--db', db.url, '--table', 'table_a', '--status', 'abuse')).toMatchObject({ code: 0, stdout: 'requeued 8 abuse rows of table_a' });

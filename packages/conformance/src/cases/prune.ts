@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, Queue, SchemaError, pruneRows, type Store } from '@statusq/core';
+import { ConfigError, Queue, SchemaError, migrateTable, pruneRows, type Store } from '@statusq/core';
+import { generateTableARows } from '@statusq/test-fixtures';
 import { countsOf, idKey, readRows, type TestEnv } from '../harness.js';
 import { raceToEmpty } from '../racing-workers.js';
-import { createJobs, enqueueJobs } from '../tables.js';
+import { createJobs, createTableA, enqueueJobs } from '../tables.js';
 
 const DAY = 86_400_000;
 
@@ -50,20 +51,50 @@ export function pruneCases(env: () => TestEnv): void {
       return queue;
     }
 
-    it('removes the finished rows of the given states older than the cut-off, in batches; pending, processing, younger and other states stay', async () => {
+    it('removes the finished rows of the given states older than the cut-off, in batches; pending, processing, younger and other states stay, and so do rows without finished_at unless byOrderColumn', async () => {
       const store = await env().store();
       const queue = await thirtyRows(store);
       const dry = await pruneRows(queue, { statuses: ['done', 'failed'], olderThanMs: DAY, dryRun: true });
-      expect(dry).toMatchObject({ removed: 17, batches: 0, dryRun: true, ageColumn: 'finished_at' });
+      expect(dry).toMatchObject({ removed: 15, batches: 0, dryRun: true, ageColumn: 'finished_at', withoutFinishedAt: 2 });
       expect(await ids(store)).toEqual(range(1, 30));
 
       const totals: number[] = [];
       const report = await pruneRows(queue, { statuses: ['done', 'failed'], olderThanMs: DAY, batch: 4, onBatch: (n) => totals.push(n) });
-      expect(report).toMatchObject({ removed: 17, batches: 5, dryRun: false, archive: null, interrupted: false });
-      expect(totals).toEqual([4, 8, 12, 16, 17]);
-      expect(await ids(store)).toEqual([...range(16, 28)]);
-      expect(await countsOf(store, 'jobs')).toEqual({ pending: 5, processing: 3, done: 2, abuse: 3, failed: 0, other: 0 });
+      expect(report).toMatchObject({ removed: 15, batches: 4, dryRun: false, archive: null, interrupted: false, withoutFinishedAt: null });
+      expect(totals).toEqual([4, 8, 12, 15]);
+      expect(await ids(store)).toEqual([...range(16, 30)]);
+      expect(await countsOf(store, 'jobs')).toEqual({ pending: 5, processing: 3, done: 4, abuse: 3, failed: 0, other: 0 });
       expect((await pruneRows(queue, { statuses: ['done', 'failed'], olderThanMs: DAY })).removed).toBe(0);
+      // Asked for: the two done rows without finished_at, queued two days ago, go by their order column.
+      expect(await pruneRows(queue, { statuses: ['done'], olderThanMs: DAY, byOrderColumn: true, dryRun: true })).toMatchObject({ removed: 2, ageColumn: 'finished_at, else date', withoutFinishedAt: null });
+      expect(await pruneRows(queue, { statuses: ['done'], olderThanMs: DAY, byOrderColumn: true })).toMatchObject({ removed: 2, ageColumn: 'finished_at, else date' });
+      expect(await ids(store)).toEqual([...range(16, 28)]);
+      await env().closeStores();
+    });
+
+    it("an application table's order column is no age: without finished_at prune is a ConfigError unless byOrderColumn, and rows worked a second ago with old dates stay once it has the column", async () => {
+      const store = await env().store();
+      const old = new Date(Date.now() - 3 * DAY);
+      await createTableA(env().fixtures, store, [...generateTableARows(2, { newest: old, poisonEvery: 0, abuseEvery: 0 }), ...generateTableARows(2, { firstId: 3, poisonEvery: 0, abuseEvery: 0 })]);
+      const q = (n: string) => store.dialect.quoteIdentifier(n);
+      await store.execute({ sql: `UPDATE ${q('table_a')} SET ${q('status')} = 1`, params: [] });
+      const plain = await Queue.open(store, { table: 'table_a' });
+      for (const dryRun of [true, false]) {
+        await expect(pruneRows(plain, { statuses: ['done'], olderThanMs: DAY, dryRun })).rejects.toThrow(ConfigError);
+        await expect(pruneRows(plain, { statuses: ['done'], olderThanMs: DAY, dryRun })).rejects.toThrow(
+          'prune: table_a has no finished_at column, so when its rows finished is not known; migrate --with results adds it, or --by-order-column (byOrderColumn) judges age by date, when each row was queued',
+        );
+      }
+      expect(await ids(store, 'table_a')).toEqual([1, 2, 3, 4]);
+      expect(await pruneRows(plain, { statuses: ['done'], olderThanMs: DAY, byOrderColumn: true, dryRun: true })).toMatchObject({ removed: 2, ageColumn: 'date', withoutFinishedAt: null });
+
+      // With finished_at: rows 1 and 2 finished just now, though queued three days ago; 3 and 4 have none.
+      await migrateTable(store, { table: 'table_a', with: ['results'] });
+      await store.execute({ sql: `UPDATE ${q('table_a')} SET ${q('finished_at')} = ${store.dialect.nowPlusMs(store.dialect.placeholder(1))} WHERE ${q('id')} <= 2`, params: [0] });
+      const migrated = await Queue.open(store, { table: 'table_a' });
+      expect(await pruneRows(migrated, { statuses: ['done'], olderThanMs: DAY, dryRun: true })).toMatchObject({ removed: 0, ageColumn: 'finished_at', withoutFinishedAt: 2 });
+      expect(await pruneRows(migrated, { statuses: ['done'], olderThanMs: DAY })).toMatchObject({ removed: 0 });
+      expect(await ids(store, 'table_a')).toEqual([1, 2, 3, 4]);
       await env().closeStores();
     });
 
@@ -71,7 +102,7 @@ export function pruneCases(env: () => TestEnv): void {
       const store = await env().store();
       const queue = await thirtyRows(store);
       const before = new Map((await readRows(store, 'jobs')).map((row) => [idKey(row.id), row]));
-      const report = await pruneRows(queue, { statuses: ['done', 'abuse', 'failed'], olderThanMs: DAY, batch: 7, archive: 'jobs_archive' });
+      const report = await pruneRows(queue, { statuses: ['done', 'abuse', 'failed'], olderThanMs: DAY, batch: 7, archive: 'jobs_archive', byOrderColumn: true });
       expect(report).toMatchObject({ removed: 20, batches: 3, archive: 'jobs_archive', createdArchive: true });
       const archived = await readRows(store, 'jobs_archive');
       expect(archived.map((row) => Number(row.id)).sort((a, b) => a - b)).toEqual([...range(1, 18), 29, 30]);
