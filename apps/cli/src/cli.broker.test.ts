@@ -12,6 +12,7 @@ import { RABBITMQ_TEST_URL, deleteQueues, rabbitmqUnavailable, readDeadLetters a
 import { NATS_TEST_URL, deleteQueueStreams, natsUnavailable, readDeadLetters as readNatsDeadLetters } from '@statusq/broker-nats/testing';
 import type { DeadLetter } from '@statusq/core';
 import { launchCli, logLines, parseStats, runCliInProcess, until, writeFixture } from './test/cli-harness.js';
+import { mysqlCliTarget, postgresCliTarget } from './test/cli-targets.js';
 import { dialectSelected } from '../../../scripts/test-tiers.mjs';
 
 interface BrokerTarget {
@@ -30,8 +31,8 @@ const BROKERS: BrokerTarget[] = [
 ];
 
 const DATABASES = [
-  { name: 'MariaDB', dialect: 'mysql', create: () => createDatabase(), drop: (url: string) => dropDatabase(url), unavailable: () => mysqlUnavailable() },
-  { name: 'PostgreSQL', dialect: 'postgres', create: () => createTestDatabase(), drop: (url: string) => dropTestDatabase(url), unavailable: () => postgresUnavailable() },
+  { name: 'MariaDB', dialect: 'mysql', target: mysqlCliTarget, create: () => createDatabase(), drop: (url: string) => dropDatabase(url), unavailable: () => mysqlUnavailable() },
+  { name: 'PostgreSQL', dialect: 'postgres', target: postgresCliTarget, create: () => createTestDatabase(), drop: (url: string) => dropTestDatabase(url), unavailable: () => postgresUnavailable() },
 ] as const;
 
 const required = process.env.STATUSQ_REQUIRE_DATABASES === '1';
@@ -112,6 +113,29 @@ for (const broker of BROKERS) {
         expect(queueAlone.code).toBe(2);
         expect(queueAlone.stderr).toContain('--queue needs --to');
         expect(await statsOf()).toMatchObject({ pending: 0, done: 30 });
+      });
+
+      it("enqueue --to on the seed's table_a, whose ids the application assigns: each row is published under the id it carries, and a consumer runs it", async () => {
+        // The probe's MySQL run published none ("none could be published", no reason): only a returned or
+        // AUTO_INCREMENT id was published, not the row's own.
+        const seeded = await database.target.create(dir);
+        try {
+          for (const ddl of database.target.fixtures.tableA('table_a')) await seeded.query(ddl);
+          expect((await runCliInProcess(dir, ['migrate', '--db', seeded.url, '--table', 'table_a', '--with', 'leases,dispatch'])).code).toBe(0);
+          const rows = [10, 11].map((id) => JSON.stringify({ id, url: `https://example.test/${id}`, kind: 'ok', date: '2026-01-01 00:00:00.000' }));
+          const enqueue = await runCliInProcess(dir, ['enqueue', '--db', seeded.url, '--table', 'table_a', '--file', writeFixture(dir, 'rows.ndjson', `${rows.join('\n')}\n`), '--to', broker.url]);
+          expect(enqueue.code, enqueue.stderr).toBe(0);
+          expect(enqueue.stdout).toMatch(new RegExp(`^enqueued 2 rows into table_a, published to ${broker.name.toLowerCase()} at `));
+          const ledger = join(dir, 'ledger.txt');
+          const handler = writeFixture(dir, 'handler.mjs', `import { appendFileSync } from 'node:fs';\nexport default async (job) => { appendFileSync(${JSON.stringify(ledger)}, job.id + '\\n'); };\n`);
+          const work = await runCliInProcess(dir, ['work', '--db', seeded.url, '--table', 'table_a', '--handler', handler, '--from', broker.url, '--exit-when-empty']);
+          expect(work.code, work.stderr).toBe(0);
+          const { readFileSync } = await import('node:fs');
+          expect(readFileSync(ledger, 'utf8').trim().split('\n').sort()).toEqual(['10', '11']);
+        } finally {
+          await broker.drop('statusq.table_a').catch(() => undefined);
+          await seeded.dispose();
+        }
       });
 
       it('bad input exits 2 with nothing touched: an unknown scheme, a table without the dispatch column', async () => {

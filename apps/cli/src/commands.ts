@@ -228,7 +228,7 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
 function publishedNote(outcomes: readonly EnqueueOutcome[], broker: Broker): string {
   const left = outcomes.filter((o) => o.published !== true).length;
   if (left === 0) return `, published to ${broker.name} at ${broker.address}`;
-  return `, ${outcomes.length - left} published to ${broker.name}; ${left} left to statusq relay (${left === outcomes.length ? 'none' : 'not all'} could be published${outcomes.some((o) => o.id === null) ? ': ids the insert does not return' : ''})`;
+  return `, ${outcomes.length - left} published to ${broker.name}; ${left} left to statusq relay (${left === outcomes.length ? 'none' : 'not all'} could be published${outcomes.some((o) => o.id === null) ? ': the database made their ids, and this insert cannot read them back (MySQL reports only an AUTO_INCREMENT id)' : ''})`;
 }
 
 /** The line `enqueue` ends with; `published` says where the rows went besides the table. */
@@ -425,7 +425,13 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       { table: config.table, handler: handlerFile, concurrency: options.concurrency, maxAttempts: worker.maxAttempts, exitWhenEmpty: options.exitWhenEmpty },
       `worker started on ${config.table}`,
     );
-    const scheduler = schedules === null ? null : await startScheduler(store, config, schedules, log, drain).catch(async (error: unknown) => {
+    let schedulerFailure: ConfigError | null = null;
+    const onSchedulerStopped = (error: unknown) => {
+      // A schedule that can never fire again (its fixed id taken) is the configuration's fault: exit 2, not 0.
+      if (error instanceof ConfigError) schedulerFailure = error;
+      drain();
+    };
+    const scheduler = schedules === null ? null : await startScheduler(store, config, schedules, log, onSchedulerStopped).catch(async (error: unknown) => {
       await stopMetrics();
       await slot?.release();
       throw error;
@@ -450,6 +456,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     }
     // A launcher's child leaves this to the launcher, which looks once every child has ended.
     if (!supervised) await warnProcessingWithoutLease(worker.queue, log).catch((error: unknown) => log.debug({ err: errorFields(error) }, 'could not count the rows left processing'));
+    if (schedulerFailure) throw schedulerFailure;
     if (lostSlot) log.warn({ exitCode: EXIT.ok }, 'drained after losing the instance slot; exiting (code 0) to keep within --max-instances');
     if (stopReason === 'recycle') {
       log.error({ exitCode: EXIT.recycled }, `a job outlived --job-timeout and ignored its abort; its row was settled as a failed attempt; exiting (code ${EXIT.recycled}) to end it`);
@@ -574,7 +581,7 @@ async function readSchedules(file: string): Promise<ScheduleDefinition[]> {
  * The schedules of --schedule, beside the worker on its store: every process running the same file claims
  * ticks, and the schedules table lets one of them enqueue each. A failure it cannot retry drains the worker.
  */
-async function startScheduler(store: Store, config: TableConfig, schedules: readonly ScheduleDefinition[], log: Logger, drain: () => void): Promise<Scheduler> {
+async function startScheduler(store: Store, config: TableConfig, schedules: readonly ScheduleDefinition[], log: Logger, stopped: (error: unknown) => void): Promise<Scheduler> {
   const scheduler = await Scheduler.create({
     store,
     table: config,
@@ -585,7 +592,7 @@ async function startScheduler(store: Store, config: TableConfig, schedules: read
   log.info({ schedules: schedules.map((s) => s.name) }, `scheduling ${schedules.map((s) => `${s.name} (${s.cron}${s.timezone ? ` ${s.timezone}` : ''})`).join(', ')}`);
   scheduler.run().catch((error: unknown) => {
     log.error({ err: errorFields(error) }, `the scheduler stopped: ${errorFields(error).message as string}; draining the worker`);
-    drain();
+    stopped(error);
   });
   return scheduler;
 }

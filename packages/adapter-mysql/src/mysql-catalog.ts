@@ -10,7 +10,7 @@ export function describeMysqlTable(runner: StatementRunner, table: string): Prom
   return describeFromCatalog(runner, table, (schema, name) => ({
     sql:
       'SELECT c.COLUMN_NAME AS name, c.COLUMN_TYPE AS type, c.DATA_TYPE AS data_type, ' +
-      'c.CHARACTER_MAXIMUM_LENGTH AS max_chars, c.CHARACTER_OCTET_LENGTH AS max_bytes, @@max_allowed_packet AS packet, c.EXTRA AS extra, ' +
+      'c.CHARACTER_MAXIMUM_LENGTH AS max_chars, c.CHARACTER_OCTET_LENGTH AS max_bytes, @@max_allowed_packet AS packet, c.EXTRA AS extra, c.COLUMN_DEFAULT AS column_default, ' +
       // Unique alone: a unique index (the primary key's included) whose only key part is this column. A
       // prefix of the column is enough: rows sharing the id would share the prefix too.
       'EXISTS (SELECT 1 FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = c.TABLE_SCHEMA AND s.TABLE_NAME = c.TABLE_NAME ' +
@@ -32,6 +32,8 @@ export function describeMysqlTable(runner: StatementRunner, table: string): Prom
       maxLength: mysqlTextLimit(dataType, r.max_chars, r.max_bytes, r.packet),
       // EXTRA lists the column's attributes (`auto_increment`, `DEFAULT_GENERATED`, `on update ...`).
       autoIncrement: /\bauto_increment\b/i.test(String(r.extra ?? '')),
+      // MariaDB writes a column's DEFAULT NULL as the text NULL (MySQL as SQL NULL): that fills nothing.
+      filledOnInsert: /\b(auto_increment|generated)\b/i.test(String(r.extra ?? '')) || (r.column_default !== null && r.column_default !== undefined && r.column_default !== 'NULL'),
     };
   });
 }

@@ -34,6 +34,7 @@ export const mysqlFixtures = {
     defaultId: (table: string) => [
       `CREATE TABLE ${q(table)} (id CHAR(36) NOT NULL DEFAULT (UUID()) PRIMARY KEY, seq BIGINT NOT NULL AUTO_INCREMENT UNIQUE, date DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), status TINYINT NULL, payload TEXT NULL) ${TAIL}`,
     ],
+    assignedId: (table: string) => [`CREATE TABLE ${q(table)} (id INT NOT NULL PRIMARY KEY, date DATETIME(3) NOT NULL, status TINYINT NULL) ${TAIL}`],
   },
 };
 

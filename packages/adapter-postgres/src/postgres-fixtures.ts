@@ -29,6 +29,7 @@ export const postgresFixtures = {
     defaultId: (table: string) => [
       `CREATE TABLE ${q(table)} (id TEXT PRIMARY KEY DEFAULT gen_random_uuid()::text, seq BIGINT GENERATED ALWAYS AS IDENTITY UNIQUE, date TIMESTAMPTZ(3) NOT NULL DEFAULT now(), status SMALLINT NULL, payload TEXT NULL)`,
     ],
+    assignedId: (table: string) => [`CREATE TABLE ${q(table)} (id INTEGER NOT NULL PRIMARY KEY, date TIMESTAMPTZ(3) NOT NULL, status SMALLINT NULL)`],
   },
 };
 

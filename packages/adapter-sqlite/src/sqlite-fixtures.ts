@@ -32,6 +32,8 @@ export const sqliteFixtures = {
     defaultId: (table: string) => [
       `CREATE TABLE ${q(table)} (id TEXT PRIMARY KEY DEFAULT (lower(hex(randomblob(16)))), date TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), status INTEGER NULL, payload TEXT NULL)`,
     ],
+    // Only a column declared exactly INTEGER PRIMARY KEY is the rowid, which SQLite numbers.
+    assignedId: (table: string) => [`CREATE TABLE ${q(table)} (id BIGINT NOT NULL PRIMARY KEY, date TEXT NOT NULL, status INTEGER NULL)`],
   },
 };
 

@@ -168,12 +168,12 @@ export class SqliteStore implements Store {
       () =>
         this.db
           .prepare(
-            `SELECT ti.name AS name, ti.type AS type, ti.pk AS pk, EXISTS (SELECT 1 FROM pragma_index_list(@name, @schema) il ` +
+            `SELECT ti.name AS name, ti.type AS type, ti.pk AS pk, ti.dflt_value IS NOT NULL AS has_default, EXISTS (SELECT 1 FROM pragma_index_list(@name, @schema) il ` +
               `WHERE il."unique" AND NOT il.partial AND (SELECT COUNT(*) FROM pragma_index_info(il.name, @schema)) = 1 ` +
               `AND (SELECT ii.name FROM pragma_index_info(il.name, @schema) ii) = ti.name COLLATE NOCASE) AS uniq ` +
               `FROM pragma_table_info(@name, @schema) ti ORDER BY ti.cid`,
           )
-          .all({ name, schema }) as Array<{ name: string; type: string; pk: number; uniq: number }>,
+          .all({ name, schema }) as Array<{ name: string; type: string; pk: number; has_default: number; uniq: number }>,
     );
     if (rows.length === 0) return null;
     // A lone INTEGER PRIMARY KEY is the rowid and has no index of its own; a wider key makes no column unique.
@@ -187,6 +187,8 @@ export class SqliteStore implements Store {
       ...(sqliteHoldsIntegers(r.type) && { integerRange: integerRangeOfBits(64) }),
       // SQLite does not enforce a declared length: VARCHAR(10) holds any text.
       maxLength: null,
+      // A lone column declared exactly INTEGER PRIMARY KEY is the rowid: SQLite numbers it.
+      filledOnInsert: r.has_default === 1 || (r.pk > 0 && keyColumns === 1 && r.type.toUpperCase() === 'INTEGER'),
     }));
   }
 

@@ -27,8 +27,11 @@ export type TableDdl = (table: string) => string[];
  *   date it fills, and an integer column it numbers itself where it has one beside the key (MySQL's
  *   AUTO_INCREMENT `seq`, a PostgreSQL identity; SQLite's rowid is implicit), for enqueue: the ids it returns
  *   are the id column's, never the numbered column's.
+ * - assignedId: an integer id the application assigns, as in the seed's table_a on MySQL and PostgreSQL: no
+ *   default, no AUTO_INCREMENT or identity, and on SQLite not the rowid (BIGINT, not INTEGER, PRIMARY KEY).
+ *   A row enqueued without its id is refused before the INSERT; a schedule without one at start-up.
  */
-export type CheckedTable = 'sharedId' | 'uniqueId' | 'partialUniqueId' | 'textStatus' | 'untypedStatus' | 'bounded' | 'defaultId';
+export type CheckedTable = 'sharedId' | 'uniqueId' | 'partialUniqueId' | 'textStatus' | 'untypedStatus' | 'bounded' | 'defaultId' | 'assignedId';
 
 export interface FixtureTables {
   /**

@@ -442,10 +442,12 @@ export class Queue {
     const chunk = options.chunk ?? Math.max(1, items.length);
     if (!Number.isSafeInteger(chunk) || chunk < 1) throw new ConfigError(`enqueue chunk must be a positive integer, got ${chunk}`);
     const returningId = this.store.capabilities.insertReturning;
-    // Rows are written as dispatched only where their ids come back to publish: a row marked and never
-    // published would wait for the relay's redispatch age.
-    const dispatched = this.dispatchesOnCommit(options, notBefore) && (returningId || this.idColumn.autoIncrement === true);
-    const statements = rows.map((row) => this.sql.insert(row, { returningId, notBefore, dispatched }));
+    // Rows are written as dispatched only where their ids are known after the insert, to publish: returned, MySQL's
+    // AUTO_INCREMENT key, or the row's own. A row marked and never published would wait for the relay's redispatch age.
+    const dispatching = this.dispatchesOnCommit(options, notBefore);
+    const idComesBack = returningId || this.idColumn.autoIncrement === true;
+    const dispatched = rows.map((row) => dispatching && (idComesBack || this.ownIdOf(row) !== null));
+    const statements = rows.map((row, i) => this.sql.insert(row, { returningId, notBefore, dispatched: dispatched[i]! }));
     statements.forEach((statement, index) => this.checkStatementSize(statement, index, describe));
     const ids: Array<JobId | null> = [];
     const published: boolean[] = [];
@@ -464,8 +466,10 @@ export class Queue {
             : `${ids.length} row${ids.length === 1 ? '' : 's'} committed before ${where} failed: ${error.message}`;
         throw new EnqueueError(message, error, item, ids.length, ids);
       }
-      const went = dispatched && (await this.publishCommitted(options, ids.slice(start)));
-      for (let i = start; i < ids.length; i++) published.push(went && ids[i] !== null);
+      const marked = (i: number) => dispatched[i]! && ids[i] !== null;
+      const toPublish = ids.slice(start).filter((_, i) => marked(start + i));
+      const went = toPublish.length > 0 && (await this.publishCommitted(options, toPublish));
+      for (let i = start; i < ids.length; i++) published.push(went && marked(i));
     }
     if (options.dispatchTo === undefined) return inserted(ids);
     return ids.map((id, i) => ({ id, duplicate: false, published: published[i]! }));
@@ -670,12 +674,19 @@ export class Queue {
       const id = result.rows[0]?.id;
       return typeof id === 'number' || typeof id === 'bigint' || typeof id === 'string' ? id : null;
     }
+    const own = this.ownIdOf(row);
+    if (own !== null) return own;
+    // MySQL reports the key of whichever column is AUTO_INCREMENT: another column's when the id is not it.
+    return this.idColumn.autoIncrement === true ? (result.insertId ?? null) : null;
+  }
+
+  /** The id a row to insert carries itself, or null when the database is to fill it. */
+  private ownIdOf(row: Record<string, SqlValue>): JobId | null {
     const idColumn = this.table.id.toLowerCase();
     const given = Object.keys(row).find((key) => key.toLowerCase() === idColumn);
     const own = given === undefined ? null : row[given]!;
-    if (own !== null) return this.idColumn.integer && typeof own !== 'number' ? integerIdOf(own) : own;
-    // MySQL reports the key of whichever column is AUTO_INCREMENT: another column's when the id is not it.
-    return this.idColumn.autoIncrement === true ? (result.insertId ?? null) : null;
+    if (own === null) return null;
+    return this.idColumn.integer && typeof own !== 'number' ? integerIdOf(own) : (own as JobId);
   }
 
   /**
@@ -698,6 +709,10 @@ export class Queue {
 
   private rowFor(item: unknown, index: number, describe: (index: number) => string, notBefore: NotBefore | undefined, stamp: Record<string, SqlValue>, key?: string | null): Record<string, SqlValue> {
     const row = this.columnValuesOf(item, index, describe, notBefore, stamp);
+    if (this.idColumn.filledOnInsert === false && this.ownIdOf(row) === null) {
+      // Refused before any row is sent: the database's own words ("Field 'id' doesn't have a default value") name no fix.
+      throw new ConfigError(`${describe(index)}: gives no ${this.table.id}, and ${this.table.table}.${this.table.id} gets none from the database (no AUTO_INCREMENT, identity, serial or DEFAULT): give each row its ${this.table.id}`);
+    }
     if (key === undefined || key === null) return row;
     const column = this.table.columns.dedupeKey!;
     if (Object.keys(row).some((name) => name.toLowerCase() === column.toLowerCase())) {

@@ -263,6 +263,10 @@ export class Scheduler {
         schedule.since = tick;
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
+        if (error.kind === 'UniqueViolation' && givesId(this.queue, schedule.definition)) {
+          // Not a passing failure to retry each second: the row's fixed id is taken until someone deletes that row.
+          throw new ConfigError(`schedule ${name}: its row's ${this.queue.table.id} is already in ${this.queue.table.table}, so tick ${iso} cannot insert it; a schedule whose row fixes the ${this.queue.table.id} fires once (delete that row, or give the column a default and drop the ${this.queue.table.id} from the row)`);
+        }
         this.options.onError?.(error, name);
         this.behind = true;
         return false;
@@ -309,10 +313,23 @@ export class Scheduler {
   }
 }
 
+/** The schedule's row sets the id column itself. */
+function givesId(queue: Queue, definition: ScheduleDefinition): boolean {
+  const id = queue.table.id.toLowerCase();
+  return definition.row !== undefined && Object.entries(definition.row).some(([column, value]) => column.toLowerCase() === id && value !== null && value !== undefined);
+}
+
 /** What each row of `definition` is: its payload, or its column values, checked against the table now rather than at the first tick. */
 function itemOf(queue: Queue, definition: ScheduleDefinition): unknown {
   const hasPayload = queue.table.columns.payload !== undefined;
   if (hasPayload && definition.row !== undefined) throw new ConfigError(`schedule ${definition.name}: table ${queue.table.table} takes a payload, not row values`);
   if (!hasPayload && definition.row === undefined) throw new ConfigError(`schedule ${definition.name}: table ${queue.table.table} has no payload column, so the schedule needs row (its column values)`);
+  const id = queue.table.id;
+  if (queue.idColumn.filledOnInsert === false && !givesId(queue, definition)) {
+    throw new ConfigError(
+      `schedule ${definition.name}: ${queue.table.table}.${id} gets no value from the database (no AUTO_INCREMENT, identity, serial or DEFAULT), ` +
+        `so the schedule's row must give the ${id} (a fixed one: the schedule then fires once), or the column needs a default`,
+    );
+  }
   return hasPayload ? (definition.payload ?? null) : definition.row;
 }

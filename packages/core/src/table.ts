@@ -162,6 +162,14 @@ export interface ColumnInfo {
    */
   autoIncrement?: boolean | undefined;
   /**
+   * Whether an INSERT that leaves the column out gets a value from the database: a DEFAULT (a sequence, serial,
+   * identity or expression), MySQL's AUTO_INCREMENT, SQLite's rowid alias (a lone INTEGER PRIMARY KEY). False on
+   * an application's table whose ids the application assigns (the seed's `table_a`): a row enqueued there must
+   * carry its id, and a schedule, which inserts a new row each time it fires, has none to give. Absent: not
+   * known, and nothing is refused on a guess.
+   */
+  filledOnInsert?: boolean | undefined;
+  /**
    * The integers the column can hold, for an integer column of a fixed width. An id outside them is no row's, so
    * lookups by id (inspect, requeue, the dashboard) answer "no such row" without asking the database, which on
    * PostgreSQL refuses the value with an error and on MySQL compares it and finds nothing. Absent: not an

@@ -393,6 +393,30 @@ function commandScenarios(ctx: () => CliContext, target: CliTarget): void {
     expect(await stats('table_a')).toMatchObject({ pending: 10, abuse: 0 });
   });
 
+  it('a table whose ids the application assigns (table_a on MySQL and PostgreSQL): a row without its id and a schedule that would insert rows without one exit 2 with the fix before anything is written; a row with its id goes in', async () => {
+    const { statusq, stats, db, file } = ctx();
+    const ddl = target.fixtures.checked.assignedId;
+    if (!ddl) throw new Error('every dialect has an assignedId fixture');
+    for (const sql of ddl('assigned')) await db.query(sql);
+    // These used to fail in the database ("Field 'id' doesn't have a default value"), the schedule every second.
+    const noId = await statusq('enqueue', '--db', db.url, '--table', 'assigned', '--payload', '{"date":"2026-01-01 00:00:00.000"}');
+    expect(noId).toMatchObject({ code: 2, stdout: '', stderr: 'statusq: --payload: gives no id, and assigned.id gets none from the database (no AUTO_INCREMENT, identity, serial or DEFAULT): give each row its id' });
+    const schedule = file('assigned-schedule.yaml', ['schedules:', '  - name: hourly', "    cron: '0 * * * *'", "    row: { date: '2026-01-01 00:00:00.000' }", ''].join('\n'));
+    const scheduled = await statusq('work', '--db', db.url, '--table', 'assigned', '--handler', file('noop.mjs', 'export default async () => {};'), '--schedule', schedule, '--exit-when-empty');
+    expect(scheduled.code, scheduled.stderr).toBe(2);
+    expect(scheduled.stderr).toContain("schedule hourly: assigned.id gets no value from the database (no AUTO_INCREMENT, identity, serial or DEFAULT), so the schedule's row must give the id");
+    expect(await stats('assigned')).toEqual({ pending: 0, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
+    expect(await statusq('enqueue', '--db', db.url, '--table', 'assigned', '--payload', '{"id":41,"date":"2026-01-01 00:00:00.000"}')).toMatchObject({ code: 0, stdout: 'enqueued 1 row into assigned' });
+    expect(await stats('assigned')).toMatchObject({ pending: 1 });
+    // A schedule whose row fixes the id fires once; here that id is taken already, so its first tick stops the
+    // scheduler, which drains the worker: exit 2 with the reason, not a failed INSERT every second.
+    const fixed = file('fixed-schedule.yaml', ['schedules:', '  - name: every-second', "    cron: '* * * * * *'", "    row: { id: 41, date: '2026-01-01 00:00:00.000' }", '    catchUp: 0', ''].join('\n'));
+    const collided = await statusq('work', '--db', db.url, '--table', 'assigned', '--handler', file('noop.mjs', 'export default async () => {};'), '--schedule', fixed);
+    expect(collided.code, collided.stderr).toBe(2);
+    expect(collided.stderr).toContain("schedule every-second: its row's id is already in assigned, so tick ");
+    expect(await stats('assigned')).toMatchObject({ pending: 0, done: 1 });
+  });
+
   it('newest-first by default and oldest-first with --order oldest', async () => {
     const { statusq, db, dir, file } = ctx();
     expect((await statusq('init', '--db', db.url)).code).toBe(0);

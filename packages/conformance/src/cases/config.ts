@@ -181,6 +181,22 @@ export function configCases(env: () => TestEnv): void {
       await env().closeStores();
     });
 
+    it("a table whose ids the application assigns (table_a's id on MySQL and PostgreSQL): the catalog says so, a row without its id is a ConfigError naming the fix before anything is written, and a row with it is inserted under that id", async () => {
+      const store = await env().store();
+      expect(await createCheckedTable(env().fixtures, store, 'assignedId', 'assigned')).toBe(true);
+      const queue = await Queue.open(store, { table: 'assigned' });
+      expect(queue.idColumn.filledOnInsert).toBe(false);
+      expect((await createJobs(store)).idColumn.filledOnInsert).toBe(true);
+      const row = (id?: number) => ({ ...(id !== undefined && { id }), date: '2024-01-01 00:00:00.000' });
+      const refused = await rejection(queue.enqueue([row(1), row()]));
+      expect(refused).toBeInstanceOf(ConfigError);
+      expect((refused as Error).message).toBe('item 2: gives no id, and assigned.id gets none from the database (no AUTO_INCREMENT, identity, serial or DEFAULT): give each row its id');
+      expect(await countsOf(store, 'assigned')).toEqual({ pending: 0, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
+      expect((await queue.enqueue([row(7), row(9)])).map(Number)).toEqual([7, 9]);
+      expect(await countsOf(store, 'assigned')).toMatchObject({ pending: 2 });
+      await env().closeStores();
+    });
+
     it('a handler result that is not JSON-serialisable (BigInt) ends its job in 0 with last_error saying so; the worker keeps running and loses no job', async () => {
       const store = await env().store();
       const queue = await createJobs(store);

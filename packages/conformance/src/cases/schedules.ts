@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { Scheduler, ensureSideTable, type ScheduledEvent, type ScheduleDefinition, type Store } from '@statusq/core';
+import { ConfigError, Scheduler, ensureSideTable, type ScheduledEvent, type ScheduleDefinition, type Store } from '@statusq/core';
 import { generateTableARows } from '@statusq/test-fixtures';
 import { countsOf, readRows, waitFor, withLatency, type TestEnv } from '../harness.js';
-import { createJobs, createTableA } from '../tables.js';
+import { createCheckedTable, createJobs, createTableA } from '../tables.js';
 
 const SECOND = 1_000;
 const MINUTE = 60_000;
@@ -101,17 +101,31 @@ export function scheduleCases(env: () => TestEnv): void {
       await env().closeStores();
     });
 
-    it('an application table takes row values (checked when the scheduler is made), and a payload is refused there', async () => {
+    it("an application table takes row values (checked when the scheduler is made), and a payload is refused there; where the application assigns the ids, a row without one is refused at once and a fixed one fires once, then stops the scheduler with a ConfigError", async () => {
       const store = await env().store();
       await createTableA(env().fixtures, store, generateTableARows(2), { migrate: ['dedupe'] });
       await expect(scheduler(store, [{ name: 'x', cron: '* * * * *', payload: { n: 1 } }], [], 'table_a')).rejects.toThrow(/table table_a has no payload column, so the schedule needs row/);
-      // table_a's ids are the application's own, so one tick: a fixed row of a second would repeat its id.
+      const row = { url: 'https://example.com/scheduled', kind: 'scheduled', date: '2026-01-01 12:00:00.000' };
+      // table_a's id is SQLite's rowid, which SQLite numbers; the assignedId fixture's is not, on any dialect.
+      expect(await createCheckedTable(env().fixtures, store, 'assignedId', 'assigned')).toBe(true);
+      const noId = [{ name: 'no-id', cron: '* * * * *', row: { date: row.date } }];
+      await expect(scheduler(store, noId, [], 'assigned')).rejects.toThrow(ConfigError);
+      await expect(scheduler(store, noId, [], 'assigned')).rejects.toThrow(
+        'schedule no-id: assigned.id gets no value from the database (no AUTO_INCREMENT, identity, serial or DEFAULT), so the schedule\'s row must give the id (a fixed one: the schedule then fires once), or the column needs a default',
+      );
+      // table_a's ids are the application's own, so one tick: the next would repeat its id.
       const at = Date.UTC(2026, 0, 1, 12, 0, 30);
-      const made = await scheduler(store, [{ name: 'crawl', cron: '0 12 * * *', row: { id: 500, url: 'https://example.com/scheduled', kind: 'scheduled', date: '2026-01-01 12:00:00.000' } }], [], 'table_a');
+      const events: ScheduledEvent[] = [];
+      const made = await scheduler(store, [{ name: 'crawl', cron: '0 12 * * *', row: { id: 500, ...row } }], events, 'table_a');
       await made.startUp(at - MINUTE);
       await made.claimDue(at);
-      const scheduled = (await readRows(store, 'table_a')).filter((row) => row.kind === 'scheduled');
-      expect(scheduled.map((row) => [Number(row.id), row.dedupe_key, row.status])).toEqual([[500, 'schedule:crawl:2026-01-01T12:00:00.000Z', null]]);
+      const scheduled = async () => (await readRows(store, 'table_a')).filter((r) => r.kind === 'scheduled').map((r) => [Number(r.id), r.dedupe_key, r.status]);
+      expect(await scheduled()).toEqual([[500, 'schedule:crawl:2026-01-01T12:00:00.000Z', null]]);
+      const nextDay = made.claimDue(at + 24 * 60 * MINUTE);
+      await expect(nextDay).rejects.toThrow(ConfigError);
+      await expect(nextDay).rejects.toThrow("schedule crawl: its row's id is already in table_a, so tick 2026-01-02T12:00:00.000Z cannot insert it; a schedule whose row fixes the id fires once");
+      expect(events.map((e) => e.schedule)).toEqual(['crawl']);
+      expect(await scheduled()).toEqual([[500, 'schedule:crawl:2026-01-01T12:00:00.000Z', null]]);
       await env().closeStores();
     });
   });
