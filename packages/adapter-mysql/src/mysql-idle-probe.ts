@@ -17,8 +17,8 @@ import { deadlineError, versionAtLeast, type MysqlServerInfo } from './mysql-poo
  * the statement at the first step that saw one. A statement that finds nothing ends after ROUND_MS. The
  * worker's process wakes once per round (2 s) or once a row is due, not once per check.
  *
- * The check is the claim's own candidate SELECT (core's TransitionSql, ORDER BY the order column, LIMIT 1)
- * as a scalar subquery, not an EXISTS over the due condition: it sees exactly the rows a claim would take,
+ * The check is the claim's own candidate SELECT (core's TransitionSql, ORDER BY the order column, LIMIT 1,
+ * its due time judged by SYSDATE(3), which moves within the statement) as a scalar subquery, not an EXISTS over the due condition: it sees exactly the rows a claim would take,
  * and its ORDER BY ... LIMIT keeps it on the pending index. An EXISTS lets the optimizer stop ordering, and
  * on a table whose finished rows left delete-marked entries in the pending index (every row a queue
  * finished, until purge) MariaDB 10.11 chose a full scan for it, once per step (checked by EXPLAIN in
@@ -180,7 +180,10 @@ export class MysqlIdleProbe {
     if (built === undefined) {
       // Placeholders are positional: the candidate's LIMIT comes before the SLEEP in the text.
       const p = new Params(mysqlDialect);
-      const candidate = new TransitionSql(table, mysqlDialect).candidates(p, { limit: 1, columns: 'id', alsoWhere: 'statusq_steps.n > 0' });
+      // SYSDATE, not NOW: NOW(3) is the time the statement began, the same at every step, so a row whose
+      // next_attempt_at fell within a round was not due to any of its checks, and waited for the next round
+      // (delayed rows picked up 0.1-1.8 s late, issue 40). SYSDATE(3) is read at each step.
+      const candidate = new TransitionSql(table, mysqlDialect).candidates(p, { limit: 1, columns: 'id', alsoWhere: 'statusq_steps.n > 0', now: 'SYSDATE(3)' });
       const sleepSeconds = p.add(this.intervalMs / 1000);
       const steps = Array.from({ length: this.steps }, (_, i) => (i === 0 ? 'SELECT 1 AS n' : `SELECT ${i + 1}`)).join(' UNION ALL ');
       built = {

@@ -70,6 +70,20 @@ mysqlSuite('mysql idle probe', () => {
     await e.closeStores();
   });
 
+  it('a row that comes due during a round ends that round: each step reads the server clock (SYSDATE), not the time the statement began (NOW)', async () => {
+    const e = await fresh();
+    const store = (await e.store()) as MysqlStore;
+    const queue = await createJobs(store);
+    // Due half a second from now, a quarter into the round the wait starts next; a step reading the
+    // statement's start time would see it as not yet due until the round after.
+    await store.execute({ sql: 'INSERT INTO jobs (payload, next_attempt_at) VALUES (?, NOW(3) + INTERVAL 0.5 SECOND)', params: ['soon'] });
+    const rounds = store.stats.idleProbes;
+    await withDeadline(store.waitForWork!(60_000, new AbortController().signal, queue.table), 3 * ROUND_MS, 'the wait to end once the row is due');
+    expect(store.stats.idleProbes).toBe(rounds + 1);
+    expect((await queue.claim({ limit: 5, token: null })).rows).toHaveLength(1);
+    await e.closeStores();
+  });
+
   it('a probe connection killed mid-wait ends that wait; the next wait opens a new connection and still sees rows', async () => {
     const e = await fresh();
     const store = (await e.store()) as MysqlStore;

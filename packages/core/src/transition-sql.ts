@@ -147,11 +147,14 @@ export class TransitionSql {
     return `COALESCE(${this.q.attemptCount}, 0) + 1`;
   }
 
-  /** Claimable (pending) and due: no retry scheduled for later. */
-  dueCondition(): string {
+  /**
+   * Claimable (pending) and due: no retry scheduled for later. `now`: the database's time as another
+   * expression (MySQL's idle probe needs one that moves within a statement).
+   */
+  dueCondition(now = this.dialect.now): string {
     const pending = this.guard('claim');
     if (!this.q.nextAttemptAt) return pending;
-    return `${pending} AND (${this.q.nextAttemptAt} IS NULL OR ${this.q.nextAttemptAt} <= ${this.dialect.now})`;
+    return `${pending} AND (${this.q.nextAttemptAt} IS NULL OR ${this.q.nextAttemptAt} <= ${now})`;
   }
 
   /**
@@ -159,11 +162,11 @@ export class TransitionSql {
    * first (aging takes these before the configured order). Both shapes are served by the pending index.
    * `columns`: the id alone, or the claimed row's columns (rowColumns).
    */
-  candidates(p: Params, options: { limit: number; columns: 'id' | 'row'; agedMs?: number | undefined; clock?: string | undefined; alsoWhere?: string }): string {
+  candidates(p: Params, options: { limit: number; columns: 'id' | 'row'; agedMs?: number | undefined; clock?: string | undefined; alsoWhere?: string; now?: string }): string {
     let what = options.columns === 'id' ? this.q.id : this.rowColumns;
     // The database's own time alongside the candidates, for a claim that writes it back as claimed_at.
     if (options.clock !== undefined) what += `, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(options.clock)}`;
-    let where = this.dueCondition();
+    let where = this.dueCondition(options.now);
     // A condition of the caller's own, ANDed (MySQL's idle probe ties each of its checks to its step).
     if (options.alsoWhere !== undefined) where += ` AND ${options.alsoWhere}`;
     let orderBy = this.queueOrder();

@@ -300,6 +300,32 @@ describe('Worker on a store with an idle probe', () => {
     expect(waits).toHaveLength(1);
   });
 
+  it('a worker that retried a row waits only until that row comes due, not for the probe\'s IDLE_PROBE_WAIT_MS, and runs it then', async () => {
+    const s = await withJobs(1);
+    const ran = gate();
+    const attempts: number[] = [];
+    // Each wait sleeps for real (bounded): the row must come due on the store's clock before a claim takes it.
+    const waits = probing(s, (ms) => new Promise((resolve) => setTimeout(resolve, Math.min(ms, 2_000))));
+    const w = await worker(s, {
+      retryDelayMs: 200,
+      maxAttempts: 3,
+      handler: (job) => {
+        attempts.push(job.attempt);
+        if (job.attempt === 1) throw new Error('temporary');
+        ran.open();
+      },
+    });
+    const running = w.run();
+    await ran.promise;
+    await w.stop();
+    await running;
+    expect(attempts).toEqual([1, 2]);
+    // The first wait after the retry ends when the row is due (200 ms with jitter, plus a few ms of slack).
+    expect(waits[0]!.ms).toBeGreaterThan(0);
+    expect(waits[0]!.ms).toBeLessThanOrEqual(205);
+    expect(statuses(s)).toEqual([1]);
+  });
+
   it('with exitWhenEmpty the wait is the polling backoff, so another worker\'s row finishing is seen', async () => {
     const s = await withJobs(1);
     s.db.run("UPDATE jobs SET status = 9, claimed_at = ?, worker_id = 'elsewhere'", [Date.now()]);

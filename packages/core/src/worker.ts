@@ -78,6 +78,14 @@ export function emptyWorkerCounters(): WorkerCounters {
 const MAX_CONSECUTIVE_CLAIM_FAILURES = 5;
 
 /**
+ * Past the due time of a row this worker retried, before the idle wait ends: the database set next_attempt_at
+ * from its own clock as the settle committed, a moment after this process computed the same instant.
+ */
+const KNOWN_DUE_SLACK_MS = 5;
+/** Due times of its own retries a worker keeps at most (the earliest are what matter; more waits for a poll). */
+const MAX_KNOWN_DUE = 1_000;
+
+/**
  * Claims rows, runs the handler on each in up to `concurrency` slots, and settles every outcome with a
  * guarded UPDATE (grouped into one commit per flush). Create with `Worker.create`, then `run()`; `stop()`
  * drains: no more claims, running jobs finish (or, past the timeout, are handed back), then run() resolves.
@@ -103,6 +111,12 @@ export class Worker extends TypedEmitter {
   private fatal: unknown = null;
   /** The loop's current wait; a finished job or stop() ends it early. */
   private readonly wakeUps = new WakeUps();
+  /**
+   * When the rows this worker retried come due, on this process's clock: an idle wait ends at the earliest
+   * rather than at the next poll, which on a store that wakes on inserts (NOTIFY, a file watch) or polls up to
+   * pollMaxMs would pick a retry up to a second late.
+   */
+  private knownDue: number[] = [];
   private claimSequence = 0;
   /** Where every flight of this worker reports its settle. */
   private readonly flightOwner: FlightOwner = {
@@ -283,8 +297,8 @@ export class Worker extends TypedEmitter {
         // A probing store's wait ends when a row is due, so it may be long; not for exitWhenEmpty, whose
         // check above must see other workers' rows finish, which no probe reports.
         const probed = this.queue.store.capabilities.idleProbe && !this.options.exitWhenEmpty;
-        if (this.queue.store.waitForWork && this.inFlight.size === 0) await this.pause(() => this.wakeUps.waitForWork(this.queue.store, probed ? IDLE_PROBE_WAIT_MS : delay, this.queue.table));
-        else await this.pause(() => this.wakeUps.sleep(delay));
+        if (this.queue.store.waitForWork && this.inFlight.size === 0) await this.pause(() => this.wakeUps.waitForWork(this.queue.store, this.untilKnownDue(probed ? IDLE_PROBE_WAIT_MS : delay), this.queue.table));
+        else await this.pause(() => this.wakeUps.sleep(this.untilKnownDue(delay)));
       }
       this.stopping = true;
       await this.whenIdle();
@@ -462,6 +476,16 @@ export class Worker extends TypedEmitter {
     this.wakeUps.wake();
   }
 
+  /** `waitMs`, cut short to end just after the earliest retry of this worker's that is still to come due. */
+  private untilKnownDue(waitMs: number): number {
+    if (this.knownDue.length === 0) return waitMs;
+    const now = Date.now();
+    // Due times passed: the claim just made has taken those rows, or another worker has.
+    this.knownDue = this.knownDue.filter((at) => at + KNOWN_DUE_SLACK_MS > now);
+    if (this.knownDue.length === 0) return waitMs;
+    return Math.min(waitMs, Math.min(...this.knownDue) + KNOWN_DUE_SLACK_MS - now);
+  }
+
   private countOutcome(flight: InFlight, outcome: Outcome): void {
     const { job } = flight;
     const durationMs = ranFor(flight);
@@ -481,6 +505,7 @@ export class Worker extends TypedEmitter {
         break;
       case 'retry':
         this.counters.retried++;
+        if (this.knownDue.length < MAX_KNOWN_DUE) this.knownDue.push(Date.now() + outcome.delayMs);
         this.emit('retried', { job, error: outcome.reason, delayMs: outcome.delayMs, durationMs, cause: outcome.cause });
         break;
     }
