@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { BurnDownRecord, PickupRecord } from './records.js';
-import { brokerSections } from './report.js';
+import { brokerSections, textReport } from './report.js';
 
 function burn(variant: string, workers: number, processes: number, jobsPerSec: number, extra: Partial<BurnDownRecord> = {}): BurnDownRecord {
   return { scenario: 'broker-burn-down', system: 'statusq', variant, dialect: 'mysql', workers, processes, concurrency: 16, jobs: 20_000, handled: 20_000, seconds: 1, jobsPerSec, timedOut: false, serverCpu: 0.5, ...extra };
@@ -39,5 +39,19 @@ describe('brokerSections', () => {
 
   it('has nothing to say without broker runs', () => {
     expect(brokerSections([pickup('native, polling', 14, 375), burn('polling', 1, 1, 1000, { scenario: 'burn-down' })])).toEqual([]);
+  });
+});
+
+describe('the pick-up table', () => {
+  it("reads issue 40's target on delayed rows only: p99 within 100 ms of coming due, every row received", () => {
+    const text = textReport([
+      pickup('native, idle probe', 20, 300),
+      pickup('native, idle probe, delayed 300 ms', 25, 55, { rows: 30, received: 30 }),
+      pickup('native, listen, delayed 300 ms', 200, 405, { dialect: 'postgres', rows: 30, received: 30 }),
+      pickup('native, file watch, delayed 300 ms', 5, 9, { dialect: 'sqlite', rows: 30, received: 29 }),
+    ]);
+    // The last column, where a row has one: the target's verdict (a row of every 10 ms has none).
+    const verdicts = text.split('\n').filter((line) => line.includes('native,')).map((line) => /\s(met|missed)$/.exec(line)?.[1] ?? '');
+    expect(verdicts).toEqual(['', 'met', 'missed', 'missed']);
   });
 });

@@ -128,10 +128,11 @@ function sections(records: readonly BenchRecord[]): Section[] {
   }
   const pickups = records.filter((r): r is PickupRecord => r.scenario === 'pickup');
   if (pickups.length > 0) {
+    const delayed = (r: PickupRecord) => / delayed \d+ ms$/.test(r.variant);
     out.push({
-      title: 'Pick-up latency (idle worker, one row every 10 ms)',
-      header: ['system', 'rows', 'received', 'p50 ms', 'p99 ms', 'max ms'],
-      rows: pickups.map((r) => [systemLabel(r), r.rows, r.received, r.p50Ms, r.p99Ms, r.maxMs]),
+      title: `Pick-up latency (idle worker, one row every 10 ms; a delayed row timed from when it came due, each alone, issue 40's target p99 <= ${DELAYED_PICKUP_TARGET_P99_MS} ms)`,
+      header: ['system', 'rows', 'received', 'p50 ms', 'p99 ms', 'max ms', 'target'],
+      rows: pickups.map((r) => [systemLabel(r), r.rows, r.received, r.p50Ms, r.p99Ms, r.maxMs, delayed(r) ? (r.received === r.rows && r.p99Ms <= DELAYED_PICKUP_TARGET_P99_MS ? 'met' : 'missed') : '']),
     });
   }
   const idle = records.filter((r): r is IdlePickupRecord => r.scenario === 'idle-pickup');
@@ -179,6 +180,9 @@ function sections(records: readonly BenchRecord[]): Section[] {
   out.push(...brokerSections(records));
   return out;
 }
+
+/** Issue 40's target for a delayed row another process enqueued: picked up within this of coming due. */
+export const DELAYED_PICKUP_TARGET_P99_MS = 100;
 
 /** Issue 17's pick-up target for the broker path on MariaDB/MySQL, where no LISTEN/NOTIFY wakes a worker. */
 export const BROKER_PICKUP_TARGET = { p50Ms: 10, p99Ms: 50 };

@@ -379,6 +379,12 @@ function pickupRecord(system: PickupRecord['system'], variant: string, dialect: 
 const WAKE_UP_NAME: Record<Dialect, string> = { postgres: 'listen', mysql: 'idle probe', sqlite: 'file watch' };
 
 /** Scenario 4: an idle worker, one row every 10 ms; insert-to-handler-start latency. */
+/** The delay of the pick-up scenario's delayed rows: longer than a claim round trip, shorter than pollMaxMs. */
+const PICKUP_DELAY_MS = 300;
+/** Delayed rows are enqueued this far apart, so each comes due with the worker idle, and at most this many. */
+const DELAYED_PICKUP_INTERVAL_MS = 700;
+const DELAYED_PICKUP_ROWS = 30;
+
 export async function pickup(ctx: BenchContext): Promise<void> {
   const { plan } = ctx;
   const timeoutMs = plan.pickupRows * plan.pickupIntervalMs * 3 + 5_000;
@@ -392,6 +398,15 @@ export async function pickup(ctx: BenchContext): Promise<void> {
           ctx.record(pickupRecord('statusq', `${strategy}, ${listen ? WAKE_UP_NAME[dialect] : 'polling'}`, dialect, plan.pickupRows, latenciesMs));
         }
       }
+      // Rows enqueued by another process with a delay, timed from when each came due: what a wake-up on insert
+      // does not cover (issue 40). One at a time, each alone in the table when it comes due (a stream of rows
+      // every few ms keeps the worker awake and hides the idle case). The default claim and wake-up only.
+      const strategy = plan.strategies[0]!;
+      const listen = dialect !== 'sqlite';
+      const rows = Math.min(plan.pickupRows, DELAYED_PICKUP_ROWS);
+      await db.createTable(table, { pending: 0, finished: 0 });
+      const delayed = await pickupLatency(db, table, { rows, intervalMs: DELAYED_PICKUP_INTERVAL_MS, timeoutMs: rows * DELAYED_PICKUP_INTERVAL_MS * 3 + 5_000, listen, strategy, delayMs: PICKUP_DELAY_MS });
+      ctx.record(pickupRecord('statusq', `${strategy}, ${listen ? WAKE_UP_NAME[dialect] : 'polling'}, delayed ${PICKUP_DELAY_MS} ms`, dialect, rows, delayed.latenciesMs));
       await db.dropTable(table);
     });
   }

@@ -379,7 +379,7 @@ export interface PickupThroughBroker {
 export async function pickupLatency(
   db: BenchDatabase,
   table: string,
-  options: { rows: number; intervalMs: number; timeoutMs: number; listen: boolean; strategy: ClaimStrategy; broker?: PickupThroughBroker },
+  options: { rows: number; intervalMs: number; timeoutMs: number; listen: boolean; strategy: ClaimStrategy; broker?: PickupThroughBroker; delayMs?: number },
 ): Promise<PickupResult> {
   const stores: Store[] = [];
   const brokers: Broker[] = [];
@@ -411,7 +411,7 @@ export async function pickupLatency(
       relaying = relay.run();
     }
     const publisher = through?.path === 'dispatchTo' ? await connectBroker() : null;
-    const queue = publisher ? await Queue.open(inserter, { table }) : null;
+    const queue = publisher || options.delayMs !== undefined ? await Queue.open(inserter, { table }) : null;
     worker = await Worker.create({
       store: workerStore,
       ...(through && { from: await connectBroker() }),
@@ -431,8 +431,11 @@ export async function pickupLatency(
     await sleep(500);
     const deadline = performance.now() + options.timeoutMs;
     for (let seq = 0; seq < options.rows && performance.now() < deadline; seq++) {
-      insertedAt[seq] = performance.now();
-      if (queue && publisher) await queue.enqueue([seq], { dispatchTo: publisher, onDispatchError: (error) => console.error(`bench: a pick-up row's publish failed: ${String(error)}`) });
+      // A delayed row's latency runs from when it came due (the database sets next_attempt_at a moment after
+      // this, so the figure errs late, never early).
+      insertedAt[seq] = performance.now() + (options.delayMs ?? 0);
+      if (queue && options.delayMs !== undefined) await queue.enqueue([seq], { delayMs: options.delayMs });
+      else if (queue && publisher) await queue.enqueue([seq], { dispatchTo: publisher, onDispatchError: (error) => console.error(`bench: a pick-up row's publish failed: ${String(error)}`) });
       else await inserter.execute({ sql: `INSERT INTO ${q} (payload) VALUES (${placeholder})`, params: [String(seq)] });
       await sleep(options.intervalMs);
     }

@@ -253,6 +253,19 @@ export class Queue {
   }
 
   /**
+   * Milliseconds until the earliest pending row that waits for its next_attempt_at comes due, by the database's
+   * clock (0 or less: due), looking at the first rows in queue order (TransitionSql.nextDueTime); null when none
+   * waits or the table has no next_attempt_at.
+   */
+  async msUntilNextDue(): Promise<number | null> {
+    if (!this.table.columns.nextAttemptAt) return null;
+    const row = (await this.store.execute(this.sql.nextDueTime())).rows[0];
+    const due = timeValueMs(row?.due);
+    const now = timeValueMs(row?.now);
+    return due === null || now === null ? null : due - now;
+  }
+
+  /**
    * A row is in any of these states. Several names are asked in one statement, which reads one snapshot:
    * a row moving between them meanwhile (a claim, a reap) is seen in one state or the other, never missed.
    */
@@ -829,4 +842,18 @@ function jsonText(value: unknown, where: string): string | undefined {
     if (error instanceof RangeError) throw new ConfigError(`${where} is nested too deeply to store as JSON`);
     throw new ConfigError(`${where} is not JSON-serialisable: ${error instanceof Error ? error.message : String(error)}`);
   }
+}
+
+/**
+ * A time column's value as the driver returned it (a Date, epoch milliseconds, or text), in milliseconds; only
+ * differences of two values of one statement are meaningful (text without a zone is read in this process's).
+ */
+function timeValueMs(value: unknown): number | null {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.getTime();
+  if (typeof value === 'number' || typeof value === 'bigint') return Number(value);
+  if (typeof value === 'string') {
+    const ms = /^-?\d+$/.test(value) ? Number(value) : Date.parse(value);
+    return Number.isNaN(ms) ? null : ms;
+  }
+  return null;
 }

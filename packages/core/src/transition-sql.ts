@@ -107,6 +107,9 @@ export function truncateError(message: string, limit?: ColumnLimit): string {
   return chars < 0 || bytes < 0 ? '' : `${kept}…`;
 }
 
+/** Pending rows an idle worker's look-ahead for the next due time reads at most (TransitionSql.nextDueTime). */
+export const LOOK_AHEAD_ROWS = 100;
+
 export class TransitionSql {
   readonly q: QuotedTable;
   /** What a claim reads of each row: `*`, or the quoted list of ResolvedTable.returned (TableConfig.select). */
@@ -594,7 +597,19 @@ export class TransitionSql {
     return { sql: `SELECT COUNT(*) AS n FROM (${select.sql} LIMIT ${cap}) capped`, params: select.params };
   }
 
-  /** Whether any row is pending (due or scheduled) or, optionally, processing; cheap on the pending index. */
+  /**
+   * When the earliest pending row that waits for its next_attempt_at comes due, beside the database's now, in one
+   * statement (one clock, one type, so the two subtract). It looks at the first LOOK_AHEAD_ROWS pending rows in
+   * queue order only: the pending index serves that, bounded however many rows wait. A due row further back is
+   * picked up at the next poll, as before.
+   */
+  nextDueTime(): Statement {
+    const due = this.q.nextAttemptAt!;
+    const ahead = this.dialect.quoteIdentifier('statusq_ahead');
+    const pending = `SELECT ${due} AS due FROM ${this.q.table} WHERE ${this.guard('claim')} AND ${due} IS NOT NULL ORDER BY ${this.queueOrder()} LIMIT ${LOOK_AHEAD_ROWS}`;
+    return { sql: `SELECT MIN(${ahead}.due) AS due, ${this.dialect.now} AS now FROM (${pending}) ${ahead}`, params: [] };
+  }
+
   /** Whether a claim would find a row now: read-only, served by the pending index. */
   anyDueRow(): Statement {
     return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${this.dueCondition()} LIMIT 1`, params: [] };

@@ -117,6 +117,8 @@ export class Worker extends TypedEmitter {
    * pollMaxMs would pick a retry up to a second late.
    */
   private knownDue: number[] = [];
+  /** When the database last said its earliest waiting row comes due (look-ahead), on this process's clock. */
+  private lookedAheadDue: number | null = null;
   private claimSequence = 0;
   /** Where every flight of this worker reports its settle. */
   private readonly flightOwner: FlightOwner = {
@@ -297,6 +299,9 @@ export class Worker extends TypedEmitter {
         // A probing store's wait ends when a row is due, so it may be long; not for exitWhenEmpty, whose
         // check above must see other workers' rows finish, which no probe reports.
         const probed = this.queue.store.capabilities.idleProbe && !this.options.exitWhenEmpty;
+        // Without a probe nothing wakes this worker when another process's delayed row comes due (NOTIFY and the
+        // file watch fire on the insert): ask the database when the next one is, and wake then.
+        if (!probed && this.queue.table.columns.nextAttemptAt) await this.lookAheadForDue();
         if (this.queue.store.waitForWork && this.inFlight.size === 0) await this.pause(() => this.wakeUps.waitForWork(this.queue.store, this.untilKnownDue(probed ? IDLE_PROBE_WAIT_MS : delay), this.queue.table));
         else await this.pause(() => this.wakeUps.sleep(this.untilKnownDue(delay)));
       }
@@ -476,14 +481,28 @@ export class Worker extends TypedEmitter {
     this.wakeUps.wake();
   }
 
-  /** `waitMs`, cut short to end just after the earliest retry of this worker's that is still to come due. */
+  /**
+   * `waitMs`, cut short to end just after the earliest row this worker knows is still to come due: one it
+   * retried, or the one the database named (lookAheadForDue).
+   */
   private untilKnownDue(waitMs: number): number {
-    if (this.knownDue.length === 0) return waitMs;
     const now = Date.now();
     // Due times passed: the claim just made has taken those rows, or another worker has.
-    this.knownDue = this.knownDue.filter((at) => at + KNOWN_DUE_SLACK_MS > now);
-    if (this.knownDue.length === 0) return waitMs;
-    return Math.min(waitMs, Math.min(...this.knownDue) + KNOWN_DUE_SLACK_MS - now);
+    if (this.knownDue.length > 0) this.knownDue = this.knownDue.filter((at) => at + KNOWN_DUE_SLACK_MS > now);
+    if (this.lookedAheadDue !== null && this.lookedAheadDue + KNOWN_DUE_SLACK_MS <= now) this.lookedAheadDue = null;
+    const earliest = Math.min(...this.knownDue, this.lookedAheadDue ?? Number.POSITIVE_INFINITY);
+    return earliest === Number.POSITIVE_INFINITY ? waitMs : Math.min(waitMs, earliest + KNOWN_DUE_SLACK_MS - now);
+  }
+
+  /** Asks the database when its earliest waiting row comes due (Queue.msUntilNextDue), for untilKnownDue. */
+  private async lookAheadForDue(): Promise<void> {
+    try {
+      const ms = await this.queue.msUntilNextDue();
+      this.lookedAheadDue = ms === null || ms <= 0 ? null : Date.now() + ms;
+    } catch {
+      // The next claim meets the same trouble and reports it; meanwhile the wait is the poll's.
+      this.lookedAheadDue = null;
+    }
   }
 
   private countOutcome(flight: InFlight, outcome: Outcome): void {
