@@ -37,7 +37,8 @@ export async function runLauncher(options: {
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, STATUSQ_LEDGER: options.ledgerPath } });
   let stdout = '';
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  const exitCode = await new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': the pipe may still hold the last children's summaries when the launcher has exited.
+  const exitCode = await new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   const ledger = readLedger(options.ledgerPath);
   return { exitCode, ledger, workers: parseSummaries(stdout, ledger) };
 }

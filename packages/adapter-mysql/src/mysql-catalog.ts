@@ -11,6 +11,8 @@ export function describeMysqlTable(runner: StatementRunner, table: string): Prom
     sql:
       'SELECT c.COLUMN_NAME AS name, c.COLUMN_TYPE AS type, c.DATA_TYPE AS data_type, ' +
       'c.CHARACTER_MAXIMUM_LENGTH AS max_chars, c.CHARACTER_OCTET_LENGTH AS max_bytes, @@max_allowed_packet AS packet, c.EXTRA AS extra, c.COLUMN_DEFAULT AS column_default, ' +
+      // A BEFORE INSERT trigger may set the column itself (NEW.id): whether an INSERT without it gets a value is not known then.
+      "EXISTS (SELECT 1 FROM information_schema.TRIGGERS tr WHERE tr.EVENT_OBJECT_SCHEMA = c.TABLE_SCHEMA AND tr.EVENT_OBJECT_TABLE = c.TABLE_NAME AND tr.ACTION_TIMING = 'BEFORE' AND tr.EVENT_MANIPULATION = 'INSERT') AS insert_trigger, " +
       // Unique alone: a unique index (the primary key's included) whose only key part is this column. A
       // prefix of the column is enough: rows sharing the id would share the prefix too.
       'EXISTS (SELECT 1 FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = c.TABLE_SCHEMA AND s.TABLE_NAME = c.TABLE_NAME ' +
@@ -33,7 +35,9 @@ export function describeMysqlTable(runner: StatementRunner, table: string): Prom
       // EXTRA lists the column's attributes (`auto_increment`, `DEFAULT_GENERATED`, `on update ...`).
       autoIncrement: /\bauto_increment\b/i.test(String(r.extra ?? '')),
       // MariaDB writes a column's DEFAULT NULL as the text NULL (MySQL as SQL NULL): that fills nothing.
-      filledOnInsert: /\b(auto_increment|generated)\b/i.test(String(r.extra ?? '')) || (r.column_default !== null && r.column_default !== undefined && r.column_default !== 'NULL'),
+      ...(Number(r.insert_trigger) !== 1 && {
+        filledOnInsert: /\b(auto_increment|generated)\b/i.test(String(r.extra ?? '')) || (r.column_default !== null && r.column_default !== undefined && r.column_default !== 'NULL'),
+      }),
     };
   });
 }

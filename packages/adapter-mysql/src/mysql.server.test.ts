@@ -55,6 +55,21 @@ mysqlSuite('mysql adapter on a real server', () => {
     await e.closeStores();
   });
 
+  it('an id a BEFORE INSERT trigger may set is not known to be unfilled (nothing refused on a guess); AUTO_INCREMENT and a DEFAULT fill it; a bare id does not', async () => {
+    const e = await fresh();
+    const store = await e.store();
+    const run = (sql: string) => store.execute({ sql, params: [] });
+    const columns = 'date DATETIME(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), status TINYINT NULL, payload TEXT NULL';
+    await run(`CREATE TABLE numbered (id INT NOT NULL PRIMARY KEY, ${columns})`);
+    await run('CREATE TRIGGER numbered_ids BEFORE INSERT ON numbered FOR EACH ROW SET NEW.id = COALESCE(NEW.id, 7)');
+    await run(`CREATE TABLE counted (id INT NOT NULL AUTO_INCREMENT PRIMARY KEY, ${columns})`);
+    await run(`CREATE TABLE defaulted (id CHAR(36) NOT NULL DEFAULT (UUID()) PRIMARY KEY, ${columns})`);
+    await run(`CREATE TABLE bare (id INT NOT NULL PRIMARY KEY, ${columns})`);
+    const filled = async (table: string) => (await Queue.open(store, { table })).idColumn.filledOnInsert;
+    expect([await filled('numbered'), await filled('counted'), await filled('defaulted'), await filled('bare')]).toEqual([undefined, true, true, false]);
+    await e.closeStores();
+  });
+
   it('BIGINT ids come back as numbers when safe and as exact strings beyond 2^53; counts are numbers; a Date-derived ISO string binds as DATETIME', async () => {
     const e = await fresh();
     const store = await e.store();

@@ -7,8 +7,11 @@ export function describePostgresTable(runner: StatementRunner, table: string): P
   return describeFromCatalog(runner, table, (schema, name) => ({
     sql:
       'SELECT c.column_name AS name, c.data_type AS type, c.character_maximum_length AS max_chars, ' +
-      // A serial's nextval() is its column_default; an identity or generated column has none.
-      "(c.column_default IS NOT NULL OR c.is_identity = 'YES' OR c.is_generated = 'ALWAYS') AS filled_on_insert, " +
+      // A serial's nextval() is its column_default; an identity or generated column has none; a domain's default
+      // is the domain's. A BEFORE INSERT row trigger may fill the column too: not known then (NULL).
+      "CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t WHERE t.tgrelid = cls.oid AND NOT t.tgisinternal AND (t.tgtype & 7) = 7) THEN NULL " +
+      "ELSE (c.column_default IS NOT NULL OR c.is_identity = 'YES' OR c.is_generated = 'ALWAYS' OR EXISTS (SELECT 1 FROM information_schema.domains d " +
+      'WHERE d.domain_schema = c.domain_schema AND d.domain_name = c.domain_name AND d.domain_default IS NOT NULL)) END AS filled_on_insert, ' +
       // Unique alone: a valid unique index (the primary key's included) of exactly this one key column, with
       // no predicate and no expression. A partial index leaves the rows outside it free to repeat the id.
       'EXISTS (SELECT 1 FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] ' +
@@ -32,7 +35,7 @@ export function describePostgresTable(runner: StatementRunner, table: string): P
       ...(bits !== undefined && { integerRange: integerRangeOfBits(bits) }),
       // varchar(n) and char(n) count characters; text and jsonb are unbounded for any value a worker holds.
       maxLength: chars === null ? null : { chars },
-      filledOnInsert: r.filled_on_insert === true,
+      ...(r.filled_on_insert !== null && r.filled_on_insert !== undefined && { filledOnInsert: r.filled_on_insert === true }),
     };
   });
 }

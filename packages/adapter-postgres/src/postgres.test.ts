@@ -436,6 +436,25 @@ if (unavailable !== null) {
       }
     });
 
+    it('an id filled by a BEFORE INSERT trigger or a domain default is not refused: the catalog says it does not know, or that the domain fills it; a bare id says it is not filled', async () => {
+      const s = await store();
+      const run = (sql: string) => s.execute({ sql, params: [] });
+      await run('CREATE SEQUENCE numbered_ids');
+      await run('CREATE TABLE numbered (id integer NOT NULL PRIMARY KEY, date timestamptz(3) NOT NULL DEFAULT now(), status smallint NULL, payload text NULL)');
+      await run("CREATE FUNCTION number_it() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.id := COALESCE(NEW.id, nextval('numbered_ids')); RETURN NEW; END $$");
+      await run('CREATE TRIGGER numbered_ids BEFORE INSERT ON numbered FOR EACH ROW EXECUTE FUNCTION number_it()');
+      const numbered = await Queue.open(s, { table: 'numbered' });
+      expect(numbered.idColumn.filledOnInsert).toBeUndefined();
+      expect(await numbered.enqueue([{ n: 1 }])).toHaveLength(1);
+      await run("CREATE DOMAIN ticket_id AS integer DEFAULT nextval('numbered_ids')");
+      await run('CREATE TABLE ticketed (id ticket_id NOT NULL PRIMARY KEY, date timestamptz(3) NOT NULL DEFAULT now(), status smallint NULL, payload text NULL)');
+      expect((await Queue.open(s, { table: 'ticketed' })).idColumn.filledOnInsert).toBe(true);
+      await run('CREATE TABLE bare (id integer NOT NULL PRIMARY KEY, date timestamptz(3) NOT NULL DEFAULT now(), status smallint NULL, payload text NULL)');
+      const bare = await Queue.open(s, { table: 'bare' });
+      expect(bare.idColumn.filledOnInsert).toBe(false);
+      await expect(bare.enqueue([{ n: 1 }])).rejects.toThrow(ConfigError);
+    });
+
     it('channel names: derived from the table, validated, at most 63 characters', () => {
       expect(notifyChannel('jobs')).toBe('statusq_jobs');
       expect(notifyChannel('app.jobs')).toBe('statusq_app.jobs');

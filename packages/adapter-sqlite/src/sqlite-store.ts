@@ -168,7 +168,7 @@ export class SqliteStore implements Store {
       () =>
         this.db
           .prepare(
-            `SELECT ti.name AS name, ti.type AS type, ti.pk AS pk, ti.dflt_value IS NOT NULL AS has_default, EXISTS (SELECT 1 FROM pragma_index_list(@name, @schema) il ` +
+            `SELECT ti.name AS name, ti.type AS type, ti.pk AS pk, (ti.dflt_value IS NOT NULL AND upper(ti.dflt_value) <> 'NULL') AS has_default, EXISTS (SELECT 1 FROM pragma_index_list(@name, @schema) il ` +
               `WHERE il."unique" AND NOT il.partial AND (SELECT COUNT(*) FROM pragma_index_info(il.name, @schema)) = 1 ` +
               `AND (SELECT ii.name FROM pragma_index_info(il.name, @schema) ii) = ti.name COLLATE NOCASE) AS uniq ` +
               `FROM pragma_table_info(@name, @schema) ti ORDER BY ti.cid`,

@@ -263,7 +263,7 @@ export class Scheduler {
         schedule.since = tick;
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
-        if (error.kind === 'UniqueViolation' && givesId(this.queue, schedule.definition)) {
+        if (error.kind === 'UniqueViolation' && givesId(this.queue, schedule.definition) && (await this.fixedIdTaken(schedule.definition))) {
           // Not a passing failure to retry each second: the row's fixed id is taken until someone deletes that row.
           throw new ConfigError(`schedule ${name}: its row's ${this.queue.table.id} is already in ${this.queue.table.table}, so tick ${iso} cannot insert it; a schedule whose row fixes the ${this.queue.table.id} fires once (delete that row, or give the column a default and drop the ${this.queue.table.id} from the row)`);
         }
@@ -273,6 +273,15 @@ export class Scheduler {
       }
     }
     return true;
+  }
+
+  /** Whether the row a schedule fixes the id of is in the table (a unique violation may be another column's). */
+  private async fixedIdTaken(definition: ScheduleDefinition): Promise<boolean> {
+    const idColumn = this.queue.table.id;
+    const id = Object.entries(definition.row ?? {}).find(([column]) => column.toLowerCase() === idColumn.toLowerCase())?.[1];
+    if (id === undefined || id === null) return false;
+    const found = await this.queue.inspectIds([id as JobId]).catch(() => null);
+    return found !== null && found.rows.length > 0;
   }
 
   /** The guarded UPDATE that claims `tick` of schedule `name`, and where the INSERT finds the row it claimed. */
@@ -326,10 +335,9 @@ function itemOf(queue: Queue, definition: ScheduleDefinition): unknown {
   if (!hasPayload && definition.row === undefined) throw new ConfigError(`schedule ${definition.name}: table ${queue.table.table} has no payload column, so the schedule needs row (its column values)`);
   const id = queue.table.id;
   if (queue.idColumn.filledOnInsert === false && !givesId(queue, definition)) {
-    throw new ConfigError(
-      `schedule ${definition.name}: ${queue.table.table}.${id} gets no value from the database (no AUTO_INCREMENT, identity, serial or DEFAULT), ` +
-        `so the schedule's row must give the ${id} (a fixed one: the schedule then fires once), or the column needs a default`,
-    );
+    // A payload table takes no row values, so there only a default helps.
+    const fix = hasPayload ? 'the column needs a default' : `the schedule's row must give the ${id} (a fixed one: the schedule then fires once), or the column needs a default`;
+    throw new ConfigError(`schedule ${definition.name}: ${queue.table.table}.${id} gets no value from the database (no AUTO_INCREMENT, identity, serial or DEFAULT), so ${fix}`);
   }
   return hasPayload ? (definition.payload ?? null) : definition.row;
 }

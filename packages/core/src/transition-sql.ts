@@ -599,14 +599,15 @@ export class TransitionSql {
 
   /**
    * When the earliest pending row that waits for its next_attempt_at comes due, beside the database's now, in one
-   * statement (one clock, one type, so the two subtract). It looks at the first LOOK_AHEAD_ROWS pending rows in
-   * queue order only: the pending index serves that, bounded however many rows wait. A due row further back is
+   * statement (one clock, one type, so the two subtract). It looks at the first LOOK_AHEAD_ROWS pending rows not
+   * yet due, in queue order, only: the pending index serves that, bounded however many rows wait. A due row further back is
    * picked up at the next poll, as before.
    */
   nextDueTime(): Statement {
     const due = this.q.nextAttemptAt!;
     const ahead = this.dialect.quoteIdentifier('statusq_ahead');
-    const pending = `SELECT ${due} AS due FROM ${this.q.table} WHERE ${this.guard('claim')} AND ${due} IS NOT NULL ORDER BY ${this.queueOrder()} LIMIT ${LOOK_AHEAD_ROWS}`;
+    // Only rows still to come due: one due already (another worker is claiming it) must not hide a later one.
+    const pending = `SELECT ${due} AS due FROM ${this.q.table} WHERE ${this.guard('claim')} AND ${due} > ${this.dialect.now} ORDER BY ${this.queueOrder()} LIMIT ${LOOK_AHEAD_ROWS}`;
     return { sql: `SELECT MIN(${ahead}.due) AS due, ${this.dialect.now} AS now FROM (${pending}) ${ahead}`, params: [] };
   }
 

@@ -498,7 +498,8 @@ export class Worker extends TypedEmitter {
   private async lookAheadForDue(): Promise<void> {
     try {
       const ms = await this.queue.msUntilNextDue();
-      this.lookedAheadDue = ms === null || ms <= 0 ? null : Date.now() + ms;
+      // Due by now (it came due since the query's clock read): the wait is the slack, then the claim takes it.
+      this.lookedAheadDue = ms === null ? null : Date.now() + Math.max(0, ms);
     } catch {
       // The next claim meets the same trouble and reports it; meanwhile the wait is the poll's.
       this.lookedAheadDue = null;

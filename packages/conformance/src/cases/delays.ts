@@ -21,14 +21,14 @@ export function delayCases(env: () => TestEnv): void {
     it('racing workers claim no delayed row before its time (the database computes it), run every row exactly once, and a run time already past is due at once', { timeout: 60_000 }, async () => {
       const setup = await env().store('setup store');
       const queue = await createJobs(setup);
-      // Enqueued first, so the claim order (oldest first) reaches it in the race's first claims if it is due at once.
-      const past = (await queue.enqueue([{ kind: 'past' }], { runAt: '2020-01-01T00:00:00Z' })).map(String);
       const due = await enqueueJobs(queue, Array.from({ length: 60 }, (_, n) => ({ n, kind: 'due' })));
       const before = await databaseNow(setup);
       const delayed = (await queue.enqueue(Array.from({ length: 40 }, (_, n) => ({ n, kind: 'delayed' })), { delayMs: DELAY_MS })).map(String);
       const after = await databaseNow(setup);
       const atMs = Date.now() + DELAY_MS;
       const scheduled = (await queue.enqueue(Array.from({ length: 20 }, (_, n) => ({ n, kind: 'run-at' })), { runAt: new Date(atMs) })).map(String);
+      // Enqueued last: the race's queue order is newest first, so its first claims reach this row if it is due at once.
+      const past = (await queue.enqueue([{ kind: 'past' }], { runAt: '2020-01-01T00:00:00Z' })).map(String);
 
       // next_attempt_at is the database's now plus the delay, read as the INSERT ran.
       const rows = new Map((await readRows(setup, 'jobs')).map((row) => [idKey(row.id), row]));
