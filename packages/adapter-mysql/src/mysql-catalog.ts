@@ -1,4 +1,4 @@
-import { describeFromCatalog, integerRangeOfBits, type ColumnInfo, type ColumnLimit, type StatementRunner } from '@statusq/core/adapter';
+import { describeFromCatalog, integerRangeOfBits, splitTableName, type ColumnInfo, type ColumnLimit, type StatementRunner } from '@statusq/core/adapter';
 
 const MYSQL_INTEGER_BITS: Readonly<Record<string, 8 | 16 | 24 | 32 | 64>> = { tinyint: 8, smallint: 16, mediumint: 24, int: 32, bigint: 64 };
 
@@ -6,13 +6,32 @@ const MYSQL_INTEGER_BITS: Readonly<Record<string, 8 | 16 | 24 | 32 | 64>> = { ti
 const STATEMENT_OVERHEAD_BYTES = 4096;
 
 /** `Store.describeTable` on MySQL/MariaDB: the table's columns in order, or null when there is no such table. */
-export function describeMysqlTable(runner: StatementRunner, table: string): Promise<ColumnInfo[] | null> {
+export async function describeMysqlTable(runner: StatementRunner, table: string): Promise<ColumnInfo[] | null> {
+  const columns = await describeColumns(runner, table);
+  if (columns === null || !(await hasBeforeInsertTrigger(runner, table))) return columns;
+  // A BEFORE INSERT trigger may set a column itself (NEW.id = ...): whether an INSERT without it gets a value is
+  // not known then, and nothing is refused on a guess.
+  return columns.map(({ filledOnInsert: _unknown, ...column }) => column);
+}
+
+/**
+ * Whether `table` has a BEFORE INSERT trigger: a statement of its own, since the column query beside it must
+ * fit MariaDB's smallest max_allowed_packet (1 KB).
+ */
+async function hasBeforeInsertTrigger(runner: StatementRunner, table: string): Promise<boolean> {
+  const [schema, name] = splitTableName(table);
+  const { rows } = await runner.execute({
+    sql: "SELECT 1 AS found FROM information_schema.TRIGGERS WHERE EVENT_OBJECT_SCHEMA = COALESCE(?, DATABASE()) AND EVENT_OBJECT_TABLE = ? AND ACTION_TIMING = 'BEFORE' AND EVENT_MANIPULATION = 'INSERT' LIMIT 1",
+    params: [schema, name],
+  });
+  return rows.length > 0;
+}
+
+function describeColumns(runner: StatementRunner, table: string): Promise<ColumnInfo[] | null> {
   return describeFromCatalog(runner, table, (schema, name) => ({
     sql:
       'SELECT c.COLUMN_NAME AS name, c.COLUMN_TYPE AS type, c.DATA_TYPE AS data_type, ' +
       'c.CHARACTER_MAXIMUM_LENGTH AS max_chars, c.CHARACTER_OCTET_LENGTH AS max_bytes, @@max_allowed_packet AS packet, c.EXTRA AS extra, c.COLUMN_DEFAULT AS column_default, ' +
-      // A BEFORE INSERT trigger may set the column itself (NEW.id): whether an INSERT without it gets a value is not known then.
-      "EXISTS (SELECT 1 FROM information_schema.TRIGGERS tr WHERE tr.EVENT_OBJECT_SCHEMA = c.TABLE_SCHEMA AND tr.EVENT_OBJECT_TABLE = c.TABLE_NAME AND tr.ACTION_TIMING = 'BEFORE' AND tr.EVENT_MANIPULATION = 'INSERT') AS insert_trigger, " +
       // Unique alone: a unique index (the primary key's included) whose only key part is this column. A
       // prefix of the column is enough: rows sharing the id would share the prefix too.
       'EXISTS (SELECT 1 FROM information_schema.STATISTICS s WHERE s.TABLE_SCHEMA = c.TABLE_SCHEMA AND s.TABLE_NAME = c.TABLE_NAME ' +
@@ -35,9 +54,7 @@ export function describeMysqlTable(runner: StatementRunner, table: string): Prom
       // EXTRA lists the column's attributes (`auto_increment`, `DEFAULT_GENERATED`, `on update ...`).
       autoIncrement: /\bauto_increment\b/i.test(String(r.extra ?? '')),
       // MariaDB writes a column's DEFAULT NULL as the text NULL (MySQL as SQL NULL): that fills nothing.
-      ...(Number(r.insert_trigger) !== 1 && {
-        filledOnInsert: /\b(auto_increment|generated)\b/i.test(String(r.extra ?? '')) || (r.column_default !== null && r.column_default !== undefined && r.column_default !== 'NULL'),
-      }),
+      filledOnInsert: /\b(auto_increment|generated)\b/i.test(String(r.extra ?? '')) || (r.column_default !== null && r.column_default !== undefined && r.column_default !== 'NULL'),
     };
   });
 }

@@ -44,8 +44,8 @@ function http(port: number, method: string, path: string, headers: Record<string
 }
 
 /** A dashboard process started on port 0, once its log line says where it listens. */
-async function startDashboard(c: CliContext, args: string[], env: NodeJS.ProcessEnv = {}, url = c.db.url) {
-  const run = launchCli(c.dir, ['dashboard', '--db', url, '--table', 'jobs', '--port', '0', ...args], 90_000, env);
+async function startDashboard(c: CliContext, args: string[], env: NodeJS.ProcessEnv = {}, url = c.db.url, table = 'jobs') {
+  const run = launchCli(c.dir, ['dashboard', '--db', url, '--table', table, '--port', '0', ...args], 90_000, env);
   const stdout = { text: '' };
   run.child.stdout!.on('data', (chunk: Buffer) => (stdout.text += chunk.toString()));
   let port = 0;
@@ -91,6 +91,26 @@ async function statusOf(c: CliContext, id: number): Promise<number | null> {
 }
 
 export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): void {
+  it('dashboard on a table whose ids the application assigns (no default, no AUTO_INCREMENT): rows list and open by id, and a failed row requeues', async () => {
+    const c = ctx();
+    const ddl = target.fixtures.checked.assignedId;
+    if (!ddl) throw new Error('every dialect has an assignedId fixture');
+    for (const sql of ddl('assigned')) await c.db.query(sql);
+    const at = target.dateLiteral('2026-01-01T00:00:00.000Z');
+    await c.db.query(`INSERT INTO assigned (id, date, status) VALUES (41, ${at}, 0), (42, ${at}, 1), (43, ${at}, NULL)`);
+    const { api, stop } = await startDashboard(c, [], {}, c.db.url, 'assigned');
+    try {
+      expect((await api('GET', '/api/stats')).json).toEqual({ pending: 1, processing: 0, done: 1, abuse: 0, failed: 1, other: 0 });
+      expect((await api('GET', '/api/rows?status=failed')).json.rows.map((r: { id: unknown }) => Number(r.id))).toEqual([41]);
+      expect(await api('GET', '/api/rows/42')).toMatchObject({ status: 200, json: { row: { status: 1 } } });
+      expect(await api('POST', '/api/requeue', {}, { status: 'failed', ids: [41] })).toMatchObject({ status: 200, json: { requeued: 1, notRequeued: [] } });
+      expect(await c.stats('assigned')).toMatchObject({ pending: 2, failed: 0 });
+    } finally {
+      expect((await stop()).code).toBe(0);
+    }
+  });
+
+
   it('dashboard: the API answers as stats and inspect do, requeue actions move exactly their rows (live leases stay), bad requests change nothing, SIGTERM exits 0', async () => {
     const c = ctx();
     await everyStatus(c, target);
