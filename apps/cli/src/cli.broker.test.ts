@@ -115,7 +115,7 @@ for (const broker of BROKERS) {
         expect(await statsOf()).toMatchObject({ pending: 0, done: 30 });
       });
 
-      it("enqueue --to on the seed's table_a, whose ids the application assigns: each row is published under the id it carries, and a consumer runs it", async () => {
+      it("enqueue --to and the relay on the seed's table_a, whose ids the application assigns: each row is published under the id it carries, and a consumer runs it", async () => {
         // The probe's MySQL run published none ("none could be published", no reason): only a returned or
         // AUTO_INCREMENT id was published, not the row's own.
         const seeded = await database.target.create(dir);
@@ -132,6 +132,18 @@ for (const broker of BROKERS) {
           expect(work.code, work.stderr).toBe(0);
           const { readFileSync } = await import('node:fs');
           expect(readFileSync(ledger, 'utf8').trim().split('\n').sort()).toEqual(['10', '11']);
+
+          // Rows enqueued without --to: the relay publishes them under their own ids too.
+          const later = [12, 13].map((id) => JSON.stringify({ id, url: `https://example.test/${id}`, kind: 'ok', date: '2026-01-01 00:00:00.000' }));
+          expect((await runCliInProcess(dir, ['enqueue', '--db', seeded.url, '--table', 'table_a', '--file', writeFixture(dir, 'later.ndjson', `${later.join('\n')}\n`)])).code).toBe(0);
+          const relay = launchCli(dir, ['relay', '--db', seeded.url, '--table', 'table_a', '--to', broker.url]);
+          const tableStats = async () => parseStats(await runCliInProcess(dir, ['stats', '--db', seeded.url, '--table', 'table_a', '--json'])) as unknown as { dispatched: number };
+          await until('the relay to publish both rows', async () => (await tableStats()).dispatched === 2);
+          const relayed = await runCliInProcess(dir, ['work', '--db', seeded.url, '--table', 'table_a', '--handler', handler, '--from', broker.url, '--exit-when-empty']);
+          expect(relayed.code, relayed.stderr).toBe(0);
+          relay.child.kill('SIGTERM');
+          expect((await relay.ended).code).toBe(0);
+          expect(readFileSync(ledger, 'utf8').trim().split('\n').sort()).toEqual(['10', '11', '12', '13']);
         } finally {
           await broker.drop('statusq.table_a').catch(() => undefined);
           await seeded.dispose();
