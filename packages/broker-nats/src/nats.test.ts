@@ -198,10 +198,11 @@ if (unavailable !== null) {
       await broker.consume(recorder.options(3));
       const jsm = await jetstreamManager(await rawConnection());
       const layout = natsLayout(queue);
-      // The server's own count: 3 delivered and unacked, 7 waiting, no pull outstanding for more.
-      await waitFor('3 unacked on the server and no pull waiting', async () => {
+      // The server's own count: 3 delivered and unacked, 7 waiting, no pull outstanding for more; and the 3 here.
+      // (The server counts a message as delivered as it sends it: the consumer may not have it yet.)
+      await waitFor('3 unacked on the server, no pull waiting, and 3 delivered here', async () => {
         const info = await jsm.consumers.info(layout.stream, layout.consumer);
-        return info.num_ack_pending === 3 && info.num_pending === 7 && info.num_waiting === 0;
+        return info.num_ack_pending === 3 && info.num_pending === 7 && info.num_waiting === 0 && recorder.deliveries.length >= 3;
       });
       expect(recorder.deliveries.length).toBe(3);
       await recorder.deliveries[0]!.ack();
