@@ -90,7 +90,7 @@ export class InspectTimes {
 }
 
 /** A Date for a driver's Date or for epoch milliseconds at least `floor`; null for anything else. */
-function asDate(value: unknown, floor: number): Date | null {
+export function asDate(value: unknown, floor: number): Date | null {
   if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value;
   const ms = typeof value === 'number' || typeof value === 'bigint' ? Number(value) : typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : NaN;
   return Number.isFinite(ms) && ms >= floor ? new Date(ms) : null;

@@ -7,7 +7,7 @@ import { STORE_RETRY, withStoreRetry } from './retry.js';
 import { requeueCause, statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
 import { columnOverflow, idFitsColumn, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
-import { INSPECT_CLOCK, InspectTimes, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
+import { INSPECT_CLOCK, InspectTimes, asDate, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
 import { GIVE_UP_PAGE, TransitionSql, type AttemptCharge, type NotBefore, type Params } from './transition-sql.js';
 import { hasIndex, keyIndexName, missingColumnError } from './schema.js';
 import { DELAY_LIMIT, parseDuration } from './duration.js';
@@ -260,9 +260,10 @@ export class Queue {
   async msUntilNextDue(): Promise<number | null> {
     if (!this.table.columns.nextAttemptAt) return null;
     const row = (await this.store.execute(this.sql.nextDueTime())).rows[0];
-    const due = timeValueMs(row?.due);
-    const now = timeValueMs(row?.now);
-    return due === null || now === null ? null : due - now;
+    // statusq's own time columns and the clock read as inspect reads them (a driver's Date, or epoch ms).
+    const due = asDate(row?.due, 0);
+    const now = asDate(row?.now, 0);
+    return due === null || now === null ? null : due.getTime() - now.getTime();
   }
 
   /**
@@ -842,18 +843,4 @@ function jsonText(value: unknown, where: string): string | undefined {
     if (error instanceof RangeError) throw new ConfigError(`${where} is nested too deeply to store as JSON`);
     throw new ConfigError(`${where} is not JSON-serialisable: ${error instanceof Error ? error.message : String(error)}`);
   }
-}
-
-/**
- * A time column's value as the driver returned it (a Date, epoch milliseconds, or text), in milliseconds; only
- * differences of two values of one statement are meaningful (text without a zone is read in this process's).
- */
-function timeValueMs(value: unknown): number | null {
-  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.getTime();
-  if (typeof value === 'number' || typeof value === 'bigint') return Number(value);
-  if (typeof value === 'string') {
-    const ms = /^-?\d+$/.test(value) ? Number(value) : Date.parse(value);
-    return Number.isNaN(ms) ? null : ms;
-  }
-  return null;
 }
