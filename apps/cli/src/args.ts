@@ -5,7 +5,7 @@ import { ADAPTER_VARIABLE } from './adapters.js';
 /** The flags each command accepts; anything else is a usage error (exit 2). */
 export const COMMAND_FLAGS = {
   init: ['db', 'adapter', 'table', 'with', 'order'],
-  migrate: ['db', 'adapter', 'table', 'with', 'status-column', 'order-column', 'order'],
+  migrate: ['db', 'adapter', 'table', 'with', 'beside', 'id-column', 'status-column', 'order-column', 'order'],
   enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'delay', 'run-at', 'priority', 'key', 'progress', 'to', 'queue'],
   work: [
     'db', 'listen-db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'select', 'concurrency', 'batch',
@@ -27,7 +27,7 @@ export type Command = keyof typeof COMMAND_FLAGS;
 /** Flags that were renamed: using the old name is a usage error that names the new one, never silently accepted. */
 const RENAMED_FLAGS: Readonly<Record<string, string>> = { strategy: 'claim-strategy' };
 
-const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose', 'force', 'read-only', 'dry-run', 'wait', 'by-order-column']);
+const BOOLEAN_FLAGS = new Set(['exit-when-empty', 'json', 'verbose', 'force', 'read-only', 'dry-run', 'wait', 'by-order-column', 'beside']);
 /** A flag that takes no value: dropping it from an argv drops it alone. */
 export function isBooleanFlag(name: string): boolean {
   return BOOLEAN_FLAGS.has(name);

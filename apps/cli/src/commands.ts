@@ -54,7 +54,7 @@ export async function init(flags: Flags, io: Io): Promise<number> {
 }
 
 function hasAdditions(report: MigrateReport): boolean {
-  return report.addedColumns.length > 0 || createdIndexes(report).length > 0;
+  return report.addedColumns.length > 0 || createdIndexes(report).length > 0 || report.beside?.created === true || (report.beside?.addedColumns.length ?? 0) > 0;
 }
 
 function createdIndexes(report: MigrateReport): string[] {
@@ -63,6 +63,8 @@ function createdIndexes(report: MigrateReport): string[] {
 
 function describeAdditions(report: MigrateReport): string {
   const parts = [];
+  if (report.beside?.created) parts.push(`claims table ${report.beside.table}`);
+  else if (report.beside && report.beside.addedColumns.length > 0) parts.push(`columns ${report.beside.addedColumns.join(', ')} to ${report.beside.table}`);
   if (report.addedColumns.length > 0) parts.push(`columns ${report.addedColumns.join(', ')}`);
   const indexes = createdIndexes(report);
   if (indexes.length > 0) parts.push(`${indexes.length === 1 ? 'index' : 'indexes'} ${indexes.join(', ')}`);
@@ -81,11 +83,15 @@ export async function migrate(flags: Flags, io: Io): Promise<number> {
   const groups = parseColumnGroups(optionalString(flags, 'with'));
   const statusColumn = optionalString(flags, 'status-column');
   const orderColumn = optionalString(flags, 'order-column');
+  const idColumn = optionalString(flags, 'id-column');
+  const beside = flags.beside === true;
+  if (idColumn !== undefined && !beside) throw new ConfigError('--id-column applies to migrate --beside only (the claims table is keyed by it)');
   const order = orderFlag(flags);
   return withStore(flags, 'migrate', false, async (store) => {
     const report = await migrateTable(store, {
       table,
       with: groups,
+      ...(beside && { beside, ...(idColumn !== undefined && { idColumn }) }),
       ...(statusColumn !== undefined ? { statusColumn } : {}),
       ...(orderColumn !== undefined ? { orderColumn } : {}),
       ...(order && { order }),

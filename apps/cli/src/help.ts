@@ -25,9 +25,12 @@ ${DB}
   --with GROUPS               priority (a priority column with its index, for enqueue --priority), progress (a
                               progress column, for ctx.progress)
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
-  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch] [--order newest|oldest]
+  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch] [--beside [--id-column C]] [--order newest|oldest]
 Prepares an existing table: adds the status column if missing (every row then pending), the optional column
 groups asked for and the pending-row index. Data is untouched; a second run changes nothing.
+With --beside the table gains no column: a claims table T_statusq keyed by its id holds claimed_at,
+worker_id, attempt_count, next_attempt_at, last_error and finished_at (leases, fencing, retries with
+backoff, failure reasons); only the pending index is added to T.
 
 ${DB}
   --table T                   the table (required)
@@ -38,6 +41,9 @@ ${DB}
                               pending and processing rows, for enqueue --key), progress (for ctx.progress),
                               dispatch (dispatched_at and the relay's index, for statusq relay and work
                               --from); default none
+  --beside                    keep the claim state in the claims table T_statusq instead of new columns of
+                              T (not on a table that has claim-state columns of its own)
+  --id-column C               with --beside: the id column the claims table is keyed by (default id)
   --status-column C           the status column (default status)
   --order-column C            the queue order column (default date)
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,

@@ -33,8 +33,8 @@ export const VERSION: string = (JSON.parse(readFileSync(new URL('../package.json
 export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --help: its flags and defaults; statusq --version)
 
   init     --db URL [--table jobs] [--with priority,progress] [--order newest|oldest]
-  migrate  --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch] [--status-column C] [--order-column C]
-           [--order newest|oldest]
+  migrate  --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch]
+           [--beside [--id-column C]] [--status-column C] [--order-column C] [--order newest|oldest]
   enqueue  --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--chunk N]
            [--delay DURATION | --run-at TIME] [--priority N] [--key K] [--progress auto|on|off]
            [--to amqp://...|nats://... [--queue NAME]]

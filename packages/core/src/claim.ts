@@ -3,6 +3,7 @@ import type { ClaimRequest, ClaimResult, ClaimStrategy, JobId, NativeClaim, Row,
 import type { ResolvedTable } from './table.js';
 import { splitToFit } from './statement-size.js';
 import { Params, TransitionSql } from './transition-sql.js';
+import { runInTransaction, runStatement } from './side-writes.js';
 
 /** The column a candidate SELECT carries the database's clock in (NativeClaim.clockWithCandidates); not a column of the table. */
 export const CLAIM_CLOCK = 'statusq_claim_clock';
@@ -27,13 +28,15 @@ export function claimRows(store: Store, table: ResolvedTable, request: ClaimRequ
 async function claimNative(store: Store, native: NativeClaim, table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
   native.beforeClaim?.(table);
   const sql = new TransitionSql(table, store.dialect);
-  if (native.oneStatement && !agesFirst(sql, request)) {
+  // A claim that writes a claims table too is two statements, and its rows are read after both (see claimByIds).
+  const beside = table.beside !== null;
+  if (native.oneStatement && !beside && !agesFirst(sql, request)) {
     const { rows } = await store.execute(oneStatementClaim(sql, native, request));
     return { rows: sortByQueueOrder(rows, table), candidatesLost: 0 };
   }
   if (!store.transaction) throw new StoreError('Unknown', `the ${store.dialect.name} store declares a native claim that needs a transaction, but has none`, 'NO_TRANSACTION');
-  const { returning } = store.capabilities;
-  const buildRows = !returning && native.clockWithCandidates === true;
+  const returning = store.capabilities.returning && !beside;
+  const buildRows = !returning && !beside && native.clockWithCandidates === true;
   const writesKnown = buildRows && native.claimWritesAreKnown !== undefined && (await native.claimWritesAreKnown(table));
   const statements = candidateStatements(sql, request, { columns: buildRows ? 'row' : 'id', lock: native.lockCandidates, clock: buildRows ? CLAIM_CLOCK : undefined });
   const rows = await store.transaction(async (tx) => {
@@ -51,7 +54,7 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
     const clock = buildRows ? claimClock(candidates[0]!) : undefined;
     const clockValue = clock instanceof Date ? clock.toISOString() : clock;
     let affected = 0;
-    for (const run of splitToFit(ids, (some) => sql.claimByIds(some, request.token, false, clockValue), store.statementLimit)) affected += (await tx.execute(run.statement)).affected;
+    for (const run of splitToFit(ids, (some) => sql.claimByIds(some, request.token, false, clockValue, true), store.statementLimit)) affected += (await runStatement(tx, run.statement)).affected;
     if (writesKnown && affected === ids.length) return candidates.map((row) => asClaimed(row, table, request.token, clock!));
     return ownedInOrder(candidates, await selectByIds(tx, sql, ids, store), table, request.token);
   });
@@ -85,7 +88,7 @@ export async function claimConditionalUpdate(store: Store, table: ResolvedTable,
     const claim = sql.claimByIds([id], request.token, false);
     let affected: number;
     try {
-      ({ affected } = await store.execute(claim));
+      ({ affected } = await (table.beside === null ? store.execute(claim) : runInTransaction(store, [claim]).then((results) => results[0]!)));
     } catch (error) {
       // The rows claimed before this error are ours: hand them over with it (ClaimResult.interruptedBy).
       if (rows.length === 0) throw error;
@@ -276,6 +279,12 @@ export async function claimGivenIds(store: Store, table: ResolvedTable, ids: rea
   const sql = new TransitionSql(table, store.dialect);
   const ordered = sortIds(ids);
   const held = (rows: readonly Row[]) => rows.filter((row) => Number(row[table.status]) === table.codes.processing && (!table.columns.workerId || row[table.columns.workerId] === token));
+  if (table.beside !== null) {
+    // Each id's claims-table row is written only where its own UPDATE claimed it.
+    const results = await runInTransaction(store, ordered.map((id) => sql.claimByIds([id], token, false)));
+    const claimed = ordered.filter((_, i) => results[i]!.affected === 1);
+    return claimed.length === 0 ? [] : held((await store.execute(sql.selectByIds(claimed))).rows);
+  }
   if (store.capabilities.returning) return held((await store.execute(sql.claimByIds(ordered, token, true))).rows);
   const { affected } = await store.execute(sql.claimByIds(ordered, token, false));
   return affected === 0 ? [] : held((await store.execute(sql.selectByIds(ordered))).rows);

@@ -8,8 +8,9 @@ import { requeueCause, statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
 import { columnOverflow, idFitsColumn, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { INSPECT_CLOCK, InspectTimes, asDate, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
+import { hasSideWrites, runInTransaction, runStatement } from './side-writes.js';
 import { GIVE_UP_PAGE, TransitionSql, type AttemptCharge, type NotBefore, type Params } from './transition-sql.js';
-import { hasIndex, keyIndexName, missingColumnError } from './schema.js';
+import { besideTableName, hasIndex, keyIndexName, missingColumnError } from './schema.js';
 import { DELAY_LIMIT, parseDuration } from './duration.js';
 import { fitsStatementLimit, statementTooLarge } from './statement-size.js';
 import { monitoringCounts, type MonitoringCountOptions, type MonitoringCounts } from './monitoring-counts.js';
@@ -167,7 +168,11 @@ export class Queue {
     // Names are checked before any of them reaches SQL, even the read-only introspection.
     validateTableConfig(config);
     const columns = await store.describeTable(config.table);
-    return new Queue(store, resolveTable(config, columns, (c) => store.orderTimeEncoding(c)), columns ?? []);
+    // A claims table beside it (migrate --beside) holds the claim state; its presence is what says so.
+    const besideName = besideTableName(config.table);
+    const besideColumns = columns === null ? null : await store.describeTable(besideName);
+    const beside = besideColumns === null ? null : { table: besideName, columns: besideColumns };
+    return new Queue(store, resolveTable(config, columns, (c) => store.orderTimeEncoding(c), beside), columns ?? []);
   }
 
   async claim(request: ClaimRequest, strategy: ClaimStrategy = 'native'): Promise<ClaimResult> {
@@ -182,8 +187,14 @@ export class Queue {
    */
   async apply(statements: readonly Statement[]): Promise<ExecResult[]> {
     if (statements.length === 0) return [];
+    if (hasSideWrites(statements)) return runInTransaction(this.store, statements);
     if (statements.length === 1) return [await this.store.execute(statements[0]!)];
     return this.store.executeBatch(statements);
+  }
+
+  /** One statement as `apply` runs it. */
+  private async run(statement: Statement): Promise<ExecResult> {
+    return (await this.apply([statement]))[0]!;
   }
 
   /**
@@ -317,8 +328,17 @@ export class Queue {
         if (rows.length < GIVE_UP_PAGE) break;
       }
     }
-    const back = await this.store.execute(charge.back);
-    return { charged: givenUp.length + back.affected, givenUp };
+    if (charge.back) return { charged: givenUp.length + (await this.store.execute(charge.back)).affected, givenUp };
+    let sentBack = 0;
+    if (charge.remaining && charge.sendBack) {
+      const sendBack = charge.sendBack;
+      for (let page = 0; page < 1_000; page++) {
+        const { rows } = await this.store.execute(charge.remaining);
+        sentBack += (await this.apply(rows.map((row) => sendBack(row.id as JobId)))).filter((result) => result.affected === 1).length;
+        if (rows.length < GIVE_UP_PAGE) break;
+      }
+    }
+    return { charged: givenUp.length + sentBack, givenUp };
   }
 
   /**
@@ -395,7 +415,7 @@ export class Queue {
 
   /** abuse (pending -> abuse) without a claim, for a business rule applied outside a worker. */
   async markAbuse(id: JobId, reason: string): Promise<boolean> {
-    return (await withStoreRetry(() => this.store.execute(this.sql.abuse(id, null, reason, 'pending')), STORE_RETRY.write)).affected === 1;
+    return (await withStoreRetry(() => this.apply([this.sql.abuse(id, null, reason, 'pending')]), STORE_RETRY.write))[0]!.affected === 1;
   }
 
   /**
@@ -468,7 +488,7 @@ export class Queue {
     for (let start = 0; start < statements.length; start += chunk) {
       const slice = statements.slice(start, start + chunk);
       try {
-        const results = await withStoreRetry(() => this.store.executeBatch(slice), STORE_RETRY.write);
+        const results = await withStoreRetry(() => (hasSideWrites(slice) ? runInTransaction(this.store, slice) : this.store.executeBatch(slice)), STORE_RETRY.write);
         results.forEach((result, i) => ids.push(this.insertedId(result, rows[start + i]!, returningId)));
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
@@ -525,7 +545,7 @@ export class Queue {
       try {
         const key = keys[index]!;
         if (key === null) {
-          const result = await withStoreRetry(() => this.store.execute(this.sql.insert(row, { returningId, notBefore })), STORE_RETRY.write);
+          const result = await withStoreRetry(() => this.run(this.sql.insert(row, { returningId, notBefore })), STORE_RETRY.write);
           outcomes.push({ id: this.insertedId(result, row, returningId), duplicate: false });
         } else {
           outcomes.push(await this.insertKeyed(row, key, notBefore));
@@ -558,7 +578,7 @@ export class Queue {
     for (let attempt = 0; attempt < KEYED_INSERT_ATTEMPTS; attempt++) {
       const insert = this.sql.insert(row, { returningId, notBefore, skipConflicts });
       try {
-        const result = await withStoreRetry(() => this.store.execute(insert), STORE_RETRY.write);
+        const result = await withStoreRetry(() => this.run(insert), STORE_RETRY.write);
         if (result.affected > 0) return { id: this.insertedId(result, row, returningId), duplicate: false };
       } catch (error) {
         if (!(error instanceof StoreError) || error.kind !== 'UniqueViolation') throw error;
@@ -662,7 +682,7 @@ export class Queue {
     for (const [index, row] of rows.entries()) {
       let result: ExecResult;
       try {
-        result = await runner.execute(insert(row));
+        result = await runStatement(runner, insert(row));
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
         throw new EnqueueError(`${describe(index)} was rejected by the database; statusq committed nothing, roll the transaction back: ${error.message}`, error, index, 0);

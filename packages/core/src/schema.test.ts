@@ -11,6 +11,7 @@ const SQL_TYPES: Readonly<Record<ColumnKind, string>> = {
   serialKey: 'INTEGER PRIMARY KEY AUTOINCREMENT',
   time: 'INTEGER',
   integer: 'INTEGER',
+  bigInteger: 'BIGINT',
   token: 'VARCHAR(255)',
   text: 'TEXT',
   longText: 'TEXT',
@@ -76,14 +77,14 @@ describe('initTable and migrateTable over a SchemaSupport', () => {
 
     calls.length = 0;
     // The index is found though the listing spells it in upper case.
-    expect(await initTable(store, 'jobs')).toEqual({ table: 'jobs', created: false, migrated: { table: 'jobs', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, addedStatus: false } });
+    expect(await initTable(store, 'jobs')).toEqual({ table: 'jobs', created: false, migrated: { table: 'jobs', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, addedStatus: false, beside: null } });
     expect(calls).toEqual(['installWakeUps jobs.status on the store']);
   });
 
   it('migrate adds a missing status column first, then only the missing columns of the chosen groups; existing rows become pending', async () => {
     const { store, calls } = await storeWithSchema('CREATE TABLE legacy (id INTEGER PRIMARY KEY, created INTEGER NOT NULL, worker_id TEXT); INSERT INTO legacy VALUES (1, 10, NULL), (2, 20, NULL)');
     const report = await migrateTable(store, { table: 'legacy', orderColumn: 'created', with: parseColumnGroups('leases, results') });
-    expect(report).toEqual({ table: 'legacy', addedColumns: ['status', 'claimed_at', 'result', 'finished_at'], createdIndex: 'legacy_statusq_pending', createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, addedStatus: true });
+    expect(report).toEqual({ table: 'legacy', addedColumns: ['status', 'claimed_at', 'result', 'finished_at'], createdIndex: 'legacy_statusq_pending', createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, addedStatus: true, beside: null });
     expect(calls).toEqual([
       'addColumns legacy: status, claimed_at, result, finished_at',
       'createPendingIndex legacy: legacy_statusq_pending (status, created)',
@@ -94,7 +95,7 @@ describe('initTable and migrateTable over a SchemaSupport', () => {
       { id: 2, status: null },
     ]);
     calls.length = 0;
-    expect(await migrateTable(store, { table: 'legacy', orderColumn: 'created', with: ['leases', 'results'] })).toEqual({ table: 'legacy', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, addedStatus: false });
+    expect(await migrateTable(store, { table: 'legacy', orderColumn: 'created', with: ['leases', 'results'] })).toEqual({ table: 'legacy', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, addedStatus: false, beside: null });
     expect(calls).toEqual(['installWakeUps legacy.status on the store']);
   });
 

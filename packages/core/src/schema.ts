@@ -3,7 +3,7 @@ import { derivedName, splitTableName, validateIdentifier, validateTableName } fr
 import { resolveStatusCodes, type StatusCodes } from './status.js';
 import { STORE_RETRY, withStoreRetry } from './retry.js';
 import type { ColumnSpec, DispatchIndexSpec, KeyIndexSpec, PriorityIndexSpec, SchemaSupport, SqlParam, Statement, Store } from './store.js';
-import { DEFAULT_OPTIONAL_COLUMN_NAMES, type OptionalColumn, type Order, type ResolvedTable } from './table.js';
+import { BESIDE_COLUMNS, DEFAULT_OPTIONAL_COLUMN_NAMES, isBesideColumn, type ColumnInfo, type OptionalColumn, type Order, type ResolvedTable } from './table.js';
 
 /**
  * `initTable` and `migrateTable`: what a statusq table holds and when it changes, decided here once for every
@@ -94,6 +94,17 @@ export interface MigrateOptions {
    * pending or processing, so it is built for the processing code the workers will write.
    */
   statusCodes?: Partial<StatusCodes>;
+  /**
+   * Keep the claim state beside the table instead of in it: a claims table `<table>_statusq` (besideTableName),
+   * keyed by the table's id (`idColumn`), holds claimed_at, worker_id, attempt_count, next_attempt_at, last_error
+   * and finished_at, so leases, fencing, retries with backoff, failure reasons and end times work on a table that
+   * gains no column (only the pending index). The groups of `with` that need other columns (results' result,
+   * priority, dedupe, progress, dispatch) still add those to the table. A table with claim-state columns of its
+   * own is a ConfigError: one home or the other.
+   */
+  beside?: boolean;
+  /** The table's id column, which the claims table is keyed by (`beside`). Default `id`. */
+  idColumn?: string;
 }
 
 export interface MigrateReport {
@@ -110,6 +121,8 @@ export interface MigrateReport {
   createdDispatchIndex: string | null;
   /** True when the status column itself was added: every existing row is now pending. */
   addedStatus: boolean;
+  /** The claims table (`beside`): its name, whether this call created it, and the columns it added to it. Null without `beside`. */
+  beside: { table: string; created: boolean; addedColumns: string[] } | null;
 }
 
 export interface InitReport {
@@ -122,6 +135,16 @@ export interface InitReport {
 /** Index names must be valid identifiers too; long table names are shortened with a stable hash. */
 export function pendingIndexName(table: string): string {
   return derivedName(`${table.replace('.', '_')}_statusq_pending`, table);
+}
+
+/**
+ * The claims table of `table` (ResolvedTable.beside): `<table>_statusq` in the table's schema, within the
+ * identifier limit (derivedName).
+ */
+export function besideTableName(table: string): string {
+  const [schema, name] = splitTableName(table);
+  const beside = derivedName(`${name}_statusq`, table);
+  return schema === null ? beside : `${schema}.${beside}`;
 }
 
 /** The key index's name (KeyIndexSpec): unique over the keys of live rows. */
@@ -249,7 +272,11 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
     throw new SchemaError(`table ${JSON.stringify(table)} has a column ${JSON.stringify(ownPriority.name)} of type ${ownPriority.type}; a priority column holds integers`);
   }
   const addedStatus = !present.has(statusColumn.toLowerCase());
-  const wanted = columnsOf(groups).map(optionalColumn).filter((c) => !present.has(c.name));
+  const beside = options.beside === true ? await ensureBesideTable(store, schema, table, columns, options.idColumn ?? 'id') : null;
+  const wanted = columnsOf(groups)
+    .filter((column) => beside === null || !isBesideColumn(column))
+    .map(optionalColumn)
+    .filter((c) => !present.has(c.name));
   const added = addedStatus ? [statusColumnSpec(statusColumn), ...wanted] : wanted;
   if (added.length > 0) await runAll(store, schema.addColumns(table, added));
   const createdIndex = await ensurePendingIndex(store, schema, table, statusColumn, orderColumn);
@@ -262,7 +289,46 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   const dispatchedColumn = groups.includes('dispatch') ? (columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt) : null;
   const createdDispatchIndex = dispatchedColumn === null ? null : await ensureDispatchIndex(store, schema, table, { statusColumn, orderColumn, dispatchedColumn });
   await schema.installWakeUps?.(store, table, statusColumn);
-  return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, createdKeyIndex, createdDispatchIndex, addedStatus };
+  return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, createdKeyIndex, createdDispatchIndex, addedStatus, beside };
+}
+
+/**
+ * The claims table of `table` (MigrateOptions.beside), created or completed: keyed by a copy of the table's id
+ * (a 64-bit integer for an integer id of any width, text of up to 255 characters for a text id), then every
+ * column of BESIDE_COLUMNS. Refused where the table keeps claim state of its own.
+ */
+async function ensureBesideTable(store: Store, schema: SchemaSupport, table: string, columns: readonly ColumnInfo[], idName: string): Promise<{ table: string; created: boolean; addedColumns: string[] }> {
+  validateIdentifier(idName, 'id column');
+  const own = BESIDE_COLUMNS.map((key) => DEFAULT_OPTIONAL_COLUMN_NAMES[key]).filter((name) => columns.some((c) => c.name.toLowerCase() === name));
+  if (own.length > 0) {
+    throw new ConfigError(
+      `table ${JSON.stringify(table)} already keeps claim state in columns of its own (${own.join(', ')}): --beside keeps it in a claims table instead, so use one or the other (migrate without --beside, or drop those columns first)`,
+    );
+  }
+  const id = columns.find((c) => c.name.toLowerCase() === idName.toLowerCase());
+  if (!id) throw new SchemaError(`table ${JSON.stringify(table)} has no id column ${JSON.stringify(idName)} to key its claims table by (columns: ${columns.map((c) => c.name).join(', ')})`);
+  if (!id.unique) throw new SchemaError(`table ${JSON.stringify(table)}: id column ${JSON.stringify(id.name)} is not unique, so it cannot key a claims table`);
+  const textId = /char|text|string/.test(id.type);
+  if (!id.integer && !textId) {
+    throw new ConfigError(`table ${JSON.stringify(table)}: its id column ${JSON.stringify(id.name)} is ${id.type}; a claims table is kept for integer and text ids only`);
+  }
+  const name = besideTableName(table);
+  const specs: ColumnSpec[] = [{ name: id.name, kind: id.integer ? 'bigInteger' : 'token', nullable: false, primaryKey: true }, ...BESIDE_COLUMNS.map(optionalColumn)];
+  const existing = await store.describeTable(name);
+  if (existing === null) {
+    try {
+      await runAll(store, schema.createTable(name, specs));
+    } catch (error) {
+      // Two migrations at once: the one that lost finds the table made.
+      if (!(error instanceof StoreError) || !(await store.describeTable(name))) throw error;
+    }
+    return { table: name, created: true, addedColumns: [] };
+  }
+  const have = new Set(existing.map((c) => c.name.toLowerCase()));
+  if (!have.has(id.name.toLowerCase())) throw new SchemaError(`claims table ${name} exists without the key column ${JSON.stringify(id.name)}; drop it and migrate again`);
+  const missing = specs.filter((spec) => !have.has(spec.name.toLowerCase()));
+  if (missing.length > 0) await runAll(store, schema.addColumns(name, missing));
+  return { table: name, created: false, addedColumns: missing.map((c) => c.name) };
 }
 
 async function ensureKeyIndex(store: Store, schema: SchemaSupport, table: string, spec: Omit<KeyIndexSpec, 'name'>): Promise<string | null> {

@@ -19,6 +19,17 @@ export interface Statement {
    * does; see its store). Default false.
    */
   reusable?: boolean;
+  /**
+   * Statements that run after this one in the same transaction, and only when it changed at least one row: the
+   * writes to a table's claims table (ResolvedTable.beside) that go with a guarded UPDATE of its status, which
+   * alone decides whether the move happened. Run by `runStatement`; a store never sees this field.
+   */
+  then?: readonly Statement[];
+  /**
+   * Statements that run before this one in the same transaction, whatever they change: an operator's requeue
+   * resets the claims table's rows of the rows it is about to requeue. Run by `runStatement`.
+   */
+  first?: readonly Statement[];
 }
 
 export interface ExecResult {
@@ -81,6 +92,23 @@ export interface SqlDialect {
    * TransitionSql.dispatchCandidates), and only when that index exists.
    */
   forceIndex?(quotedIndex: string): string;
+  /**
+   * How an INSERT into `table` (quoted) becomes an upsert on its `key` column: `into` is what follows INSERT
+   * INTO (the table, with an alias where the update must name the existing row by one), `existing` names the
+   * existing row in the update's expressions, and `clause(sets)` follows the VALUES. Optional; the default is
+   * PostgreSQL's and SQLite's `ON CONFLICT (key) DO UPDATE SET ...` on an aliased target. MySQL has
+   * `ON DUPLICATE KEY UPDATE`.
+   */
+  upsert?(table: string, key: string): Upsert;
+}
+
+/** See SqlDialect.upsert. */
+export interface Upsert {
+  readonly into: string;
+  readonly existing: string;
+  /** The value the INSERT proposed for `column` (quoted), in the update's expressions. */
+  proposed(column: string): string;
+  clause(sets: string): string;
 }
 
 /**
@@ -447,6 +475,8 @@ export type ColumnKind =
   | 'time'
   /** A whole number: a status code, an attempt count. */
   | 'integer'
+  /** A 64-bit whole number: the claims table's key beside a table whose ids are integers of any width. */
+  | 'bigInteger'
   /** A worker's claim token: a string of at most 255 characters. */
   | 'token'
   /** An error message: at most MAX_ERROR_LENGTH characters. */

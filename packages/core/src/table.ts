@@ -20,6 +20,18 @@ export const OPTIONAL_COLUMNS = [
 ] as const;
 export type OptionalColumn = (typeof OPTIONAL_COLUMNS)[number];
 
+/**
+ * The claim state a claims table can hold beside the application's table (`migrate --beside`), so that table
+ * keeps exactly the columns it has: the lease, the token, the attempts, the next attempt's time, the last
+ * failure and the end time. Every other optional column lives in the table itself.
+ */
+export const BESIDE_COLUMNS = ['claimedAt', 'workerId', 'attemptCount', 'nextAttemptAt', 'lastError', 'finishedAt'] as const satisfies readonly OptionalColumn[];
+export type BesideColumn = (typeof BESIDE_COLUMNS)[number];
+
+export function isBesideColumn(column: OptionalColumn): column is BesideColumn {
+  return (BESIDE_COLUMNS as readonly string[]).includes(column);
+}
+
 /** Default names of the optional columns, as `migrate` and `init` create them. */
 export const DEFAULT_OPTIONAL_COLUMN_NAMES: Readonly<Record<OptionalColumn, string>> = {
   claimedAt: 'claimed_at',
@@ -100,6 +112,12 @@ export interface ResolvedTable {
    * each once), or null for every column.
    */
   readonly returned: readonly string[] | null;
+  /**
+   * The claims table (`<table>_statusq`) when the table keeps its claim state beside it (BESIDE_COLUMNS: every
+   * one of them present in `columns` is that table's column, keyed by the same id); null when every column is
+   * the table's own. See TransitionSql for how each move writes both.
+   */
+  readonly beside: string | null;
 }
 
 /** The optional columns statusq fills with text: JSON payloads and results, failure reasons, deduplication keys. */
@@ -266,6 +284,7 @@ export function resolveTable(
   config: TableConfig,
   columns: readonly ColumnInfo[] | null,
   orderTimeOf: (column: ColumnInfo) => OrderTimeEncoding,
+  beside: { readonly table: string; readonly columns: readonly ColumnInfo[] } | null = null,
 ): ResolvedTable {
   validateTableConfig(config);
   if (columns === null) throw new SchemaError(`table ${JSON.stringify(config.table)} does not exist`);
@@ -300,7 +319,24 @@ export function resolveTable(
   }
 
   const optional: Partial<Record<OptionalColumn, string>> = {};
+  const besideByName = new Map((beside?.columns ?? []).map((c) => [c.name.toLowerCase(), c]));
+  if (beside) {
+    // One home per column: a lease in the table and another beside it would each fence only half the moves.
+    const inTable = BESIDE_COLUMNS.filter((key) => config.columns?.[key] !== false && byName.has((config.columns?.[key] || DEFAULT_OPTIONAL_COLUMN_NAMES[key]).toLowerCase()));
+    if (inTable.length > 0) {
+      throw new SchemaError(
+        `table ${JSON.stringify(config.table)} has claim-state columns of its own (${inTable.map((key) => DEFAULT_OPTIONAL_COLUMN_NAMES[key]).join(', ')}) and a claims table beside it (${beside.table}): keep one or the other (drop ${beside.table}, or those columns)`,
+      );
+    }
+    const key = besideByName.get(id.toLowerCase());
+    if (!key?.unique) throw new SchemaError(`claims table ${beside.table} has no unique column ${JSON.stringify(id)} to match ${config.table}.${id}; recreate it with statusq migrate --beside`);
+  }
   for (const key of OPTIONAL_COLUMNS) {
+    if (beside && isBesideColumn(key)) {
+      const found = config.columns?.[key] === false ? undefined : besideByName.get(DEFAULT_OPTIONAL_COLUMN_NAMES[key]);
+      if (found) optional[key] = found.name;
+      continue;
+    }
     const configured = config.columns?.[key];
     if (configured === false) continue;
     if (configured !== undefined) {
@@ -318,12 +354,14 @@ export function resolveTable(
   const limits: Partial<Record<TextColumn, ColumnLimit>> = {};
   for (const key of TEXT_COLUMNS) {
     const name = optional[key];
-    const limit = name === undefined ? null : byName.get(name.toLowerCase())?.maxLength;
+    const home = beside && isBesideColumn(key) ? besideByName : byName;
+    const limit = name === undefined ? null : home.get(name.toLowerCase())?.maxLength;
     if (limit) limits[key] = limit;
   }
   let returned: string[] | null = null;
   if (config.select !== undefined) {
-    const own = [id, status, orderColumn.name, ...Object.values(optional)];
+    // A claims table's columns are not the table's: the claim reads them beside it (TransitionSql.rowColumns).
+    const own = [id, status, orderColumn.name, ...Object.entries(optional).filter(([key]) => !(beside && isBesideColumn(key as OptionalColumn))).map(([, name]) => name)];
     const chosen = config.select.map((name) => require(name, 'select'));
     returned = [...new Set([...own, ...chosen.map((c) => c.name)])];
   }
@@ -349,5 +387,6 @@ export function resolveTable(
     },
     limits,
     returned,
+    beside: beside?.table ?? null,
   };
 }

@@ -18,15 +18,28 @@ function numbered(style: '$' | '?'): SqlDialect {
   };
 }
 
-function sqlFor(columns: string[] = ALL_COLUMNS, config: Partial<TableConfig> = {}, style: '$' | '?' = '$'): TransitionSql {
-  const info: ColumnInfo[] = columns.map((name) => ({
-    name,
-    type: name === 'date' ? 'bigint' : 'text',
-    unique: name === 'id',
-    integer: name === 'status' || name === 'id' || name === 'priority',
-    maxLength: name === 'last_error' && config.table === 'short_errors' ? { chars: 100, bytes: 150 } : null,
-  }));
-  return new TransitionSql(resolveTable({ table: 'jobs', ...config }, info, () => 'epochMs'), numbered(style));
+/** The claim-state columns a claims table holds (migrate --beside), after its key. */
+const BESIDE = ['id', 'claimed_at', 'worker_id', 'attempt_count', 'next_attempt_at', 'last_error', 'finished_at'];
+
+function sqlFor(columns: string[] = ALL_COLUMNS, config: Partial<TableConfig> = {}, style: '$' | '?' = '$', beside: string[] | null = null): TransitionSql {
+  const info = (names: string[]): ColumnInfo[] =>
+    names.map((name) => ({
+      name,
+      type: name === 'date' ? 'bigint' : 'text',
+      unique: name === 'id',
+      integer: name === 'status' || name === 'id' || name === 'priority',
+      maxLength: name === 'last_error' && config.table === 'short_errors' ? { chars: 100, bytes: 150 } : null,
+    }));
+  const claims = beside === null ? null : { table: 'jobs_statusq', columns: info(beside) };
+  return new TransitionSql(resolveTable({ table: 'jobs', ...config }, info(columns), () => 'epochMs', claims), numbered(style));
+}
+
+/** The seed's table_a shape with its claim state in a claims table. */
+const besideSql = (style: '$' | '?' = '$') => sqlFor(['id', 'date', 'status', 'url'], {}, style, BESIDE);
+
+/** A statement and the claims-table writes that go with it (Statement.first and then), each labelled. */
+function withSideWrites(label: string, statement: Statement): Array<[string, Statement]> {
+  return [...(statement.first ?? []).map((s, i): [string, Statement] => [`${label} first ${i}`, s]), [label, statement], ...(statement.then ?? []).map((s, i): [string, Statement] => [`${label} then ${i}`, s])];
 }
 
 /**
@@ -35,6 +48,7 @@ function sqlFor(columns: string[] = ALL_COLUMNS, config: Partial<TableConfig> = 
  */
 function expectTextOrder(statement: Statement, label: string): void {
   const numbers = [...statement.sql.matchAll(/\$(\d+)/g)].map((m) => Number(m[1]));
+  for (const side of [...(statement.first ?? []), ...(statement.then ?? [])]) expectTextOrder(side, `${label} (claims table)`);
   expect(numbers, `${label}: ${statement.sql}`).toEqual(numbers.map((_, i) => i + 1));
   expect(numbers.length, `${label}: placeholders vs params`).toBe(statement.params.length);
 }
@@ -42,7 +56,9 @@ function expectTextOrder(statement: Statement, label: string): void {
 /** An AttemptCharge's statements, each labelled: the read of exhausted rows, one give-up, the way back. */
 function chargeStatements(label: string, charge: AttemptCharge | null): Array<[string, Statement]> {
   if (!charge) return [];
-  const statements: Array<[string, Statement]> = [[`${label} back`, charge.back]];
+  const statements: Array<[string, Statement]> = charge.back ? [[`${label} back`, charge.back]] : [];
+  if (charge.remaining) statements.push([`${label} remaining`, charge.remaining]);
+  if (charge.sendBack) statements.push([`${label} sendBack`, charge.sendBack(7)]);
   if (charge.exhausted) statements.push([`${label} exhausted`, charge.exhausted]);
   if (charge.giveUp) statements.push([`${label} giveUp`, charge.giveUp(7)]);
   return statements;
@@ -56,7 +72,7 @@ function allStatements(sql: TransitionSql): Array<[string, Statement]> {
   return [
     ['candidates', candidates()],
     ['candidates aged', candidates(60_000)],
-    ['claimByIds', sql.claimByIds([3, 4], 'tok', true)],
+    ['claimByIds', sql.claimByIds([3, 4], 'tok', !sql.q.beside)],
     ['selectByIds', sql.selectByIds([3, 4])],
     ['complete', sql.complete(7, 'tok', '{"r":1}')],
     ['complete without token', sql.complete(7, null, null)],
@@ -64,7 +80,7 @@ function allStatements(sql: TransitionSql): Array<[string, Statement]> {
     ['giveUp', sql.giveUp(7, 'tok', 'boom')],
     ['abuse from processing', sql.abuse(7, 'tok', 'spam')],
     ['abuse from pending', sql.abuse(7, null, 'spam', 'pending')],
-    ['retry', sql.retry(7, 'tok', 'flaky', 1500)],
+    ...(sql.q.attemptCount ? ([['retry', sql.retry(7, 'tok', 'flaky', 1500)]] as Array<[string, Statement]>) : []),
     ['release', sql.release(7, 'tok')],
     ...(sql.q.claimedAt ? ([['heartbeat', sql.heartbeat(7, 'tok')]] as Array<[string, Statement]>) : []),
     ...chargeStatements('reapExpired', sql.reapExpired(30_000, 3)),
@@ -93,11 +109,14 @@ describe('TransitionSql parameter order', () => {
     ];
     for (const columns of shapes) {
       const sql = sqlFor(columns);
-      for (const [label, statement] of allStatements(sql)) {
-        if (label === 'retry' && !sql.q.attemptCount) continue; // a retry needs attempt_count (the worker never retries without it)
-        expectTextOrder(statement, `${columns.join(',')}: ${label}`);
-      }
+      for (const [label, statement] of allStatements(sql)) expectTextOrder(statement, `${columns.join(',')}: ${label}`);
     }
+  });
+
+  it('does so with the claim state in a claims table, for statements on the table and on the claims table alike', () => {
+    for (const [label, statement] of allStatements(besideSql())) expectTextOrder(statement, `beside: ${label}`);
+    const sql = besideSql('?');
+    for (const [label, statement] of allStatements(sql).flatMap(([l, s]) => withSideWrites(l, s))) expect(statement.sql.split('?').length - 1, label).toBe(statement.params.length);
   });
 
   it('binds the right values in the right places on a positional (?) dialect', () => {
@@ -114,7 +133,7 @@ describe('TransitionSql parameter order', () => {
     const reap = sql.reapExpired(30_000, 3)!;
     expect(reap.exhausted!.params).toEqual([-30_000, 3, GIVE_UP_PAGE]);
     expect(reap.giveUp!(7).params).toEqual([expect.stringMatching(/lease expired/), 7, -30_000, 3]);
-    expect(reap.back.params).toEqual([expect.stringMatching(/lease expired/), -30_000, 3]);
+    expect(reap.back!.params).toEqual([expect.stringMatching(/lease expired/), -30_000, 3]);
     const p = new Params(sql.dialect);
     sql.candidates(p, { limit: 10, columns: 'id', agedMs: 60_000 });
     expect(p.values).toEqual([-60_000, 10]);

@@ -6,11 +6,11 @@
  * guard from there (`guard`), so no builder writes a status condition of its own. (Slightly over 350 lines:
  * the builders share one guard, one parameter list and one table quoting, and read best side by side.)
  */
-import { ConfigError } from './errors.js';
+import { ConfigError, SchemaError } from './errors.js';
 import { missingColumnError } from './schema.js';
 import { assertTransition, sourcesOf, statusCode, type StatusName, type TransitionCause } from './status.js';
-import type { JobId, SqlDialect, SqlParam, SqlValue, Statement } from './store.js';
-import { columnOverflow, type ColumnLimit, type ResolvedTable } from './table.js';
+import type { JobId, SqlDialect, SqlParam, SqlValue, Statement, Upsert } from './store.js';
+import { BESIDE_COLUMNS, columnOverflow, isBesideColumn, type BesideColumn, type ColumnLimit, type OptionalColumn, type ResolvedTable } from './table.js';
 
 /** When a new row first becomes claimable: a delay from the database's now, or an instant (ms since the epoch, UTC). */
 export type NotBefore = { readonly delayMs: number } | { readonly atEpochMs: number };
@@ -47,8 +47,14 @@ export interface AttemptCharge {
   readonly exhausted: Statement | null;
   /** The guarded UPDATE of one of those rows to failed (the whole condition again): 1 row, or 0 if another took it. */
   readonly giveUp: ((id: JobId) => Statement) | null;
-  /** The range UPDATE of the rest back to pending, one more attempt counted. */
-  readonly back: Statement;
+  /** The range UPDATE of the rest back to pending, one more attempt counted; null on a table with a claims table (`remaining`). */
+  readonly back: Statement | null;
+  /**
+   * With a claims table, where one UPDATE cannot also write the claims table's rows of the rows it moved: SELECT id
+   * of up to GIVE_UP_PAGE rows with attempts left, each sent back by `sendBack` (the whole condition again).
+   */
+  readonly remaining: Statement | null;
+  readonly sendBack: ((id: JobId) => Statement) | null;
 }
 
 /** Quoted names of a resolved table, built once per queue. */
@@ -69,6 +75,8 @@ export interface QuotedTable {
   readonly dedupeKey?: string;
   readonly progress?: string;
   readonly dispatchedAt?: string;
+  /** The claims table (ResolvedTable.beside), whose columns are the ones of BESIDE_COLUMNS above. */
+  readonly beside?: string;
 }
 
 export function quoteTable(t: ResolvedTable, d: SqlDialect): QuotedTable {
@@ -78,6 +86,7 @@ export function quoteTable(t: ResolvedTable, d: SqlDialect): QuotedTable {
     status: d.quoteIdentifier(t.status),
     order: d.quoteIdentifier(t.order),
   };
+  if (t.beside !== null) q.beside = d.quoteIdentifier(t.beside);
   for (const [key, name] of Object.entries(t.columns)) if (name) q[key] = d.quoteIdentifier(name);
   return q as unknown as QuotedTable;
 }
@@ -107,6 +116,30 @@ export function truncateError(message: string, limit?: ColumnLimit): string {
   return chars < 0 || bytes < 0 ? '' : `${kept}…`;
 }
 
+/**
+ * A value a move writes to an optional column: SQL text without parameters (the database's now, NULL, 0), a bound
+ * parameter, the database's now shifted by a number of milliseconds, or one more than the column held (an
+ * attempt counted; absent or NULL counts as 0).
+ */
+type Written = { readonly sql: string } | { readonly param: SqlValue } | { readonly nowPlusMs: number } | { readonly build: (p: Params) => string } | 'increment';
+
+/**
+ * The writes of one move: SET items of the table's own UPDATE, and the values of claims-table columns (on a table
+ * whose claim state is beside it), which follow as an upsert in the same transaction (Statement.then).
+ */
+class Writes {
+  readonly own: Array<(p: Params) => string> = [];
+  readonly beside: Array<{ column: string; value: Written }> = [];
+}
+
+const ON_CONFLICT_UPSERT = (table: string, key: string): Upsert => ({
+  // PostgreSQL refuses an unqualified column in DO UPDATE (it could be the proposed row's), so the target is aliased.
+  into: `${table} AS statusq_claims`,
+  existing: 'statusq_claims',
+  proposed: (column) => `excluded.${column}`,
+  clause: (sets) => `ON CONFLICT (${key}) DO UPDATE SET ${sets}`,
+});
+
 /** Pending rows an idle worker's look-ahead for the next due time reads at most (TransitionSql.nextDueTime). */
 export const LOOK_AHEAD_ROWS = 100;
 
@@ -119,7 +152,82 @@ export class TransitionSql {
     readonly dialect: SqlDialect,
   ) {
     this.q = quoteTable(table, dialect);
-    this.rowColumns = table.returned === null ? '*' : table.returned.map((name) => dialect.quoteIdentifier(name)).join(', ');
+    const own = table.returned === null ? (this.q.beside ? `${this.q.table}.*` : '*') : table.returned.map((name) => dialect.quoteIdentifier(name)).join(', ');
+    // A claims table's columns come with the row under their own names, as in-table ones would.
+    const beside = BESIDE_COLUMNS.filter((key) => this.isBeside(key)).map((key) => `${this.read(key)} AS ${this.q[key]!}`);
+    this.rowColumns = [own, ...beside].join(', ');
+  }
+
+  /** Whether optional column `key` is one of the claims table's (ResolvedTable.beside) rather than the table's. */
+  isBeside(key: OptionalColumn): key is BesideColumn {
+    return this.q.beside !== undefined && isBesideColumn(key) && this.q[key] !== undefined;
+  }
+
+  /** `<claims table> WHERE <its id> = <the table's id>`: the claims-table row of the row a statement on the table is at. */
+  private besideRow(): string {
+    return `${this.q.beside!} WHERE ${this.q.beside!}.${this.q.id} = ${this.q.table}.${this.q.id}`;
+  }
+
+  /** Optional column `key` of the row a statement on the table is at: the column, or its claims-table value (NULL without a claims-table row). */
+  read(key: OptionalColumn): string {
+    const column = this.q[key]!;
+    return this.isBeside(key) ? `(SELECT ${this.q.beside!}.${column} FROM ${this.besideRow()})` : column;
+  }
+
+  /** The claims-table row of the row a statement on the table is at exists and meets `condition`. */
+  private besideHas(condition: string): string {
+    return `EXISTS (SELECT 1 FROM ${this.besideRow()} AND ${condition})`;
+  }
+
+  /** A claims-table column, qualified (inside besideHas, and in statements on the claims table). */
+  private besideColumn(key: BesideColumn): string {
+    return `${this.q.beside!}.${this.q[key]!}`;
+  }
+
+  /** Adds the write of `value` to optional column `key` to `w`, in the table's UPDATE or in its claims-table upsert. */
+  private write(w: Writes, key: OptionalColumn, value: Written): void {
+    const column = this.q[key];
+    if (column === undefined) return;
+    if (this.isBeside(key)) w.beside.push({ column, value });
+    else w.own.push((p) => `${column} = ${this.render(p, value, column)}`);
+  }
+
+  private render(p: Params, value: Written, column: string): string {
+    if (value === 'increment') return `COALESCE(${column}, 0) + 1`;
+    if ('sql' in value) return value.sql;
+    if ('param' in value) return p.add(value.param);
+    if ('build' in value) return value.build(p);
+    return this.dialect.nowPlusMs(p.add(value.nowPlusMs));
+  }
+
+  /** A move's writes that begin with the status column's new value. */
+  private moveTo(status: number | null): Writes {
+    const w = new Writes();
+    w.own.push(() => `${this.q.status} = ${status === null ? 'NULL' : status}`);
+    return w;
+  }
+
+  /** The SET list of the table's own writes, parameters added in text order. */
+  private setList(p: Params, w: Writes): string {
+    return w.own.map((item) => item(p)).join(', ');
+  }
+
+  /**
+   * The claims-table rows of `ids` take the values of `w`: created where missing (an attempt counted starts at 1),
+   * updated where present. One statement: `INSERT ... VALUES ... ON CONFLICT DO UPDATE` (SqlDialect.upsert).
+   */
+  private upsertBeside(ids: readonly JobId[], w: Writes, placeholder?: (index: number) => string): Statement {
+    const p = new Params(placeholder ? { ...this.dialect, placeholder } : this.dialect);
+    const upsert = (this.dialect.upsert ?? ON_CONFLICT_UPSERT)(this.q.beside!, this.q.id);
+    const columns = [this.q.id, ...w.beside.map((v) => v.column)];
+    const rows = ids.map((id) => `(${[p.add(id as SqlValue), ...w.beside.map((v) => (v.value === 'increment' ? '1' : this.render(p, v.value, v.column)))].join(', ')})`);
+    const sets = w.beside.map((v) => `${v.column} = ${v.value === 'increment' ? `COALESCE(${upsert.existing}.${v.column}, 0) + 1` : upsert.proposed(v.column)}`);
+    return { sql: `INSERT INTO ${upsert.into} (${columns.join(', ')}) VALUES ${rows.join(', ')} ${upsert.clause(sets.join(', '))}`, params: p.values };
+  }
+
+  /** `statement` (an UPDATE of the rows `ids`, decided by its affected rows) with the claims-table writes of `w` after it. */
+  private withBeside(statement: Statement, ids: readonly JobId[], w: Writes): Statement {
+    return w.beside.length === 0 ? statement : { ...statement, then: [this.upsertBeside(ids, w)] };
   }
 
   /**
@@ -143,11 +251,14 @@ export class TransitionSql {
   }
 
   private tokenGuard(p: Params, token: string | null): string {
-    return this.q.workerId && token !== null ? ` AND ${this.q.workerId} = ${p.add(token)}` : '';
+    if (!this.q.workerId || token === null) return '';
+    if (this.isBeside('workerId')) return ` AND ${this.besideHas(`${this.besideColumn('workerId')} = ${p.add(token)}`)}`;
+    return ` AND ${this.q.workerId} = ${p.add(token)}`;
   }
 
+  /** The attempt a charge counts, as a condition reads it. */
   private attemptsPlusOne(): string {
-    return `COALESCE(${this.q.attemptCount}, 0) + 1`;
+    return `COALESCE(${this.read('attemptCount')}, 0) + 1`;
   }
 
   /**
@@ -157,6 +268,8 @@ export class TransitionSql {
   dueCondition(now = this.dialect.now): string {
     const pending = this.guard('claim');
     if (!this.q.nextAttemptAt) return pending;
+    // Not "read(...) IS NULL OR ... <= now": the claims-table row is looked up once, and one without a time is due.
+    if (this.isBeside('nextAttemptAt')) return `${pending} AND NOT ${this.besideHas(`${this.besideColumn('nextAttemptAt')} > ${now}`)}`;
     return `${pending} AND (${this.q.nextAttemptAt} IS NULL OR ${this.q.nextAttemptAt} <= ${now})`;
   }
 
@@ -194,21 +307,33 @@ export class TransitionSql {
    * (a retry, an expired lease, a hand-back) the relay's indexed "never dispatched" branch publishes it again.
    */
   claimAssignments(p: Params, token: string | null, claimedAt?: SqlValue): string {
-    const sets = [`${this.q.status} = ${this.table.codes.processing}`];
-    if (this.q.claimedAt) sets.push(`${this.q.claimedAt} = ${claimedAt === undefined ? this.dialect.now : p.add(claimedAt)}`);
-    if (this.q.workerId) sets.push(`${this.q.workerId} = ${p.add(token)}`);
-    if (this.q.dispatchedAt) sets.push(`${this.q.dispatchedAt} = NULL`);
-    return sets.join(', ');
+    if (this.q.beside) throw new ConfigError(`a claim of ${this.table.table} writes its claims table too, so it is not one UPDATE (see claimByIds)`);
+    return this.setList(p, this.claimWrites(token, claimedAt));
   }
 
-  /** claim (NULL -> processing) of the given ids, guarded so only still-pending, due rows change; `returning`: their rowColumns. */
-  claimByIds(ids: readonly JobId[], token: string | null, returning: boolean, claimedAt?: SqlValue): Statement {
+  private claimWrites(token: string | null, claimedAt?: SqlValue): Writes {
+    const w = this.moveTo(this.table.codes.processing);
+    this.write(w, 'claimedAt', claimedAt === undefined ? { sql: this.dialect.now } : { param: claimedAt });
+    this.write(w, 'workerId', { param: token });
+    this.write(w, 'dispatchedAt', { sql: 'NULL' });
+    return w;
+  }
+
+  /**
+   * claim (NULL -> processing) of the given ids, guarded so only still-pending, due rows change; `returning`: their
+   * rowColumns. `locked`: the ids are candidates this transaction holds locked, so the due condition was judged
+   * under the lock and is not asked again (on a table with a claims table, asking it again there would make
+   * MySQL lock the claims table's gaps, which the claim's own upsert then waits on). With a claims table the
+   * claim writes its rows of `ids` after the UPDATE (Statement.then): exact only when every id was claimed, as
+   * locked candidates are and a lone id whose UPDATE changed its row is.
+   */
+  claimByIds(ids: readonly JobId[], token: string | null, returning: boolean, claimedAt?: SqlValue, locked = false): Statement {
+    if (returning && this.q.beside) throw new ConfigError(`a claim of ${this.table.table} cannot return its rows: they are read after its claims table is written`);
     const p = new Params(this.dialect);
-    const set = this.claimAssignments(p, token, claimedAt);
-    const sql =
-      `UPDATE ${this.q.table} SET ${set} WHERE ${p.in(this.q.id, ids)} AND ${this.dueCondition()}` +
-      (returning ? ` RETURNING ${this.rowColumns}` : '');
-    return { sql, params: p.values };
+    const w = this.claimWrites(token, claimedAt);
+    const guard = locked && this.q.beside ? this.guard('claim') : this.dueCondition();
+    const sql = `UPDATE ${this.q.table} SET ${this.setList(p, w)} WHERE ${p.in(this.q.id, ids)} AND ${guard}` + (returning ? ` RETURNING ${this.rowColumns}` : '');
+    return this.withBeside({ sql, params: p.values }, ids, w);
   }
 
   /**
@@ -237,7 +362,7 @@ export class TransitionSql {
     const p = new Params(this.dialect);
     const d = this.q.dispatchedAt!;
     const attempts = this.dialect.quoteIdentifier('attempts');
-    const what = `${this.q.id}${this.q.attemptCount ? `, ${this.q.attemptCount} AS ${attempts}` : ''}`;
+    const what = `${this.q.id}${this.q.attemptCount ? `, ${this.read('attemptCount')} AS ${attempts}` : ''}`;
     // MariaDB 10.11 (50,000 rows waiting in the broker, 100 due) chose the pending index for this text in most
     // runs of the last session and in the first second after a bulk mark here (36-42 ms a pass, growing with the
     // backlog), against 0.5-0.7 ms through the dispatch index, with or without ANALYZE, whatever the ORDER BY:
@@ -281,11 +406,10 @@ export class TransitionSql {
 
   /** complete (processing -> done), storing the result when the table has a result column. */
   complete(id: JobId, token: string | null, result: string | null): Statement {
-    const p = new Params(this.dialect);
-    const sets = [`${this.q.status} = ${this.table.codes.done}`];
-    if (this.q.result) sets.push(`${this.q.result} = ${p.add(result)}`);
-    if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
-    return this.guardedUpdate(p, sets, id, token, 'complete');
+    const w = this.moveTo(this.table.codes.done);
+    this.write(w, 'result', { param: result });
+    this.write(w, 'finishedAt', { sql: this.dialect.now });
+    return this.guardedUpdate(w, id, token, 'complete');
   }
 
   /**
@@ -305,9 +429,24 @@ export class TransitionSql {
       p.fixedText = false;
       sets.push(`${this.q.result} = CASE ${this.q.id} ${ids.map((id, i) => `WHEN ${p.add(id)} THEN ${p.add(results[i]!)}`).join(' ')} END`);
     }
-    if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
+    if (this.q.finishedAt && !this.isBeside('finishedAt')) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
     const where = `${p.in(this.q.id, ids)} AND ${this.guard('complete')}${this.tokenGuard(p, token)}`;
-    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values, reusable: p.fixedText };
+    const statement: Statement = { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values, reusable: p.fixedText };
+    if (!this.isBeside('finishedAt')) return statement;
+    return { ...statement, then: [this.finishedBeside(ids, token)] };
+  }
+
+  /**
+   * finished_at of the claims-table rows of `ids` that are done under `token`: after a grouped completion, whose
+   * affected count does not say which rows it changed (completedUnder's question, asked in the same statement).
+   */
+  private finishedBeside(ids: readonly JobId[], token: string | null): Statement {
+    const p = new Params(this.dialect);
+    const side = this.q.beside!;
+    let where = `${p.in(`${side}.${this.q.id}`, ids)}`;
+    if (token !== null && this.q.workerId) where += ` AND ${this.besideColumn('workerId')} = ${p.add(token)}`;
+    where += ` AND EXISTS (SELECT 1 FROM ${this.q.table} WHERE ${this.q.table}.${this.q.id} = ${side}.${this.q.id} AND ${this.statusIs('done')})`;
+    return { sql: `UPDATE ${side} SET ${this.q.finishedAt!} = ${this.dialect.now} WHERE ${where}`, params: p.values, reusable: p.fixedText };
   }
 
   /**
@@ -325,22 +464,19 @@ export class TransitionSql {
 
   /** giveUp (processing -> failed): the attempt counts, the reason is kept. */
   giveUp(id: JobId, token: string | null, reason: string): Statement {
-    const p = new Params(this.dialect);
-    const sets = [`${this.q.status} = ${this.table.codes.failed}`];
-    if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
-    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason, this.table.limits.lastError))}`);
-    if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
-    return this.guardedUpdate(p, sets, id, token, 'giveUp');
+    const w = this.moveTo(this.table.codes.failed);
+    this.write(w, 'attemptCount', 'increment');
+    this.write(w, 'lastError', { param: truncateError(reason, this.table.limits.lastError) });
+    this.write(w, 'finishedAt', { sql: this.dialect.now });
+    return this.guardedUpdate(w, id, token, 'giveUp');
   }
 
   /** abuse from processing (after a claim) or, with `token` undefined and `fromPending`, from pending. */
   abuse(id: JobId, token: string | null, reason: string, from: 'processing' | 'pending' = 'processing'): Statement {
-    const p = new Params(this.dialect);
-    const sets = [`${this.q.status} = ${this.table.codes.abuse}`];
-    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason, this.table.limits.lastError))}`);
-    if (this.q.finishedAt) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
-    if (from === 'processing') return this.guardedUpdate(p, sets, id, token, 'abuse', [from, 'abuse']);
-    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${this.q.id} = ${p.add(id as SqlValue)} AND ${this.guard('abuse', [from, 'abuse'])}`, params: p.values };
+    const w = this.moveTo(this.table.codes.abuse);
+    this.write(w, 'lastError', { param: truncateError(reason, this.table.limits.lastError) });
+    this.write(w, 'finishedAt', { sql: this.dialect.now });
+    return this.guardedUpdate(w, id, from === 'processing' ? token : null, 'abuse', [from, 'abuse']);
   }
 
   /**
@@ -348,38 +484,55 @@ export class TransitionSql {
    * last_error kept. Never the seed's bare "set back to NULL".
    */
   retry(id: JobId, token: string | null, reason: string, delayMs: number): Statement {
-    const p = new Params(this.dialect);
-    const sets = [`${this.q.status} = NULL`, `${this.q.attemptCount} = ${this.attemptsPlusOne()}`];
-    if (this.q.nextAttemptAt) sets.push(`${this.q.nextAttemptAt} = ${this.dialect.nowPlusMs(p.add(Math.round(delayMs)))}`);
-    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason, this.table.limits.lastError))}`);
-    return this.guardedUpdate(p, sets, id, token, 'retry');
+    if (!this.q.attemptCount) throw missingColumnError(this.table.table, 'attemptCount', 'a retry');
+    const w = this.moveTo(null);
+    this.write(w, 'attemptCount', 'increment');
+    this.write(w, 'nextAttemptAt', { nowPlusMs: Math.round(delayMs) });
+    this.write(w, 'lastError', { param: truncateError(reason, this.table.limits.lastError) });
+    return this.guardedUpdate(w, id, token, 'retry');
   }
 
   /** release (processing -> pending) by a draining worker: the attempt does not count. */
   release(id: JobId, token: string | null): Statement {
-    const p = new Params(this.dialect);
-    return this.guardedUpdate(p, [`${this.q.status} = NULL`], id, token, 'release');
+    return this.guardedUpdate(this.moveTo(null), id, token, 'release');
   }
 
   /** progress: what the handler of a claim this token still holds last reported (ctx.progress), as JSON text. */
   progress(id: JobId, token: string | null, text: string): Statement {
     if (!this.q.progress) throw missingColumnError(this.table.table, 'progress', 'ctx.progress');
-    const p = new Params(this.dialect);
-    return this.guardedUpdate(p, [`${this.q.progress} = ${p.add(text)}`], id, token, 'progress');
+    const w = new Writes();
+    this.write(w, 'progress', { param: text });
+    return this.guardedUpdate(w, id, token, 'progress');
   }
 
   /** heartbeat: extends the lease of a claim this token still holds. */
   heartbeat(id: JobId, token: string | null): Statement {
-    return this.guardedUpdate(new Params(this.dialect), [`${this.q.claimedAt} = ${this.dialect.now}`], id, token, 'heartbeat');
+    if (!this.q.claimedAt) throw missingColumnError(this.table.table, 'claimedAt', 'a heartbeat');
+    if (!this.isBeside('claimedAt')) {
+      const w = new Writes();
+      this.write(w, 'claimedAt', { sql: this.dialect.now });
+      return this.guardedUpdate(w, id, token, 'heartbeat');
+    }
+    // The lease is the claims table's alone: one UPDATE there, guarded by the row's status in the table.
+    const p = new Params(this.dialect);
+    const side = this.q.beside!;
+    let where = `${side}.${this.q.id} = ${p.add(id as SqlValue)}`;
+    if (token !== null && this.q.workerId) where += ` AND ${this.besideColumn('workerId')} = ${p.add(token)}`;
+    where += ` AND EXISTS (SELECT 1 FROM ${this.q.table} WHERE ${this.q.table}.${this.q.id} = ${side}.${this.q.id} AND ${this.guard('heartbeat')})`;
+    return { sql: `UPDATE ${side} SET ${this.q.claimedAt!} = ${this.dialect.now} WHERE ${where}`, params: p.values };
   }
 
-  /** An UPDATE of one row guarded by the states `cause` may start from (or its one move `only`) and the token. */
-  private guardedUpdate(p: Params, sets: string[], id: JobId, token: string | null, cause: TransitionCause, only?: readonly [StatusName, StatusName]): Statement {
-    const setSql = sets.join(', ');
+  /**
+   * An UPDATE of one row guarded by the states `cause` may start from (or its one move `only`) and the token, with
+   * its claims-table writes after it.
+   */
+  private guardedUpdate(w: Writes, id: JobId, token: string | null, cause: TransitionCause, only?: readonly [StatusName, StatusName]): Statement {
+    const p = new Params(this.dialect);
     // Placeholders may be positional (`?`), so parameters are added in the order they appear in the text.
+    const setSql = this.setList(p, w);
     const idParam = p.add(id as SqlValue);
     const sql = `UPDATE ${this.q.table} SET ${setSql} WHERE ${this.q.id} = ${idParam} AND ${this.guard(cause, only)}${this.tokenGuard(p, token)}`;
-    return { sql, params: p.values };
+    return this.withBeside({ sql, params: p.values }, [id], w);
   }
 
   /**
@@ -399,7 +552,7 @@ export class TransitionSql {
   ownerDied(workerId: string, reason: string, maxAttempts: number): AttemptCharge | null {
     if (!this.q.workerId) return null;
     const prefix = `${workerId}:`;
-    return this.chargeAttempt(reason, maxAttempts, (p) => `${this.guard('ownerDied')} AND SUBSTR(${this.q.workerId}, 1, ${p.add(prefix.length)}) = ${p.add(prefix)}`);
+    return this.chargeAttempt(reason, maxAttempts, (p) => `${this.guard('ownerDied')} AND SUBSTR(${this.read('workerId')}, 1, ${p.add(prefix.length)}) = ${p.add(prefix)}`);
   }
 
   /**
@@ -414,32 +567,36 @@ export class TransitionSql {
    */
   private chargeAttempt(reason: string, maxAttempts: number, condition: (p: Params) => string): AttemptCharge {
     const error = truncateError(reason, this.table.limits.lastError);
+    const writes = (to: 'pending' | 'failed'): Writes => {
+      const w = this.moveTo(to === 'pending' ? null : this.table.codes.failed);
+      this.write(w, 'attemptCount', 'increment');
+      this.write(w, 'lastError', { param: error });
+      if (to === 'failed') this.write(w, 'finishedAt', { sql: this.dialect.now });
+      return w;
+    };
     // Parameters are added in text order (SET, then WHERE) because placeholders may be positional.
-    const sets = (p: Params, to: 'pending' | 'failed'): string => {
-      const list = [`${this.q.status} = ${to === 'pending' ? 'NULL' : this.table.codes.failed}`];
-      if (this.q.attemptCount) list.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
-      if (this.q.lastError) list.push(`${this.q.lastError} = ${p.add(error)}`);
-      if (to === 'failed' && this.q.finishedAt) list.push(`${this.q.finishedAt} = ${this.dialect.now}`);
-      return list.join(', ');
-    };
     const attemptsLeft = (p: Params, left: boolean): string => (this.q.attemptCount ? ` AND ${this.attemptsPlusOne()} ${left ? '<' : '>='} ${p.add(maxAttempts)}` : '');
-    const back = new Params(this.dialect);
-    const backSql = `UPDATE ${this.q.table} SET ${sets(back, 'pending')} WHERE ${condition(back)}${attemptsLeft(back, true)}`;
-    const backStatement = { sql: backSql, params: back.values };
-    if (!this.q.attemptCount) return { error, back: backStatement, exhausted: null, giveUp: null };
-    const found = new Params(this.dialect);
-    const where = condition(found) + attemptsLeft(found, false);
-    const exhausted = {
-      sql: `SELECT ${this.q.id} AS id, ${this.q.attemptCount} AS attempts FROM ${this.q.table} WHERE ${where} ORDER BY ${this.q.id} LIMIT ${found.add(GIVE_UP_PAGE)}`,
-      params: found.values,
+    const page = (left: boolean): Statement => {
+      const found = new Params(this.dialect);
+      const attempts = this.q.attemptCount ? `, ${this.read('attemptCount')} AS attempts` : '';
+      const where = condition(found) + attemptsLeft(found, left);
+      return { sql: `SELECT ${this.q.id} AS id${attempts} FROM ${this.q.table} WHERE ${where} ORDER BY ${this.q.id} LIMIT ${found.add(GIVE_UP_PAGE)}`, params: found.values };
     };
-    const giveUp = (id: JobId): Statement => {
+    const one = (to: 'pending' | 'failed') => (id: JobId): Statement => {
+      const w = writes(to);
       const p = new Params(this.dialect);
-      const setSql = sets(p, 'failed');
-      const sql = `UPDATE ${this.q.table} SET ${setSql} WHERE ${this.q.id} = ${p.add(id as SqlValue)} AND ${condition(p)}${attemptsLeft(p, false)}`;
-      return { sql, params: p.values };
+      const setSql = this.setList(p, w);
+      const sql = `UPDATE ${this.q.table} SET ${setSql} WHERE ${this.q.id} = ${p.add(id as SqlValue)} AND ${condition(p)}${attemptsLeft(p, to === 'pending')}`;
+      return this.withBeside({ sql, params: p.values }, [id], w);
     };
-    return { error, back: backStatement, exhausted, giveUp };
+    const exhausted = this.q.attemptCount ? page(false) : null;
+    const giveUp = this.q.attemptCount ? one('failed') : null;
+    // With a claims table each row goes back by its own UPDATE and upsert, page by page: which rows one range
+    // UPDATE moved is what its claims-table rows need, and MySQL cannot return it.
+    if (this.q.beside && writes('pending').beside.length > 0) return { error, exhausted, giveUp, back: null, remaining: page(true), sendBack: one('pending') };
+    const back = new Params(this.dialect);
+    const backSql = `UPDATE ${this.q.table} SET ${this.setList(back, writes('pending'))} WHERE ${condition(back)}${attemptsLeft(back, true)}`;
+    return { error, exhausted, giveUp, back: { sql: backSql, params: back.values }, remaining: null, sendBack: null };
   }
 
   /**
@@ -458,18 +615,39 @@ export class TransitionSql {
    * older than the lease, or has no claim time at all.
    */
   private leaseExpired(p: Params, leaseMs: number, cause: TransitionCause = 'leaseExpired'): string {
-    return `${this.guard(cause)} AND (${this.q.claimedAt} IS NULL OR ${this.q.claimedAt} < ${this.dialect.nowPlusMs(p.add(-leaseMs))})`;
+    const cutoff = this.dialect.nowPlusMs(p.add(-leaseMs));
+    // A row without a claims-table row (set to processing by someone else) has no claim time: expired.
+    if (this.isBeside('claimedAt')) return `${this.guard(cause)} AND NOT ${this.besideHas(`${this.besideColumn('claimedAt')} >= ${cutoff}`)}`;
+    return `${this.guard(cause)} AND (${this.q.claimedAt} IS NULL OR ${this.q.claimedAt} < ${cutoff})`;
   }
 
   /** requeue (failed or abuse -> pending) by an operator; attempts start over. */
   requeue(from: StatusName, ids: readonly JobId[] | undefined): Statement {
+    const w = this.moveTo(null);
+    this.write(w, 'attemptCount', { sql: '0' });
+    this.write(w, 'nextAttemptAt', { sql: 'NULL' });
+    const where = (p: Params) => `${this.guard('requeue', [from, 'pending'])}${ids ? ` AND ${p.in(`${this.q.table}.${this.q.id}`, ids)}` : ''}`;
+    return this.rangeMove(w, where);
+  }
+
+  /**
+   * The UPDATE of every row that meets `where` (a condition on the table, built once per statement) with the writes
+   * of `w`. With a claims table its rows of those rows are written first, in the same transaction (Statement.first),
+   * selected by the same condition: an UPDATE of the table cannot say which rows it changed on every database, and
+   * rows that leave the condition in between (an operator's requeue beside working workers) are the only ones the
+   * two could disagree on.
+   */
+  private rangeMove(w: Writes, where: (p: Params) => string): Statement {
     const p = new Params(this.dialect);
-    const sets = [`${this.q.status} = NULL`];
-    if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = 0`);
-    if (this.q.nextAttemptAt) sets.push(`${this.q.nextAttemptAt} = NULL`);
-    let where = this.guard('requeue', [from, 'pending']);
-    if (ids) where += ` AND ${p.in(this.q.id, ids)}`;
-    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
+    const main: Statement = { sql: `UPDATE ${this.q.table} SET ${this.setList(p, w)} WHERE ${where(p)}`, params: p.values };
+    if (w.beside.length === 0) return main;
+    const sp = new Params(this.dialect);
+    const upsert = (this.dialect.upsert ?? ON_CONFLICT_UPSERT)(this.q.beside!, this.q.id);
+    const values = w.beside.map((v) => (v.value === 'increment' ? '1' : this.render(sp, v.value, v.column)));
+    const sets = w.beside.map((v) => `${v.column} = ${v.value === 'increment' ? `COALESCE(${upsert.existing}.${v.column}, 0) + 1` : upsert.proposed(v.column)}`);
+    const select = `SELECT ${this.q.table}.${this.q.id}, ${values.join(', ')} FROM ${this.q.table} WHERE ${where(sp)}`;
+    const first: Statement = { sql: `INSERT INTO ${upsert.into} (${[this.q.id, ...w.beside.map((v) => v.column)].join(', ')}) ${select} ${upsert.clause(sets.join(', '))}`, params: sp.values };
+    return { ...main, first: [first] };
   }
 
   /**
@@ -480,14 +658,14 @@ export class TransitionSql {
    * and a row past its attempts is given up after its next failure anyway.
    */
   requeueProcessing(ids: readonly JobId[] | undefined, leaseMs: number | null = null): Statement {
-    const p = new Params(this.dialect);
     const reason = leaseMs !== null ? `lease expired after ${leaseMs} ms (requeued by an operator)` : 'requeued by an operator while processing';
-    const sets = [`${this.q.status} = NULL`];
-    if (this.q.attemptCount) sets.push(`${this.q.attemptCount} = ${this.attemptsPlusOne()}`);
-    if (this.q.lastError) sets.push(`${this.q.lastError} = ${p.add(truncateError(reason))}`);
-    let where = leaseMs !== null && this.q.claimedAt ? this.leaseExpired(p, leaseMs, 'requeueProcessing') : this.guard('requeueProcessing');
-    if (ids) where += ` AND ${p.in(this.q.id, ids)}`;
-    return { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values };
+    const w = this.moveTo(null);
+    this.write(w, 'attemptCount', 'increment');
+    this.write(w, 'lastError', { param: truncateError(reason, this.table.limits.lastError) });
+    const where = (p: Params) =>
+      (leaseMs !== null && this.q.claimedAt ? this.leaseExpired(p, leaseMs, 'requeueProcessing') : this.guard('requeueProcessing')) +
+      (ids ? ` AND ${p.in(`${this.q.table}.${this.q.id}`, ids)}` : '');
+    return this.rangeMove(w, where);
   }
 
   /**
@@ -506,13 +684,19 @@ export class TransitionSql {
    * says where a job stands. Payload and result are left to the whole-row view (inspectIds).
    */
   inspectColumns(): string[] {
+    return [...new Set(this.inspected().map(([name]) => name))];
+  }
+
+  /** inspectColumns with what reads each: the column, or its claims-table value. */
+  private inspected(): Array<[name: string, read: string]> {
     const t = this.table;
-    const names = [t.id, t.order, t.status];
+    const q = (name: string) => this.dialect.quoteIdentifier(name);
+    const columns: Array<[string, string]> = [[t.id, q(t.id)], [t.order, q(t.order)], [t.status, q(t.status)]];
     for (const key of ['priority', 'dedupeKey', 'attemptCount', 'dispatchedAt', 'claimedAt', 'workerId', 'progress', 'nextAttemptAt', 'lastError', 'finishedAt'] as const) {
       const name = t.columns[key];
-      if (name !== undefined) names.push(name);
+      if (name !== undefined && !columns.some(([seen]) => seen === name)) columns.push([name, this.isBeside(key) ? `${this.read(key)} AS ${q(name)}` : q(name)]);
     }
-    return [...new Set(names)];
+    return columns;
   }
 
   /**
@@ -531,15 +715,15 @@ export class TransitionSql {
    */
   inspect(status: StatusName, limit: number, clock: string): Statement {
     const p = new Params(this.dialect);
-    const what = this.inspectColumns().map((name) => this.dialect.quoteIdentifier(name)).join(', ');
+    const what = this.inspected().map(([, read]) => read).join(', ');
     const { id } = this.q;
     let orderBy: string;
     if (status === 'pending') orderBy = this.queueOrder();
     else if (status === 'processing') {
-      const claimed = this.q.claimedAt;
+      const claimed = this.q.claimedAt && this.read('claimedAt');
       orderBy = claimed ? `CASE WHEN ${claimed} IS NULL THEN 0 ELSE 1 END, ${claimed} ASC, ${id} ASC` : `${id} ASC`;
     } else {
-      const finished = this.q.finishedAt;
+      const finished = this.q.finishedAt && this.read('finishedAt');
       orderBy = finished ? `CASE WHEN ${finished} IS NULL THEN 1 ELSE 0 END, ${finished} DESC, ${id} DESC` : `${id} DESC`;
     }
     const sql =
@@ -551,7 +735,8 @@ export class TransitionSql {
   /** The named rows whole, with the database's clock as `clock`. */
   inspectIds(ids: readonly JobId[], clock: string): Statement {
     const p = new Params(this.dialect);
-    const sql = `SELECT *, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(clock)} FROM ${this.q.table} WHERE ${p.in(this.q.id, ids)}`;
+    const all = this.q.beside ? [`${this.q.table}.*`, ...BESIDE_COLUMNS.filter((key) => this.isBeside(key)).map((key) => `${this.read(key)} AS ${this.q[key]!}`)].join(', ') : '*';
+    const sql = `SELECT ${all}, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(clock)} FROM ${this.q.table} WHERE ${p.in(this.q.id, ids)}`;
     return { sql, params: p.values };
   }
 
@@ -604,7 +789,7 @@ export class TransitionSql {
    * picked up at the next poll, as before.
    */
   nextDueTime(): Statement {
-    const due = this.q.nextAttemptAt!;
+    const due = this.read('nextAttemptAt');
     const ahead = this.dialect.quoteIdentifier('statusq_ahead');
     // Only rows still to come due: one due already (another worker is claiming it) must not hide a later one.
     const pending = `SELECT ${due} AS due FROM ${this.q.table} WHERE ${this.guard('claim')} AND ${due} > ${this.dialect.now} ORDER BY ${this.queueOrder()} LIMIT ${LOOK_AHEAD_ROWS}`;
@@ -647,10 +832,12 @@ export class TransitionSql {
     const names = Object.keys(row);
     const quoted = names.map((n) => this.dialect.quoteIdentifier(n));
     const values = names.map((n) => p.add(row[n]!));
-    if (options.notBefore) {
+    const notBefore = options.notBefore;
+    const besideDue = notBefore !== undefined && this.isBeside('nextAttemptAt');
+    if (notBefore && !besideDue) {
       if (!this.q.nextAttemptAt) throw missingColumnError(this.table.table, 'nextAttemptAt', 'a delayed job');
       quoted.push(this.q.nextAttemptAt);
-      values.push(this.notBeforeValue(p, options.notBefore));
+      values.push(this.notBeforeValue(p, notBefore));
     }
     if (options.dispatched) {
       if (!this.q.dispatchedAt) throw missingColumnError(this.table.table, 'dispatchedAt', 'enqueue with dispatchTo');
@@ -661,7 +848,19 @@ export class TransitionSql {
     const conflicts = options.skipConflicts ? ' ON CONFLICT DO NOTHING' : '';
     const returning = options.returningId ? ` RETURNING ${this.q.id} AS id` : '';
     const source = options.onlyWhere ? `SELECT ${values.join(', ')} FROM ${options.onlyWhere(p)}` : `VALUES (${values.join(', ')})`;
-    return { sql: `INSERT INTO ${this.q.table} (${columns}) ${source}${conflicts}${returning}`, params: p.values };
+    const statement = { sql: `INSERT INTO ${this.q.table} (${columns}) ${source}${conflicts}${returning}`, params: p.values };
+    if (!besideDue) return statement;
+    // The due time goes to the claims table, keyed by the row's id, which is known only when the row carries it.
+    const idKey = names.find((n) => n.toLowerCase() === this.table.id.toLowerCase());
+    const id = idKey === undefined ? null : row[idKey];
+    if (id === null || id === undefined) {
+      throw new SchemaError(
+        `a delayed job on ${this.table.table} needs its ${this.table.id}: the table keeps its claim state in ${this.table.beside}, keyed by ${this.table.id}, so each delayed row must give its ${this.table.id}`,
+      );
+    }
+    const w = new Writes();
+    this.write(w, 'nextAttemptAt', { build: (sp) => this.notBeforeValue(sp, notBefore) });
+    return { ...statement, then: [this.upsertBeside([id], w, options.placeholder)] };
   }
 
   /**

@@ -39,6 +39,7 @@ export interface KnexDdl {
 const DEFAULT_KINDS: Readonly<Record<Exclude<ColumnKind, 'time'>, AddColumn>> = {
   serialKey: (t, name) => t.bigIncrements(name),
   integer: (t, name) => t.integer(name),
+  bigInteger: (t, name) => t.bigInteger(name),
   token: (t, name) => t.string(name, 255),
   text: (t, name) => t.text(name),
   longText: (t, name) => t.text(name),
