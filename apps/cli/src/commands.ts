@@ -689,11 +689,13 @@ export async function prune(flags: Flags, io: Io): Promise<number> {
       const what = `${statuses.join(', ')} row${report.removed === 1 ? '' : 's'} of ${config.table} ${when} more than ${olderThan} ago (by ${report.ageColumn})`;
       if (report.dryRun) {
         const kept = report.withoutFinishedAt ? `; ${report.withoutFinishedAt} finished row${report.withoutFinishedAt === 1 ? ' has' : 's have'} no finished_at and stay${report.withoutFinishedAt === 1 ? 's' : ''} (--by-order-column judges them by ${queue.table.order})` : '';
-        io.out(`would ${archive === undefined ? 'delete' : `move to ${archive}`} ${report.removed} ${what}${kept}; nothing changed (--dry-run)`);
+        const orphans = report.orphansRemoved ? `, and ${report.orphansRemoved} row${report.orphansRemoved === 1 ? '' : 's'} of ${queue.table.beside} whose row is gone` : '';
+        io.out(`would ${archive === undefined ? 'delete' : `move to ${archive}`} ${report.removed} ${what}${kept}${orphans}; nothing changed (--dry-run)`);
       }
       else {
         const done = archive === undefined ? `deleted ${report.removed} ${what}` : `moved ${report.removed} ${what} to ${archive}${report.createdArchive ? ' (created)' : ''}`;
-        io.out(`${done} in ${report.batches} batch${report.batches === 1 ? '' : 'es'}${report.interrupted ? '; interrupted: the rest stay' : ''}`);
+        const orphans = report.orphansRemoved ? `; removed ${report.orphansRemoved} row${report.orphansRemoved === 1 ? '' : 's'} of ${queue.table.beside} whose row is gone` : '';
+        io.out(`${done} in ${report.batches} batch${report.batches === 1 ? '' : 'es'}${orphans}${report.interrupted ? '; interrupted: the rest stay' : ''}`);
       }
       return report.interrupted ? EXIT.stoppedHard : EXIT.ok;
     } finally {

@@ -11,6 +11,7 @@ import {
   SchemaError,
   StoreError,
   Worker,
+  besideTableName,
   initTable,
   hasIndex,
   keyIndexName,
@@ -31,6 +32,8 @@ import {
   derivedName,
   resolveTable,
   splitTableName,
+  BESIDE_COLUMNS,
+  isBesideColumn,
   type ColumnInfo,
   type QueryPlan,
   type ResolvedTable,
@@ -251,9 +254,11 @@ async function checkTable(store: Store, config: TableConfig, statusq: CommandLin
   }
   if (columns === null) throw new SchemaError(`doctor: table ${JSON.stringify(config.table)} does not exist (statusq init creates a managed table; statusq migrate prepares an existing one)`);
   const byName = new Map(columns.map((c) => [c.name.toLowerCase(), c]));
+  const besideName = besideTableName(config.table);
+  const besideColumns = await store.describeTable(besideName);
   let table: ResolvedTable | null = null;
   try {
-    table = resolveTable(config, columns, (column) => store.orderTimeEncoding(column));
+    table = resolveTable(config, columns, (column) => store.orderTimeEncoding(column), besideColumns === null ? null : { table: besideName, columns: besideColumns });
     const type = (name: string) => byName.get(name.toLowerCase())?.type ?? '?';
     checks.push({
       name: 'table',
@@ -266,6 +271,7 @@ async function checkTable(store: Store, config: TableConfig, statusq: CommandLin
   }
   if (table) {
     checks.push(optionalColumnsCheck(table, migrate));
+    if (table.beside !== null) checks.push(await claimsTableCheck(store, table, statusq));
     checks.push(...(await planChecks(store, table, migrate)));
     const keyCheck = await keyIndexCheck(store, table, migrate);
     if (keyCheck) checks.push(keyCheck);
@@ -294,6 +300,22 @@ function optionalColumnsCheck(table: ResolvedTable, migrate: string): Check {
     return { name: 'optional columns', status: 'warn', detail: `${detail}; without claimed_at a crashed worker's rows stay processing until requeue --force`, fix: `${migrate} --with leases,retries` };
   }
   return { name: 'optional columns', status: 'pass', detail };
+}
+
+/**
+ * The claims table of a table whose claim state is beside it: its rows whose row the application deleted are
+ * never claimed, only kept; prune removes them.
+ */
+async function claimsTableCheck(store: Store, table: ResolvedTable, statusq: CommandLine): Promise<Check> {
+  const orphans = Number((await store.execute(new TransitionSql(table, store.dialect).countOrphanedClaims())).rows[0]?.n ?? 0);
+  const detail = `${table.beside} holds the claim state of ${table.table}, keyed by ${table.id}`;
+  if (orphans === 0) return { name: 'claims table', status: 'pass', detail };
+  return {
+    name: 'claims table',
+    status: 'warn',
+    detail: `${detail}; ${orphans} of its rows belong to rows ${table.table} no longer has (deleted by the application): never claimed, only kept`,
+    fix: `${statusq('prune', '--table', table.table, '--status', 'done', '--older-than', '30d')} (removes them after its batches)`,
+  };
 }
 
 /**
@@ -360,7 +382,7 @@ async function planChecks(store: Store, table: ResolvedTable, migrate: string): 
   const native = store.nativeClaim;
   const sql = new TransitionSql(table, store.dialect);
   // As claim.ts reads candidates: whole rows (with the clock) only where a native claim builds rows from them.
-  const columns = native && !store.capabilities.returning && native.clockWithCandidates ? 'row' : 'id';
+  const columns = native && !store.capabilities.returning && native.clockWithCandidates && table.beside === null ? 'row' : 'id';
   const options = { columns, lock: native?.lockCandidates ?? '' } as const;
   const plain = candidateStatements(sql, { limit: 50, token: null }, options)[0]!;
   const statements: Array<[string, Statement]> = [['claim plan', plain]];
@@ -417,8 +439,9 @@ async function privilegesCheck(store: Store, config: TableConfig, columns: Colum
   const q = (name: string) => quoteColumn(store, name);
   const t = store.dialect.quoteIdentifier(config.table);
   const status = table?.status ?? configuredColumns(config).status;
-  // Column privileges exist: every column a worker writes is named.
-  const written = table ? [table.status, ...Object.values(table.columns)] : [status];
+  // Column privileges exist: every column a worker writes is named (the claims table's, there).
+  const written = table ? [table.status, ...OPTIONAL_COLUMNS.filter((key) => table.columns[key] !== undefined && !(table.beside !== null && isBesideColumn(key))).map((key) => table.columns[key]!)] : [status];
+  const beside = table?.beside ? { table: store.dialect.quoteIdentifier(table.beside), columns: BESIDE_COLUMNS.filter((key) => table.columns[key] !== undefined).map((key) => table.columns[key]!) } : null;
   let generated: string[] = [];
   try {
     generated = (await store.inspection?.generatedColumns?.(config.table)) ?? [];
@@ -439,6 +462,16 @@ async function privilegesCheck(store: Store, config: TableConfig, columns: Colum
     ['UPDATE', 'worker', [{ sql: `UPDATE ${t} SET ${written.map((c) => `${q(c)} = ${q(c)}`).join(', ')} WHERE 1 = 0`, params: [] }]],
     ['INSERT', 'enqueue', [insert([status]), insert(columns.map((c) => c.name).filter((name) => !skip.has(name.toLowerCase())))]],
   ];
+  if (beside) {
+    // Every claim and settle writes the claims table too: workers need all three there.
+    const inserted = [table!.id, ...beside.columns];
+    const named = inserted.map(q).join(', ');
+    probes.push(
+      [`SELECT on ${table!.beside}`, 'worker', [{ sql: `SELECT * FROM ${beside.table} WHERE 1 = 0`, params: [] }]],
+      [`UPDATE on ${table!.beside}`, 'worker', [{ sql: `UPDATE ${beside.table} SET ${beside.columns.map((c) => `${q(c)} = ${q(c)}`).join(', ')} WHERE 1 = 0`, params: [] }]],
+      [`INSERT on ${table!.beside}`, 'worker', [{ sql: `INSERT INTO ${beside.table} (${named}) SELECT ${inserted.map(() => 'NULL').join(', ')} FROM (SELECT 1 AS one) statusq_probe WHERE 1 = 0`, params: [] }]],
+    );
+  }
   const granted: string[] = [];
   const missing: Array<{ privilege: string; needed: string; why: string }> = [];
   for (const [privilege, needed, statements] of probes) {
@@ -450,15 +483,36 @@ async function privilegesCheck(store: Store, config: TableConfig, columns: Colum
     if (failure === null) granted.push(privilege);
     else missing.push({ privilege, needed, why: failure });
   }
-  if (missing.length === 0) return { name: 'privileges', status: 'pass', detail: `${granted.join(', ')} on ${config.table}` };
+  if (missing.length === 0) return { name: 'privileges', status: 'pass', detail: onTables(granted, config.table, table?.beside ?? null) };
   const workerMisses = missing.filter((m) => m.needed === 'worker');
   const detail = missing.map((m) => `${m.privilege} refused (${m.needed === 'worker' ? 'workers need it' : 'enqueue needs it; workers do not'}): ${m.why}`).join('; ');
   return {
     name: 'privileges',
     status: workerMisses.length > 0 ? 'fail' : 'warn',
     detail: granted.length > 0 ? `${granted.join(', ')} granted; ${detail}` : detail,
-    fix: `GRANT ${missing.map((m) => m.privilege).join(', ')} ON ${t} to the user of this URL`,
+    fix: grants(missing.map((m) => m.privilege), t, beside?.table ?? null),
   };
+}
+
+/** Privileges by table: `UPDATE` is the table's, `UPDATE on <claims table>` the claims table's. */
+function byTable(privileges: readonly string[]): { own: string[]; beside: string[] } {
+  return {
+    own: privileges.filter((privilege) => !privilege.includes(' on ')),
+    beside: privileges.filter((privilege) => privilege.includes(' on ')).map((privilege) => privilege.split(' ')[0]!),
+  };
+}
+
+/** `SELECT, UPDATE on t; SELECT, UPDATE, INSERT on t_statusq`. */
+function onTables(privileges: readonly string[], table: string, claimsTable: string | null): string {
+  const { own, beside } = byTable(privileges);
+  return [...(own.length > 0 ? [`${own.join(', ')} on ${table}`] : []), ...(beside.length > 0 ? [`${beside.join(', ')} on ${claimsTable}`] : [])].join('; ');
+}
+
+/** The GRANTs that give the privileges refused, per table. */
+function grants(refused: readonly string[], table: string, claimsTable: string | null): string {
+  const { own, beside } = byTable(refused);
+  const lines = [...(own.length > 0 ? [`GRANT ${own.join(', ')} ON ${table}`] : []), ...(beside.length > 0 && claimsTable ? [`GRANT ${beside.join(', ')} ON ${claimsTable}`] : [])];
+  return `${lines.join('; ')} to the user of this URL`;
 }
 
 const ROLLBACK = Symbol('statusq doctor probe: roll back');

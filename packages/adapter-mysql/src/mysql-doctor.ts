@@ -29,9 +29,12 @@ const SEEKS = new Set(['const', 'eq_ref', 'ref', 'ref_or_null', 'range']);
  */
 export function readMysqlPlan(rows: readonly Row[], statusColumn?: string, leading?: ReadonlyMap<string, string>): QueryPlan {
   const text = rows.map((r) => `${String(r.table)}: type ${String(r.type)}, key ${String(r.key)}, ${String(r.Extra)}`).join(' | ');
-  const [only] = rows;
-  const index = rows.length === 1 && only!.type !== 'ALL' && only!.key ? String(only!.key) : null;
-  const plan: QueryPlan = { index, sorts: rows.some((r) => /filesort|temporary/i.test(String(r.Extra))), text };
+  // The statement's own table is the one row of the outer SELECT; a dependent subquery's rows (a claims table's
+  // lookups by key, TransitionSql.read) come after it and say nothing of how the table is read.
+  const outer = rows.filter((r) => r.select_type === undefined || /^(SIMPLE|PRIMARY)$/i.test(String(r.select_type)));
+  const [only] = outer;
+  const index = outer.length === 1 && only!.type !== 'ALL' && only!.key ? String(only!.key) : null;
+  const plan: QueryPlan = { index, sorts: outer.some((r) => /filesort|temporary/i.test(String(r.Extra))), text };
   if (statusColumn === undefined) return plan;
   const first = index === null ? undefined : leading?.get(index.toLowerCase());
   return { ...plan, bounded: index !== null && SEEKS.has(String(only!.type)) && first !== undefined && first.toLowerCase() === statusColumn.toLowerCase() };

@@ -68,6 +68,12 @@ export interface PruneReport {
    */
   withoutFinishedAt: number | null;
   archive: string | null;
+  /**
+   * On a table whose claim state is beside it (ResolvedTable.beside): rows of the claims table whose row is gone
+   * (the application deleted it), removed (or with dryRun counted) after the batches; the rows a batch removes
+   * take their claims-table rows with them. Null on a table without a claims table.
+   */
+  orphansRemoved: number | null;
   /** True when the archive table was created by this prune. */
   createdArchive: boolean;
   /** True when a signal stopped it before the last batch. */
@@ -118,18 +124,20 @@ export async function pruneRows(queue: Queue, options: PruneOptions): Promise<Pr
   const ageColumn = !finishedAt ? t.order : byOrder ? `${finishedAt}, else ${t.order}` : finishedAt;
   const table = q(t.table);
   const status = `${q(t.status)} IN (${codes.join(', ')})`;
+  // finished_at as the row's own column, or read from its claims-table row.
+  const finished = finishedAt ? queue.sql.read('finishedAt') : null;
 
   /** The rows this prune may take: finished in one of the states, and old enough. */
   const candidates = (p: Params): string => {
     const orderOld = () => `${q(t.order)} < ${d.orderCutoff(p.add(-options.olderThanMs), t.orderTime)}`;
-    if (!finishedAt) return `${status} AND ${orderOld()}`;
-    const finishedOld = `${q(finishedAt)} < ${d.nowPlusMs(p.add(-options.olderThanMs))}`;
+    if (!finished) return `${status} AND ${orderOld()}`;
+    const finishedOld = `${finished} < ${d.nowPlusMs(p.add(-options.olderThanMs))}`;
     // A row finished before finished_at existed (or abused straight from pending) has none: only the order
     // column, when asked for, can judge it.
-    return `${status} AND ${byOrder ? `(${finishedOld} OR (${q(finishedAt)} IS NULL AND ${orderOld()}))` : finishedOld}`;
+    return `${status} AND ${byOrder ? `(${finishedOld} OR (${finished} IS NULL AND ${orderOld()}))` : finishedOld}`;
   };
   const report: PruneReport = {
-    removed: 0, batches: 0, dryRun: options.dryRun === true, ageColumn, withoutFinishedAt: null, archive: options.archive ?? null, createdArchive: false, interrupted: false,
+    removed: 0, batches: 0, dryRun: options.dryRun === true, ageColumn, withoutFinishedAt: null, archive: options.archive ?? null, orphansRemoved: null, createdArchive: false, interrupted: false,
   };
 
   if (options.dryRun) {
@@ -137,7 +145,8 @@ export async function pruneRows(queue: Queue, options: PruneOptions): Promise<Pr
       Number((await withStoreRetry(() => store.execute({ sql: `SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`, params }), STORE_RETRY.write)).rows[0]?.n ?? 0);
     const p = new Params(d);
     report.removed = await count(candidates(p), p.values);
-    if (finishedAt && !byOrder) report.withoutFinishedAt = await count(`${status} AND ${q(finishedAt)} IS NULL`, []);
+    if (finished && !byOrder) report.withoutFinishedAt = await count(`${status} AND ${finished} IS NULL`, []);
+    if (t.beside !== null) report.orphansRemoved = Number((await store.execute(queue.sql.countOrphanedClaims())).rows[0]?.n ?? 0);
     return report;
   }
   const archive = options.archive === undefined ? null : await prepareArchive(queue, options.archive, report);
@@ -155,10 +164,14 @@ export async function pruneRows(queue: Queue, options: PruneOptions): Promise<Pr
     const where: string = `${candidates(p)}${after === null ? '' : ` AND ${q(t.id)} > ${p.add(after)}`}`;
     const found: ExecResult = await withStoreRetry(() => store.execute({ sql: `SELECT ${q(t.id)} AS id FROM ${table} WHERE ${where} ORDER BY ${q(t.id)} LIMIT ${batch}`, params: p.values }), STORE_RETRY.write);
     const ids: JobId[] = found.rows.map((row) => row.id as JobId);
-    if (ids.length === 0) return report;
+    if (ids.length === 0) {
+      if (t.beside !== null) report.orphansRemoved = await removeOrphans(queue, batch, options.signal);
+      return report;
+    }
     after = ids.at(-1)!;
-    const removed = await withStoreRetry(() => store.executeBatch(batchStatements(queue, codes, ids, archive)), STORE_RETRY.write);
-    report.removed += removed.at(-1)!.affected;
+    const statements = batchStatements(queue, codes, ids, archive);
+    const removed = await withStoreRetry(() => store.executeBatch(statements.all), STORE_RETRY.write);
+    report.removed += removed[statements.removes]!.affected;
     report.batches++;
     options.onBatch?.(report.removed);
     await sleep(options.pauseMs ?? performance.now() - started, options.signal);
@@ -170,7 +183,7 @@ export async function pruneRows(queue: Queue, options: PruneOptions): Promise<Pr
  * so the copy and the delete see the same rows; a row requeued before the lock is in neither. The last
  * statement's affected count is what the batch removed.
  */
-function batchStatements(queue: Queue, codes: readonly number[], ids: readonly JobId[], archive: { table: string; columns: string[] } | null): Statement[] {
+function batchStatements(queue: Queue, codes: readonly number[], ids: readonly JobId[], archive: { table: string; columns: string[] } | null): { all: Statement[]; removes: number } {
   const d = queue.store.dialect;
   const q = (name: string) => d.quoteIdentifier(name);
   const t = queue.table;
@@ -180,13 +193,47 @@ function batchStatements(queue: Queue, codes: readonly number[], ids: readonly J
     return { sql: build(p), params: p.values };
   };
   const remove = statement((p) => `DELETE FROM ${q(t.table)} WHERE ${guarded(p)}`);
-  if (!archive) return [remove];
+  // The claims-table rows of the rows just removed (and only of those: a row requeued meanwhile is still there).
+  const claims = t.beside === null ? [] : [statement((p) => `DELETE FROM ${q(t.beside!)} WHERE ${p.in(q(t.id), ids)} AND ${orphaned(queue)}`)];
+  if (!archive) return { all: [remove, ...claims], removes: 0 };
   const columns = archive.columns.map(q).join(', ');
-  return [
-    statement((p) => `UPDATE ${q(t.table)} SET ${q(t.status)} = ${q(t.status)} WHERE ${guarded(p)}`),
-    statement((p) => `INSERT INTO ${q(archive.table)} (${columns}) SELECT ${columns} FROM ${q(t.table)} WHERE ${guarded(p)}`),
-    remove,
-  ];
+  return {
+    all: [
+      statement((p) => `UPDATE ${q(t.table)} SET ${q(t.status)} = ${q(t.status)} WHERE ${guarded(p)}`),
+      statement((p) => `INSERT INTO ${q(archive.table)} (${columns}) SELECT ${columns} FROM ${q(t.table)} WHERE ${guarded(p)}`),
+      remove,
+      ...claims,
+    ],
+    removes: 2,
+  };
+}
+
+const orphaned = (queue: Queue): string => queue.sql.orphanedClaim();
+
+/**
+ * Deletes the claims-table rows whose row the application deleted, a batch at a time by the claims table's key:
+ * the claim never reads them (it starts from the queue table), but they would keep growing.
+ */
+async function removeOrphans(queue: Queue, batch: number, signal: AbortSignal | undefined): Promise<number> {
+  const store = queue.store;
+  const q = (name: string) => store.dialect.quoteIdentifier(name);
+  const side = q(queue.table.beside!);
+  const id = q(queue.table.id);
+  let removed = 0;
+  let after: JobId | null = null;
+  // Each pass moves past the ids it read, so passes end; the bound only keeps a misbehaving server from looping us.
+  for (let pass = 0; pass < 1_000_000 && !signal?.aborted; pass++) {
+    const p = new Params(store.dialect);
+    const from: string = after === null ? '' : ` AND ${side}.${id} > ${p.add(after)}`;
+    const found = await withStoreRetry(() => store.execute({ sql: `SELECT ${side}.${id} AS id FROM ${side} WHERE ${orphaned(queue)}${from} ORDER BY ${side}.${id} LIMIT ${batch}`, params: p.values }), STORE_RETRY.write);
+    const ids = found.rows.map((row) => row.id as JobId);
+    if (ids.length === 0) break;
+    after = ids.at(-1)!;
+    const dp = new Params(store.dialect);
+    const sql = `DELETE FROM ${side} WHERE ${dp.in(id, ids)} AND ${orphaned(queue)}`;
+    removed += (await withStoreRetry(() => store.execute({ sql, params: dp.values }), STORE_RETRY.write)).affected;
+  }
+  return removed;
 }
 
 /**

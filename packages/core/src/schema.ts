@@ -273,6 +273,14 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   }
   const addedStatus = !present.has(statusColumn.toLowerCase());
   const beside = options.beside === true ? await ensureBesideTable(store, schema, table, columns, options.idColumn ?? 'id') : null;
+  if (beside === null) {
+    const claimState = columnsOf(groups).filter(isBesideColumn).filter((column) => !present.has(DEFAULT_OPTIONAL_COLUMN_NAMES[column]));
+    if (claimState.length > 0 && (await store.describeTable(besideTableName(table)))) {
+      throw new ConfigError(
+        `table ${JSON.stringify(table)} keeps its claim state in ${besideTableName(table)} (migrate --beside): adding ${claimState.map((column) => DEFAULT_OPTIONAL_COLUMN_NAMES[column]).join(', ')} to the table would give it two; run migrate --beside for those groups`,
+      );
+    }
+  }
   const wanted = columnsOf(groups)
     .filter((column) => beside === null || !isBesideColumn(column))
     .map(optionalColumn)

@@ -740,6 +740,20 @@ export class TransitionSql {
     return { sql, params: p.values };
   }
 
+  /**
+   * A claims-table row (in a statement on the claims table) whose row is gone from the table: the application
+   * deleted it. The claim never reads such rows (it starts from the table); prune removes them, the doctor counts them.
+   */
+  orphanedClaim(): string {
+    const side = this.q.beside!;
+    return `NOT EXISTS (SELECT 1 FROM ${this.q.table} WHERE ${this.q.table}.${this.q.id} = ${side}.${this.q.id})`;
+  }
+
+  /** How many claims-table rows have lost their row (see orphanedClaim). */
+  countOrphanedClaims(): Statement {
+    return { sql: `SELECT COUNT(*) AS n FROM ${this.q.beside!} WHERE ${this.orphanedClaim()}`, params: [] };
+  }
+
   /** How many rows hold one non-pending status code. */
   countWithStatus(code: number): Statement {
     return { sql: `SELECT COUNT(*) AS n FROM ${this.q.table} WHERE ${this.q.status} = ${code}`, params: [] };
