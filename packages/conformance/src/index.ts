@@ -51,6 +51,7 @@ import { outageCases } from './cases/outages.js';
 import { frozenNetworkCases } from './cases/frozen-network.js';
 import { outboxCases } from './cases/outbox.js';
 import { readOnlyCases } from './cases/read-only.js';
+import { besideCases } from './cases/beside.js';
 
 export { CONFORMANCE_GROUPS, FAULT_GROUPS, NO_FAULT_GROUPS } from './options.js';
 export type { CallDeadlines, CallerConnection, ConformanceGroup, ConformanceOptions, DisposableServer, OpenCallerConnection, RaceRun, RaceScale, ReadOnlySwitch, WriteLock } from './options.js';
@@ -146,6 +147,7 @@ export function runConformance(options: ConformanceOptions): void {
       outbox: () => outboxCases(env, options),
       race: () => raceCases(env, options),
       processes: () => processCases(env, options),
+      beside: () => besideCases(env, options),
       outages: () => outageCases(env, options),
       'frozen-network': () => frozenNetworkCases(env, options),
       'read-only': () => readOnlyCases(env, options),

@@ -114,6 +114,7 @@ export const CONFORMANCE_GROUPS = [
   'outbox',
   'race',
   'processes',
+  'beside',
   'outages',
   'frozen-network',
   'read-only',

@@ -147,9 +147,10 @@ export interface TableARun {
  * supervised child workers on `url` (4 slots each, 10 ms jobs, leases of `leaseMs` with heartbeats, fast
  * retries). A child that dies is restarted after 100-400 ms.
  */
-export async function startTableARun(env: TestEnv, setup: Store, url: string, count: number, leaseMs: number): Promise<TableARun> {
+export async function startTableARun(env: TestEnv, setup: Store, url: string, count: number, leaseMs: number, options: { beside?: boolean } = {}): Promise<TableARun> {
   const rows = generateTableARows(count, { poisonEvery: 50, abuseEvery: 40, flakyEvery: 30 });
-  await createTableA(env.fixtures, setup, rows, { migrate: ['leases', 'retries'] });
+  // `beside`: the claim state in a claims table (migrate --beside) instead of the table's own columns.
+  await createTableA(env.fixtures, setup, rows, options.beside ? { beside: true } : { migrate: ['leases', 'retries'] });
   const dir = env.tempDir();
   const ledgerPath = join(dir, 'ledger.txt');
   const workerLogPath = join(dir, 'workers.txt');

@@ -17,12 +17,12 @@ export async function createTableA(
   fixtures: FixtureTables,
   store: Store,
   rows: readonly TableARow[],
-  options: { table?: string; migrate?: readonly ColumnGroup[]; ownIndex?: boolean } = {},
+  options: { table?: string; migrate?: readonly ColumnGroup[]; ownIndex?: boolean; beside?: boolean } = {},
 ): Promise<void> {
   const table = options.table ?? 'table_a';
   for (const sql of fixtures.tableA(table, { ownIndex: options.ownIndex ?? true })) await store.execute({ sql, params: [] });
   await insertTableA(store, rows, table);
-  if (options.migrate) await migrateTable(store, { table, with: options.migrate });
+  if (options.migrate || options.beside) await migrateTable(store, { table, with: options.migrate ?? [], ...(options.beside && { beside: true }) });
 }
 
 /**
