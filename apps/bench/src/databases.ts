@@ -10,7 +10,7 @@ import * as mysqlAdapter from '@statusq/adapter-mysql';
 import * as postgresAdapter from '@statusq/adapter-postgres';
 import { adminUrl as postgresAdminUrl, databaseUrl } from '@statusq/adapter-postgres/testing';
 import * as sqliteAdapter from '@statusq/adapter-sqlite';
-import { initTable, pendingIndexName, type Store } from '@statusq/core';
+import { besideTableName, initTable, pendingIndexName, type Store } from '@statusq/core';
 import { validateTableName } from '@statusq/core/adapter';
 import mysql from 'mysql2/promise';
 import pg from 'pg';
@@ -39,6 +39,8 @@ export interface TableOptions {
   priorityLevels?: number;
   /** The dispatch column (`--with dispatch`) a relay and broker consumers need; the filled rows are not dispatched yet. */
   dispatch?: boolean;
+  /** The claim state in a claims table beside the table (`migrate --beside`) instead of its own columns. */
+  beside?: boolean;
 }
 
 export interface BenchDatabase {
@@ -134,7 +136,7 @@ abstract class BaseBench implements BenchDatabase {
     validateTableName(table);
     await this.dropTable(table);
     const groups = [...(options.priorityLevels ? (['priority'] as const) : []), ...(options.dispatch ? (['dispatch'] as const) : [])];
-    await initTable(this.admin, table, groups.length > 0 ? { with: groups } : {});
+    await initTable(this.admin, table, { ...(groups.length > 0 && { with: groups }), ...(options.beside && { beside: true }) });
     // Finished rows are older than pending ones: the claim's newest-first walk meets pending rows first
     // only because of the pending index, not because the history happens to sit behind them.
     const now = Date.now();
@@ -173,7 +175,7 @@ abstract class BaseBench implements BenchDatabase {
   }
 
   async dropTable(table: string): Promise<void> {
-    await this.admin.execute({ sql: `DROP TABLE IF EXISTS ${this.admin.dialect.quoteIdentifier(validateTableName(table))}`, params: [] });
+    for (const name of [validateTableName(table), besideTableName(table)]) await this.admin.execute({ sql: `DROP TABLE IF EXISTS ${this.admin.dialect.quoteIdentifier(name)}`, params: [] });
   }
 
   async close(): Promise<void> {

@@ -131,6 +131,23 @@ export interface PruneRecord {
   pruneRowsPerSec?: number;
 }
 
+/**
+ * Workers burning down one table with its claim state in its own columns, then in a claims table beside it
+ * (`migrate --beside`): what keeping the application's table unchanged costs per job (scenarios.ts claimState).
+ */
+export interface ClaimStateRecord {
+  scenario: 'claim-state';
+  system: 'statusq';
+  dialect: Dialect;
+  claimState: 'in-table' | 'beside';
+  workers: number;
+  concurrency: number;
+  jobs: number;
+  handled: number;
+  timedOut: boolean;
+  jobsPerSec: number;
+}
+
 /** Three processes of 16 slots under one shared rate limit (scenarios.ts rateLimit): the rate achieved against the limit. */
 export interface RateLimitRecord {
   scenario: 'rate-limit';
@@ -195,7 +212,7 @@ export interface ObservabilityRecord {
   sideBySideWith?: ObservabilityVariant;
 }
 
-export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ClaimShapeRecord | PruneRecord | RateLimitRecord | IdlePickupRecord | ObservabilityRecord;
+export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ClaimShapeRecord | PruneRecord | ClaimStateRecord | RateLimitRecord | IdlePickupRecord | ObservabilityRecord;
 
 /** The q-th quantile (0..1) by nearest rank; NaN for no samples. */
 export function quantile(samples: readonly number[], q: number): number {

@@ -2,7 +2,7 @@
  * Turns bench records into tables (plain text for the terminal, Markdown for docs/benchmarks.md), the
  * headline ratios against the peers, and an SVG bar chart of jobs/s per system and worker count.
  */
-import { STATUS_ONLY_VARIANT, quantile, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type CostRecord, type IdlePickupRecord, type PickupRecord, type PruneRecord, type RateLimitRecord } from './records.js';
+import { STATUS_ONLY_VARIANT, quantile, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type CostRecord, type IdlePickupRecord, type PickupRecord, type PruneRecord, type ClaimStateRecord, type RateLimitRecord } from './records.js';
 
 type Cell = string | number;
 
@@ -165,6 +165,20 @@ function sections(records: readonly BenchRecord[]): Section[] {
       title: 'Burn-down beside a prune (8 workers x 64 slots over the pending rows, alone and while `prune` deletes the old finished ones in batches of 1,000)',
       header: ['dialect', 'finished rows', 'prune running', 'jobs', 'jobs/s', 'pruned', 'prune s', 'pruned rows/s'],
       rows: prunes.map((r) => [r.dialect, r.finishedRows, r.pruning ? 'yes' : 'no', r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.jobsPerSec, r.pruned ?? '', r.pruneSeconds ?? '', r.pruneRowsPerSec ?? '']),
+    });
+  }
+  const states = records.filter((r): r is ClaimStateRecord => r.scenario === 'claim-state');
+  if (states.length > 0) {
+    const inTable = (r: ClaimStateRecord) => states.find((o) => o.dialect === r.dialect && o.claimState === 'in-table');
+    const usPerJob = (r: ClaimStateRecord | undefined) => (r && r.jobsPerSec > 0 ? Math.round(1_000_000 / r.jobsPerSec) : null);
+    out.push({
+      title: `Claim state in the table's own columns or beside it (\`migrate --beside\`): ${states[0]!.workers} workers x ${states[0]!.concurrency} slots burn down no-op jobs; the cost of leaving the application's table unchanged`,
+      header: ['dialect', 'claim state', 'jobs', 'jobs/s', 'µs per job', 'more per job than in-table'],
+      rows: states.map((r) => {
+        const own = usPerJob(inTable(r));
+        const mine = usPerJob(r);
+        return [r.dialect, r.claimState, r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.jobsPerSec, mine ?? '', r.claimState === 'beside' && own !== null && mine !== null ? `${mine - own} µs (${Math.round(((mine - own) / own) * 100)}%)` : ''];
+      }),
     });
   }
   const rates = records.filter((r): r is RateLimitRecord => r.scenario === 'rate-limit');

@@ -133,8 +133,8 @@ export const QUICK_PLAN: Plan = {
   brokerJobs: 500,
 };
 
-export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'prune-alongside' | 'rate-limit' | 'handler-5ms' | 'observability' | 'broker';
-export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'prune-alongside', 'rate-limit', 'handler-5ms', 'observability', 'broker'];
+export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'prune-alongside' | 'claim-state' | 'rate-limit' | 'handler-5ms' | 'observability' | 'broker';
+export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'prune-alongside', 'claim-state', 'rate-limit', 'handler-5ms', 'observability', 'broker'];
 
 export interface BenchContext {
   plan: Plan;
@@ -639,6 +639,39 @@ export async function pruneAlongside(ctx: BenchContext): Promise<void> {
           jobsPerSec: Math.round(result.handled / result.seconds),
           finishedRows: plan.pruneFinishedRows,
           ...(pruned && { pruned: pruned.removed, pruneSeconds: round(pruned.seconds, 2), pruneRowsPerSec: Math.round(pruned.removed / pruned.seconds) }),
+        });
+      }
+      await db.dropTable(table);
+    });
+  }
+}
+
+/**
+ * Issue 40's cost of `migrate --beside`: 8 workers x 64 slots burn down `slowJobs` no-op jobs of a managed table
+ * whose claim state is in its own columns, then of one whose claim state is in a claims table beside it, where
+ * every claim and settle is a transaction of two statements (the status UPDATE and the claims-table upsert) and
+ * the rows are read back through the claims table.
+ */
+export async function claimState(ctx: BenchContext): Promise<void> {
+  const { plan } = ctx;
+  const table = 'bench_claim_state';
+  for (const dialect of ctx.dialects) {
+    await withDatabase(dialect, async (db) => {
+      for (const state of ['in-table', 'beside'] as const) {
+        await db.createTable(table, { pending: plan.slowJobs, finished: 0 }, { beside: state === 'beside' });
+        const options: StatusqRunOptions = { table, workers: 8, concurrency: 64, batch: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs: plan.runTimeoutMs };
+        const result = await burnDownInProcesses(db, options, 1);
+        ctx.record({
+          scenario: 'claim-state',
+          system: 'statusq',
+          dialect,
+          claimState: state,
+          workers: options.workers,
+          concurrency: options.concurrency,
+          jobs: plan.slowJobs,
+          handled: result.handled,
+          timedOut: result.timedOut,
+          jobsPerSec: Math.round(result.handled / result.seconds),
         });
       }
       await db.dropTable(table);

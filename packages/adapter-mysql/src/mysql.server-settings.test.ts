@@ -224,7 +224,7 @@ mysqlSuite('mysql on production server settings (private MariaDB per setting)', 
         await store.execute({ sql: "INSERT INTO Table_A (id, date, url, kind) VALUES (1, NOW(3), 'u', 'k'), (2, NOW(3), 'u', 'k'), (3, NOW(3), 'u', 'k')", params: [] });
         const migrated = await migrateTable(store, { table: 'Table_A', with: ['leases', 'retries', 'results'] });
         expect(migrated.addedColumns.length).toBeGreaterThan(0);
-        expect(await migrateTable(store, { table: 'Table_A', with: ['leases', 'retries', 'results'] })).toEqual({ table: 'Table_A', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, addedStatus: false });
+        expect(await migrateTable(store, { table: 'Table_A', with: ['leases', 'retries', 'results'] })).toEqual({ table: 'Table_A', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, addedStatus: false, beside: null });
         const jobs = await Queue.open(store, { table: 'Jobs' });
         expect(jobs.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: true, progress: false, dispatch: false });
         const tableA = await Queue.open(store, { table: 'Table_A' });

@@ -296,7 +296,7 @@ if (unavailable !== null) {
         ['statusq_notify_update', channel],
       ]);
       // A second init changes nothing, triggers included.
-      expect((await initTable(writer, 'jobs')).migrated).toEqual({ table: 'jobs', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, addedStatus: false });
+      expect((await initTable(writer, 'jobs')).migrated).toEqual({ table: 'jobs', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, addedStatus: false, beside: null });
 
       const waiter = await store();
       await Queue.open(waiter, { table: 'jobs' });

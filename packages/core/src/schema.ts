@@ -214,6 +214,8 @@ export interface InitOptions {
   with?: readonly ColumnGroup[];
   /** The order the priority index is built for (MigrateOptions.order). */
   order?: Order;
+  /** The claim state in a claims table beside the new table instead of its own columns (MigrateOptions.beside). */
+  beside?: boolean;
 }
 
 /**
@@ -230,10 +232,12 @@ export async function initTable(store: Store, table = 'jobs', options: InitOptio
   const groups = [...new Set([...managedGroups, ...extra])];
   assertIndexable(store, schema, extra);
   if (await store.describeTable(table)) {
-    const migrated = await migrateTable(store, { table, with: groups, ...(options.order && { order: options.order }) });
+    const migrated = await migrateTable(store, { table, with: groups, ...(options.order && { order: options.order }), ...(options.beside && { beside: true }) });
     return { table, created: false, migrated };
   }
-  await runAll(store, schema.createTable(table, [...MANAGED_BASE_COLUMNS, ...columnsOf(groups).map(optionalColumn)]));
+  const own = columnsOf(groups).filter((column) => !(options.beside && isBesideColumn(column)));
+  await runAll(store, schema.createTable(table, [...MANAGED_BASE_COLUMNS, ...own.map(optionalColumn)]));
+  if (options.beside) await ensureBesideTable(store, schema, table, (await store.describeTable(table)) ?? [], 'id');
   await ensurePendingIndex(store, schema, table, 'status', 'date');
   if (groups.includes('dedupe')) await ensureKeyIndex(store, schema, table, { statusColumn: 'status', keyColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.dedupeKey, processingCode: resolveStatusCodes(undefined).processing });
   if (groups.includes('priority')) {

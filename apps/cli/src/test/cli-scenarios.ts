@@ -393,6 +393,51 @@ function commandScenarios(ctx: () => CliContext, target: CliTarget): void {
     expect(await stats('table_a')).toMatchObject({ pending: 10, abuse: 0 });
   });
 
+  it("migrate --beside on the seed's table_a: its columns stay as they were, work runs retries and give-ups with the counts in the claims table, inspect shows them, doctor passes, prune takes the claims rows with the rows; --beside on a table with lease columns is exit 2", async () => {
+    const { statusq, stats, db } = ctx();
+    for (const ddl of target.fixtures.tableA('table_a')) await db.query(ddl);
+    await db.insertTableA(generateTableARows(300, { poisonEvery: 50, abuseEvery: 40, flakyEvery: 30 }));
+    expect(await statusq('migrate', '--db', db.url, '--table', 'table_a', '--beside')).toMatchObject({
+      code: 0,
+      stdout: 'migrated table_a: added claims table table_a_statusq and index table_a_statusq_pending',
+    });
+    expect(await statusq('migrate', '--db', db.url, '--table', 'table_a', '--beside')).toMatchObject({ code: 0, stdout: 'table table_a is up to date; nothing to do' });
+    const [row] = await db.query<Record<string, unknown>>('SELECT * FROM table_a WHERE id = 1');
+    expect(Object.keys(row!).sort()).toEqual(['date', 'id', 'kind', 'status', 'url']);
+
+    const run = await statusq('work', '--db', db.url, '--table', 'table_a', '--handler', handlerPath('table-a.mjs'), '--concurrency', '8', '--batch', '16', '--retry-delay', '1ms', '--lease', '30s', '--exit-when-empty');
+    expect(run.code, run.stderr).toBe(0);
+    expect(await stats('table_a')).toEqual({ pending: 0, processing: 0, done: 286, abuse: 8, failed: 6, other: 0 });
+    const [counted] = await db.query<{ n: unknown; attempts: unknown }>(`SELECT COUNT(*) AS n, SUM(s.attempt_count) AS attempts FROM table_a t JOIN table_a_statusq s ON s.id = t.id WHERE t.kind = 'poison' AND t.status = 0 AND s.last_error LIKE '%unreachable host%'`);
+    expect([Number(counted!.n), Number(counted!.attempts)]).toEqual([6, 18]);
+    const [flaky] = await db.query<{ n: unknown }>(`SELECT COUNT(*) AS n FROM table_a t JOIN table_a_statusq s ON s.id = t.id WHERE t.kind = 'flaky' AND t.status = 1 AND s.attempt_count = 1`);
+    expect(Number(flaky!.n)).toBe(10);
+    const [after] = await db.query<Record<string, unknown>>('SELECT * FROM table_a WHERE id = 1');
+    expect(Object.keys(after!).sort()).toEqual(['date', 'id', 'kind', 'status', 'url']);
+
+    const shown = await statusq('inspect', '--db', db.url, '--table', 'table_a', '--id', '50');
+    expect(shown.code, shown.stderr).toBe(0);
+    expect(shown.stdout).toMatch(/^attempt_count\s+3$/m);
+    expect(shown.stdout).toMatch(/^last_error\s+Error: unreachable host/m);
+    const doctor = await statusq('doctor', '--db', db.url, '--table', 'table_a', '--race-jobs', '200', '--race-workers', '2');
+    expect(doctor.code, doctor.stdout).toBe(0);
+    expect(doctor.stdout).toMatch(/pass\s+claims table\s+table_a_statusq holds the claim state of table_a, keyed by id/);
+    expect(doctor.stdout).toMatch(/pass\s+privileges\s+SELECT, UPDATE, INSERT on table_a; SELECT, UPDATE, INSERT on table_a_statusq/);
+
+    const [done] = await db.query<{ id: unknown }>('SELECT id FROM table_a WHERE status = 1 ORDER BY id LIMIT 1');
+    await db.query(`DELETE FROM table_a WHERE id = ${Number(done!.id)}`);
+    expect(await statusq('prune', '--db', db.url, '--table', 'table_a', '--status', 'abuse', '--older-than', '0s', '--dry-run')).toMatchObject({
+      code: 0,
+      stdout: expect.stringMatching(/^would delete 8 abuse rows of table_a finished more than 0s ago \(by finished_at\), and 1 row of table_a_statusq whose row is gone; nothing changed/),
+    });
+
+    for (const ddl of target.fixtures.tableA('table_b')) await db.query(ddl);
+    expect(await statusq('migrate', '--db', db.url, '--table', 'table_b', '--with', 'leases')).toMatchObject({ code: 0 });
+    const both = await statusq('migrate', '--db', db.url, '--table', 'table_b', '--beside');
+    expect(both.code).toBe(2);
+    expect(both.stderr).toMatch(/already keeps claim state in columns of its own \(claimed_at, worker_id\).*one or the other/);
+  });
+
   it('a table whose ids the application assigns (table_a on MySQL and PostgreSQL): a row without its id and a schedule that would insert rows without one exit 2 with the fix before anything is written; a row with its id goes in', async () => {
     const { statusq, stats, db, file } = ctx();
     const ddl = target.fixtures.checked.assignedId;
