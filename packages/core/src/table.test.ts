@@ -37,6 +37,21 @@ describe('resolveTable', () => {
     expect(() => resolveTable(null as never, null, enc)).toThrow(ConfigError);
   });
 
+  it('with a claims table beside it: the claim state is that table\'s, the table keeps none of its own, and select never names the claims table\'s columns', () => {
+    const claims = { table: 'table_a_statusq', columns: cols('id', 'claimed_at', 'worker_id', 'attempt_count', 'next_attempt_at', 'last_error', 'finished_at') };
+    const t = resolveTable({ table: 'table_a', select: ['url'] }, cols('id', 'date', 'status', 'url'), enc, claims);
+    expect(t.beside).toBe('table_a_statusq');
+    expect(t.columns).toEqual({ claimedAt: 'claimed_at', workerId: 'worker_id', attemptCount: 'attempt_count', nextAttemptAt: 'next_attempt_at', lastError: 'last_error', finishedAt: 'finished_at' });
+    expect(t.features).toMatchObject({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true });
+    expect(t.returned).toEqual(['id', 'status', 'date', 'url']);
+    // A column turned off stays off beside it too.
+    expect(resolveTable({ table: 'table_a', columns: { workerId: false } }, cols('id', 'date', 'status'), enc, claims).features.fencing).toBe(false);
+    // Two homes for the claim state: a SchemaError naming both, before any statement is built.
+    expect(() => resolveTable({ table: 'table_a' }, cols('id', 'date', 'status', 'claimed_at'), enc, claims)).toThrow(/claim-state columns of its own \(claimed_at\) and a claims table beside it \(table_a_statusq\)/);
+    // The claims table must be keyed by the table's id.
+    expect(() => resolveTable({ table: 'table_a' }, cols('id', 'date', 'status'), enc, { table: 'table_a_statusq', columns: cols('job', 'claimed_at') })).toThrow(/no unique column "id"/);
+  });
+
   it('switches features on from the columns present, case-insensitively, and off with false', () => {
     const seed = resolveTable({ table: 'table_a' }, cols('id', 'date', 'status', 'url'), enc);
     expect(seed.features).toEqual({ leases: false, fencing: false, retries: false, backoff: false, errorHistory: false, priority: false, dedupe: false, progress: false, dispatch: false });

@@ -3,6 +3,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TcpProxy, toMs, waitFor, type CallDeadlines } from '@statusq/conformance';
 import { generateTableARows, handlerPath } from '@statusq/test-fixtures';
@@ -13,7 +14,7 @@ import { lifecycleScenarios } from './cli-lifecycle-scenarios.js';
 import { logScenarios } from './cli-log-scenarios.js';
 import { metricsScenarios } from './cli-metrics-scenarios.js';
 import { progressScenarios } from './cli-progress-scenarios.js';
-import { launchCli, logLines, parseStats, runCliAsync, runCliInProcess, writeFixture } from './cli-harness.js';
+import { childPids, launchCli, logLines, parseStats, runCliAsync, runCliInProcess, until, writeFixture } from './cli-harness.js';
 import type { CliContext, CliTarget } from './cli-target.js';
 
 export type { CliContext, CliTarget, CliTestDatabase } from './cli-target.js';
@@ -436,6 +437,48 @@ function commandScenarios(ctx: () => CliContext, target: CliTarget): void {
     const both = await statusq('migrate', '--db', db.url, '--table', 'table_b', '--beside');
     expect(both.code).toBe(2);
     expect(both.stderr).toMatch(/already keeps claim state in columns of its own \(claimed_at, worker_id\).*one or the other/);
+  });
+
+  it("issue 40's run: migrate --beside, then work --processes 3 over the seed's table_a with a child SIGKILLed mid-run and a handler that throws for some ids: every row ends in its rule's status, every run counted, nothing left processing, the table's columns unchanged", async () => {
+    const { stats, db, dir, file } = ctx();
+    for (const ddl of target.fixtures.tableA('table_a')) await db.query(ddl);
+    const rows = generateTableARows(900, { poisonEvery: 50, abuseEvery: 40, flakyEvery: 30 });
+    await db.insertTableA(rows);
+    const mysql = db.url.startsWith('mysql');
+    // SHOW CREATE TABLE less its index lines: what migrate --beside must leave as it was (MySQL/MariaDB).
+    const definition = async () =>
+      mysql ? String(Object.values((await db.query<Record<string, unknown>>('SHOW CREATE TABLE table_a'))[0]!)[1]).split('\n').filter((line) => !/^\s*(KEY|INDEX)\b/.test(line)).map((line) => line.replace(/,$/, '')) : [];
+    const columnsOf = async () => Object.keys((await db.query<Record<string, unknown>>('SELECT * FROM table_a WHERE id = 1'))[0]!).sort();
+    const [before, beforeColumns] = [await definition(), await columnsOf()];
+    expect((await ctx().statusq('migrate', '--db', db.url, '--table', 'table_a', '--beside')).code).toBe(0);
+
+    const ledger = join(dir, 'ledger.txt');
+    const handler = file(
+      'slow-table-a.mjs',
+      `import fixture from ${JSON.stringify(pathToFileURL(handlerPath('table-a.mjs')).href)};\nexport default async (job, ctx) => { try { return await fixture(job, ctx); } finally { await new Promise((r) => setTimeout(r, 10)); } };\n`,
+    );
+    const run = launchCli(dir, ['work', '--db', db.url, '--table', 'table_a', '--handler', handler, '--processes', '3', '--concurrency', '4', '--lease', '2s', '--retry-delay', '1ms', '--exit-when-empty'], 120_000, { STATUSQ_LEDGER: ledger });
+    await until('three worker processes', () => childPids(run.child.pid!).length === 3);
+    await until('some rows done', async () => (await stats('table_a')).done >= 60, 60_000);
+    const [victim] = childPids(run.child.pid!);
+    process.kill(victim!, 'SIGKILL');
+    const result = await run.ended;
+    expect(result.code, result.stderr).toBe(0);
+    expect(logLines(result.stdout).filter((line) => line.level === 'warn').map((line) => line.msg)).toContain(`worker process ${victim} killed by SIGKILL`);
+
+    const t = { ok: 0, poison: 0, abuse: 0, flaky: 0 };
+    for (const row of rows) t[row.kind]++;
+    expect(await stats('table_a')).toEqual({ pending: 0, processing: 0, done: t.ok + t.flaky, abuse: t.abuse, failed: t.poison, other: 0 });
+    const runs = new Map<string, number>();
+    for (const line of readFileSync(ledger, 'utf8').trim().split('\n')) runs.set(line.split(' ')[0]!, (runs.get(line.split(' ')[0]!) ?? 0) + 1);
+    const read = await db.query<{ id: unknown; status: unknown; attempts: unknown }>('SELECT t.id AS id, t.status AS status, s.attempt_count AS attempts FROM table_a t LEFT JOIN table_a_statusq s ON s.id = t.id');
+    // Each attempt counted: those that failed, were retried or were cut off by the kill, plus the last one that a
+    // success or an abuse does not count; a claim killed before its handler started may count without a run.
+    const uncounted = read.filter((r) => Number(r.attempts ?? 0) + (Number(r.status) === 0 ? 0 : 1) < (runs.get(String(r.id)) ?? 0)).map((r) => `${String(r.id)}: ${String(r.attempts)} of ${runs.get(String(r.id))}`);
+    expect(uncounted).toEqual([]);
+    expect(read.filter((r) => Number(r.status) === 0 && Number(r.attempts) !== 3)).toEqual([]);
+    expect(await columnsOf()).toEqual(beforeColumns);
+    expect(await definition()).toEqual(before);
   });
 
   it('a table whose ids the application assigns (table_a on MySQL and PostgreSQL): a row without its id and a schedule that would insert rows without one exit 2 with the fix before anything is written; a row with its id goes in', async () => {
