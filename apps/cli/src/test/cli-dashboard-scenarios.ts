@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { expect, it } from 'vitest';
 import { TcpProxy, type CallDeadlines } from '@statusq/conformance';
+import { generateTableARows, handlerPath } from '@statusq/test-fixtures';
 import { cliBin, launchCli, logLines, until, type CliRun, type LaunchedCli, type StatusCounts } from './cli-harness.js';
 import type { CliContext, CliTarget } from './cli-target.js';
 
@@ -110,6 +111,28 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
     }
   });
 
+
+  it('dashboard on a table whose claim state is beside it (migrate --beside): a row shows its claims-table columns, failed rows list newest finished first with their reasons, and a requeue starts their attempts over', async () => {
+    const c = ctx();
+    for (const sql of target.fixtures.tableA('table_a')) await c.db.query(sql);
+    await c.db.insertTableA(generateTableARows(20, { poisonEvery: 5, abuseEvery: 0 }));
+    expect((await c.statusq('migrate', '--db', c.db.url, '--table', 'table_a', '--beside')).code).toBe(0);
+    const run = await c.statusq('work', '--db', c.db.url, '--table', 'table_a', '--handler', handlerPath('table-a.mjs'), '--retry-delay', '1ms', '--exit-when-empty');
+    expect(run.code, run.stderr).toBe(0);
+    const { api, stop } = await startDashboard(c, [], {}, c.db.url, 'table_a');
+    try {
+      expect((await api('GET', '/api/stats')).json).toEqual({ pending: 0, processing: 0, done: 16, abuse: 0, failed: 4, other: 0 });
+      const failed = (await api('GET', '/api/rows?status=failed')).json as { columns: string[]; rows: Array<Record<string, unknown>> };
+      expect(failed.columns).toEqual(expect.arrayContaining(['attempt_count', 'last_error', 'finished_at']));
+      expect(failed.rows.map((r) => [Number(r.attempt_count), /unreachable host/.test(String(r.last_error))])).toEqual(Array.from({ length: 4 }, () => [3, true]));
+      const one = (await api('GET', '/api/rows/5')).json as { row: Record<string, unknown> };
+      expect(one.row).toMatchObject({ id: 5, status: 0, attempt_count: 3 });
+      expect(await api('POST', '/api/requeue', {}, { status: 'failed', ids: [5] })).toMatchObject({ status: 200, json: { requeued: 1, notRequeued: [] } });
+      expect(((await api('GET', '/api/rows/5')).json as { row: Record<string, unknown> }).row).toMatchObject({ status: null, attempt_count: 0 });
+    } finally {
+      expect((await stop()).code).toBe(0);
+    }
+  });
 
   it('dashboard: the API answers as stats and inspect do, requeue actions move exactly their rows (live leases stay), bad requests change nothing, SIGTERM exits 0', async () => {
     const c = ctx();
