@@ -32,12 +32,15 @@ export const TEST_FILES = {
   // strategies), each adapter's own server cases, the CLI as a user runs it on each dialect, the brokers.
   conformance: [
     { files: 'packages/adapter-sqlite/src/sqlite.conformance.test.ts', dialects: ['sqlite'] },
+    { files: 'packages/adapter-sqlite/src/sqlite-beside.conformance.test.ts', dialects: ['sqlite'] },
     { files: 'packages/adapter-sqlite/src/sqlite-wake-ups.test.ts', dialects: ['sqlite'] },
     { files: 'packages/adapter-postgres/src/postgres.conformance.test.ts', dialects: ['postgres'] },
+    { files: 'packages/adapter-postgres/src/postgres-beside.conformance.test.ts', dialects: ['postgres'] },
     { files: 'packages/adapter-postgres/src/postgres.test.ts', dialects: ['postgres'] },
     { files: 'packages/adapter-postgres/src/postgres-caller-transaction.test.ts', dialects: ['postgres'] },
     { files: 'packages/adapter-mysql/src/mysql.conformance.test.ts', dialects: ['mysql'] },
     { files: 'packages/adapter-mysql/src/mysql-fallback.conformance.test.ts', dialects: ['mysql'] },
+    { files: 'packages/adapter-mysql/src/mysql-beside.conformance.test.ts', dialects: ['mysql'] },
     { files: 'packages/adapter-mysql/src/mysql.server*.test.ts', dialects: ['mysql'] },
     { files: 'packages/adapter-mysql/src/mysql.idle-probe.test.ts', dialects: ['mysql'] },
     { files: 'packages/adapter-mysql/src/mysql.binlog.test.ts', dialects: ['mysql'] },

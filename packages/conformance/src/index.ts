@@ -52,8 +52,9 @@ import { frozenNetworkCases } from './cases/frozen-network.js';
 import { outboxCases } from './cases/outbox.js';
 import { readOnlyCases } from './cases/read-only.js';
 import { besideCases } from './cases/beside.js';
+import { setClaimState } from './tables.js';
 
-export { CONFORMANCE_GROUPS, FAULT_GROUPS, NO_FAULT_GROUPS } from './options.js';
+export { BESIDE_GROUPS, CONFORMANCE_GROUPS, FAULT_GROUPS, NO_FAULT_GROUPS } from './options.js';
 export type { CallDeadlines, CallerConnection, ConformanceGroup, ConformanceOptions, DisposableServer, OpenCallerConnection, RaceRun, RaceScale, ReadOnlySwitch, WriteLock } from './options.js';
 export type { CheckedTable, FixtureTables, QueryPlan, QueryPlans, TableDdl } from './fixtures.js';
 export { PrivateServer, type ServerPlacement, type ServerSpec } from './private-server.js';
@@ -109,6 +110,7 @@ export function runConformance(options: ConformanceOptions): void {
     };
 
     beforeEach(async () => {
+      setClaimState(options.claimState ?? 'in-table');
       current = new TestEnv(options, await options.url());
     }, HOOK_TIMEOUT_MS);
 

@@ -19,6 +19,13 @@ export interface ConformanceOptions {
    */
   createStore?: (url: string) => Promise<Store>;
   /** The tables the suite creates, in this database's DDL (the adapter's `./testing` entry exports them). */
+  /**
+   * Where the tables the cases make keep their claim state: `in-table` (default: the columns of `statusq init` and
+   * `migrate --with`), or `beside`, a claims table next to each (`init`/`migrate --beside`). A run with `beside`
+   * proves the groups it runs hold in that layout too (the lease, retry, fencing and state-machine groups are the
+   * ones it is meant for; groups that read claim-state columns through SQL of their own may not apply).
+   */
+  claimState?: 'in-table' | 'beside';
   /** Longest one case may run, in ms. Default 120000: cases race real workers, processes and servers. */
   testTimeoutMs?: number;
   fixtures: FixtureTables;
@@ -128,6 +135,9 @@ export type ConformanceGroup = (typeof CONFORMANCE_GROUPS)[number];
  * `groups: FAULT_GROUPS` there, and the rest (`CONFORMANCE_GROUPS` without these) in the everyday run.
  */
 export const FAULT_GROUPS = ['outages', 'frozen-network', 'read-only'] as const satisfies readonly ConformanceGroup[];
+
+/** The groups an adapter runs again with `claimState: 'beside'`: what a claims table must not change. */
+export const BESIDE_GROUPS = ['state-machine', 'fencing', 'retries', 'leases'] as const satisfies readonly ConformanceGroup[];
 
 /** Every group but the fault groups (see FAULT_GROUPS). */
 export const NO_FAULT_GROUPS: readonly ConformanceGroup[] = CONFORMANCE_GROUPS.filter((group) => !(FAULT_GROUPS as readonly ConformanceGroup[]).includes(group));

@@ -1,5 +1,5 @@
 /** Reading a queue table back: rows, statuses, times, counts, and a ledger of handler executions. */
-import { Queue, type Job, type Row, type SqlValue, type StatusCounts, type Store, type TableConfig } from '@statusq/core';
+import { Queue, besideTableName, type Job, type Row, type SqlValue, type StatusCounts, type Store, type TableConfig } from '@statusq/core';
 
 /** A job id as a map key; drivers may hand back bigint ids as numbers, bigints or strings. */
 export function idKey(id: unknown): string {
@@ -33,14 +33,23 @@ export function placeholders(store: Store, count: number, first = 1): string[] {
   return Array.from({ length: count }, (_, i) => store.dialect.placeholder(first + i));
 }
 
+/**
+ * What a read of `table` selects: every column, and on a table with a claims table beside it (migrate --beside) the
+ * claim-state columns from there under their own names, so a case reads a row the same way in either layout.
+ */
+async function readColumns(store: Store, table: string): Promise<string> {
+  if ((await store.describeTable(besideTableName(table))) === null) return '*';
+  return (await Queue.open(store, { table })).sql.rowColumns;
+}
+
 export async function readRows(store: Store, table: string): Promise<Row[]> {
   const q = store.dialect.quoteIdentifier.bind(store.dialect);
-  return (await store.execute({ sql: `SELECT * FROM ${q(table)} ORDER BY ${q('id')}`, params: [] })).rows;
+  return (await store.execute({ sql: `SELECT ${await readColumns(store, table)} FROM ${q(table)} ORDER BY ${q('id')}`, params: [] })).rows;
 }
 
 export async function readRow(store: Store, table: string, id: unknown): Promise<Row> {
   const q = store.dialect.quoteIdentifier.bind(store.dialect);
-  const { rows } = await store.execute({ sql: `SELECT * FROM ${q(table)} WHERE ${q('id')} = ${store.dialect.placeholder(1)}`, params: [id as SqlValue] });
+  const { rows } = await store.execute({ sql: `SELECT ${await readColumns(store, table)} FROM ${q(table)} WHERE ${q('id')} = ${store.dialect.placeholder(1)}`, params: [id as SqlValue] });
   if (rows.length !== 1) throw new Error(`expected one row with id ${String(id)} in ${table}, found ${rows.length}`);
   return rows[0]!;
 }

@@ -2,12 +2,29 @@
  * Building the two kinds of queue table the suite runs on: the seed's application table `table_a` (in the
  * adapter's fixture DDL, optionally migrated) and a statusq-managed table (initTable).
  */
-import { Queue, initTable, migrateTable, type ColumnGroup, type SqlValue, type Store } from '@statusq/core';
+import { Queue, besideTableName, initTable, migrateTable, type ColumnGroup, type SqlValue, type Store } from '@statusq/core';
 import { formatUtcTime, type TableARow } from '@statusq/test-fixtures';
 import type { CheckedTable, FixtureTables, QueryPlans } from './fixtures.js';
 import { placeholders } from './rows.js';
 
 const INSERT_CHUNK = 500;
+
+/**
+ * Where the tables this module makes keep their claim state (ConformanceOptions.claimState): their own columns,
+ * or a claims table beside them. Set by runConformance for each test of the suite; one file, one setting.
+ */
+let claimState: 'in-table' | 'beside' = 'in-table';
+
+export function setClaimState(state: 'in-table' | 'beside'): void {
+  claimState = state;
+}
+
+export function claimStateBeside(): boolean {
+  return claimState === 'beside';
+}
+
+/** The column groups whose columns a claims table holds (migrate --beside keeps them there). */
+const CLAIM_STATE_GROUPS: readonly ColumnGroup[] = ['leases', 'retries', 'delays', 'results'];
 
 /**
  * Creates `table_a` with the adapter's fixture DDL (without its own pending index when `ownIndex` is false),
@@ -22,7 +39,8 @@ export async function createTableA(
   const table = options.table ?? 'table_a';
   for (const sql of fixtures.tableA(table, { ownIndex: options.ownIndex ?? true })) await store.execute({ sql, params: [] });
   await insertTableA(store, rows, table);
-  if (options.migrate || options.beside) await migrateTable(store, { table, with: options.migrate ?? [], ...(options.beside && { beside: true }) });
+  const beside = options.beside ?? (claimStateBeside() && (options.migrate ?? []).some((group) => CLAIM_STATE_GROUPS.includes(group)));
+  if (options.migrate || beside) await migrateTable(store, { table, with: options.migrate ?? [], ...(beside && { beside: true }) });
 }
 
 /**
@@ -61,7 +79,7 @@ export async function insertTableA(store: Store, rows: readonly TableARow[], tab
 
 /** A statusq-managed table with every optional column and the pending index. */
 export async function createJobs(store: Store, table = 'jobs'): Promise<Queue> {
-  await initTable(store, table);
+  await initTable(store, table, claimStateBeside() ? { beside: true } : {});
   return Queue.open(store, { table });
 }
 
@@ -121,6 +139,7 @@ export async function forceRowState(
   };
   sets.push(`${q(queue.table.status)} = ${add(state.status)}`);
   const cols = queue.table.columns;
+  if (queue.table.beside !== null) return forceRowStateBeside(queue, id, state);
   if (cols.workerId && state.workerId !== undefined) sets.push(`${q(cols.workerId)} = ${add(state.workerId)}`);
   if (cols.claimedAt && state.claimedAgoMs !== undefined) {
     sets.push(state.claimedAgoMs === null ? `${q(cols.claimedAt)} = NULL` : `${q(cols.claimedAt)} = ${store.dialect.nowPlusMs(add(-state.claimedAgoMs))}`);
@@ -129,4 +148,48 @@ export async function forceRowState(
   const where = `${q(queue.table.id)} = ${add(id as SqlValue)}`;
   const { affected } = await store.execute({ sql: `UPDATE ${q(queue.table.table)} SET ${sets.join(', ')} WHERE ${where}`, params });
   if (affected !== 1) throw new Error(`forceRowState: row ${String(id)} not found`);
+}
+
+/**
+ * Writes `token` as the claim token of rows `ids` behind statusq's back (a takeover, a dead worker's claims), where
+ * the table keeps it: its worker_id column, or its claims table's. `onlyProcessing`: rows in processing only.
+ */
+export async function retoken(queue: Queue, ids: readonly unknown[], token: string, onlyProcessing = false): Promise<number> {
+  const store = queue.store;
+  const d = store.dialect;
+  const q = (n: string) => d.quoteIdentifier(n);
+  const t = queue.table;
+  const list = ids.map((_, i) => d.placeholder(i + 2)).join(', ');
+  const processing = `${q(t.table)}.${q(t.status)} = ${t.codes.processing}`;
+  const sql =
+    t.beside === null
+      ? `UPDATE ${q(t.table)} SET ${q(t.columns.workerId!)} = ${d.placeholder(1)} WHERE ${q(t.id)} IN (${list})${onlyProcessing ? ` AND ${processing}` : ''}`
+      : `UPDATE ${q(t.beside)} SET ${q(t.columns.workerId!)} = ${d.placeholder(1)} WHERE ${q(t.id)} IN (${list})` +
+        (onlyProcessing ? ` AND EXISTS (SELECT 1 FROM ${q(t.table)} WHERE ${q(t.table)}.${q(t.id)} = ${q(t.beside)}.${q(t.id)} AND ${processing})` : '');
+  return (await store.execute({ sql, params: [token, ...(ids as SqlValue[])] })).affected;
+}
+
+/** forceRowState on a table whose claim state is in a claims table: the status in the table, the rest beside it. */
+async function forceRowStateBeside(queue: Queue, id: unknown, state: Parameters<typeof forceRowState>[2]): Promise<void> {
+  const store = queue.store;
+  const d = store.dialect;
+  const q = (n: string) => d.quoteIdentifier(n);
+  const t = queue.table;
+  const { affected } = await store.execute({ sql: `UPDATE ${q(t.table)} SET ${q(t.status)} = ${d.placeholder(1)} WHERE ${q(t.id)} = ${d.placeholder(2)}`, params: [state.status, id as SqlValue] });
+  if (affected !== 1) throw new Error(`forceRowState: row ${String(id)} not found`);
+  const side = q(t.beside!);
+  const { rows } = await store.execute({ sql: `SELECT 1 AS one FROM ${side} WHERE ${q(t.id)} = ${d.placeholder(1)}`, params: [id as SqlValue] });
+  if (rows.length === 0) await store.execute({ sql: `INSERT INTO ${side} (${q(t.id)}) VALUES (${d.placeholder(1)})`, params: [id as SqlValue] });
+  const sets: string[] = [];
+  const params: SqlValue[] = [];
+  const add = (v: SqlValue) => {
+    params.push(v);
+    return d.placeholder(params.length);
+  };
+  if (t.columns.workerId && state.workerId !== undefined) sets.push(`${q(t.columns.workerId)} = ${add(state.workerId)}`);
+  if (t.columns.claimedAt && state.claimedAgoMs !== undefined) {
+    sets.push(state.claimedAgoMs === null ? `${q(t.columns.claimedAt)} = NULL` : `${q(t.columns.claimedAt)} = ${d.nowPlusMs(add(-state.claimedAgoMs))}`);
+  }
+  if (t.columns.attemptCount && state.attemptCount !== undefined) sets.push(`${q(t.columns.attemptCount)} = ${add(state.attemptCount)}`);
+  if (sets.length > 0) await store.execute({ sql: `UPDATE ${side} SET ${sets.join(', ')} WHERE ${q(t.id)} = ${add(id as SqlValue)}`, params });
 }

@@ -8,7 +8,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
-import { routeThrough, runConformance, type ConformanceGroup } from '@statusq/conformance';
+import { routeThrough, runConformance, type ConformanceGroup, type ConformanceOptions } from '@statusq/conformance';
 import type { MysqlStore } from '../index.js';
 import { mysqlConformance } from '../testing.js';
 import { createDatabase, dropDatabase } from './mysql-test-db.js';
@@ -18,10 +18,10 @@ const adapterModule = fileURLToPath(new URL('../../dist/index.js', import.meta.u
 
 export type MysqlClaimStrategy = 'native' | 'conditional-update';
 
-export function mysqlConformanceRun(strategy: MysqlClaimStrategy, groups: readonly ConformanceGroup[]): void {
+export function mysqlConformanceRun(strategy: MysqlClaimStrategy, groups: readonly ConformanceGroup[], more: Partial<ConformanceOptions> = {}): void {
   runConformance({
     ...mysqlConformance,
-    name: `mysql, ${strategy} claim`,
+    name: `mysql, ${strategy} claim${more.claimState === 'beside' ? ', claim state beside the table' : ''}`,
     adapterModule,
     url: () => createDatabase(`claimStrategy=${strategy}`),
     groups,
@@ -49,5 +49,6 @@ export function mysqlConformanceRun(strategy: MysqlClaimStrategy, groups: readon
         },
       },
     }),
+    ...more,
   });
 }

@@ -9,17 +9,18 @@
  */
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
-import { routeThrough, runConformance, type ConformanceGroup } from '@statusq/conformance';
+import { routeThrough, runConformance, type ConformanceGroup, type ConformanceOptions } from '@statusq/conformance';
 import { connect } from '../index.js';
 import { databasesRequired, postgresConformance, postgresUnavailable } from '../testing.js';
 import { startPrivatePostgres } from './private-postgres.js';
 
 const unavailable = await postgresUnavailable();
 
-export function postgresConformanceRun(groups: readonly ConformanceGroup[]): void {
+export function postgresConformanceRun(groups: readonly ConformanceGroup[], more: Partial<ConformanceOptions> = {}): void {
   if (unavailable === null) {
     runConformance({
       ...postgresConformance,
+      ...more,
       adapterModule: fileURLToPath(new URL('../../dist/index.js', import.meta.url)),
       disposableServer: startPrivatePostgres,
       groups,

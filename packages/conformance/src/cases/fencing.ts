@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Queue, type Job } from '@statusq/core';
 import { FAST, deferred, nextEvent, readRow, statusOf, waitFor, withDeadline, type TestEnv } from '../harness.js';
-import { createJobs, enqueueJobs } from '../tables.js';
+import { createJobs, enqueueJobs, retoken } from '../tables.js';
 import { claimAndReap } from './state-machine.js';
 
 export function fencingCases(env: () => TestEnv): void {
@@ -116,9 +116,7 @@ export function fencingCases(env: () => TestEnv): void {
       const tokens = new Set((await Promise.all(ids.map((id) => readRow(rivalStore, 'jobs', id)))).map((r) => String(r.worker_id)));
       expect(tokens.size).toBe(1);
       const stolen = ids.slice(0, 2);
-      const q = (n: string) => rivalStore.dialect.quoteIdentifier(n);
-      const p = (i: number) => rivalStore.dialect.placeholder(i);
-      await rivalStore.execute({ sql: `UPDATE ${q('jobs')} SET ${q('worker_id')} = ${p(1)} WHERE ${q('id')} IN (${p(2)}, ${p(3)})`, params: ['B', ...stolen] });
+      await retoken(await Queue.open(rivalStore, { table: 'jobs' }), stolen, 'B');
 
       const lost: string[] = [];
       w.worker.on('claim-lost', ({ job }) => lost.push(String(job.id)));

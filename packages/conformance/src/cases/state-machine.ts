@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { IllegalTransitionError, isLegalTransition, statusCode, type ChargeReport, type Queue, type Row, type StatusName, type TransitionCause } from '@statusq/core';
 import { type Statement } from '@statusq/core/adapter';
 import { readRow, statusOf, toMs, waitFor, type TestEnv } from '../harness.js';
-import { createJobs, enqueueJobs, forceRowState } from '../tables.js';
+import { createJobs, enqueueJobs, forceRowState, retoken } from '../tables.js';
 
 const STATES: StatusName[] = ['pending', 'processing', 'done', 'abuse', 'failed'];
 
@@ -19,16 +19,13 @@ interface Op {
   check?(after: Row, before: Row): void;
 }
 
-const exec = (queue: Queue, statement: Statement) => queue.store.execute(statement).then((r) => r.affected);
+// Through Queue.apply, as the worker runs them: a move's claims-table writes (migrate --beside) go with it.
+const exec = (queue: Queue, statement: Statement) => queue.apply([statement]).then((r) => r[0]!.affected);
 
 /** A held claim's token becomes one of worker `dead`, which then dies: its launcher recovers what it held. */
 async function recoverAsDead(queue: Queue, id: string): Promise<ChargeReport> {
-  const { dialect } = queue.store;
   // Only a held claim is re-tokened: a row in any other state must reach ownerDied exactly as it was.
-  await exec(queue, {
-    sql: `UPDATE ${dialect.quoteIdentifier('jobs')} SET worker_id = ${dialect.placeholder(1)} WHERE id = ${dialect.placeholder(2)} AND status = ${queue.table.codes.processing}`,
-    params: ['dead:1', id],
-  });
+  await retoken(queue, [id], 'dead:1', true);
   return queue.recoverDeadWorker({ workerId: 'dead', unstarted: [] }, 'worker process died', 3);
 }
 
@@ -272,7 +269,7 @@ export function stateMachineCases(env: () => TestEnv): void {
       const [pending, done, processing] = await enqueueJobs(queue, ['p', 'd', 'x']);
       await forceRowState(queue, done, { status: queue.table.codes.done, workerId: 'A' });
       await forceRowState(queue, processing, { status: queue.table.codes.processing, workerId: 'A', claimedAgoMs: 0 });
-      const affected = async (statement: Statement) => (await store.execute(statement)).affected;
+      const affected = (statement: Statement) => exec(queue, statement);
       expect(await affected(queue.sql.complete(pending!, null, null))).toBe(0);
       expect(await affected(queue.sql.complete(pending!, 'A', null))).toBe(0);
       expect(await affected(queue.sql.complete(done!, 'A', null))).toBe(0);
