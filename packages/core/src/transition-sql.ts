@@ -179,6 +179,11 @@ export class TransitionSql {
     return `EXISTS (SELECT 1 FROM ${this.besideRow()} AND ${condition})`;
   }
 
+  /** In a statement on the claims table: the table's row of the claims-table row it is at exists (and meets `condition`). */
+  private claimedRow(condition?: string): string {
+    return `EXISTS (SELECT 1 FROM ${this.q.table} WHERE ${this.q.table}.${this.q.id} = ${this.q.beside!}.${this.q.id}${condition === undefined ? '' : ` AND ${condition}`})`;
+  }
+
   /** A claims-table column, qualified (inside besideHas, and in statements on the claims table). */
   private besideColumn(key: BesideColumn): string {
     return `${this.q.beside!}.${this.q[key]!}`;
@@ -218,11 +223,20 @@ export class TransitionSql {
    */
   private upsertBeside(ids: readonly JobId[], w: Writes, placeholder?: (index: number) => string): Statement {
     const p = new Params(placeholder ? { ...this.dialect, placeholder } : this.dialect);
+    const rows = ids.map((id) => `(${[p.add(id as SqlValue), ...this.besideValues(p, w)].join(', ')})`);
+    return { sql: this.besideUpsert(w, `VALUES ${rows.join(', ')}`), params: p.values };
+  }
+
+  /** The values of `w`'s claims-table columns for a new claims-table row (an attempt counted is its first). */
+  private besideValues(p: Params, w: Writes): string[] {
+    return w.beside.map((v) => (v.value === 'increment' ? '1' : this.render(p, v.value, v.column)));
+  }
+
+  /** INSERT into the claims table of `source` (VALUES or a SELECT of id and besideValues), an existing row updated instead. */
+  private besideUpsert(w: Writes, source: string): string {
     const upsert = (this.dialect.upsert ?? ON_CONFLICT_UPSERT)(this.q.beside!, this.q.id);
-    const columns = [this.q.id, ...w.beside.map((v) => v.column)];
-    const rows = ids.map((id) => `(${[p.add(id as SqlValue), ...w.beside.map((v) => (v.value === 'increment' ? '1' : this.render(p, v.value, v.column)))].join(', ')})`);
     const sets = w.beside.map((v) => `${v.column} = ${v.value === 'increment' ? `COALESCE(${upsert.existing}.${v.column}, 0) + 1` : upsert.proposed(v.column)}`);
-    return { sql: `INSERT INTO ${upsert.into} (${columns.join(', ')}) VALUES ${rows.join(', ')} ${upsert.clause(sets.join(', '))}`, params: p.values };
+    return `INSERT INTO ${upsert.into} (${[this.q.id, ...w.beside.map((v) => v.column)].join(', ')}) ${source} ${upsert.clause(sets.join(', '))}`;
   }
 
   /** `statement` (an UPDATE of the rows `ids`, decided by its affected rows) with the claims-table writes of `w` after it. */
@@ -445,7 +459,7 @@ export class TransitionSql {
     const side = this.q.beside!;
     let where = `${p.in(`${side}.${this.q.id}`, ids)}`;
     if (token !== null && this.q.workerId) where += ` AND ${this.besideColumn('workerId')} = ${p.add(token)}`;
-    where += ` AND EXISTS (SELECT 1 FROM ${this.q.table} WHERE ${this.q.table}.${this.q.id} = ${side}.${this.q.id} AND ${this.statusIs('done')})`;
+    where += ` AND ${this.claimedRow(this.statusIs('done'))}`;
     return { sql: `UPDATE ${side} SET ${this.q.finishedAt!} = ${this.dialect.now} WHERE ${where}`, params: p.values, reusable: p.fixedText };
   }
 
@@ -518,7 +532,7 @@ export class TransitionSql {
     const side = this.q.beside!;
     let where = `${side}.${this.q.id} = ${p.add(id as SqlValue)}`;
     if (token !== null && this.q.workerId) where += ` AND ${this.besideColumn('workerId')} = ${p.add(token)}`;
-    where += ` AND EXISTS (SELECT 1 FROM ${this.q.table} WHERE ${this.q.table}.${this.q.id} = ${side}.${this.q.id} AND ${this.guard('heartbeat')})`;
+    where += ` AND ${this.claimedRow(this.guard('heartbeat'))}`;
     return { sql: `UPDATE ${side} SET ${this.q.claimedAt!} = ${this.dialect.now} WHERE ${where}`, params: p.values };
   }
 
@@ -642,12 +656,8 @@ export class TransitionSql {
     const main: Statement = { sql: `UPDATE ${this.q.table} SET ${this.setList(p, w)} WHERE ${where(p)}`, params: p.values };
     if (w.beside.length === 0) return main;
     const sp = new Params(this.dialect);
-    const upsert = (this.dialect.upsert ?? ON_CONFLICT_UPSERT)(this.q.beside!, this.q.id);
-    const values = w.beside.map((v) => (v.value === 'increment' ? '1' : this.render(sp, v.value, v.column)));
-    const sets = w.beside.map((v) => `${v.column} = ${v.value === 'increment' ? `COALESCE(${upsert.existing}.${v.column}, 0) + 1` : upsert.proposed(v.column)}`);
-    const select = `SELECT ${this.q.table}.${this.q.id}, ${values.join(', ')} FROM ${this.q.table} WHERE ${where(sp)}`;
-    const first: Statement = { sql: `INSERT INTO ${upsert.into} (${[this.q.id, ...w.beside.map((v) => v.column)].join(', ')}) ${select} ${upsert.clause(sets.join(', '))}`, params: sp.values };
-    return { ...main, first: [first] };
+    const select = `SELECT ${this.q.table}.${this.q.id}, ${this.besideValues(sp, w).join(', ')} FROM ${this.q.table} WHERE ${where(sp)}`;
+    return { ...main, first: [{ sql: this.besideUpsert(w, select), params: sp.values }] };
   }
 
   /**
@@ -745,8 +755,7 @@ export class TransitionSql {
    * deleted it. The claim never reads such rows (it starts from the table); prune removes them, the doctor counts them.
    */
   orphanedClaim(): string {
-    const side = this.q.beside!;
-    return `NOT EXISTS (SELECT 1 FROM ${this.q.table} WHERE ${this.q.table}.${this.q.id} = ${side}.${this.q.id})`;
+    return `NOT ${this.claimedRow()}`;
   }
 
   /** How many claims-table rows have lost their row (see orphanedClaim). */
