@@ -371,10 +371,11 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     worker.on('stopped', ({ reason }) => (stopReason = reason));
     let stopping: Promise<unknown> | null = null;
     let draining = false;
+    let deadline: NodeJS.Timeout | undefined;
     const drain = () => {
       draining = true;
       // Whatever the database does, this process is gone shortly after the stop timeout.
-      setTimeout(() => {
+      deadline ??= setTimeout(() => {
         log.error({ exitCode: EXIT.handedBack }, `stop did not finish within ${stopTimeoutMs + STOP_MARGIN_MS} ms (the database is not answering); exiting; unfinished claims return to the queue by lease`);
         process.exit(EXIT.handedBack);
       }, stopTimeoutMs + STOP_MARGIN_MS + 2_000).unref();
@@ -459,6 +460,8 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       await stopMetrics();
       await shown.stop();
       await slot?.release();
+      // The stop finished: the deadline is moot, and must not end a process (or the test runner) that runs on.
+      clearTimeout(deadline);
     }
     // A launcher's child leaves this to the launcher, which looks once every child has ended.
     if (!supervised) await warnProcessingWithoutLease(worker.queue, log).catch((error: unknown) => log.debug({ err: errorFields(error) }, 'could not count the rows left processing'));

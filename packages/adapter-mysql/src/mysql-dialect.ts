@@ -26,6 +26,7 @@ export const mysqlDialect: SqlDialect = {
   atEpochMs: (ms) => `(TIMESTAMP '1970-01-01 00:00:00' + INTERVAL (${ms}) * 1000 MICROSECOND)`,
   liveKey: ({ placeholder }) => `${quoteIdentifierWith('`')(LIVE_KEY_COLUMN)} = ${placeholder}`,
   forceIndex: (quotedIndex) => `FORCE INDEX (${quotedIndex})`,
+  forUpdate: ' FOR UPDATE',
   // MariaDB has no ON CONFLICT; VALUES(c) is the proposed value there (MySQL 8.0.20 deprecates it, and still takes it).
   upsert: (table) => ({ into: table, existing: table, proposed: (column) => `VALUES(${column})`, clause: (sets) => `ON DUPLICATE KEY UPDATE ${sets}` }),
   orderCutoff(ms: string, encoding: OrderTimeEncoding): string {

@@ -6,7 +6,7 @@
  */
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, Queue, StoreError, Worker, initTable, pendingIndexName, type Store } from '@statusq/core';
+import { ConfigError, Queue, StoreError, Worker, initTable, migrateTable, pendingIndexName, type Store } from '@statusq/core';
 import { oneStatementClaim } from '@statusq/core/adapter';
 import { Ledger, deferred, withDeadline, waitFor } from '@statusq/conformance';
 import { connect, notifyChannel, postgresNativeClaim, toStoreError, type PostgresStore, type PostgresStoreOptions } from './index.js';
@@ -59,6 +59,36 @@ if (unavailable !== null) {
       expect(claimPlan).toMatch(new RegExp(`using ${pendingIndexName('jobs')}\\b`));
       expect(claimPlan).not.toMatch(/Seq Scan|\bSort\b/);
       expect((await jobs.claim({ limit: 50, token: 't' })).rows).toHaveLength(20);
+    });
+
+    it('with a claims table (migrate --beside), a settle that waits behind a reap and a new claim of its row sees the new token and changes nothing (its row is locked first, so the claims table is read as the new claim left it)', async () => {
+      const s = await store();
+      const rival = await store();
+      await s.execute({ sql: 'CREATE TABLE table_a (id integer PRIMARY KEY, url text, date timestamp, status smallint)', params: [] });
+      await s.execute({ sql: "INSERT INTO table_a (id, url, date) VALUES (1, 'u', '2024-01-01')", params: [] });
+      await migrateTable(s, { table: 'table_a', beside: true });
+      const queue = await Queue.open(s, { table: 'table_a' });
+      const taker = await Queue.open(rival, { table: 'table_a' });
+      expect((await queue.claim({ limit: 1, token: 'A' })).rows.map((r) => r.id)).toEqual([1]);
+      const committed = deferred();
+      const holding = deferred();
+      // The rival reaps A's claim and claims the row as B in one open transaction, holding the row's lock.
+      const takeover = rival.transaction!(async (tx) => {
+        await tx.execute({ sql: "UPDATE table_a SET status = NULL WHERE id = 1", params: [] });
+        await tx.execute({ sql: "UPDATE table_a SET status = 9 WHERE id = 1", params: [] });
+        await tx.execute({ sql: "UPDATE table_a_statusq SET worker_id = 'B', claimed_at = now() WHERE id = 1", params: [] });
+        holding.resolve();
+        await committed.promise;
+      });
+      await holding.promise;
+      // A's settle starts now, before the takeover commits, and waits for the row.
+      const settle = queue.apply([queue.sql.complete(1, 'A', null)]);
+      await waitFor('the settle to wait for the row lock', async () => Number((await rival.execute({ sql: "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()", params: [] })).rows[0]!.n) === 1);
+      committed.resolve();
+      await takeover;
+      expect((await settle)[0]!.affected).toBe(0);
+      expect((await taker.counts()).processing).toBe(1);
+      expect((await rival.execute({ sql: 'SELECT worker_id, finished_at FROM table_a_statusq WHERE id = 1', params: [] })).rows).toEqual([{ worker_id: 'B', finished_at: null }]);
     });
 
     it('id lists bind as one array parameter: text ids with commas, quotes, braces, backslashes and the word NULL claim and settle, and 70,000 ids settle in one statement (past the 65,535-parameter limit of an IN list)', async () => {

@@ -6,7 +6,7 @@ import { validateIdentifier } from './identifiers.js';
 import { STORE_RETRY, withStoreRetry } from './retry.js';
 import { requeueCause, statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
-import { columnOverflow, idFitsColumn, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
+import { columnOverflow, idFitsColumn, idValueIn, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { INSPECT_CLOCK, InspectTimes, asDate, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
 import { hasSideWrites, runInTransaction, runStatement } from './side-writes.js';
 import { GIVE_UP_PAGE, TransitionSql, type AttemptCharge, type NotBefore, type Params } from './transition-sql.js';
@@ -716,9 +716,7 @@ export class Queue {
 
   /** The id a row to insert carries itself, or null when the database is to fill it. */
   private ownIdOf(row: Record<string, SqlValue>): JobId | null {
-    const idColumn = this.table.id.toLowerCase();
-    const given = Object.keys(row).find((key) => key.toLowerCase() === idColumn);
-    const own = given === undefined ? null : row[given]!;
+    const own = (idValueIn(this.table, row) ?? null) as SqlValue;
     if (own === null) return null;
     return this.idColumn.integer && typeof own !== 'number' ? integerIdOf(own) : (own as JobId);
   }

@@ -21,7 +21,7 @@ import { STORE_RETRY, sleep, withStoreRetry } from './retry.js';
 import { SCHEDULE_COLUMNS, ensureSideTable, insertSideRow } from './schema.js';
 import type { JobId, Statement, Store } from './store.js';
 import { Params } from './transition-sql.js';
-import type { TableConfig } from './table.js';
+import { idValueIn, type TableConfig } from './table.js';
 
 /** One recurring schedule, as a schedule file or the library gives it. */
 export interface ScheduleDefinition {
@@ -324,8 +324,7 @@ export class Scheduler {
 
 /** The schedule's row sets the id column itself. */
 function givesId(queue: Queue, definition: ScheduleDefinition): boolean {
-  const id = queue.table.id.toLowerCase();
-  return definition.row !== undefined && Object.entries(definition.row).some(([column, value]) => column.toLowerCase() === id && value !== null && value !== undefined);
+  return definition.row !== undefined && (idValueIn(queue.table, definition.row) ?? null) !== null;
 }
 
 /** What each row of `definition` is: its payload, or its column values, checked against the table now rather than at the first tick. */

@@ -100,6 +100,14 @@ export interface SqlDialect {
    * `ON DUPLICATE KEY UPDATE`.
    */
   upsert?(table: string, key: string): Upsert;
+  /**
+   * What follows a SELECT to lock the rows it reads until the transaction ends: ` FOR UPDATE`. A move of a table with
+   * a claims table locks its rows with it first, so that its guarded UPDATE, a statement of its own, reads the claims
+   * table as the last holder of those rows left it (PostgreSQL re-checks a concurrently updated row's condition
+   * against the row's newest version but other tables' as they were when the statement began). Optional; absent
+   * where a transaction already excludes every other writer (SQLite).
+   */
+  readonly forUpdate?: string;
 }
 
 /** See SqlDialect.upsert. */

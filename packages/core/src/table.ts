@@ -208,6 +208,16 @@ export function integerRangeOfBits(bits: 8 | 16 | 24 | 32 | 64, unsigned = false
   return unsigned ? { min: 0n, max: size - 1n } : { min: -(size >> 1n), max: (size >> 1n) - 1n };
 }
 
+/**
+ * The value a row of column values gives the table's id column (its key matched without case, as the catalog's
+ * names are), or undefined when it gives none. For rows to insert: an enqueued item, a schedule's row.
+ */
+export function idValueIn(table: Pick<ResolvedTable, 'id'>, row: Readonly<Record<string, unknown>>): unknown {
+  const id = table.id.toLowerCase();
+  const key = Object.keys(row).find((name) => name.toLowerCase() === id);
+  return key === undefined ? undefined : row[key];
+}
+
 /** Whether `id` can be a value of `column`: false only for an integer beyond the column's integerRange. */
 export function idFitsColumn(column: ColumnInfo, id: JobId): boolean {
   const range = column.integerRange;

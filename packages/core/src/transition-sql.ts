@@ -10,7 +10,7 @@ import { ConfigError, SchemaError } from './errors.js';
 import { missingColumnError } from './schema.js';
 import { assertTransition, sourcesOf, statusCode, type StatusName, type TransitionCause } from './status.js';
 import type { JobId, SqlDialect, SqlParam, SqlValue, Statement, Upsert } from './store.js';
-import { BESIDE_COLUMNS, columnOverflow, isBesideColumn, type BesideColumn, type ColumnLimit, type OptionalColumn, type ResolvedTable } from './table.js';
+import { BESIDE_COLUMNS, columnOverflow, idValueIn, isBesideColumn, type BesideColumn, type ColumnLimit, type OptionalColumn, type ResolvedTable } from './table.js';
 
 /** When a new row first becomes claimable: a delay from the database's now, or an instant (ms since the epoch, UTC). */
 export type NotBefore = { readonly delayMs: number } | { readonly atEpochMs: number };
@@ -239,9 +239,27 @@ export class TransitionSql {
     return `INSERT INTO ${upsert.into} (${[this.q.id, ...w.beside.map((v) => v.column)].join(', ')}) ${source} ${upsert.clause(sets.join(', '))}`;
   }
 
-  /** `statement` (an UPDATE of the rows `ids`, decided by its affected rows) with the claims-table writes of `w` after it. */
-  private withBeside(statement: Statement, ids: readonly JobId[], w: Writes): Statement {
-    return w.beside.length === 0 ? statement : { ...statement, then: [this.upsertBeside(ids, w)] };
+  /**
+   * `statement` (an UPDATE of the rows `ids`, decided by its affected rows) with the claims-table writes of `w` after
+   * it, and before it the lock of those rows (`lock`, see lockRows). A claim of locked candidates needs no lock again.
+   */
+  private withBeside(statement: Statement, ids: readonly JobId[], w: Writes, lock = true): Statement {
+    if (w.beside.length === 0) return statement;
+    const first = lock ? this.lockRows((p) => p.in(this.q.id, ids)) : [];
+    return { ...statement, first, then: [this.upsertBeside(ids, w)] };
+  }
+
+  /**
+   * With a claims table: the rows meeting `where` locked (SqlDialect.forUpdate) before a move's guarded UPDATE, a
+   * statement of its own, reads the claims table. Every writer of a claims-table row holds its row first (a claim, a
+   * settle, a reap), so once the lock is held the claims table says what its last holder left: a settle behind a
+   * reap and a new claim sees the new token, a reap behind a new claim its fresh lease. Empty where the store's
+   * transaction excludes every other writer.
+   */
+  private lockRows(where: (p: Params) => string): Statement[] {
+    if (!this.dialect.forUpdate) return [];
+    const p = new Params(this.dialect);
+    return [{ sql: `SELECT ${this.q.id} FROM ${this.q.table} WHERE ${where(p)} ORDER BY ${this.q.id}${this.dialect.forUpdate}`, params: p.values }];
   }
 
   /**
@@ -347,7 +365,7 @@ export class TransitionSql {
     const w = this.claimWrites(token, claimedAt);
     const guard = locked && this.q.beside ? this.guard('claim') : this.dueCondition();
     const sql = `UPDATE ${this.q.table} SET ${this.setList(p, w)} WHERE ${p.in(this.q.id, ids)} AND ${guard}` + (returning ? ` RETURNING ${this.rowColumns}` : '');
-    return this.withBeside({ sql, params: p.values }, ids, w);
+    return this.withBeside({ sql, params: p.values }, ids, w, false);
   }
 
   /**
@@ -447,7 +465,7 @@ export class TransitionSql {
     const where = `${p.in(this.q.id, ids)} AND ${this.guard('complete')}${this.tokenGuard(p, token)}`;
     const statement: Statement = { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values, reusable: p.fixedText };
     if (!this.isBeside('finishedAt')) return statement;
-    return { ...statement, then: [this.finishedBeside(ids, token)] };
+    return { ...statement, first: this.lockRows((lp) => lp.in(this.q.id, ids)), then: [this.finishedBeside(ids, token)] };
   }
 
   /**
@@ -657,7 +675,7 @@ export class TransitionSql {
     if (w.beside.length === 0) return main;
     const sp = new Params(this.dialect);
     const select = `SELECT ${this.q.table}.${this.q.id}, ${this.besideValues(sp, w).join(', ')} FROM ${this.q.table} WHERE ${where(sp)}`;
-    return { ...main, first: [{ sql: this.besideUpsert(w, select), params: sp.values }] };
+    return { ...main, first: [...this.lockRows(where), { sql: this.besideUpsert(w, select), params: sp.values }] };
   }
 
   /**
@@ -874,8 +892,7 @@ export class TransitionSql {
     const statement = { sql: `INSERT INTO ${this.q.table} (${columns}) ${source}${conflicts}${returning}`, params: p.values };
     if (!besideDue) return statement;
     // The due time goes to the claims table, keyed by the row's id, which is known only when the row carries it.
-    const idKey = names.find((n) => n.toLowerCase() === this.table.id.toLowerCase());
-    const id = idKey === undefined ? null : row[idKey];
+    const id = idValueIn(this.table, row) as SqlValue | undefined;
     if (id === null || id === undefined) {
       throw new SchemaError(
         `a delayed job on ${this.table.table} needs its ${this.table.id}: the table keeps its claim state in ${this.table.beside}, keyed by ${this.table.id}, so each delayed row must give its ${this.table.id}`,
