@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import {
   ConfigError,
@@ -43,14 +44,33 @@ export interface SqliteStoreOptions {
 const BEGIN_IMMEDIATE: Statement = { sql: 'BEGIN IMMEDIATE', params: [] };
 const COMMIT: Statement = { sql: 'COMMIT', params: [] };
 
+/**
+ * One gate per database file for every store of this process. better-sqlite3 is synchronous: a store that waits
+ * for the write lock another store of this process holds across an await (`transaction`) busy-waits on the one
+ * thread, so the holder can never reach its COMMIT and the waiter fails after the busy timeout (8 workers on
+ * their own stores over a table with a claims table: 20 s and "database is locked" for 500 jobs, 0.2 s without).
+ * Sharing the gate makes them wait their turn instead, which costs nothing: two calls of one process never ran at
+ * once anyway. Stores in other processes still wait out each other's writes with the busy timeout.
+ */
+const GATES = new Map<string, ConnectionGate>();
+
+function gateOf(filename: string): ConnectionGate {
+  if (filename === ':memory:') return new ConnectionGate();
+  const key = resolve(filename);
+  let gate = GATES.get(key);
+  if (!gate) GATES.set(key, (gate = new ConnectionGate()));
+  return gate;
+}
+
 /** Prepared statements kept per connection; claims and settles reuse a handful of SQL texts. */
 const STATEMENT_CACHE_SIZE = 256;
 
 /**
  * A Store on one better-sqlite3 connection. `execute` and `executeBatch` run synchronously from BEGIN
- * IMMEDIATE to COMMIT inside one call; `transaction` (the aging claim's) awaits between its statements, so
- * the gate holds every other call of this store back until it ends. Connections in other processes wait up
- * to the busy timeout. WAL lets readers run beside the single writer.
+ * IMMEDIATE to COMMIT inside one call; `transaction` (the aging claim's, and every move of a table with a claims
+ * table) awaits between its statements, so the gate holds every other call of the stores of this process on the
+ * same file back until it ends (see GATES). Connections in other processes wait up to the busy timeout. WAL lets
+ * readers run beside the single writer.
  */
 export class SqliteStore implements Store {
   readonly dialect = sqliteDialect;
@@ -66,7 +86,7 @@ export class SqliteStore implements Store {
     this.schemaVersionStatement ??= this.db.prepare('PRAGMA schema_version').pluck();
     return this.schemaVersionStatement.get() as number;
   };
-  private readonly gate = new ConnectionGate();
+  private readonly gate: ConnectionGate;
   /** Watches the database file for other connections' commits; null for `:memory:`, which no one else writes. */
   private readonly wakeUps: SqliteWakeUps | null;
 
@@ -74,6 +94,7 @@ export class SqliteStore implements Store {
     if (!options || typeof options.filename !== 'string' || options.filename.length === 0) {
       throw new ConfigError('SQLite store needs a filename');
     }
+    this.gate = gateOf(options.filename);
     const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
     if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new ConfigError('busyTimeoutMs must be a non-negative integer');
     try {
