@@ -3,7 +3,7 @@ import type { ClaimRequest, ClaimResult, ClaimStrategy, JobId, NativeClaim, Row,
 import type { ResolvedTable } from './table.js';
 import { splitToFit } from './statement-size.js';
 import { Params, TransitionSql } from './transition-sql.js';
-import { runInTransaction, runStatement } from './side-writes.js';
+import { executeOne, runInTransaction, runStatement } from './side-writes.js';
 
 /** The column a candidate SELECT carries the database's clock in (NativeClaim.clockWithCandidates); not a column of the table. */
 export const CLAIM_CLOCK = 'statusq_claim_clock';
@@ -88,7 +88,7 @@ export async function claimConditionalUpdate(store: Store, table: ResolvedTable,
     const claim = sql.claimByIds([id], request.token, false);
     let affected: number;
     try {
-      ({ affected } = await (table.beside === null ? store.execute(claim) : runInTransaction(store, [claim]).then((results) => results[0]!)));
+      ({ affected } = await executeOne(store, claim));
     } catch (error) {
       // The rows claimed before this error are ours: hand them over with it (ClaimResult.interruptedBy).
       if (rows.length === 0) throw error;

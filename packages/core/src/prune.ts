@@ -194,7 +194,7 @@ function batchStatements(queue: Queue, codes: readonly number[], ids: readonly J
   };
   const remove = statement((p) => `DELETE FROM ${q(t.table)} WHERE ${guarded(p)}`);
   // The claims-table rows of the rows just removed (and only of those: a row requeued meanwhile is still there).
-  const claims = t.beside === null ? [] : [statement((p) => `DELETE FROM ${q(t.beside!)} WHERE ${p.in(q(t.id), ids)} AND ${orphaned(queue)}`)];
+  const claims = t.beside === null ? [] : [statement((p) => `DELETE FROM ${q(t.beside!)} WHERE ${p.in(q(t.id), ids)} AND ${queue.sql.orphanedClaim()}`)];
   if (!archive) return { all: [remove, ...claims], removes: 0 };
   const columns = archive.columns.map(q).join(', ');
   return {
@@ -207,8 +207,6 @@ function batchStatements(queue: Queue, codes: readonly number[], ids: readonly J
     removes: 2,
   };
 }
-
-const orphaned = (queue: Queue): string => queue.sql.orphanedClaim();
 
 /**
  * Deletes the claims-table rows whose row the application deleted, a batch at a time by the claims table's key:
@@ -225,12 +223,12 @@ async function removeOrphans(queue: Queue, batch: number, signal: AbortSignal | 
   for (let pass = 0; pass < 1_000_000 && !signal?.aborted; pass++) {
     const p = new Params(store.dialect);
     const from: string = after === null ? '' : ` AND ${side}.${id} > ${p.add(after)}`;
-    const found = await withStoreRetry(() => store.execute({ sql: `SELECT ${side}.${id} AS id FROM ${side} WHERE ${orphaned(queue)}${from} ORDER BY ${side}.${id} LIMIT ${batch}`, params: p.values }), STORE_RETRY.write);
+    const found = await withStoreRetry(() => store.execute({ sql: `SELECT ${side}.${id} AS id FROM ${side} WHERE ${queue.sql.orphanedClaim()}${from} ORDER BY ${side}.${id} LIMIT ${batch}`, params: p.values }), STORE_RETRY.write);
     const ids = found.rows.map((row) => row.id as JobId);
     if (ids.length === 0) break;
     after = ids.at(-1)!;
     const dp = new Params(store.dialect);
-    const sql = `DELETE FROM ${side} WHERE ${dp.in(id, ids)} AND ${orphaned(queue)}`;
+    const sql = `DELETE FROM ${side} WHERE ${dp.in(id, ids)} AND ${queue.sql.orphanedClaim()}`;
     removed += (await withStoreRetry(() => store.execute({ sql, params: dp.values }), STORE_RETRY.write)).affected;
   }
   return removed;

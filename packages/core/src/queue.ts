@@ -8,7 +8,7 @@ import { requeueCause, statusName, type StatusName } from './status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, SqlValue, Statement, Store } from './store.js';
 import { columnOverflow, idFitsColumn, idValueIn, resolveTable, validateTableConfig, type ColumnInfo, type ResolvedTable, type TableConfig } from './table.js';
 import { INSPECT_CLOCK, InspectTimes, asDate, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
-import { hasSideWrites, runInTransaction, runStatement } from './side-writes.js';
+import { executeAll, executeOne, runStatement } from './side-writes.js';
 import { GIVE_UP_PAGE, TransitionSql, type AttemptCharge, type NotBefore, type Params } from './transition-sql.js';
 import { besideTableName, hasIndex, keyIndexName, missingColumnError } from './schema.js';
 import { DELAY_LIMIT, parseDuration } from './duration.js';
@@ -187,14 +187,8 @@ export class Queue {
    */
   async apply(statements: readonly Statement[]): Promise<ExecResult[]> {
     if (statements.length === 0) return [];
-    if (hasSideWrites(statements)) return runInTransaction(this.store, statements);
-    if (statements.length === 1) return [await this.store.execute(statements[0]!)];
-    return this.store.executeBatch(statements);
-  }
-
-  /** One statement as `apply` runs it. */
-  private async run(statement: Statement): Promise<ExecResult> {
-    return (await this.apply([statement]))[0]!;
+    if (statements.length === 1) return [await executeOne(this.store, statements[0]!)];
+    return executeAll(this.store, statements);
   }
 
   /**
@@ -488,7 +482,7 @@ export class Queue {
     for (let start = 0; start < statements.length; start += chunk) {
       const slice = statements.slice(start, start + chunk);
       try {
-        const results = await withStoreRetry(() => (hasSideWrites(slice) ? runInTransaction(this.store, slice) : this.store.executeBatch(slice)), STORE_RETRY.write);
+        const results = await withStoreRetry(() => executeAll(this.store, slice), STORE_RETRY.write);
         results.forEach((result, i) => ids.push(this.insertedId(result, rows[start + i]!, returningId)));
       } catch (error) {
         if (!(error instanceof StoreError)) throw error;
@@ -545,7 +539,7 @@ export class Queue {
       try {
         const key = keys[index]!;
         if (key === null) {
-          const result = await withStoreRetry(() => this.run(this.sql.insert(row, { returningId, notBefore })), STORE_RETRY.write);
+          const result = await withStoreRetry(() => executeOne(this.store, this.sql.insert(row, { returningId, notBefore })), STORE_RETRY.write);
           outcomes.push({ id: this.insertedId(result, row, returningId), duplicate: false });
         } else {
           outcomes.push(await this.insertKeyed(row, key, notBefore));
@@ -578,7 +572,7 @@ export class Queue {
     for (let attempt = 0; attempt < KEYED_INSERT_ATTEMPTS; attempt++) {
       const insert = this.sql.insert(row, { returningId, notBefore, skipConflicts });
       try {
-        const result = await withStoreRetry(() => this.run(insert), STORE_RETRY.write);
+        const result = await withStoreRetry(() => executeOne(this.store, insert), STORE_RETRY.write);
         if (result.affected > 0) return { id: this.insertedId(result, row, returningId), duplicate: false };
       } catch (error) {
         if (!(error instanceof StoreError) || error.kind !== 'UniqueViolation') throw error;

@@ -20,6 +20,16 @@ export async function runStatement(runner: StatementRunner, statement: Statement
   return result;
 }
 
+/** One statement on `store`: in autocommit, or with its side writes in a transaction of its own. */
+export async function executeOne(store: Store, statement: Statement): Promise<ExecResult> {
+  return hasSideWrites([statement]) ? (await runInTransaction(store, [statement]))[0]! : store.execute(statement);
+}
+
+/** Statements on `store` in one transaction committed once (Store.executeBatch), with their side writes where they carry any. */
+export function executeAll(store: Store, statements: readonly Statement[]): Promise<ExecResult[]> {
+  return hasSideWrites(statements) ? runInTransaction(store, statements) : store.executeBatch(statements);
+}
+
 /** Runs `statements` with their side writes in one transaction of `store`, committed once; results in order. */
 export function runInTransaction(store: Store, statements: readonly Statement[]): Promise<ExecResult[]> {
   if (!store.transaction) throw new StoreError('Unknown', `the ${store.dialect.name} store has no transactions, which a table with a claims table needs`, 'NO_TRANSACTION');

@@ -154,8 +154,12 @@ export class TransitionSql {
     this.q = quoteTable(table, dialect);
     const own = table.returned === null ? (this.q.beside ? `${this.q.table}.*` : '*') : table.returned.map((name) => dialect.quoteIdentifier(name)).join(', ');
     // A claims table's columns come with the row under their own names, as in-table ones would.
-    const beside = BESIDE_COLUMNS.filter((key) => this.isBeside(key)).map((key) => `${this.read(key)} AS ${this.q[key]!}`);
-    this.rowColumns = [own, ...beside].join(', ');
+    this.rowColumns = [own, ...this.besideColumnsRead()].join(', ');
+  }
+
+  /** Each claims-table column as the table's row would carry it: read beside it, under its own name. */
+  private besideColumnsRead(): string[] {
+    return BESIDE_COLUMNS.filter((key) => this.isBeside(key)).map((key) => `${this.read(key)} AS ${this.q[key]!}`);
   }
 
   /** Whether optional column `key` is one of the claims table's (ResolvedTable.beside) rather than the table's. */
@@ -455,30 +459,36 @@ export class TransitionSql {
    */
   completeMany(ids: readonly JobId[], token: string | null, results?: ReadonlyArray<string | null>): Statement {
     const p = new Params(this.dialect);
-    const sets = [`${this.q.status} = ${this.table.codes.done}`];
+    const w = this.moveTo(this.table.codes.done);
     if (results !== undefined && this.q.result) {
       if (results.length !== ids.length) throw new Error(`completeMany: ${results.length} results for ${ids.length} ids`);
-      p.fixedText = false;
-      sets.push(`${this.q.result} = CASE ${this.q.id} ${ids.map((id, i) => `WHEN ${p.add(id)} THEN ${p.add(results[i]!)}`).join(' ')} END`);
+      const result = this.q.result;
+      w.own.push((sp) => {
+        sp.fixedText = false;
+        return `${result} = CASE ${this.q.id} ${ids.map((id, i) => `WHEN ${sp.add(id)} THEN ${sp.add(results[i]!)}`).join(' ')} END`;
+      });
     }
-    if (this.q.finishedAt && !this.isBeside('finishedAt')) sets.push(`${this.q.finishedAt} = ${this.dialect.now}`);
+    this.write(w, 'finishedAt', { sql: this.dialect.now });
+    const setSql = this.setList(p, w);
     const where = `${p.in(this.q.id, ids)} AND ${this.guard('complete')}${this.tokenGuard(p, token)}`;
-    const statement: Statement = { sql: `UPDATE ${this.q.table} SET ${sets.join(', ')} WHERE ${where}`, params: p.values, reusable: p.fixedText };
-    if (!this.isBeside('finishedAt')) return statement;
-    return { ...statement, first: this.lockRows((lp) => lp.in(this.q.id, ids)), then: [this.finishedBeside(ids, token)] };
+    const statement: Statement = { sql: `UPDATE ${this.q.table} SET ${setSql} WHERE ${where}`, params: p.values, reusable: p.fixedText };
+    // Not an upsert (withBeside): only the rows done under this token get their end time, which its count cannot name.
+    if (w.beside.length === 0) return statement;
+    return { ...statement, first: this.lockRows((lp) => lp.in(this.q.id, ids)), then: [this.updateClaims('finishedAt', ids, token, this.statusIs('done'))] };
   }
 
   /**
-   * finished_at of the claims-table rows of `ids` that are done under `token`: after a grouped completion, whose
-   * affected count does not say which rows it changed (completedUnder's question, asked in the same statement).
+   * `column` = the database's now on the claims-table rows of `ids` that hold `token` and whose row in the table meets
+   * `rowCondition`: a heartbeat (the row still processing), the end time of a grouped completion (the rows done
+   * under the token, completedUnder's question asked in the same statement).
    */
-  private finishedBeside(ids: readonly JobId[], token: string | null): Statement {
+  private updateClaims(column: BesideColumn, ids: readonly JobId[], token: string | null, rowCondition: string): Statement {
     const p = new Params(this.dialect);
     const side = this.q.beside!;
-    let where = `${p.in(`${side}.${this.q.id}`, ids)}`;
+    let where = p.in(`${side}.${this.q.id}`, ids);
     if (token !== null && this.q.workerId) where += ` AND ${this.besideColumn('workerId')} = ${p.add(token)}`;
-    where += ` AND ${this.claimedRow(this.statusIs('done'))}`;
-    return { sql: `UPDATE ${side} SET ${this.q.finishedAt!} = ${this.dialect.now} WHERE ${where}`, params: p.values, reusable: p.fixedText };
+    where += ` AND ${this.claimedRow(rowCondition)}`;
+    return { sql: `UPDATE ${side} SET ${this.q[column]!} = ${this.dialect.now} WHERE ${where}`, params: p.values, reusable: p.fixedText };
   }
 
   /**
@@ -546,12 +556,7 @@ export class TransitionSql {
       return this.guardedUpdate(w, id, token, 'heartbeat');
     }
     // The lease is the claims table's alone: one UPDATE there, guarded by the row's status in the table.
-    const p = new Params(this.dialect);
-    const side = this.q.beside!;
-    let where = `${side}.${this.q.id} = ${p.add(id as SqlValue)}`;
-    if (token !== null && this.q.workerId) where += ` AND ${this.besideColumn('workerId')} = ${p.add(token)}`;
-    where += ` AND ${this.claimedRow(this.guard('heartbeat'))}`;
-    return { sql: `UPDATE ${side} SET ${this.q.claimedAt!} = ${this.dialect.now} WHERE ${where}`, params: p.values };
+    return this.updateClaims('claimedAt', [id], token, this.guard('heartbeat'));
   }
 
   /**
@@ -763,7 +768,7 @@ export class TransitionSql {
   /** The named rows whole, with the database's clock as `clock`. */
   inspectIds(ids: readonly JobId[], clock: string): Statement {
     const p = new Params(this.dialect);
-    const all = this.q.beside ? [`${this.q.table}.*`, ...BESIDE_COLUMNS.filter((key) => this.isBeside(key)).map((key) => `${this.read(key)} AS ${this.q[key]!}`)].join(', ') : '*';
+    const all = this.q.beside ? [`${this.q.table}.*`, ...this.besideColumnsRead()].join(', ') : '*';
     const sql = `SELECT ${all}, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(clock)} FROM ${this.q.table} WHERE ${p.in(this.q.id, ids)}`;
     return { sql, params: p.values };
   }

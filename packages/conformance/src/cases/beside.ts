@@ -184,8 +184,7 @@ export function besideCases(env: () => TestEnv, options: ConformanceOptions): vo
 
     it('fencing: after its lease is taken over, every settle under the old token changes nothing in the table or the claims table; the application setting the status back to NULL fences the holder out the same way', async () => {
       const store = await env().store();
-      await createTableA(env().fixtures, store, generateTableARows(2, { poisonEvery: 0, abuseEvery: 0 }));
-      await migrateTable(store, { table: 'table_a', beside: true });
+      await createTableA(env().fixtures, store, generateTableARows(2, { poisonEvery: 0, abuseEvery: 0 }), { beside: true });
       const queue = await Queue.open(store, { table: 'table_a' });
       const [first] = (await queue.claim({ limit: 1, token: 'A' })).rows;
       const id = first!.id as JobId;
@@ -223,8 +222,7 @@ export function besideCases(env: () => TestEnv, options: ConformanceOptions): vo
 
     it("leases, poison and requeue: a dead claim is reaped with its attempt counted beside the table; one that used its attempts fails; a dead process's claims are charged; requeue starts failed rows over and returns processing rows whose lease ran out", async () => {
       const store = await env().store();
-      await createTableA(env().fixtures, store, generateTableARows(4, { poisonEvery: 0, abuseEvery: 0 }));
-      await migrateTable(store, { table: 'table_a', beside: true });
+      await createTableA(env().fixtures, store, generateTableARows(4, { poisonEvery: 0, abuseEvery: 0 }), { beside: true });
       const queue = await Queue.open(store, { table: 'table_a' });
       const claimed = (await queue.claim({ limit: 2, token: 'dead:1' })).rows.map((row) => row.id as JobId);
       const [spent, fresh] = claimed as [JobId, JobId];
@@ -266,8 +264,7 @@ export function besideCases(env: () => TestEnv, options: ConformanceOptions): vo
     it('delays, orphans and prune: a delayed row waits in the claims table; rows the application deleted leave claims-table rows that no claim reads, doctor counts and prune removes with the rows it deletes', async () => {
       const store = await env().store();
       const rows: TableARow[] = generateTableARows(3, { poisonEvery: 0, abuseEvery: 0 });
-      await createTableA(env().fixtures, store, rows);
-      await migrateTable(store, { table: 'table_a', beside: true });
+      await createTableA(env().fixtures, store, rows, { beside: true });
       const queue = await Queue.open(store, { table: 'table_a' });
       const d = store.dialect;
       const later = { id: 1000, date: rows[0]!.date, url: 'https://example.com/later', kind: 'ok' };
