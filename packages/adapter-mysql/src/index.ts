@@ -19,12 +19,12 @@ export const schemes: readonly string[] = ['mysql', 'mariadb'];
  * options: `claimStrategy` (native | conditional-update), `maxConnections`, `isolation`
  * (read-committed | repeatable-read), `binlogFallback` (refuse | conditional-update: what to do on a server
  * logging by statement where this account may not switch to ROW), `lockWaitTimeout` (seconds), `idleProbeMs`
- * (0 turns the idle probe off), and the deadlines `connectTimeout`,
+ * (0 turns the idle probe off), `claimGate` (claims of one table at once; 0: no gate), and the deadlines `connectTimeout`,
  * `queryTimeout` and `schemaTimeout` (ms; see MysqlStoreOptions). The old names (`connectionLimit`,
  * `claimStrategy=auto|skip-locked`) are refused, naming the new one.
  */
 /** This adapter's own URL parameters (the pool's and the deadlines' come from core); mysql2 is given none. */
-const MYSQL_URL_PARAMETERS = ['claimStrategy', 'isolation', 'binlogFallback', 'idleProbeMs', 'lockWaitTimeout'];
+const MYSQL_URL_PARAMETERS = ['claimStrategy', 'isolation', 'binlogFallback', 'idleProbeMs', 'lockWaitTimeout', 'claimGate'];
 
 export function optionsFromUrl(url: string): MysqlStoreOptions {
   const parsed = parseServerUrl(url, 'use mysql://user:password@host:port/database');
@@ -55,6 +55,8 @@ export function optionsFromUrl(url: string): MysqlStoreOptions {
   // 0 turns the probe off; the upper bound is the store's (idleProbeOption).
   const idleProbe = integer('idleProbeMs', 0);
   if (idleProbe !== undefined) options.idleProbeMs = idleProbe;
+  const claimGate = integer('claimGate', 0);
+  if (claimGate !== undefined) options.claimGate = claimGate;
   const lockWait = integer('lockWaitTimeout');
   if (lockWait !== undefined) options.lockWaitTimeoutSeconds = lockWait;
   return { ...options, ...poolFromUrl(parsed.searchParams, 'the MySQL URL'), ...deadlinesFromUrl(parsed.searchParams, 'the MySQL URL') };
@@ -63,7 +65,7 @@ export function optionsFromUrl(url: string): MysqlStoreOptions {
 /** Opens a store from a `mysql://` or `mariadb://` URL; `options` override what the URL says. */
 export async function connect(url: string, options: ConnectOptions & MysqlStoreOptions = {}): Promise<MysqlStore> {
   // Servers ignore `create`: the database must exist (statusq creates tables, not databases).
-  const { create: _create, listenUrl, onWarning: _nothingToWarnOf, ...rest } = options;
+  const { create: _create, listenUrl, ...rest } = options;
   if (listenUrl !== undefined) throw new ConfigError('listenUrl (--listen-db) is the URL of a PostgreSQL listening connection; MySQL has none (idle workers probe the table through the store\'s own URL)');
   return MysqlStore.open({ ...optionsFromUrl(url), ...rest });
 }

@@ -7,6 +7,7 @@ import { mysqlDialect } from './mysql-dialect.js';
 import type { MysqlBinlogPlan } from './mysql-binlog.js';
 import type { MysqlServerInfo, MysqlServerSettings } from './mysql-pool.js';
 import { mysqlServerChecks } from './mysql-server-checks.js';
+import type { MysqlClaimGate } from './mysql-claim-gate.js';
 import { estimateRowsOnMysql } from './mysql-row-estimates.js';
 
 const q = (name: string) => mysqlDialect.quoteIdentifier(name);
@@ -81,7 +82,7 @@ async function isolationOf(store: Store, server: MysqlServerInfo): Promise<strin
   return String(rows[0]!.level);
 }
 
-export function mysqlInspection(store: Store, server: MysqlServerInfo, settings: MysqlServerSettings, binlog: MysqlBinlogPlan): StoreInspection {
+export function mysqlInspection(store: Store, server: MysqlServerInfo, settings: MysqlServerSettings, binlog: MysqlBinlogPlan, claimGate?: MysqlClaimGate): StoreInspection {
   return {
     async serverFacts(): Promise<ServerFacts> {
       const { rows } = await store.execute({
@@ -105,6 +106,6 @@ export function mysqlInspection(store: Store, server: MysqlServerInfo, settings:
     explain: (statement, options) => explainOnMysql(store, statement, options),
     estimateRows: (statement) => estimateRowsOnMysql(store, statement),
     generatedColumns: (table) => mysqlGeneratedColumns(store, table),
-    serverChecks: () => mysqlServerChecks({ server, settings, binlog, runner: store }),
+    serverChecks: () => mysqlServerChecks({ server, settings, binlog, claimGate, runner: store }),
   };
 }

@@ -7,19 +7,22 @@ import type { Row, ServerCheck, StatementRunner } from '@statusq/core/adapter';
 import { mysqlTextLimit } from './mysql-catalog.js';
 import { SUGGESTED_MAX_ALLOWED_PACKET, mysqlStatementLimit, upgradeFix, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
 import type { MysqlBinlogPlan } from './mysql-binlog.js';
+import { GATE_WAIT_SECONDS, type MysqlClaimGate } from './mysql-claim-gate.js';
 
 export interface MysqlServerCheckInput {
   server: MysqlServerInfo;
   settings: MysqlServerSettings;
   /** What the store decided at open for the server's binary log (mysql-binlog.ts). */
   binlog: MysqlBinlogPlan;
+  /** The store's claim gate (mysql-claim-gate.ts); absent: not known (no line). */
+  claimGate?: MysqlClaimGate | undefined;
   /** For the checks that need one more look at the server (through the store: statusq's own session). */
   runner?: StatementRunner | undefined;
 }
 
 /** The checks, in the order the doctor lists them. */
 export async function mysqlServerChecks(input: MysqlServerCheckInput): Promise<ServerCheck[]> {
-  return Promise.all([versionCheck(input), binlogCheck(input), maxAllowedPacketCheck(input), lockWaitTimeoutCheck(input), primaryKeyCheck(input), lowerCaseTableNamesCheck(input), autocommitCheck(input), readOnlyCheck(input)]);
+  return Promise.all([versionCheck(input), binlogCheck(input), maxAllowedPacketCheck(input), lockWaitTimeoutCheck(input), primaryKeyCheck(input), lowerCaseTableNamesCheck(input), autocommitCheck(input), readOnlyCheck(input), ...claimGateCheck(input)]);
 }
 
 /** One row of a look at the server, or null when there is no runner or the look failed (the check then says what it can without it). */
@@ -145,6 +148,26 @@ function readOnlyCheck({ settings }: MysqlServerCheckInput): ServerCheck {
       'it is a replica, or a primary a failover fenced. A worker waits --read-only-wait (default 2m) for writes, then exits 1',
     fix: 'point the URL at the primary (the writer endpoint of a cluster); on the primary itself after a failover: SET GLOBAL read_only = OFF',
   };
+}
+
+/**
+ * Whether the native claims pass the claim gate (mysql-claim-gate.ts). Warn: asked for, but the server refused
+ * GET_LOCK, so many claimers of a table contend unchecked. No line for a store without the native claim.
+ */
+function claimGateCheck({ claimGate }: MysqlServerCheckInput): ServerCheck[] {
+  if (claimGate === undefined) return [];
+  if (claimGate.active) {
+    return [{ name: 'claim_gate', status: 'pass', detail: `at most ${claimGate.width} claims of a table at once (GET_LOCK, waiting up to ${GATE_WAIT_SECONDS} s): many claimers do not slow each other down` }];
+  }
+  if (claimGate.width === 0) return [{ name: 'claim_gate', status: 'pass', detail: 'no claim gate (claimGate=0 asked for none)' }];
+  return [
+    {
+      name: 'claim_gate',
+      status: 'warn',
+      detail: `claims run without the claim gate: ${claimGate.offBecause}; past a few dozen claimers of one table MariaDB's claims slow each other down (docs/benchmarks.md)`,
+      fix: 'keep the claimers of one table to a few dozen, or run them where GET_LOCK is allowed (MariaDB Galera refuses it with wsrep_on)',
+    },
+  ];
 }
 
 function versionCheck({ server }: MysqlServerCheckInput): ServerCheck {

@@ -6,6 +6,7 @@ import {
   SERVER_CONNECTION,
   StoreError,
   atStatement,
+  emitStoreWarning,
   deadlineOf,
   fitsStatementLimit,
   inTransaction,
@@ -29,6 +30,7 @@ import {
   type StoreCallDeadlines,
   type StoreCapabilities,
   type StoreInspection,
+  type StoreWarning,
 } from '@statusq/core/adapter';
 import { mysqlRunnerFor } from './mysql-caller-transaction.js';
 import { bindValue, mysqlExecResult } from './mysql-results.js';
@@ -39,12 +41,13 @@ import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 import { mysqlInspection } from './mysql-doctor.js';
 import { isConnectionLost, isDeadlock, isLockWaitTimeout, isReadOnlyRefusal, toStoreError } from './mysql-errors.js';
 import { DEFAULT_IDLE_PROBE_MS, MysqlIdleProbe, idleProbeSetup } from './mysql-idle-probe.js';
-import { claimStrategyOption, idleProbeOption, type MysqlStoreOptions } from './mysql-options.js';
+import { claimGateOption, claimStrategyOption, idleProbeOption, type MysqlStoreOptions } from './mysql-options.js';
+import { DEFAULT_CLAIM_GATE_WIDTH, MysqlClaimGate, probeClaimGate, type ClaimGateStats } from './mysql-claim-gate.js';
 import { deadlineError, endPool, mysqlStatementLimit, openMysqlPool, socketOf, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
 import { mysqlSchema } from './mysql-schema.js';
 
 /** Counters of the conflicts this store met, so tests and operators can see a deadlock storm. */
-export interface MysqlStoreStats {
+export interface MysqlStoreStats extends ClaimGateStats {
   /** 1213 ER_LOCK_DEADLOCK errors, in any operation. */
   deadlocks: number;
   /** 1205 ER_LOCK_WAIT_TIMEOUT errors. */
@@ -70,7 +73,7 @@ export class MysqlStore implements Store {
   readonly dialect = mysqlDialect;
   readonly schema: SchemaSupport = mysqlSchema;
   readonly capabilities: StoreCapabilities;
-  readonly stats: MysqlStoreStats = { deadlocks: 0, lockWaitTimeouts: 0, connectionsLost: 0, claims: 0, idleProbes: 0, idleProbeFailures: 0 };
+  readonly stats: MysqlStoreStats = { deadlocks: 0, lockWaitTimeouts: 0, connectionsLost: 0, claims: 0, idleProbes: 0, idleProbeFailures: 0, claimGateTimeouts: 0 };
   /**
    * The claim this store runs: `native` (SKIP LOCKED) or `conditional-update` (forced, the server has no SKIP
    * LOCKED, or it logs by statement and this account may not switch to ROW: `binlog.fallback`).
@@ -78,6 +81,8 @@ export class MysqlStore implements Store {
   readonly claimStrategy: ClaimStrategy;
   readonly nativeClaim: NativeClaim | undefined;
   readonly inspection: StoreInspection;
+  /** The native claim's gate (mysql-claim-gate.ts): how many claims of a table run at once, and whether it is on. */
+  readonly claimGate: MysqlClaimGate;
   /** One statement's bound, from max_allowed_packet (see mysqlStatementLimit). */
   readonly statementLimit: StatementLimit;
   private closed = false;
@@ -96,18 +101,24 @@ export class MysqlStore implements Store {
     strategy: ClaimStrategy,
     openConnection: (extraSetup?: readonly string[]) => Promise<Connection>,
     idleProbeMs: number,
+    claimGateWidth: number,
+    warn: (warning: StoreWarning) => void,
   ) {
     // Null when idleProbeMs is 0: idle workers poll with claims.
     const idleProbe = idleProbeMs > 0 ? new MysqlIdleProbe(() => openConnection(idleProbeSetup(server)), idleProbeMs, deadlines.queryTimeoutMs, this.stats, (threadId) => this.killThread(threadId)) : null;
     this.idleProbe = idleProbe;
     this.claimStrategy = strategy === 'conditional-update' || !server.skipLocked || binlog.fallback ? 'conditional-update' : 'native';
     const native = this.claimStrategy === 'native';
-    this.nativeClaim = native ? { ...mysqlNativeClaim, claimWritesAreKnown: (table) => this.claimWritesAreKnown(table) } : undefined;
+    const gate = new MysqlClaimGate(claimGateWidth, this.stats, warn);
+    this.claimGate = gate;
+    this.nativeClaim = native
+      ? { ...mysqlNativeClaim, claimWritesAreKnown: (table) => this.claimWritesAreKnown(table), admit: (table, tx, claim) => gate.admit(table, tx, claim) }
+      : undefined;
     // groupedResults: a batch of statements costs MySQL a round trip each (no pipelining), so completions with results share one UPDATE.
     this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false, idleProbe: idleProbe !== null, groupedResults: true };
     // Without the probe the worker polls: no waitForWork at all.
     if (idleProbe === null) (this as { waitForWork?: unknown }).waitForWork = undefined;
-    this.inspection = mysqlInspection(this, server, settings, binlog);
+    this.inspection = mysqlInspection(this, server, settings, binlog, native ? gate : undefined);
     this.statementLimit = mysqlStatementLimit(settings.maxAllowedPacket);
   }
 
@@ -117,8 +128,17 @@ export class MysqlStore implements Store {
     if ('connectionLimit' in options) throw new ConfigError('the MySQL option connectionLimit was renamed maxConnections');
     if ('deadlockRetries' in options) throw new ConfigError("the MySQL option deadlockRetries was removed: the store no longer retries, a deadlock reaches the worker's retry policy as WriteConflict");
     const idleProbeMs = idleProbeOption(options.idleProbeMs, DEFAULT_IDLE_PROBE_MS);
+    const claimGateWidth = claimGateOption(options.claimGate, DEFAULT_CLAIM_GATE_WIDTH);
+    if (options.onWarning !== undefined && typeof options.onWarning !== 'function') throw new ConfigError('MySQL store: onWarning must be a function');
     const { pool, sockets, deadlines, server, settings, binlog, openConnection } = await openMysqlPool({ ...options, claimStrategy: strategy });
-    return new MysqlStore(pool, sockets, deadlines, server, settings, binlog, strategy, openConnection, idleProbeMs);
+    const store = new MysqlStore(pool, sockets, deadlines, server, settings, binlog, strategy, openConnection, idleProbeMs, claimGateWidth, options.onWarning ?? emitStoreWarning);
+    try {
+      if (store.nativeClaim) await probeClaimGate(store.claimGate, (sql) => store.execute({ sql, params: [] }));
+    } catch (error) {
+      await store.close();
+      throw error;
+    }
+    return store;
   }
 
   async execute(statement: Statement): Promise<ExecResult> {

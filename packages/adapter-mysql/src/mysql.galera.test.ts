@@ -8,7 +8,7 @@
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { StoreError, initTable } from '@statusq/core';
+import { Queue, StoreError, initTable, type StoreWarning } from '@statusq/core';
 import mysql from 'mysql2/promise';
 import { connect, type MysqlStore } from './index.js';
 import { mysqlSuite } from './test/mysql-test-db.js';
@@ -122,6 +122,25 @@ mysqlSuite('mysql on MariaDB Galera (a private one-node cluster)', () => {
         expect((refusal as Error).message).toMatch(/WSREP/);
         expect(store.stats.connectionsLost).toBe(1);
         expect((await store.execute(count)).rows).toEqual([{ n: 0 }]);
+      } finally {
+        await store.close();
+      }
+    });
+
+    it('the claim gate on a Galera node: GET_LOCK is granted (MariaDB 10.11.19; 10.4.29 and 10.6.13 refused it with wsrep on, MDEV-30473, and a store there claims ungated), so claims pass through it, node-local', async () => {
+      const warnings: StoreWarning[] = [];
+      const store = (await connect(url, { onWarning: (warning) => warnings.push(warning) })) as MysqlStore;
+      try {
+        expect(store.claimGate.active).toBe(true);
+        await initTable(store, 'gated');
+        const queue = await Queue.open(store, { table: 'gated' });
+        await queue.enqueue([{ n: 1 }, { n: 2 }, { n: 3 }]);
+        for (let round = 0; round < 2; round++) await queue.claim({ limit: 2, token: `t${round}` });
+        expect((await queue.counts()).processing).toBe(3);
+        expect(store.stats.claimGateTimeouts).toBe(0);
+        expect(warnings).toEqual([]);
+        const checks = await store.inspection.serverChecks!();
+        expect(checks.find((check) => check.name === 'claim_gate')).toMatchObject({ status: 'pass' });
       } finally {
         await store.close();
       }

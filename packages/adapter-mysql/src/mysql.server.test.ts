@@ -218,6 +218,51 @@ mysqlSuite('mysql adapter on a real server', () => {
     await e.closeStores();
   });
 
+  it('the claim gate holds claims across sessions: a claim waits while another session holds the gate lock of its table, goes on once it is given back, runs ungated past the wait bound; claimGate=0 takes none; the doctor says which', async () => {
+    const e = await fresh();
+    const gated = (await connect(`${e.url}?claimGate=1`)) as MysqlStore;
+    const ungated = (await connect(`${e.url}?claimGate=0`)) as MysqlStore;
+    const holder = await raw(e.url);
+    try {
+      await initTable(gated, 'jobs');
+      const queue = await Queue.open(gated, { table: 'jobs' });
+      await queue.enqueue([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      // The one lock a claimGate=1 store of this database takes for `jobs` (mysql-claim-gate.ts names it).
+      const lock = "CONCAT('statusq.claim.', LEFT(SHA1(CONCAT(DATABASE(), '.', 'jobs')), 24), '.', 0)";
+      const [taken] = await holder.query<mysql.RowDataPacket[]>(`SELECT GET_LOCK(${lock}, 0) AS held`);
+      expect(taken[0]!.held).toBe(1);
+      let settled = false;
+      const claim = queue.claim({ limit: 1, token: 'first' }).finally(() => (settled = true));
+      await waitFor('the claim waiting on the gate lock', async () => {
+        const [rows] = await holder.query<mysql.RowDataPacket[]>("SELECT COUNT(*) AS n FROM information_schema.PROCESSLIST WHERE STATE = 'User lock' AND INFO LIKE '%GET_LOCK%'");
+        return Number(rows[0]!.n) === 1;
+      });
+      expect(settled).toBe(false);
+      expect((await queue.counts()).processing).toBe(0);
+      await holder.query(`DO RELEASE_LOCK(${lock})`);
+      expect((await claim).rows).toHaveLength(1);
+      expect(gated.stats.claimGateTimeouts).toBe(0);
+      // The claim gave the lock back: another session takes it at once.
+      const [again] = await holder.query<mysql.RowDataPacket[]>(`SELECT GET_LOCK(${lock}, 0) AS held`);
+      expect(again[0]!.held).toBe(1);
+      // Held past the wait bound (GATE_WAIT_SECONDS): the claim goes on without the gate and counts it.
+      expect((await queue.claim({ limit: 1, token: 'second' })).rows).toHaveLength(1);
+      expect(gated.stats.claimGateTimeouts).toBe(1);
+      // No gate: the claim neither waits for the held lock nor counts a timeout.
+      expect(ungated.claimGate.active).toBe(false);
+      expect((await (await Queue.open(ungated, { table: 'jobs' })).claim({ limit: 1, token: 'third' })).rows).toHaveLength(1);
+      expect(ungated.stats.claimGateTimeouts).toBe(0);
+      const gateCheck = async (store: MysqlStore) => (await store.inspection.serverChecks!()).find((check) => check.name === 'claim_gate');
+      expect(await gateCheck(gated)).toMatchObject({ status: 'pass', detail: expect.stringMatching(/^at most 1 claims of a table at once/) });
+      expect(await gateCheck(ungated)).toMatchObject({ status: 'pass', detail: 'no claim gate (claimGate=0 asked for none)' });
+    } finally {
+      await holder.end();
+      await gated.close();
+      await ungated.close();
+      await e.closeStores();
+    }
+  });
+
   // The plain candidate SELECTs on the pending index are the conformance case `[needs queryPlans]`.
   it('EXPLAIN: every locking candidate SELECT of the claim (newest, oldest, aged; FOR UPDATE SKIP LOCKED) uses the pending index without a filesort, with many finished rows present', async () => {
     const e = await fresh();

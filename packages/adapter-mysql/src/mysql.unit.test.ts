@@ -1,6 +1,8 @@
 // Pure functions of the adapter: no server needed.
 import { describe, expect, it } from 'vitest';
-import { StoreError } from '@statusq/core';
+import { StoreError, type StoreWarning } from '@statusq/core';
+import type { ResolvedTable, Statement, StatementRunner } from '@statusq/core/adapter';
+import { MysqlClaimGate, probeClaimGate } from './mysql-claim-gate.js';
 import { planBinlog, type BinlogPlanInput } from './mysql-binlog.js';
 import { isConnectionLost } from './mysql-errors.js';
 import { mysqlStatementLimit, unsupportedVersion } from './mysql-pool.js';
@@ -93,6 +95,49 @@ describe('mysql adapter, without a server', () => {
     }
   });
 
+  it('the claim gate: a server that refuses GET_LOCK turns it off for good with one warning and the claim runs ungated; a lost connection is no refusal; a failed claim still gives the lock back', async () => {
+    const table = { table: 'jobs' } as ResolvedTable;
+    const galera = () => native(1235, 'ER_NOT_SUPPORTED_YET', { sqlMessage: "This version of MariaDB doesn't yet support 'GET_LOCK in cluster (WSREP_ON=ON)'" });
+    const runner = (answer: (statement: Statement) => unknown, sent: string[] = []): StatementRunner => ({
+      execute: async (statement) => {
+        sent.push(statement.sql);
+        const result = answer(statement);
+        if (result instanceof Error) throw result;
+        return { rows: [{ held: result }], affected: 0 };
+      },
+    });
+    const warnings: StoreWarning[] = [];
+    const refused = new MysqlClaimGate(8, { claimGateTimeouts: 0 }, (warning) => warnings.push(warning));
+    const sent: string[] = [];
+    const refusing = runner(galera, sent);
+    expect(await refused.admit(table, refusing, async () => 'claimed')).toBe('claimed');
+    expect(await refused.admit(table, refusing, async () => 'claimed again')).toBe('claimed again');
+    expect(sent).toHaveLength(1);
+    expect(refused.active).toBe(false);
+    expect(warnings.map((w) => w.code)).toEqual(['claim-gate-refused']);
+    expect(warnings[0]!.message).toMatch(/GET_LOCK in cluster/);
+    expect(refused.offBecause).toMatch(/^the server refused GET_LOCK/);
+    // Found at open: off before the first claim.
+    const probed = new MysqlClaimGate(8, { claimGateTimeouts: 0 }, () => undefined);
+    await probeClaimGate(probed, async () => {
+      throw galera();
+    });
+    expect(probed.active).toBe(false);
+    // A lost connection is the claim's own failure: the gate stays on, and the error goes to the claim's retry.
+    const lost = new MysqlClaimGate(8, { claimGateTimeouts: 0 }, () => undefined);
+    await expect(lost.admit(table, runner(() => native(2013, 'PROTOCOL_CONNECTION_LOST', { fatal: true })), async () => 'never')).rejects.toMatchObject({ errno: 2013 });
+    await expect(probeClaimGate(lost, async () => Promise.reject(native(2013, 'PROTOCOL_CONNECTION_LOST', { fatal: true })))).rejects.toMatchObject({ errno: 2013 });
+    expect(lost.active).toBe(true);
+    // Granted, then the claim fails: the lock is released before the error goes on; a wait past the bound is counted.
+    const stats = { claimGateTimeouts: 0 };
+    const granted = new MysqlClaimGate(8, stats, () => undefined);
+    const statements: string[] = [];
+    await expect(granted.admit(table, runner(() => 1, statements), async () => Promise.reject(new Error('deadlock')))).rejects.toThrow('deadlock');
+    expect(statements.map((sql) => sql.split('(')[0])).toEqual(['SELECT GET_LOCK', 'DO RELEASE_LOCK']);
+    expect(await granted.admit(table, runner(() => 0), async () => 'ungated')).toBe('ungated');
+    expect(stats.claimGateTimeouts).toBe(1);
+  });
+
   it('parses mysql:// and mariadb:// URLs with adapter options', () => {
     expect(optionsFromUrl('mysql://app:s%40cret@db.example:3307/queue?claimStrategy=conditional-update&maxConnections=8')).toEqual({
       host: 'db.example',
@@ -112,12 +157,17 @@ describe('mysql adapter, without a server', () => {
       expect(() => optionsFromUrl(`mysql://root@h/db?idleProbeMs=${bad}`), bad).toThrow(/idleProbeMs in the MySQL URL must be a whole number, 0 or more/);
     }
     expect(() => optionsFromUrl('mysql://root@h/db?lockWaitTimeout=0')).toThrow(/lockWaitTimeout in the MySQL URL must be a positive integer/);
+    expect(optionsFromUrl('mysql://root@h/db?claimGate=0')).toMatchObject({ claimGate: 0 });
+    expect(optionsFromUrl('mysql://root@h/db?claimGate=16')).toMatchObject({ claimGate: 16 });
+    for (const bad of ['-1', '', '2.5', 'many']) {
+      expect(() => optionsFromUrl(`mysql://root@h/db?claimGate=${bad}`), bad).toThrow(/claimGate in the MySQL URL must be a whole number, 0 or more/);
+    }
     // The old names are refused, naming the new one.
     expect(() => optionsFromUrl('mysql://root@h/db?connectionLimit=8')).toThrow(/connectionLimit in the MySQL URL was renamed maxConnections/);
     // A parameter nobody reads was dropped without a word (issue 40's probe): mysql2 is given none of them.
     for (const bad of ['bogus=1', 'ssl=true', 'claimstrategy=native']) {
       const name = bad.split('=')[0]!;
-      expect(() => optionsFromUrl(`mysql://root@h/db?${bad}`), bad).toThrow(new RegExp(`^unknown parameter "${name}" in the MySQL URL; it takes binlogFallback, claimStrategy, connectTimeout, idleProbeMs, isolation, lockWaitTimeout, maxConnections, queryTimeout, schemaTimeout$`));
+      expect(() => optionsFromUrl(`mysql://root@h/db?${bad}`), bad).toThrow(new RegExp(`^unknown parameter "${name}" in the MySQL URL; it takes binlogFallback, claimGate, claimStrategy, connectTimeout, idleProbeMs, isolation, lockWaitTimeout, maxConnections, queryTimeout, schemaTimeout$`));
     }
     expect(optionsFromUrl('mysql://root@h/db?connectTimeout=2000&queryTimeout=1500&schemaTimeout=60000')).toMatchObject({
       connectTimeoutMs: 2000,
@@ -137,6 +187,8 @@ describe('mysql adapter, without a server', () => {
     await expect(open({ claimStrategy: 'fastest' })).rejects.toThrow(/claimStrategy must be native or conditional-update, got "fastest"/);
     await expect(open({ connectionLimit: 8 })).rejects.toThrow(/connectionLimit was renamed maxConnections/);
     await expect(open({ deadlockRetries: 3 })).rejects.toThrow(/deadlockRetries was removed/);
+    for (const bad of [-1, 1.5, 1025, '8']) await expect(open({ claimGate: bad }), String(bad)).rejects.toThrow(/claimGate must be a whole number of claims at once per table, from 0 \(no gate\) to 1024/);
+    await expect(open({ onWarning: 'log it' })).rejects.toThrow(/onWarning must be a function/);
     await expect(connect('mysql://root@127.0.0.1:9/db?claimStrategy=skip-locked')).rejects.toThrow(/renamed native/);
   });
 

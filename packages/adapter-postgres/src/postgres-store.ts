@@ -4,6 +4,7 @@ import {
   ConfigError,
   DEFAULT_CAPABILITIES,
   StoreError,
+  emitStoreWarning,
   atStatement,
   deadlineOf,
   SERVER_CONNECTION,
@@ -156,7 +157,7 @@ export class PostgresStore implements Store {
     });
     this.preparedNames = options.prepare === false ? null : new Map();
     this.listensDirect = listenUrl !== undefined;
-    this.warn = onWarning ?? ((warning) => process.emitWarning(`${warning.message}. Fix: ${warning.fix}`, { code: `STATUSQ_${warning.code.toUpperCase().replaceAll('-', '_')}` }));
+    this.warn = onWarning ?? emitStoreWarning;
     this.listener = new PostgresListener(
       listenUrl === undefined ? clientConfig : { ...clientConfig, connectionString: listenUrl, options: /[?&]options=/.test(listenUrl) ? undefined : '-c TimeZone=UTC' },
       this.deadlines.queryTimeoutMs,

@@ -39,7 +39,10 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
   const buildRows = !returning && !beside && native.clockWithCandidates === true;
   const writesKnown = buildRows && native.claimWritesAreKnown !== undefined && (await native.claimWritesAreKnown(table));
   const statements = candidateStatements(sql, request, { columns: buildRows ? 'row' : 'id', lock: native.lockCandidates, clock: buildRows ? CLAIM_CLOCK : undefined });
-  const rows = await store.transaction(async (tx) => {
+  const rows = await store.transaction((tx) => (native.admit ? native.admit(table, tx, () => claimInTransaction(tx)) : claimInTransaction(tx)));
+  return { rows, candidatesLost: 0 };
+
+  async function claimInTransaction(tx: StatementRunner): Promise<Row[]> {
     const candidates = await selectCandidates(tx, statements, request.limit, table.id);
     if (candidates.length === 0) return [];
     // By primary key, ascending, over rows this transaction already holds: claimers never lock in opposite orders.
@@ -57,8 +60,7 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
     for (const run of splitToFit(ids, (some) => sql.claimByIds(some, request.token, false, clockValue, true), store.statementLimit)) affected += (await runStatement(tx, run.statement)).affected;
     if (writesKnown && affected === ids.length) return candidates.map((row) => asClaimed(row, table, request.token, clock!));
     return ownedInOrder(candidates, await selectByIds(tx, sql, ids, store), table, request.token);
-  });
-  return { rows, candidatesLost: 0 };
+  }
 }
 
 /** The one-statement native claim of up to `request.limit` rows (without aging). */

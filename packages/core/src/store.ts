@@ -281,6 +281,14 @@ export interface NativeClaim {
   claimWritesAreKnown?(table: ResolvedTable): Promise<boolean>;
   /** Called as each native claim starts (PostgreSQL: LISTEN bookkeeping for the table). */
   beforeClaim?(table: ResolvedTable): void;
+  /**
+   * Runs the claim's transaction body (`claim`, its candidate SELECT and UPDATE) inside an admission gate the
+   * database keeps, on the transaction's own connection (`tx`): at most a few claims of one table at once,
+   * whichever process or host they come from (MySQL: named locks, mysql-claim-gate.ts). The gate only spaces
+   * claims out; the guarded UPDATE still decides every row, so a gate that cannot be had lets the claim run
+   * ungated. Default: no gate.
+   */
+  admit?<T>(table: ResolvedTable, tx: StatementRunner, claim: () => Promise<T>): Promise<T>;
 }
 
 /**
@@ -460,6 +468,11 @@ export interface StoreWarning {
   readonly message: string;
   /** What to change. */
   readonly fix: string;
+}
+
+/** Where a store's warnings go when the caller gave no `onWarning`: Node's process warnings, coded STATUSQ_<CODE>. */
+export function emitStoreWarning(warning: StoreWarning): void {
+  process.emitWarning(`${warning.message}. Fix: ${warning.fix}`, { code: `STATUSQ_${warning.code.toUpperCase().replaceAll('-', '_')}` });
 }
 
 /**
