@@ -1,4 +1,4 @@
-import { StoreError, type ResolvedTable, type StatementRunner, type StoreWarning } from '@statusq/core/adapter';
+import { StoreError, type ExecResult, type ResolvedTable, type StatementRunner, type StoreWarning } from '@statusq/core/adapter';
 import { toStoreError } from './mysql-errors.js';
 
 /**
@@ -25,8 +25,9 @@ import { toStoreError } from './mysql-errors.js';
  * claimer waiting for the gate sleeps on the server (a metadata lock wait), which costs nothing while the
  * claimers inside work. Gating the settles as well changed nothing (11,834 against 11,916 at 128).
  *
- * What it costs: two round trips more per claim (six with the candidates' clock, instead of four), and while
- * more than `width` claimers want the same table at once, the rest wait their turn. It changes no order and
+ * What it costs: no round trip where the claim's statements travel in multi-statement packets (GET_LOCK with
+ * the candidate SELECT, RELEASE_LOCK with the COMMIT; mysql-pipeline.ts), two more per claim where the server
+ * refuses those; and while more than `width` claimers want the same table at once, the rest wait their turn. It changes no order and
  * no guarantee: the guarded UPDATE still decides every row, and a claim that waited past GATE_WAIT_SECONDS
  * (a holder far away or stalled) runs without the gate rather than wait longer.
  *
@@ -77,15 +78,38 @@ export class MysqlClaimGate {
     return this.refusal;
   }
 
-  /** NativeClaim.admit: `claim` runs holding one of the table's gate locks when the server grants one in time. */
+  /**
+   * NativeClaim.admit: `claim` runs holding one of the table's gate locks when the server grants one in time.
+   * In a pipelined transaction (StatementRunner.defer, mysql-pipeline.ts) GET_LOCK travels with the candidate
+   * SELECT and RELEASE_LOCK with the COMMIT, so the gate adds no round trip.
+   */
   async admit<T>(table: ResolvedTable, tx: StatementRunner, claim: () => Promise<T>): Promise<T> {
     if (!this.active) return claim();
     const params = [table.table, Math.floor(Math.random() * this.width)];
+    const acquire = { sql: `SELECT GET_LOCK(${LOCK_NAME_SQL}, ?) AS held`, params: [...params, GATE_WAIT_SECONDS] };
+    const release = { sql: `DO RELEASE_LOCK(${LOCK_NAME_SQL})`, params };
+    const granted = (result: ExecResult) => {
+      const held = Number(result.rows[0]?.held) === 1;
+      if (!held) this.stats.claimGateTimeouts++;
+      return held;
+    };
+    if (tx.defer) {
+      const lock = tx.defer(acquire).then(granted);
+      let result: T;
+      try {
+        result = await claim();
+      } catch (error) {
+        // The packet that carried GET_LOCK failed. On a refusal of GET_LOCK itself the claim's retry goes ungated.
+        if (isGateRefusal(error) && /GET_LOCK/i.test(messageOf(error))) this.refuse(error);
+        if (await lock.catch(() => false)) await tx.execute(release).catch(() => undefined);
+        throw error;
+      }
+      if (await lock) void tx.defer(release);
+      return result;
+    }
     let held = false;
     try {
-      const { rows } = await tx.execute({ sql: `SELECT GET_LOCK(${LOCK_NAME_SQL}, ?) AS held`, params: [...params, GATE_WAIT_SECONDS] });
-      held = Number(rows[0]?.held) === 1;
-      if (!held) this.stats.claimGateTimeouts++;
+      held = granted(await tx.execute(acquire));
     } catch (error) {
       // A statement that fails leaves a MySQL transaction open and usable: the claim goes on without the gate.
       if (!isGateRefusal(error)) throw error;
@@ -95,29 +119,32 @@ export class MysqlClaimGate {
     // The lock belongs to the session, not the transaction: a claim that fails still gives it back, or the
     // pooled connection would keep it. A release that fails has lost its connection (the server frees the
     // lock with it), or fails the claim, which rolls back and is retried.
-    const release = () => tx.execute({ sql: `DO RELEASE_LOCK(${LOCK_NAME_SQL})`, params });
     let result: T;
     try {
       result = await claim();
     } catch (error) {
-      await release().catch(() => undefined);
+      await tx.execute(release).catch(() => undefined);
       throw error;
     }
-    await release();
+    await tx.execute(release);
     return result;
   }
 
   /** Turns the gate off for the rest of this store's life, saying why once. */
   refuse(error: unknown): void {
     if (this.refusal !== null) return;
-    const mapped = toStoreError(error);
-    this.refusal = `the server refused GET_LOCK (${mapped instanceof Error ? mapped.message : String(mapped)})`;
+    this.refusal = `the server refused GET_LOCK (${messageOf(error)})`;
     this.warn({
       code: 'claim-gate-refused',
       message: `claims run without the claim gate: ${this.refusal}; many claimers of one table may then slow each other down (docs/benchmarks.md, "Many claimers on MariaDB")`,
       fix: 'keep the claimers of one table to a few dozen, or run them where GET_LOCK is allowed; claimGate=0 (URL ?claimGate=0) asks for no gate and silences this',
     });
   }
+}
+
+function messageOf(error: unknown): string {
+  const mapped = toStoreError(error);
+  return mapped instanceof Error ? mapped.message : String(mapped);
 }
 
 /**

@@ -10,6 +10,9 @@ import { LIVE_KEY_COLUMN } from './mysql-dialect.js';
  *   UPDATE t SET status = 9, claimed_at = <that clock>, worker_id = ? WHERE id IN (<ids, ascending>) AND <due>
  *   COMMIT
  *
+ * The statements travel in two multi-statement packets where the server takes them, with the claim gate's
+ * GET_LOCK and RELEASE_LOCK (mysql-pipeline.ts, mysql-claim-gate.ts): two round trips, not four.
+ *
  * MariaDB has no UPDATE ... RETURNING, so the claimed rows are the locked candidates with the three values
  * the UPDATE wrote: nobody else can change a row between its lock and the commit, and claimed_at is the
  * server's clock read by the SELECT (never the worker host's). The rows are read back (SELECT * ... WHERE id

@@ -82,7 +82,7 @@ async function isolationOf(store: Store, server: MysqlServerInfo): Promise<strin
   return String(rows[0]!.level);
 }
 
-export function mysqlInspection(store: Store, server: MysqlServerInfo, settings: MysqlServerSettings, binlog: MysqlBinlogPlan, claimGate?: MysqlClaimGate): StoreInspection {
+export function mysqlInspection(store: Store, server: MysqlServerInfo, settings: MysqlServerSettings, binlog: MysqlBinlogPlan, claimGate?: MysqlClaimGate, claimPipeline?: { readonly pipelineRefusal: string | null }): StoreInspection {
   return {
     async serverFacts(): Promise<ServerFacts> {
       const { rows } = await store.execute({
@@ -106,6 +106,6 @@ export function mysqlInspection(store: Store, server: MysqlServerInfo, settings:
     explain: (statement, options) => explainOnMysql(store, statement, options),
     estimateRows: (statement) => estimateRowsOnMysql(store, statement),
     generatedColumns: (table) => mysqlGeneratedColumns(store, table),
-    serverChecks: () => mysqlServerChecks({ server, settings, binlog, claimGate, runner: store }),
+    serverChecks: () => mysqlServerChecks({ server, settings, binlog, claimGate, claimPipeline, runner: store }),
   };
 }

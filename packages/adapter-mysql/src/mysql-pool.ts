@@ -177,7 +177,10 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
     timezone: 'Z',
     dateStrings: false,
     charset: 'utf8mb4',
-    multipleStatements: false,
+    // The native claim sends its statements in two packets (mysql-pipeline.ts); every value is bound and every
+    // identifier validated and quoted, so this adds no way for input to add a statement. `mysql2: {
+    // multipleStatements: false }` turns it off (the claim then takes one round trip per statement).
+    multipleStatements: options.mysql2?.multipleStatements !== false,
   };
   const pool = mysql.createPool({ ...connection, ...(idleTimeout !== undefined && { idleTimeout }), connectionLimit: maxConnections, maxIdle: maxConnections, waitForConnections: true });
   // autocommit = 1: a server may turn it off for the account (init_connect = 'SET autocommit=0', which runs

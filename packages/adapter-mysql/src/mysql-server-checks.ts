@@ -16,13 +16,15 @@ export interface MysqlServerCheckInput {
   binlog: MysqlBinlogPlan;
   /** The store's claim gate (mysql-claim-gate.ts); absent: not known (no line). */
   claimGate?: MysqlClaimGate | undefined;
+  /** Whether the native claim's statements travel in multi-statement packets (mysql-pipeline.ts); absent: no line. */
+  claimPipeline?: { readonly pipelineRefusal: string | null } | undefined;
   /** For the checks that need one more look at the server (through the store: statusq's own session). */
   runner?: StatementRunner | undefined;
 }
 
 /** The checks, in the order the doctor lists them. */
 export async function mysqlServerChecks(input: MysqlServerCheckInput): Promise<ServerCheck[]> {
-  return Promise.all([versionCheck(input), binlogCheck(input), maxAllowedPacketCheck(input), lockWaitTimeoutCheck(input), primaryKeyCheck(input), lowerCaseTableNamesCheck(input), autocommitCheck(input), readOnlyCheck(input), ...claimGateCheck(input)]);
+  return Promise.all([versionCheck(input), binlogCheck(input), maxAllowedPacketCheck(input), lockWaitTimeoutCheck(input), primaryKeyCheck(input), lowerCaseTableNamesCheck(input), autocommitCheck(input), readOnlyCheck(input), ...claimGateCheck(input), ...claimRoundTripsCheck(input)]);
 }
 
 /** One row of a look at the server, or null when there is no runner or the look failed (the check then says what it can without it). */
@@ -166,6 +168,22 @@ function claimGateCheck({ claimGate }: MysqlServerCheckInput): ServerCheck[] {
       status: 'warn',
       detail: `claims run without the claim gate: ${claimGate.offBecause}; past a few dozen claimers of one table MariaDB's claims slow each other down (docs/benchmarks.md)`,
       fix: 'keep the claimers of one table to a few dozen, or run them where GET_LOCK is allowed (MariaDB Galera refuses it with wsrep_on)',
+    },
+  ];
+}
+
+/** The native claim's round trips: two in multi-statement packets; warn where the server or a proxy refused them. */
+function claimRoundTripsCheck({ claimPipeline }: MysqlServerCheckInput): ServerCheck[] {
+  if (claimPipeline === undefined) return [];
+  if (claimPipeline.pipelineRefusal === null) {
+    return [{ name: 'claim_round_trips', status: 'pass', detail: 'the native claim takes two round trips (its statements travel in multi-statement packets)' }];
+  }
+  return [
+    {
+      name: 'claim_round_trips',
+      status: 'warn',
+      detail: `multi-statement packets refused (${claimPipeline.pipelineRefusal}): each claim takes four round trips, six with the claim gate, which far from the server is most of a claim`,
+      fix: "let statusq's connections send multi-statement packets (CLIENT_MULTI_STATEMENTS; a proxy may have to allow them; no privilege is needed)",
     },
   ];
 }

@@ -43,6 +43,7 @@ import { isConnectionLost, isDeadlock, isLockWaitTimeout, isReadOnlyRefusal, toS
 import { DEFAULT_IDLE_PROBE_MS, MysqlIdleProbe, idleProbeSetup } from './mysql-idle-probe.js';
 import { claimGateOption, claimStrategyOption, idleProbeOption, type MysqlStoreOptions } from './mysql-options.js';
 import { DEFAULT_CLAIM_GATE_WIDTH, MysqlClaimGate, probeClaimGate, type ClaimGateStats } from './mysql-claim-gate.js';
+import { pipelinedTransaction, probePipeline } from './mysql-pipeline.js';
 import { deadlineError, endPool, mysqlStatementLimit, openMysqlPool, socketOf, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
 import { mysqlSchema } from './mysql-schema.js';
 
@@ -83,6 +84,11 @@ export class MysqlStore implements Store {
   readonly inspection: StoreInspection;
   /** The native claim's gate (mysql-claim-gate.ts): how many claims of a table run at once, and whether it is on. */
   readonly claimGate: MysqlClaimGate;
+  /**
+   * Why the native claim's transaction sends one statement per round trip (the server or a proxy refused
+   * multi-statement packets, found at open), or null: it sends them in two (mysql-pipeline.ts).
+   */
+  pipelineRefusal: string | null = null;
   /** One statement's bound, from max_allowed_packet (see mysqlStatementLimit). */
   readonly statementLimit: StatementLimit;
   private closed = false;
@@ -118,7 +124,7 @@ export class MysqlStore implements Store {
     this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false, idleProbe: idleProbe !== null, groupedResults: true };
     // Without the probe the worker polls: no waitForWork at all.
     if (idleProbe === null) (this as { waitForWork?: unknown }).waitForWork = undefined;
-    this.inspection = mysqlInspection(this, server, settings, binlog, native ? gate : undefined);
+    this.inspection = mysqlInspection(this, server, settings, binlog, native ? gate : undefined, native ? this : undefined);
     this.statementLimit = mysqlStatementLimit(settings.maxAllowedPacket);
   }
 
@@ -133,7 +139,10 @@ export class MysqlStore implements Store {
     const { pool, sockets, deadlines, server, settings, binlog, openConnection } = await openMysqlPool({ ...options, claimStrategy: strategy });
     const store = new MysqlStore(pool, sockets, deadlines, server, settings, binlog, strategy, openConnection, idleProbeMs, claimGateWidth, options.onWarning ?? emitStoreWarning);
     try {
-      if (store.nativeClaim) await probeClaimGate(store.claimGate, (sql) => store.execute({ sql, params: [] }));
+      if (store.nativeClaim) {
+        await probeClaimGate(store.claimGate, (sql) => store.execute({ sql, params: [] }));
+        await store.probePipeline(options.onWarning ?? emitStoreWarning);
+      }
     } catch (error) {
       await store.close();
       throw error;
@@ -171,6 +180,18 @@ export class MysqlStore implements Store {
     return mysqlOrderTimeEncoding(column.type);
   }
 
+  /** Asks once, at open, whether the server takes multi-statement packets (probePipeline); says so once when not. */
+  private async probePipeline(warn: (warning: StoreWarning) => void): Promise<void> {
+    const refusal = await this.withConnection((conn) => probePipeline(conn, isConnectionLost));
+    if (refusal === null) return;
+    this.pipelineRefusal = refusal;
+    warn({
+      code: 'multi-statements-refused',
+      message: `the server (or a proxy before it) refused a multi-statement packet (${refusal}): each claim takes four to six round trips instead of two`,
+      fix: 'let statusq\'s connections send multi-statement packets (CLIENT_MULTI_STATEMENTS; no privilege is needed), or keep the database close to the workers',
+    });
+  }
+
   /** NativeClaim.claimWritesAreKnown (see mysqlClaimWritesQuery), asked once per table and store. */
   private claimWritesAreKnown(table: ResolvedTable): Promise<boolean> {
     const key = `${table.table}\u0000${table.status}\u0000${table.columns.claimedAt ?? ''}`;
@@ -184,9 +205,16 @@ export class MysqlStore implements Store {
     return known;
   }
 
-  /** START TRANSACTION, `body`, COMMIT on one pooled connection, within the query deadline (the native claim's). */
+  /**
+   * START TRANSACTION, `body`, COMMIT on one pooled connection, within the query deadline (the native claim's):
+   * in as few round trips as the body allows when the server takes multi-statement packets (mysql-pipeline.ts).
+   */
   async transaction<T>(body: (tx: StatementRunner) => Promise<T>): Promise<T> {
-    const result = await this.withConnection((conn) => this.inTransaction(conn, () => body({ execute: (statement) => this.run(conn, statement) })));
+    const result = await this.withConnection((conn) =>
+      this.pipelineRefusal === null
+        ? pipelinedTransaction(conn, body, { isLost: isConnectionLost, statementLimit: this.statementLimit, check: (statement) => this.refuseOversized(statement) })
+        : this.inTransaction(conn, () => body({ execute: (statement) => this.run(conn, statement) })),
+    );
     this.stats.claims++;
     return result;
   }
@@ -246,14 +274,20 @@ export class MysqlStore implements Store {
   }
 
   private async run(conn: PoolConnection, statement: Statement): Promise<ExecResult> {
-    // Refused here rather than by the server, which answers a statement over max_allowed_packet with 1153
-    // and closes the connection, or, when the statement is still being written, with a reset socket that
-    // looks like any lost connection (measured both on MariaDB 10.11 with a 16 KB packet), and is retried.
+    this.refuseOversized(statement);
+    const [result] = await conn.query({ sql: statement.sql, values: statement.params.map(bindValue) });
+    return mysqlExecResult(result);
+  }
+
+  /**
+   * Refused here rather than by the server, which answers a statement over max_allowed_packet with 1153 and
+   * closes the connection, or, when the statement is still being written, with a reset socket that looks like
+   * any lost connection (measured both on MariaDB 10.11 with a 16 KB packet), and is retried.
+   */
+  private refuseOversized(statement: Statement): void {
     if (!fitsStatementLimit(statement, this.statementLimit)) {
       throw new StoreError('Unsupported', `statement refused: ${statementTooLarge(statement, this.statementLimit)}`, 'ER_NET_PACKET_TOO_LARGE');
     }
-    const [result] = await conn.query({ sql: statement.sql, values: statement.params.map(bindValue) });
-    return mysqlExecResult(result);
   }
 
   private fail(error: unknown): unknown {

@@ -5,7 +5,7 @@
  */
 import { expect, it } from 'vitest';
 import mysql from 'mysql2/promise';
-import { Queue, Relay, StoreError, dispatchIndexName, initTable, pendingIndexName, type Broker } from '@statusq/core';
+import { Queue, Relay, StoreError, dispatchIndexName, initTable, pendingIndexName, type Broker, type StoreWarning } from '@statusq/core';
 import { CLAIM_CLOCK, TransitionSql, candidateStatements, type Statement } from '@statusq/core/adapter';
 import { Ledger, waitFor, withDeadline } from '@statusq/conformance';
 import { connect, optionsFromUrl, type MysqlStore } from './index.js';
@@ -259,6 +259,61 @@ mysqlSuite('mysql adapter on a real server', () => {
       await holder.end();
       await gated.close();
       await ungated.close();
+      await e.closeStores();
+    }
+  });
+
+  it('the native claim takes two round trips: GET_LOCK travels with START TRANSACTION and the candidate SELECT, the UPDATE and RELEASE_LOCK with the COMMIT (as the server\'s general log records each packet); the doctor says so', async () => {
+    const e = await fresh();
+    const store = (await connect(`${e.url}?maxConnections=1`)) as MysqlStore;
+    const admin = await raw(e.url);
+    const [settings] = await admin.query<mysql.RowDataPacket[]>('SELECT @@global.general_log AS on_, @@global.log_output AS output');
+    try {
+      await initTable(store, 'jobs');
+      const queue = await Queue.open(store, { table: 'jobs' });
+      await queue.enqueue([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      await queue.claim({ limit: 1, token: 'warm' });
+      const thread = Number((await store.execute({ sql: 'SELECT CONNECTION_ID() AS id', params: [] })).rows[0]!.id);
+      await admin.query("SET GLOBAL log_output = 'TABLE', GLOBAL general_log = 1");
+      const { rows } = await queue.claim({ limit: 2, token: 'two-trips' });
+      await admin.query('SET GLOBAL general_log = 0');
+      expect(rows).toHaveLength(2);
+      const [packets] = await admin.query<mysql.RowDataPacket[]>(
+        "SELECT CONVERT(argument USING utf8mb4) AS text FROM mysql.general_log WHERE thread_id = ? AND command_type = 'Query' ORDER BY event_time",
+        [thread],
+      );
+      const statements = packets.map((packet) => String(packet.text).split(';\n').map((sql) => sql.trim().split(/[\s(]/)[0] + (sql.includes('GET_LOCK') ? ' GET_LOCK' : sql.includes('RELEASE_LOCK') ? ' RELEASE_LOCK' : '')));
+      expect(statements).toEqual([
+        ['START', 'SELECT GET_LOCK', 'SELECT'],
+        ['UPDATE', 'DO RELEASE_LOCK', 'COMMIT'],
+      ]);
+      expect(await store.inspection.serverChecks!()).toContainEqual(expect.objectContaining({ name: 'claim_round_trips', status: 'pass' }));
+    } finally {
+      await admin.query(`SET GLOBAL general_log = ${Number(settings[0]!.on_) ? 1 : 0}, GLOBAL log_output = ?`, [String(settings[0]!.output)]);
+      await admin.end();
+      await store.close();
+      await e.closeStores();
+    }
+  });
+
+  it('a connection that may not send multi-statement packets (mysql2 multipleStatements: false, as behind a proxy that refuses them): the store finds out at open, warns once, claims a statement per round trip through the gate, and the doctor says why', async () => {
+    const e = await fresh();
+    const warnings: StoreWarning[] = [];
+    const store = (await connect(e.url, { mysql2: { multipleStatements: false }, onWarning: (warning) => warnings.push(warning) })) as MysqlStore;
+    try {
+      expect(warnings.map((w) => w.code)).toEqual(['multi-statements-refused']);
+      expect(store.pipelineRefusal).toMatch(/SQL syntax/);
+      await initTable(store, 'jobs');
+      const queue = await Queue.open(store, { table: 'jobs' });
+      await queue.enqueue([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      expect((await queue.claim({ limit: 2, token: 'one' })).rows).toHaveLength(2);
+      expect((await queue.claim({ limit: 2, token: 'two' })).rows).toHaveLength(1);
+      expect((await queue.claim({ limit: 2, token: 'three' })).rows).toHaveLength(0);
+      expect(store.claimGate.active).toBe(true);
+      expect(await store.inspection.serverChecks!()).toContainEqual(expect.objectContaining({ name: 'claim_round_trips', status: 'warn', detail: expect.stringMatching(/^multi-statement packets refused/) }));
+      expect(warnings).toHaveLength(1);
+    } finally {
+      await store.close();
       await e.closeStores();
     }
   });

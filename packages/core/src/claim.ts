@@ -39,27 +39,62 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
   const buildRows = !returning && !beside && native.clockWithCandidates === true;
   const writesKnown = buildRows && native.claimWritesAreKnown !== undefined && (await native.claimWritesAreKnown(table));
   const statements = candidateStatements(sql, request, { columns: buildRows ? 'row' : 'id', lock: native.lockCandidates, clock: buildRows ? CLAIM_CLOCK : undefined });
-  const rows = await store.transaction((tx) => (native.admit ? native.admit(table, tx, () => claimInTransaction(tx)) : claimInTransaction(tx)));
-  return { rows, candidatesLost: 0 };
+  const finish = await store.transaction((tx) => (native.admit ? native.admit(table, tx, () => claimInTransaction(tx)) : claimInTransaction(tx)));
+  try {
+    return { rows: await finish(), candidatesLost: 0 };
+  } catch (error) {
+    if (error instanceof ClaimedUnread) return { rows: error.rows, candidatesLost: 0, interruptedBy: error.cause };
+    throw error;
+  }
 
-  async function claimInTransaction(tx: StatementRunner): Promise<Row[]> {
+  /** The claim's statements; resolves to what gives the claimed rows once the transaction committed. */
+  async function claimInTransaction(tx: StatementRunner): Promise<() => Promise<Row[]>> {
+    const claimed = (rows: Row[]) => () => Promise.resolve(rows);
     const candidates = await selectCandidates(tx, statements, request.limit, table.id);
-    if (candidates.length === 0) return [];
+    if (candidates.length === 0) return claimed([]);
     // By primary key, ascending, over rows this transaction already holds: claimers never lock in opposite orders.
     const ids = sortIds(candidates.map((r) => r[table.id] as JobId));
     // A batch's ids may not fit one statement (store.statementLimit): then several UPDATEs in this same
     // transaction, each over an ascending run of the ids, so the lock order stays ascending.
     if (returning) {
-      const claimed: Row[] = [];
-      for (const run of splitToFit(ids, (some) => sql.claimByIds(some, request.token, true), store.statementLimit)) claimed.push(...(await tx.execute(run.statement)).rows);
-      return ownedInOrder(candidates, claimed, table, request.token);
+      const rows: Row[] = [];
+      for (const run of splitToFit(ids, (some) => sql.claimByIds(some, request.token, true), store.statementLimit)) rows.push(...(await tx.execute(run.statement)).rows);
+      return claimed(ownedInOrder(candidates, rows, table, request.token));
     }
     const clock = buildRows ? claimClock(candidates[0]!) : undefined;
     const clockValue = clock instanceof Date ? clock.toISOString() : clock;
+    const updates = splitToFit(ids, (some) => sql.claimByIds(some, request.token, false, clockValue, true), store.statementLimit).map((run) => run.statement);
+    const built = (affected: number) => writesKnown && affected === ids.length;
+    if (buildRows && tx.defer) {
+      // The UPDATE travels with the COMMIT (one round trip for both); its count is read once committed, and
+      // rows it did not leave as built are read back then: they hold this claim's token, so nobody else settles them.
+      const counts = updates.map((update) => tx.defer!(update));
+      return async () => {
+        const affected = (await Promise.all(counts)).reduce((sum, result) => sum + result.affected, 0);
+        const asBuilt = candidates.map((row) => asClaimed(row, table, request.token, clock!));
+        if (built(affected)) return asBuilt;
+        try {
+          return ownedInOrder(candidates, await selectByIds(store, sql, ids, store), table, request.token);
+        } catch (error) {
+          // Claimed and committed, but not read back: the rows as built still name the jobs, which run.
+          throw new ClaimedUnread(asBuilt, error);
+        }
+      };
+    }
     let affected = 0;
-    for (const run of splitToFit(ids, (some) => sql.claimByIds(some, request.token, false, clockValue, true), store.statementLimit)) affected += (await runStatement(tx, run.statement)).affected;
-    if (writesKnown && affected === ids.length) return candidates.map((row) => asClaimed(row, table, request.token, clock!));
-    return ownedInOrder(candidates, await selectByIds(tx, sql, ids, store), table, request.token);
+    for (const update of updates) affected += (await runStatement(tx, update)).affected;
+    if (built(affected)) return claimed(candidates.map((row) => asClaimed(row, table, request.token, clock!)));
+    return claimed(ownedInOrder(candidates, await selectByIds(tx, sql, ids, store), table, request.token));
+  }
+}
+
+/** A committed claim whose rows could not be read back: they are the worker's all the same (ClaimResult.interruptedBy). */
+class ClaimedUnread extends Error {
+  constructor(
+    readonly rows: Row[],
+    override readonly cause: unknown,
+  ) {
+    super('claimed, but the rows were not read back');
   }
 }
 

@@ -227,6 +227,13 @@ export interface ClaimResult {
 /** Runs statements on the one connection of an open transaction (see Store.transaction). */
 export interface StatementRunner {
   execute(statement: Statement): Promise<ExecResult>;
+  /**
+   * Queues `statement` to travel with the next statement this runner sends (or with the transaction's COMMIT),
+   * for a result that can wait: its promise settles when that packet is answered. Only a store transaction
+   * that sends several statements per round trip has it (MySQL's multi-statement packets); absent, callers
+   * `execute` instead.
+   */
+  defer?(statement: Statement): Promise<ExecResult>;
 }
 
 /**
