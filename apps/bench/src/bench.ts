@@ -18,7 +18,7 @@ import { OBSERVABILITY_VARIANTS, type BenchRecord, type ObservabilityVariant } f
 import { observability } from './observability.js';
 import { loadPeers } from './peers/registry.js';
 import { ceilingLines, markdownReport, ratioLines, textReport, throughputSvg } from './report.js';
-import { FULL_PLAN, QUICK_PLAN, SCENARIOS, batchSize, broker, burnDown, claimShapes, claimState, costGrowth, idlePickup, peers, pickup, pruneAlongside, rateLimit, type BenchContext, type ScenarioName } from './scenarios.js';
+import { FULL_PLAN, QUICK_PLAN, SCENARIOS, batchSize, broker, burnDown, claimShapes, claimLatency, claimState, claimers, costGrowth, idlePickup, peers, pickup, pruneAlongside, rateLimit, type BenchContext, type ScenarioName } from './scenarios.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const DOCS = join(ROOT, 'docs', 'benchmarks.md');
@@ -217,6 +217,8 @@ async function main(args: Args): Promise<void> {
     else if (scenario === 'claim-shapes') await claimShapes(ctx);
     else if (scenario === 'prune-alongside') await pruneAlongside(ctx);
     else if (scenario === 'claim-state') await claimState(ctx);
+    else if (scenario === 'claimers') await claimers(ctx);
+    else if (scenario === 'claim-latency') await claimLatency(ctx);
     else if (scenario === 'rate-limit') await rateLimit(ctx);
     else if (scenario === 'broker') await broker(ctx);
     else if (scenario === 'observability') await observability(ctx, { rounds: plan.observabilityRounds, variants: observabilityVariants(args), sideBySide: args.sideBySide });

@@ -131,21 +131,41 @@ export interface PruneRecord {
   pruneRowsPerSec?: number;
 }
 
-/**
- * Workers burning down one table with its claim state in its own columns, then in a claims table beside it
- * (`migrate --beside`): what keeping the application's table unchanged costs per job (scenarios.ts claimState).
- */
-export interface ClaimStateRecord {
-  scenario: 'claim-state';
+/** statusq's workers burning down one table of `jobs` rows: what the scenarios below share. */
+interface StatusqBurnDown {
   system: 'statusq';
   dialect: Dialect;
-  claimState: 'in-table' | 'beside';
   workers: number;
   concurrency: number;
   jobs: number;
   handled: number;
   timedOut: boolean;
   jobsPerSec: number;
+}
+
+/**
+ * One table burned down by more and more claimers (scenarios.ts claimers); `claimGate` on MySQL/MariaDB: the
+ * store's default gate or none (`off`), null elsewhere.
+ */
+export interface ClaimersRecord extends StatusqBurnDown {
+  scenario: 'claimers';
+  claimGate: 'default' | 'off' | null;
+  serverCpu: number | null;
+}
+
+/** One worker of 64 slots burning down a table through a TCP proxy adding `addedRttMs` to each round trip (scenarios.ts claimLatency). */
+export interface ClaimLatencyRecord extends StatusqBurnDown {
+  scenario: 'claim-latency';
+  addedRttMs: number;
+}
+
+/**
+ * Workers burning down one table with its claim state in its own columns, then in a claims table beside it
+ * (`migrate --beside`): what keeping the application's table unchanged costs per job (scenarios.ts claimState).
+ */
+export interface ClaimStateRecord extends StatusqBurnDown {
+  scenario: 'claim-state';
+  claimState: 'in-table' | 'beside';
 }
 
 /** Three processes of 16 slots under one shared rate limit (scenarios.ts rateLimit): the rate achieved against the limit. */
@@ -212,7 +232,7 @@ export interface ObservabilityRecord {
   sideBySideWith?: ObservabilityVariant;
 }
 
-export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ClaimShapeRecord | PruneRecord | ClaimStateRecord | RateLimitRecord | IdlePickupRecord | ObservabilityRecord;
+export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ClaimShapeRecord | PruneRecord | ClaimStateRecord | ClaimersRecord | ClaimLatencyRecord | RateLimitRecord | IdlePickupRecord | ObservabilityRecord;
 
 /** The q-th quantile (0..1) by nearest rank; NaN for no samples. */
 export function quantile(samples: readonly number[], q: number): number {

@@ -2,7 +2,7 @@
  * Turns bench records into tables (plain text for the terminal, Markdown for docs/benchmarks.md), the
  * headline ratios against the peers, and an SVG bar chart of jobs/s per system and worker count.
  */
-import { STATUS_ONLY_VARIANT, quantile, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type CostRecord, type IdlePickupRecord, type PickupRecord, type PruneRecord, type ClaimStateRecord, type RateLimitRecord } from './records.js';
+import { STATUS_ONLY_VARIANT, quantile, round, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type CostRecord, type IdlePickupRecord, type PickupRecord, type PruneRecord, type ClaimStateRecord, type ClaimersRecord, type ClaimLatencyRecord, type RateLimitRecord } from './records.js';
 
 type Cell = string | number;
 
@@ -178,6 +178,36 @@ function sections(records: readonly BenchRecord[]): Section[] {
         const own = usPerJob(inTable(r));
         const mine = usPerJob(r);
         return [r.dialect, r.claimState, r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.jobsPerSec, mine ?? '', r.claimState === 'beside' && own !== null && mine !== null ? `${mine - own} µs (${Math.round(((mine - own) / own) * 100)}%)` : ''];
+      }),
+    });
+  }
+  const fleet = records.filter((r): r is ClaimersRecord => r.scenario === 'claimers');
+  if (fleet.length > 0) {
+    // Each run against the best count of its own dialect and gate setting.
+    const best = (r: ClaimersRecord) => Math.max(...fleet.filter((o) => o.dialect === r.dialect && o.claimGate === r.claimGate).map((o) => o.jobsPerSec));
+    out.push({
+      title: `Many claimers on one table (each worker a store of its own, ${fleet[0]!.concurrency} slots, no-op jobs; MySQL/MariaDB with its claim gate and without, \`?claimGate=0\`)`,
+      header: ['dialect', 'workers', 'claim gate', 'jobs', 'jobs/s', 'of the best count', 'CPU server'],
+      rows: fleet.map((r) => [
+        r.dialect,
+        r.workers,
+        r.claimGate === null ? '' : r.claimGate === 'default' ? 'on (8)' : 'off',
+        r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled,
+        r.jobsPerSec,
+        `${Math.round((100 * r.jobsPerSec) / best(r))}%`,
+        r.serverCpu ?? '',
+      ]),
+    });
+  }
+  const latencies = records.filter((r): r is ClaimLatencyRecord => r.scenario === 'claim-latency');
+  if (latencies.length > 0) {
+    const nearby = (r: ClaimLatencyRecord) => latencies.find((o) => o.dialect === r.dialect && o.addedRttMs === 0)?.jobsPerSec;
+    out.push({
+      title: 'The network in the claim cycle (one worker x 64 slots, claims of 64, no-op jobs, through a TCP proxy adding a round-trip time)',
+      header: ['dialect', 'added round trip ms', 'jobs', 'jobs/s', '0 ms over this'],
+      rows: latencies.map((r) => {
+        const base = nearby(r);
+        return [r.dialect, r.addedRttMs, r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.jobsPerSec, base !== undefined && r.jobsPerSec > 0 ? `${round(base / r.jobsPerSec, 1)}x` : ''];
       }),
     });
   }

@@ -10,6 +10,7 @@ import { idlePickup as idlePickupRun, idlePickupVariants, type IdlePickupPlan } 
 import { burnDownInProcess, burnDownInProcesses, pickupLatency, type AlongsideRun, type StatusqBurnDownResult, type StatusqRunOptions } from './statusq-runs.js';
 import { BENCH_BROKERS, benchQueue, openBroker, type BenchBroker, type BrokerTarget } from './brokers.js';
 import { RAW_BATCH, type RawStatements } from './raw-protocol.js';
+import { TcpProxy, routeThrough } from '@statusq/conformance';
 import { peerBurnDownIsolated, rawBurnDownIsolated } from './isolated-run.js';
 
 export interface Plan {
@@ -66,6 +67,12 @@ export interface Plan {
    * workerCounts (one process) and processCounts (one worker each). Its pick-up runs take pickupRows.
    */
   brokerJobs: number;
+  /** The claimers scenario: worker counts (each worker a store of its own, 16 slots) and the rows each run drains. */
+  claimerCounts: number[];
+  claimerJobs: number;
+  /** The claim-latency scenario: round-trip times the TCP proxy adds (ms), and the rows each run drains. */
+  latencySteps: number[];
+  latencyJobs: number;
 }
 
 export const FULL_PLAN: Plan = {
@@ -99,6 +106,10 @@ export const FULL_PLAN: Plan = {
   idlePickup: { warmUpMs: 15_000, idleMs: 10_000, rows: 20, gapMs: [2_000, 3_000] },
   // One consumer through RabbitMQ drains a few thousand a second: 20,000 is several seconds at every count.
   brokerJobs: 20_000,
+  claimerCounts: [8, 32, 64, 128],
+  claimerJobs: 20_000,
+  latencySteps: [0, 1, 5, 20],
+  latencyJobs: 5_000,
 };
 
 export const QUICK_PLAN: Plan = {
@@ -131,10 +142,14 @@ export const QUICK_PLAN: Plan = {
   rateLimitSeconds: 1,
   idlePickup: { warmUpMs: 200, idleMs: 500, rows: 2, gapMs: [100, 200] },
   brokerJobs: 500,
+  claimerCounts: [8, 64],
+  claimerJobs: 2_000,
+  latencySteps: [0, 5],
+  latencyJobs: 640,
 };
 
-export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'prune-alongside' | 'claim-state' | 'rate-limit' | 'handler-5ms' | 'observability' | 'broker';
-export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'prune-alongside', 'claim-state', 'rate-limit', 'handler-5ms', 'observability', 'broker'];
+export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'prune-alongside' | 'claim-state' | 'claimers' | 'claim-latency' | 'rate-limit' | 'handler-5ms' | 'observability' | 'broker';
+export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'prune-alongside', 'claim-state', 'claimers', 'claim-latency', 'rate-limit', 'handler-5ms', 'observability', 'broker'];
 
 export interface BenchContext {
   plan: Plan;
@@ -673,6 +688,78 @@ export async function claimState(ctx: BenchContext): Promise<void> {
           timedOut: result.timedOut,
           jobsPerSec: Math.round(result.handled / result.seconds),
         });
+      }
+      await db.dropTable(table);
+    });
+  }
+}
+
+/**
+ * PostgreSQL here allows 100 connections (max_connections), and every worker holds at least one: the
+ * claimers scenario stops below it.
+ */
+const POSTGRES_MAX_CLAIMERS = 64;
+
+/**
+ * Issue 41's question: does one table hold its throughput as its claimers grow? Workers each on a store of their
+ * own (as workers of many processes and hosts reach the server), 16 slots, burn down `claimerJobs` no-op jobs at
+ * each of `claimerCounts`. On MySQL/MariaDB each count runs with the claim gate (the default) and without it
+ * (`?claimGate=0`), the before and after of mysql-claim-gate.ts.
+ */
+export async function claimers(ctx: BenchContext): Promise<void> {
+  const { plan } = ctx;
+  const table = 'bench_claimers';
+  for (const dialect of ctx.dialects) {
+    await withDatabase(dialect, async (db) => {
+      const counts = dialect === 'postgres' ? plan.claimerCounts.filter((n) => n <= POSTGRES_MAX_CLAIMERS) : plan.claimerCounts;
+      for (const workers of counts) {
+        for (const claimGate of dialect === 'mysql' ? ['default', 'off'] as const : [null]) {
+          await db.createTable(table, { pending: plan.claimerJobs, finished: 0 });
+          const options: StatusqRunOptions = { table, workers, concurrency: 16, strategy: 'native', handlerDelayMs: 0, timeoutMs: plan.runTimeoutMs, ...(claimGate === 'off' && { urlParameters: { claimGate: '0' } }) };
+          const result = await burnDownInProcesses(db, options, 1);
+          ctx.record({
+            scenario: 'claimers',
+            system: 'statusq',
+            dialect,
+            workers,
+            concurrency: 16,
+            claimGate,
+            jobs: plan.claimerJobs,
+            handled: result.handled,
+            timedOut: result.timedOut,
+            jobsPerSec: Math.round(result.handled / result.seconds),
+            serverCpu: result.cpu.server,
+          });
+        }
+      }
+      await db.dropTable(table);
+    });
+  }
+}
+
+/**
+ * Issue 41's other question: how much of a claim cycle is the network? One worker of 64 slots (claims of 64)
+ * burns down `latencyJobs` no-op jobs through a TCP proxy in the bench process that adds each of `latencySteps`
+ * to every round trip (half each way), on the servers (SQLite has no network). MySQL's idle probe is off, so
+ * the proxy carries only the claims and settles.
+ */
+export async function claimLatency(ctx: BenchContext): Promise<void> {
+  const { plan } = ctx;
+  const table = 'bench_claim_latency';
+  for (const dialect of ctx.dialects.filter((d) => d !== 'sqlite')) {
+    await withDatabase(dialect, async (db) => {
+      const route = routeThrough(db.url, dialect === 'mysql' ? 3306 : 5432, dialect === 'mysql' ? { idleProbeMs: '0' } : {});
+      const proxy = await TcpProxy.start(route.upstream);
+      try {
+        for (const addedRttMs of plan.latencySteps) {
+          proxy.delay(addedRttMs / 2);
+          await db.createTable(table, { pending: plan.latencyJobs, finished: 0 });
+          const options: StatusqRunOptions = { table, workers: 1, concurrency: 64, batch: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs: plan.runTimeoutMs + 100 * addedRttMs, url: route.via({ host: proxy.host, port: proxy.port }) };
+          const result = await burnDownInProcesses(db, options, 1);
+          ctx.record({ scenario: 'claim-latency', system: 'statusq', dialect, addedRttMs, workers: 1, concurrency: 64, jobs: plan.latencyJobs, handled: result.handled, timedOut: result.timedOut, jobsPerSec: Math.round(result.handled / result.seconds) });
+        }
+      } finally {
+        await proxy.close();
       }
       await db.dropTable(table);
     });

@@ -38,6 +38,10 @@ export interface StatusqRunOptions {
   rateLimit?: string;
   /** Take jobs from this broker queue's messages (`Worker` option `from`), each worker on a connection of its own; default: poll the table. */
   from?: BrokerTarget;
+  /** Store options set on the database URL of the workers' stores (`claimGate: '0'`); default none. */
+  urlParameters?: Record<string, string>;
+  /** The URL the workers connect with instead of the database's own (through a TCP proxy); default: the database's. */
+  url?: string;
 }
 
 export type BenchColumns = 'all' | 'status only';
@@ -248,7 +252,7 @@ export async function burnDownInProcesses(db: BenchDatabase, options: StatusqRun
   const perChild = Math.max(1, Math.round(options.workers / processes));
   const warmUpTable = options.warmUpJobs ? warmUpTableOf(options.table) : undefined;
   if (warmUpTable) await db.createTable(warmUpTable, { pending: options.warmUpJobs! * processes, finished: 0 });
-  const config: ChildConfig = { ...options, workers: perChild, dialect: db.dialect, url: db.url, connections: burnDownConnections(options.workers), ...(warmUpTable && { warmUpTable }) };
+  const config: ChildConfig = { ...options, workers: perChild, dialect: db.dialect, url: withParameters(options.url ?? db.url, options.urlParameters), connections: burnDownConnections(options.workers), ...(warmUpTable && { warmUpTable }) };
   const children: ChildProcess[] = [];
   const results: Array<Extract<ChildMessage, { type: 'done' }>> = [];
   // The warm-up is bounded by the run's bound too.
@@ -294,6 +298,14 @@ export async function burnDownInProcesses(db: BenchDatabase, options: StatusqRun
     await Promise.all(children.map((child) => exited(child, deadline)));
     if (warmUpTable) await db.dropTable(warmUpTable);
   }
+}
+
+/** `url` with `parameters` set in its query, replacing any of the same name. */
+function withParameters(url: string, parameters: Record<string, string> | undefined): string {
+  if (parameters === undefined) return url;
+  const parsed = new URL(url);
+  for (const [name, value] of Object.entries(parameters)) parsed.searchParams.set(name, value);
+  return parsed.toString();
 }
 
 /**

@@ -11,8 +11,9 @@ import { bindValue, mysqlExecResult } from './mysql-results.js';
  *
  * instead of six (four without the gate). The row locks are held from the first answer to the second, as
  * before: nothing about the claim's safety changes, only how many times the client waits for the network. Far
- * from the server the wait is most of a claim: MariaDB 5 ms away (the TCP proxy), 64 slots, the claim cycle
- * went from 6 to 2 round trips (numbers in docs/benchmarks.md, "Claim round trips").
+ * from the server the wait is most of a claim: one worker of 64 slots, MariaDB 5 ms further away (the TCP
+ * proxy): 1,547 jobs/s with the four-round-trip claim, 1,138 with the gate's six, 2,232 with these two; 20 ms
+ * away 557, 405, 872 (docs/benchmarks.md, "Claim round trips").
  *
  * Multi-statement packets need the connection's CLIENT_MULTI_STATEMENTS flag (mysql2 `multipleStatements`),
  * which statusq's pool sets: every value statusq sends is bound (mysql2 escapes it) and every identifier is
