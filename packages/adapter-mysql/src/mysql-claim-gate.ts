@@ -94,14 +94,15 @@ export class MysqlClaimGate {
       return held;
     };
     if (tx.defer) {
+      // A failed packet rolls back with every named lock released (mysql-pipeline.ts): nothing to give back here.
       const lock = tx.defer(acquire).then(granted);
+      lock.catch(() => undefined);
       let result: T;
       try {
         result = await claim();
       } catch (error) {
-        // The packet that carried GET_LOCK failed. On a refusal of GET_LOCK itself the claim's retry goes ungated.
-        if (isGateRefusal(error) && /GET_LOCK/i.test(messageOf(error))) this.refuse(error);
-        if (await lock.catch(() => false)) await tx.execute(release).catch(() => undefined);
+        // The refusal of GET_LOCK itself fails its packet: the claim's retry goes ungated.
+        if (isGateRefusal(error)) this.refuse(error);
         throw error;
       }
       if (await lock) void tx.defer(release);
@@ -153,7 +154,11 @@ function messageOf(error: unknown): string {
  */
 function isGateRefusal(error: unknown): boolean {
   const mapped = toStoreError(error);
-  return mapped instanceof StoreError && (mapped.kind === 'Unsupported' || mapped.kind === 'Unknown');
+  if (!(mapped instanceof StoreError) || (mapped.kind !== 'Unsupported' && mapped.kind !== 'Unknown')) return false;
+  // A refusal names the function (MariaDB Galera: 1235 "... 'GET_LOCK in cluster (WSREP_ON=ON)'"); any other
+  // error (a query killed while it waited, 1317; the SELECT that shared its packet) is the claim's own and
+  // leaves the gate on.
+  return /GET_LOCK/i.test(mapped.message);
 }
 
 /**

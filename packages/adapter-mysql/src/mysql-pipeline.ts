@@ -1,4 +1,4 @@
-import { fitsStatementLimit, type ExecResult, type Statement, type StatementLimit, type StatementRunner } from '@statusq/core/adapter';
+import { StoreError, fitsStatementLimit, type ExecResult, type Statement, type StatementLimit, type StatementRunner } from '@statusq/core/adapter';
 import { bindValue, mysqlExecResult } from './mysql-results.js';
 
 /**
@@ -23,7 +23,9 @@ import { bindValue, mysqlExecResult } from './mysql-results.js';
  * `multi-statements-refused`) and the doctor shows it.
  *
  * A packet that fails stops at the failing statement (the server runs none after it) and rejects every
- * statement of the packet; the transaction then rolls back, as one that failed statement by statement would.
+ * statement of the packet; the transaction then rolls back, as one that failed statement by statement would,
+ * and the session's named locks go with the rollback (a failed packet may have taken the gate's and never
+ * reached its release).
  */
 export interface PipelineConnection {
   query(options: { sql: string; values: unknown[] }): Promise<[unknown, unknown]>;
@@ -65,9 +67,12 @@ export async function pipelinedTransaction<T>(
     await sendNow({ sql: 'COMMIT', params: [] });
     return result;
   } catch (error) {
-    pending.splice(0);
+    for (const q of pending.splice(0)) q.reject(error);
     if (!sent || options.isLost(error)) throw error;
-    const rollbackError = await conn.query({ sql: 'ROLLBACK', values: [] }).then(
+    // A named lock outlives its transaction (the claim gate's GET_LOCK): a packet that failed may have taken
+    // it and never reached its RELEASE_LOCK, so the rollback frees every named lock of the session. statusq's
+    // pooled sessions hold none but the gate's.
+    const rollbackError = await conn.query({ sql: 'ROLLBACK;\nDO RELEASE_ALL_LOCKS()', values: [] }).then(
       () => null,
       (e: unknown) => e,
     );
@@ -92,6 +97,9 @@ async function send(conn: PipelineConnection, batch: readonly Queued[]): Promise
     const [results] = await conn.query({ sql: packet.sql, values: packet.params.map(bindValue) });
     // One statement answers with its own result; several with one result each, in order.
     const each = batch.length === 1 ? [results] : (results as unknown[]);
+    if (!Array.isArray(each) || each.length !== batch.length) {
+      throw new StoreError('Unknown', `a packet of ${batch.length} statements came back with ${Array.isArray(each) ? each.length : 'no list of'} results`, 'PACKET_RESULTS');
+    }
     batch.forEach((q, i) => q.resolve(mysqlExecResult(each[i])));
   } catch (error) {
     for (const q of batch) q.reject(error);

@@ -85,10 +85,11 @@ export class MysqlStore implements Store {
   /** The native claim's gate (mysql-claim-gate.ts): how many claims of a table run at once, and whether it is on. */
   readonly claimGate: MysqlClaimGate;
   /**
-   * Why the native claim's transaction sends one statement per round trip (the server or a proxy refused
-   * multi-statement packets, found at open), or null: it sends them in two (mysql-pipeline.ts).
+   * Why the native claim's transaction sends one statement per round trip (multi-statement packets turned
+   * off, refused by the server or a proxy at open, or not asked for: a store without the native claim), or
+   * null: it sends them in two (mysql-pipeline.ts).
    */
-  pipelineRefusal: string | null = null;
+  pipelineRefusal: string | null = 'not probed';
   /** One statement's bound, from max_allowed_packet (see mysqlStatementLimit). */
   readonly statementLimit: StatementLimit;
   private closed = false;
@@ -141,7 +142,7 @@ export class MysqlStore implements Store {
     try {
       if (store.nativeClaim) {
         await probeClaimGate(store.claimGate, (sql) => store.execute({ sql, params: [] }));
-        await store.probePipeline(options.onWarning ?? emitStoreWarning);
+        await store.probePipeline(options.mysql2?.multipleStatements === false, options.onWarning ?? emitStoreWarning);
       }
     } catch (error) {
       await store.close();
@@ -181,10 +182,14 @@ export class MysqlStore implements Store {
   }
 
   /** Asks once, at open, whether the server takes multi-statement packets (probePipeline); says so once when not. */
-  private async probePipeline(warn: (warning: StoreWarning) => void): Promise<void> {
+  private async probePipeline(turnedOff: boolean, warn: (warning: StoreWarning) => void): Promise<void> {
+    if (turnedOff) {
+      this.pipelineRefusal = 'turned off: mysql2 multipleStatements false';
+      return;
+    }
     const refusal = await this.withConnection((conn) => probePipeline(conn, isConnectionLost));
-    if (refusal === null) return;
     this.pipelineRefusal = refusal;
+    if (refusal === null) return;
     warn({
       code: 'multi-statements-refused',
       message: `the server (or a proxy before it) refused a multi-statement packet (${refusal}): each claim takes four to six round trips instead of two`,

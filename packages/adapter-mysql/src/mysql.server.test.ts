@@ -11,6 +11,7 @@ import { Ledger, waitFor, withDeadline } from '@statusq/conformance';
 import { connect, optionsFromUrl, type MysqlStore } from './index.js';
 import { mysqlClaimWritesQuery, mysqlNativeClaim } from './mysql-claim-sql.js';
 import { mysqlQueryPlans } from './testing.js';
+import { probePipeline } from './mysql-pipeline.js';
 import { adminQuery, mysqlEnvEachTest, mysqlSuite } from './test/mysql-test-db.js';
 
 const FAST = { pollMinMs: 2, pollMaxMs: 20 } as const;
@@ -296,13 +297,17 @@ mysqlSuite('mysql adapter on a real server', () => {
     }
   });
 
-  it('a connection that may not send multi-statement packets (mysql2 multipleStatements: false, as behind a proxy that refuses them): the store finds out at open, warns once, claims a statement per round trip through the gate, and the doctor says why', async () => {
+  it('multi-statement packets turned off (mysql2 multipleStatements: false) or refused (a connection without them answers the probe with a syntax error): the claim sends a statement per round trip through the gate, and the doctor says why', async () => {
     const e = await fresh();
     const warnings: StoreWarning[] = [];
     const store = (await connect(e.url, { mysql2: { multipleStatements: false }, onWarning: (warning) => warnings.push(warning) })) as MysqlStore;
+    const plain = await raw(e.url);
     try {
-      expect(warnings.map((w) => w.code)).toEqual(['multi-statements-refused']);
-      expect(store.pipelineRefusal).toMatch(/SQL syntax/);
+      // Turned off on purpose: nothing to warn of.
+      expect(warnings).toEqual([]);
+      expect(store.pipelineRefusal).toBe('turned off: mysql2 multipleStatements false');
+      // What the probe makes of a connection that may not send them (as behind a proxy that strips the flag).
+      expect(await probePipeline(plain, () => false)).toMatch(/SQL syntax/);
       await initTable(store, 'jobs');
       const queue = await Queue.open(store, { table: 'jobs' });
       await queue.enqueue([{ n: 1 }, { n: 2 }, { n: 3 }]);
@@ -310,10 +315,39 @@ mysqlSuite('mysql adapter on a real server', () => {
       expect((await queue.claim({ limit: 2, token: 'two' })).rows).toHaveLength(1);
       expect((await queue.claim({ limit: 2, token: 'three' })).rows).toHaveLength(0);
       expect(store.claimGate.active).toBe(true);
-      expect(await store.inspection.serverChecks!()).toContainEqual(expect.objectContaining({ name: 'claim_round_trips', status: 'warn', detail: expect.stringMatching(/^multi-statement packets refused/) }));
-      expect(warnings).toHaveLength(1);
+      expect(await store.inspection.serverChecks!()).toContainEqual(expect.objectContaining({ name: 'claim_round_trips', status: 'warn', detail: expect.stringMatching(/^multi-statement packets refused \(turned off/) }));
     } finally {
+      await plain.end();
       await store.close();
+      await e.closeStores();
+    }
+  });
+
+  it('a claim whose UPDATE fails (a trigger refuses it) rolls back and leaves no gate lock held on its pooled connection, in two packets and statement by statement', async () => {
+    const e = await fresh();
+    const holder = await raw(e.url);
+    try {
+      for (const multipleStatements of [true, false]) {
+        const store = (await connect(`${e.url}?claimGate=1&maxConnections=1`, { mysql2: { multipleStatements } })) as MysqlStore;
+        try {
+          await store.execute({ sql: 'DROP TABLE IF EXISTS jobs', params: [] });
+          await initTable(store, 'jobs');
+          const queue = await Queue.open(store, { table: 'jobs' });
+          await queue.enqueue([{ n: 1 }, { n: 2 }]);
+          await store.execute({ sql: "CREATE TRIGGER jobs_refuse BEFORE UPDATE ON jobs FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'no claims today'", params: [] });
+          await expect(queue.claim({ limit: 2, token: 'refused' })).rejects.toThrow(/no claims today/);
+          const lock = "CONCAT('statusq.claim.', LEFT(SHA1(CONCAT(DATABASE(), '.', 'jobs')), 24), '.', 0)";
+          const [used] = await holder.query<mysql.RowDataPacket[]>(`SELECT IS_USED_LOCK(${lock}) AS owner`);
+          expect(used[0]!.owner, `multipleStatements ${multipleStatements}`).toBeNull();
+          expect((await queue.counts()).pending, `multipleStatements ${multipleStatements}`).toBe(2);
+          await store.execute({ sql: 'DROP TRIGGER jobs_refuse', params: [] });
+          expect((await queue.claim({ limit: 2, token: 'allowed' })).rows).toHaveLength(2);
+        } finally {
+          await store.close();
+        }
+      }
+    } finally {
+      await holder.end();
       await e.closeStores();
     }
   });

@@ -40,12 +40,7 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
   const writesKnown = buildRows && native.claimWritesAreKnown !== undefined && (await native.claimWritesAreKnown(table));
   const statements = candidateStatements(sql, request, { columns: buildRows ? 'row' : 'id', lock: native.lockCandidates, clock: buildRows ? CLAIM_CLOCK : undefined });
   const finish = await store.transaction((tx) => (native.admit ? native.admit(table, tx, () => claimInTransaction(tx)) : claimInTransaction(tx)));
-  try {
-    return { rows: await finish(), candidatesLost: 0 };
-  } catch (error) {
-    if (error instanceof ClaimedUnread) return { rows: error.rows, candidatesLost: 0, interruptedBy: error.cause };
-    throw error;
-  }
+  return { rows: await finish(), candidatesLost: 0 };
 
   /** The claim's statements; resolves to what gives the claimed rows once the transaction committed. */
   async function claimInTransaction(tx: StatementRunner): Promise<() => Promise<Row[]>> {
@@ -66,35 +61,23 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
     const updates = splitToFit(ids, (some) => sql.claimByIds(some, request.token, false, clockValue, true), store.statementLimit).map((run) => run.statement);
     const built = (affected: number) => writesKnown && affected === ids.length;
     if (buildRows && tx.defer) {
-      // The UPDATE travels with the COMMIT (one round trip for both); its count is read once committed, and
-      // rows it did not leave as built are read back then: they hold this claim's token, so nobody else settles them.
+      // The UPDATE travels with the COMMIT (one round trip for both), and where the claim's writes are not known
+      // the rows are read back in that same packet, inside the transaction; the counts are read once committed.
       const counts = updates.map((update) => tx.defer!(update));
+      const reads = writesKnown ? [] : splitToFit(ids, (some) => sql.selectByIds(some), store.statementLimit).map((run) => tx.defer!(run.statement));
       return async () => {
         const affected = (await Promise.all(counts)).reduce((sum, result) => sum + result.affected, 0);
-        const asBuilt = candidates.map((row) => asClaimed(row, table, request.token, clock!));
-        if (built(affected)) return asBuilt;
-        try {
-          return ownedInOrder(candidates, await selectByIds(store, sql, ids, store), table, request.token);
-        } catch (error) {
-          // Claimed and committed, but not read back: the rows as built still name the jobs, which run.
-          throw new ClaimedUnread(asBuilt, error);
-        }
+        if (built(affected)) return candidates.map((row) => asClaimed(row, table, request.token, clock!));
+        if (!writesKnown) return ownedInOrder(candidates, (await Promise.all(reads)).flatMap((result) => result.rows), table, request.token);
+        // Every candidate was locked by this transaction, so the UPDATE changed each; had it not, the committed
+        // rows are read now: those holding this claim's token are this claim's.
+        return ownedInOrder(candidates, await selectByIds(store, sql, ids, store), table, request.token);
       };
     }
     let affected = 0;
     for (const update of updates) affected += (await runStatement(tx, update)).affected;
     if (built(affected)) return claimed(candidates.map((row) => asClaimed(row, table, request.token, clock!)));
     return claimed(ownedInOrder(candidates, await selectByIds(tx, sql, ids, store), table, request.token));
-  }
-}
-
-/** A committed claim whose rows could not be read back: they are the worker's all the same (ClaimResult.interruptedBy). */
-class ClaimedUnread extends Error {
-  constructor(
-    readonly rows: Row[],
-    override readonly cause: unknown,
-  ) {
-    super('claimed, but the rows were not read back');
   }
 }
 
