@@ -43,7 +43,7 @@ import { isConnectionLost, isDeadlock, isLockWaitTimeout, isReadOnlyRefusal, toS
 import { DEFAULT_IDLE_PROBE_MS, MysqlIdleProbe, idleProbeSetup } from './mysql-idle-probe.js';
 import { claimGateOption, claimStrategyOption, idleProbeOption, type MysqlStoreOptions } from './mysql-options.js';
 import { DEFAULT_CLAIM_GATE_WIDTH, MysqlClaimGate, probeClaimGate, type ClaimGateStats } from './mysql-claim-gate.js';
-import { pipelinedTransaction, probePipeline } from './mysql-pipeline.js';
+import { galeraReason, pipelinedTransaction, probePipeline } from './mysql-pipeline.js';
 import { deadlineError, endPool, mysqlStatementLimit, openMysqlPool, socketOf, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
 import { mysqlSchema } from './mysql-schema.js';
 
@@ -86,7 +86,7 @@ export class MysqlStore implements Store {
   readonly claimGate: MysqlClaimGate;
   /**
    * Why the native claim's transaction sends one statement per round trip (multi-statement packets turned
-   * off, refused by the server or a proxy at open, or not asked for: a store without the native claim), or
+   * off, refused by the server or a proxy at open, a Galera node, or a store without the native claim), or
    * null: it sends them in two (mysql-pipeline.ts).
    */
   pipelineRefusal: string | null = 'not probed';
@@ -185,6 +185,11 @@ export class MysqlStore implements Store {
   private async probePipeline(turnedOff: boolean, warn: (warning: StoreWarning) => void): Promise<void> {
     if (turnedOff) {
       this.pipelineRefusal = 'turned off: mysql2 multipleStatements false';
+      return;
+    }
+    const galera = await this.withConnection((conn) => galeraReason(conn));
+    if (galera !== null) {
+      this.pipelineRefusal = galera;
       return;
     }
     const refusal = await this.withConnection((conn) => probePipeline(conn, isConnectionLost));

@@ -315,7 +315,7 @@ mysqlSuite('mysql adapter on a real server', () => {
       expect((await queue.claim({ limit: 2, token: 'two' })).rows).toHaveLength(1);
       expect((await queue.claim({ limit: 2, token: 'three' })).rows).toHaveLength(0);
       expect(store.claimGate.active).toBe(true);
-      expect(await store.inspection.serverChecks!()).toContainEqual(expect.objectContaining({ name: 'claim_round_trips', status: 'warn', detail: expect.stringMatching(/^multi-statement packets refused \(turned off/) }));
+      expect(await store.inspection.serverChecks!()).toContainEqual(expect.objectContaining({ name: 'claim_round_trips', status: 'warn', detail: expect.stringMatching(/^multi-statement packets not used \(turned off/) }));
     } finally {
       await plain.end();
       await store.close();
