@@ -26,19 +26,18 @@ import { toStoreError } from './mysql-errors.js';
  * claimers inside work. Gating the settles as well changed nothing (11,834 against 11,916 at 128).
  *
  * What it costs: no round trip where the claim's statements travel in multi-statement packets (GET_LOCK with
- * the candidate SELECT, RELEASE_LOCK with the COMMIT; mysql-pipeline.ts), two more per claim where the server
- * refuses those; and while more than `width` claimers want the same table at once, the rest wait their turn. It changes no order and
- * no guarantee: the guarded UPDATE still decides every row, and a claim that waited past GATE_WAIT_SECONDS
- * (a holder far away or stalled) runs without the gate rather than wait longer.
+ * the candidate SELECT, RELEASE_LOCK with the COMMIT; mysql-pipeline.ts), two more per claim where they do not;
+ * and while more than `width` claimers want the same table at once, the rest wait their turn. It changes no
+ * order and no guarantee: the guarded UPDATE still decides every row, and a claim that waited past
+ * GATE_WAIT_SECONDS (a holder far away or stalled) runs without the gate rather than wait longer.
  *
  * PostgreSQL needs none: its raw claim goes from 54,117 jobs/s at 8 claimers to 41,196 at 64 with no collapse,
  * and the same gate there (pg_advisory_xact_lock) made 64 claimers slower (19,031).
  *
  * A server that refuses GET_LOCK (MariaDB Galera with wsrep_on has refused it since 10.4.29/10.6.13 with 1235,
- * MDEV-30473; a proxy may block it) is found when the store opens (probeClaimGate): the store then claims without a gate and says so once
- * (MysqlStoreOptions.onWarning, code `claim-gate-refused`, which `statusq work` logs;
- * `statusq doctor` shows it too). A refusal met later turns the
- * gate off the same way.
+ * MDEV-30473; a proxy may block it) is found when the store opens (probeClaimGate): the store then claims
+ * without a gate and says so once (MysqlStoreOptions.onWarning, code `claim-gate-refused`, which `statusq work`
+ * logs; `statusq doctor` shows it too). A refusal met later turns the gate off the same way.
  */
 export const DEFAULT_CLAIM_GATE_WIDTH = 8;
 /** The longest a claim waits for the gate, in seconds; past it, the claim runs ungated. */

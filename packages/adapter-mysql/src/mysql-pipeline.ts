@@ -20,7 +20,7 @@ import { bindValue, mysqlExecResult } from './mysql-results.js';
  * validated and quoted, so no input of a user's can add a statement. No privilege is needed. A proxy that
  * refuses such packets (or a server that answers them with a syntax error) is found at open (probePipeline):
  * the store then sends one statement per round trip, as before, says so once (onWarning, code
- * `multi-statements-refused`) and the doctor shows it.
+ * `multi-statements-refused`) and the doctor shows it. A Galera node never gets them (probePipeline says why).
  *
  * A packet that fails stops at the failing statement (the server runs none after it) and rejects every
  * statement of the packet; the transaction then rolls back, as one that failed statement by statement would,
@@ -107,32 +107,32 @@ async function send(conn: PipelineConnection, batch: readonly Queued[]): Promise
   }
 }
 
-/**
- * Why the claim must not travel in packets on a Galera node (MariaDB Galera, Percona XtraDB Cluster: wsrep_on
- * ON), or null elsewhere. Galera aborts a local transaction when another node's write to the same rows is
- * applied first (a brute-force abort), at any moment, and a transaction aborted between two statements of one
- * packet is rolled back while the rest of the packet runs: its COMMIT then answers OK with nothing committed,
- * and the claim hands out rows another node's claim owns. Measured with `pnpm scale --quick --only galera`
- * (three nodes, workers spread over them): 8 rows of 1,000 ran twice in packets, none statement by statement,
- * where Galera's 1213 reaches the statement after the abort.
- */
-export async function galeraReason(conn: PipelineConnection): Promise<string | null> {
-  const [rows] = await conn.query({ sql: "SHOW VARIABLES LIKE 'wsrep_on'", values: [] });
-  const value = Array.isArray(rows) ? String((rows[0] as { Value?: unknown } | undefined)?.Value ?? '') : '';
-  return value.toUpperCase() === 'ON' ? 'a Galera node (wsrep_on): an abort between two statements of a packet would go unreported, so each statement is sent alone' : null;
-}
+/** What the probe at open found: packets in use, or why not (a refusal is warned of; a Galera node is not). */
+export type PipelineProbe = { verdict: 'use' } | { verdict: 'refused' | 'galera'; why: string };
 
 /**
- * Whether the connection runs multi-statement packets: null when it does, else why not (the error of a probe
- * that is two SELECTs). A lost connection is not an answer: it is thrown.
+ * Asks, in one round trip, whether the connection runs multi-statement packets and whether the server is a
+ * Galera node (MariaDB Galera, Percona XtraDB Cluster: wsrep_on ON), where the claim must not travel in them.
+ * Galera aborts a local transaction when another node's write to the same rows is applied first (a brute-force
+ * abort), at any moment, and a transaction aborted between two statements of one packet is rolled back while
+ * the rest of the packet runs: its COMMIT then answers OK with nothing committed, and the claim hands out rows
+ * another node's claim owns. Measured with `pnpm scale --quick --only galera` (three nodes, workers spread over
+ * them): 8 rows of 1,000 ran twice in packets, none statement by statement, where Galera's 1213 reaches the
+ * statement after the abort. A refusal is the probe's error (a syntax error where the flag did not reach the
+ * server); a lost connection is not an answer: it is thrown.
  */
-export async function probePipeline(conn: PipelineConnection, isLost: (error: unknown) => boolean): Promise<string | null> {
+export async function probePipeline(conn: PipelineConnection, isLost: (error: unknown) => boolean): Promise<PipelineProbe> {
+  let results: unknown;
   try {
-    const [results] = await conn.query({ sql: 'SELECT 1 AS statusq_first;\nSELECT 2 AS statusq_second', values: [] });
-    if (Array.isArray(results) && results.length === 2) return null;
-    return 'the server answered two statements with one result';
+    [results] = await conn.query({ sql: "SHOW VARIABLES LIKE 'wsrep_on';\nSELECT 1 AS statusq_probe", values: [] });
   } catch (error) {
     if (isLost(error)) throw error;
-    return error instanceof Error ? error.message : String(error);
+    return { verdict: 'refused', why: error instanceof Error ? error.message : String(error) };
   }
+  if (!Array.isArray(results) || results.length !== 2) return { verdict: 'refused', why: 'the server answered two statements with one result' };
+  const wsrep = results[0] as Array<{ Value?: unknown }>;
+  if (String(wsrep[0]?.Value ?? '').toUpperCase() === 'ON') {
+    return { verdict: 'galera', why: 'a Galera node (wsrep_on): an abort between two statements of a packet would go unreported, so each statement is sent alone' };
+  }
+  return { verdict: 'use' };
 }

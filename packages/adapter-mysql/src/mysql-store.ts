@@ -43,7 +43,7 @@ import { isConnectionLost, isDeadlock, isLockWaitTimeout, isReadOnlyRefusal, toS
 import { DEFAULT_IDLE_PROBE_MS, MysqlIdleProbe, idleProbeSetup } from './mysql-idle-probe.js';
 import { claimGateOption, claimStrategyOption, idleProbeOption, type MysqlStoreOptions } from './mysql-options.js';
 import { DEFAULT_CLAIM_GATE_WIDTH, MysqlClaimGate, probeClaimGate, type ClaimGateStats } from './mysql-claim-gate.js';
-import { galeraReason, pipelinedTransaction, probePipeline } from './mysql-pipeline.js';
+import { pipelinedTransaction, probePipeline } from './mysql-pipeline.js';
 import { deadlineError, endPool, mysqlStatementLimit, openMysqlPool, socketOf, type MysqlServerInfo, type MysqlServerSettings } from './mysql-pool.js';
 import { mysqlSchema } from './mysql-schema.js';
 
@@ -138,11 +138,12 @@ export class MysqlStore implements Store {
     const claimGateWidth = claimGateOption(options.claimGate, DEFAULT_CLAIM_GATE_WIDTH);
     if (options.onWarning !== undefined && typeof options.onWarning !== 'function') throw new ConfigError('MySQL store: onWarning must be a function');
     const { pool, sockets, deadlines, server, settings, binlog, openConnection } = await openMysqlPool({ ...options, claimStrategy: strategy });
-    const store = new MysqlStore(pool, sockets, deadlines, server, settings, binlog, strategy, openConnection, idleProbeMs, claimGateWidth, options.onWarning ?? emitStoreWarning);
+    const warn = options.onWarning ?? emitStoreWarning;
+    const store = new MysqlStore(pool, sockets, deadlines, server, settings, binlog, strategy, openConnection, idleProbeMs, claimGateWidth, warn);
     try {
       if (store.nativeClaim) {
         await probeClaimGate(store.claimGate, (sql) => store.execute({ sql, params: [] }));
-        await store.probePipeline(options.mysql2?.multipleStatements === false, options.onWarning ?? emitStoreWarning);
+        await store.probePipeline(options.mysql2?.multipleStatements === false, warn);
       }
     } catch (error) {
       await store.close();
@@ -181,23 +182,22 @@ export class MysqlStore implements Store {
     return mysqlOrderTimeEncoding(column.type);
   }
 
-  /** Asks once, at open, whether the server takes multi-statement packets (probePipeline); says so once when not. */
+  /** Asks once, at open, whether the claim may send multi-statement packets (probePipeline); warns once of a refusal. */
   private async probePipeline(turnedOff: boolean, warn: (warning: StoreWarning) => void): Promise<void> {
     if (turnedOff) {
       this.pipelineRefusal = 'turned off: mysql2 multipleStatements false';
       return;
     }
-    const galera = await this.withConnection((conn) => galeraReason(conn));
-    if (galera !== null) {
-      this.pipelineRefusal = galera;
+    const probe = await this.withConnection((conn) => probePipeline(conn, isConnectionLost));
+    if (probe.verdict === 'use') {
+      this.pipelineRefusal = null;
       return;
     }
-    const refusal = await this.withConnection((conn) => probePipeline(conn, isConnectionLost));
-    this.pipelineRefusal = refusal;
-    if (refusal === null) return;
+    this.pipelineRefusal = probe.why;
+    if (probe.verdict !== 'refused') return;
     warn({
       code: 'multi-statements-refused',
-      message: `the server (or a proxy before it) refused a multi-statement packet (${refusal}): each claim takes four to six round trips instead of two`,
+      message: `the server (or a proxy before it) refused a multi-statement packet (${probe.why}): each claim takes four to six round trips instead of two`,
       fix: 'let statusq\'s connections send multi-statement packets (CLIENT_MULTI_STATEMENTS; no privilege is needed), or keep the database close to the workers',
     });
   }
