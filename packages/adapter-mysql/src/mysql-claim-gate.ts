@@ -104,7 +104,9 @@ export class MysqlClaimGate {
         if (isGateRefusal(error)) this.refuse(error);
         throw error;
       }
-      if (await lock) void tx.defer(release);
+      // Sent whether the lock was granted or not (RELEASE_LOCK of a lock another session holds changes nothing):
+      // a claim that sends everything with its COMMIT (NativeClaim.idsOnServer) has heard nothing back yet.
+      void tx.defer(release);
       return result;
     }
     let held = false;

@@ -18,6 +18,7 @@ import {
   type PooledConnectionOps,
   type ClaimStrategy,
   type CallerRunner,
+  type ClaimIdsOnServer,
   type ColumnInfo,
   type ExecResult,
   type NativeClaim,
@@ -36,7 +37,7 @@ import { mysqlRunnerFor } from './mysql-caller-transaction.js';
 import { bindValue, mysqlExecResult } from './mysql-results.js';
 import { describeMysqlTable } from './mysql-catalog.js';
 import type { MysqlBinlogPlan } from './mysql-binlog.js';
-import { mysqlNativeClaim, mysqlClaimWritesQuery } from './mysql-claim-sql.js';
+import { mysqlClaimIdsOnServer, mysqlClaimWritesQuery, mysqlIdTypeQuery, mysqlNativeClaim } from './mysql-claim-sql.js';
 import { mysqlDialect, mysqlOrderTimeEncoding } from './mysql-dialect.js';
 import { mysqlInspection } from './mysql-doctor.js';
 import { isConnectionLost, isDeadlock, isLockWaitTimeout, isReadOnlyRefusal, toStoreError } from './mysql-errors.js';
@@ -95,6 +96,7 @@ export class MysqlStore implements Store {
   private closed = false;
   private readonly idleProbe: MysqlIdleProbe | null;
   private readonly knownClaimWrites = new Map<string, Promise<boolean>>();
+  private readonly knownIdsOnServer = new Map<string, Promise<ClaimIdsOnServer | null>>();
 
   private constructor(
     private readonly pool: Pool,
@@ -119,7 +121,12 @@ export class MysqlStore implements Store {
     const gate = new MysqlClaimGate(claimGateWidth, this.stats, warn);
     this.claimGate = gate;
     this.nativeClaim = native
-      ? { ...mysqlNativeClaim, claimWritesAreKnown: (table) => this.claimWritesAreKnown(table), admit: (table, tx, claim) => gate.admit(table, tx, claim) }
+      ? {
+          ...mysqlNativeClaim,
+          claimWritesAreKnown: (table) => this.claimWritesAreKnown(table),
+          idsOnServer: (table) => this.claimIdsOnServer(table),
+          admit: (table, tx, claim) => gate.admit(table, tx, claim),
+        }
       : undefined;
     // groupedResults: a batch of statements costs MySQL a round trip each (no pipelining), so completions with results share one UPDATE.
     this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false, idleProbe: idleProbe !== null, groupedResults: true };
@@ -211,6 +218,23 @@ export class MysqlStore implements Store {
       // A failed look is asked again next time rather than remembered.
       known.catch(() => this.knownClaimWrites.delete(key));
       this.knownClaimWrites.set(key, known);
+    }
+    return known;
+  }
+
+  /** NativeClaim.idsOnServer: the one-packet claim where packets are sent and the table's id is an integer (asked once per table). */
+  private claimIdsOnServer(table: ResolvedTable): Promise<ClaimIdsOnServer | null> {
+    if (this.pipelineRefusal !== null) return Promise.resolve(null);
+    const key = `${table.table}\u0000${table.id}`;
+    let known = this.knownIdsOnServer.get(key);
+    if (!known) {
+      known = this.execute(mysqlIdTypeQuery(table)).then(({ rows }) => {
+        const type = rows[0]?.id_type;
+        return type === 'signed' || type === 'unsigned' ? mysqlClaimIdsOnServer(this.dialect.quoteIdentifier(table.id), type === 'unsigned') : null;
+      });
+      // A failed look is asked again next time rather than remembered.
+      known.catch(() => this.knownIdsOnServer.delete(key));
+      this.knownIdsOnServer.set(key, known);
     }
     return known;
   }

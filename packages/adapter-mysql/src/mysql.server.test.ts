@@ -264,27 +264,43 @@ mysqlSuite('mysql adapter on a real server', () => {
     }
   });
 
-  it('the native claim takes two round trips: GET_LOCK travels with START TRANSACTION and the candidate SELECT, the UPDATE and RELEASE_LOCK with the COMMIT (as the server\'s general log records each packet); the doctor says so', async () => {
+  it('the native claim takes one round trip on an integer id (the ids stay on the server), two on a text id: GET_LOCK travels with START TRANSACTION and the candidate SELECT, the UPDATE and RELEASE_LOCK with the COMMIT (as the server\'s general log records each packet); the doctor says so', async () => {
     const e = await fresh();
     const store = (await connect(`${e.url}?maxConnections=1`)) as MysqlStore;
     const admin = await raw(e.url);
     const [settings] = await admin.query<mysql.RowDataPacket[]>('SELECT @@global.general_log AS on_, @@global.log_output AS output');
     try {
       await initTable(store, 'jobs');
+      // The same queue on a text id: its ids are not sent through JSON, so its claim reads them first.
+      await admin.query('CREATE TABLE text_jobs (id VARCHAR(36) PRIMARY KEY, date DATETIME(3) NOT NULL, status TINYINT NULL, worker_id VARCHAR(64) NULL, KEY text_jobs_pending (status, date))');
+      await admin.query("INSERT INTO text_jobs (id, date) VALUES ('a', '2026-01-01 00:00:01'), ('b', '2026-01-01 00:00:02'), ('c', '2026-01-01 00:00:03')");
       const queue = await Queue.open(store, { table: 'jobs' });
-      await queue.enqueue([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      const textQueue = await Queue.open(store, { table: 'text_jobs', columns: { workerId: 'worker_id' } });
+      const [first, second, third] = await queue.enqueue([{ n: 1 }, { n: 2 }, { n: 3 }]);
       await queue.claim({ limit: 1, token: 'warm' });
+      await textQueue.claim({ limit: 1, token: 'warm' });
       const thread = Number((await store.execute({ sql: 'SELECT CONNECTION_ID() AS id', params: [] })).rows[0]!.id);
       await admin.query("SET GLOBAL log_output = 'TABLE', GLOBAL general_log = 1");
-      const { rows } = await queue.claim({ limit: 2, token: 'two-trips' });
+      const { rows } = await queue.claim({ limit: 2, token: 'one-trip' });
+      const { rows: textRows } = await textQueue.claim({ limit: 2, token: 'two-trips' });
       await admin.query('SET GLOBAL general_log = 0');
-      expect(rows).toHaveLength(2);
+      // Newest first, as the UPDATE left them: the read in the packet comes after it.
+      expect(rows.map((row) => [Number(row.id), row.status, row.worker_id])).toEqual([
+        [Number(second), 9, 'one-trip'],
+        [Number(first), 9, 'one-trip'],
+      ]);
+      expect(third).toBeDefined();
+      expect(textRows.map((row) => [row.id, row.status, row.worker_id])).toEqual([
+        ['b', 9, 'two-trips'],
+        ['a', 9, 'two-trips'],
+      ]);
       const [packets] = await admin.query<mysql.RowDataPacket[]>(
         "SELECT CONVERT(argument USING utf8mb4) AS text FROM mysql.general_log WHERE thread_id = ? AND command_type = 'Query' ORDER BY event_time",
         [thread],
       );
-      const statements = packets.map((packet) => String(packet.text).split(';\n').map((sql) => sql.trim().split(/[\s(]/)[0] + (sql.includes('GET_LOCK') ? ' GET_LOCK' : sql.includes('RELEASE_LOCK') ? ' RELEASE_LOCK' : '')));
+      const statements = packets.map((packet) => String(packet.text).split(';\n').map((sql) => sql.trim().split(/[\s(]/)[0] + (sql.includes('GET_LOCK') ? ' GET_LOCK' : sql.includes('RELEASE_LOCK') ? ' RELEASE_LOCK' : sql.includes('JSON_ARRAYAGG') ? ' INTO' : '')));
       expect(statements).toEqual([
+        ['START', 'SELECT GET_LOCK', 'SELECT INTO', 'UPDATE', 'SELECT', 'DO RELEASE_LOCK', 'COMMIT'],
         ['START', 'SELECT GET_LOCK', 'SELECT'],
         ['UPDATE', 'DO RELEASE_LOCK', 'COMMIT'],
       ]);

@@ -19,6 +19,13 @@ import type { ExecResult, JobId, Statement } from './store.js';
 export class Settler {
   private queue: SettleRequest[] = [];
   private flushing: Promise<void> | null = null;
+  /**
+   * Set until a settle has committed at once, and again by one that had to be retried, split or waited for
+   * (read-only), until the next clean commit: while it is set the worker claims nothing ahead of its settles.
+   * Set at first so a table whose settles can never pass (a constraint, a revoked grant) strands no more rows in
+   * processing than without the claim ahead.
+   */
+  private troubled = true;
 
   constructor(
     private readonly target: Queue,
@@ -30,6 +37,11 @@ export class Settler {
 
   get idle(): boolean {
     return this.queue.length === 0 && this.flushing === null;
+  }
+
+  /** The settles commit as they should: the last flush committed with no retry, no split and no read-only wait. */
+  get healthy(): boolean {
+    return !this.troubled;
   }
 
   whenIdle(): Promise<void> {
@@ -68,11 +80,14 @@ export class Settler {
       let retried = false;
       const onRetry = (error: unknown) => {
         retried = true;
+        this.troubled = true;
         this.onRetry(error);
       };
       try {
         results = await whileReadOnly(this.readOnly, 'settle', () => withStoreRetry(() => this.target.apply(plan.map((step) => step.statement)), { ...STORE_RETRY.settle, onRetry }));
+        this.troubled = retried;
       } catch (error) {
+        this.troubled = true;
         // A database that stayed read-only past the wait refuses every statement alike: trying each on its
         // own would only wait the bound again per row.
         if (isReadOnlyError(error)) {

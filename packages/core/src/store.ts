@@ -262,6 +262,14 @@ export interface CallerRunner extends StatementRunner {
  *
  * Without `oneStatement`, or with aging on, the claim runs its statements in one `Store.transaction`.
  */
+/** NativeClaim.idsOnServer: how a dialect keeps a claim's ids on the server between its statements. */
+export interface ClaimIdsOnServer {
+  /** The statement that keeps the ids `candidates` (the locking id SELECT, parameters bound) selects. */
+  collect(candidates: string): string;
+  /** A join, after the table's name in an UPDATE or a SELECT, that keeps only the rows of those ids. */
+  readonly join: string;
+}
+
 export interface NativeClaim {
   /**
    * Appended to each candidate SELECT of the claim: how it locks what it finds and passes over rows other
@@ -286,6 +294,14 @@ export interface NativeClaim {
    * ON UPDATE column, trigger or rounding of the clock). Default: not known, so the rows are read back.
    */
   claimWritesAreKnown?(table: ResolvedTable): Promise<boolean>;
+  /**
+   * A claim whose ids stay on the server: in a transaction that sends its statements ahead
+   * (StatementRunner.defer), the locked candidates' ids go into a session value and the UPDATE and the read of
+   * the claimed rows join on it, so the whole claim travels in one packet with its COMMIT, one round trip
+   * (MySQL: JSON_ARRAYAGG into a user variable, JSON_TABLE to join on it). Resolves to null for a table it does
+   * not fit (MySQL: ids that are not integers). Absent: the ids come back to the client between the two.
+   */
+  idsOnServer?(table: ResolvedTable): Promise<ClaimIdsOnServer | null>;
   /** Called as each native claim starts (PostgreSQL: LISTEN bookkeeping for the table). */
   beforeClaim?(table: ResolvedTable): void;
   /**

@@ -434,6 +434,21 @@ export class TransitionSql {
     return { sql: `UPDATE ${this.q.table} SET ${this.q.dispatchedAt} = NULL WHERE ${p.in(this.q.id, ids)} AND ${this.dueCondition()}`, params: p.values };
   }
 
+  /**
+   * claim (NULL -> processing) of the rows `join` keeps (NativeClaim.idsOnServer: candidates this transaction
+   * holds locked), guarded like claimByIds. Not for a table with a claims table.
+   */
+  claimJoined(join: string, token: string | null): Statement {
+    const p = new Params(this.dialect);
+    return { sql: `UPDATE ${this.q.table} ${join} SET ${this.claimAssignments(p, token)} WHERE ${this.dueCondition()}`, params: p.values };
+  }
+
+  /** The rows `join` keeps (rowColumns, the table's own where every column is read). */
+  selectJoined(join: string): Statement {
+    const columns = this.table.returned === null ? `${this.q.table}.*` : this.rowColumns;
+    return { sql: `SELECT ${columns} FROM ${this.q.table} ${join}`, params: [] };
+  }
+
   /** The claimed rows of `ids` (rowColumns), read back after a claim that could not return them. */
   selectByIds(ids: readonly JobId[]): Statement {
     const p = new Params(this.dialect);

@@ -20,7 +20,11 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
   handler: Handler<R, Id>;
   /** Business rule run on each claimed row before the handler; true settles the row to abuse (2). */
   isAbuse?: AbuseRule<R> | undefined;
-  /** Jobs run at once in this process. Default 4. */
+  /**
+   * Jobs run at once by this worker. Default 4. A job whose handler has ended no longer takes a slot while its
+   * settle commits, so the next claim overlaps that commit: the rows the worker holds in processing reach
+   * twice this at most (and only this while a settle is being retried or waits out a read-only database).
+   */
   concurrency?: number | undefined;
   /** Rows claimed per claim call, at most the free slots. Default: the concurrency. */
   batch?: number | undefined;

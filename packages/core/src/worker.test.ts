@@ -96,6 +96,78 @@ describe('Worker on an in-memory store', () => {
     }
   });
 
+  it('claims its next batch while the last one settles, holding at most twice its concurrency; not before a settle committed, nor while one is in trouble', async () => {
+    const s = await withJobs(6);
+    const processing = () => statuses(s).filter((x) => x === 9).length;
+    const isClaim = (statements: readonly Statement[]) => statements.some((st) => st.sql.includes('SET "status" = 9'));
+    // Rows this worker held in processing as each of its claims went out.
+    const heldAtClaims: number[] = [];
+    s.beforeRun = (statements) => {
+      if (isClaim(statements)) heldAtClaims.push(processing());
+    };
+    // The first completion commits at once; every later one waits until the test lets it through.
+    const settles = gate();
+    let completions = 0;
+    const slowSettles: Store = new Proxy(s, {
+      get(target, property) {
+        if (property === 'execute' || property === 'executeBatch') {
+          return async (arg: Statement | readonly Statement[]) => {
+            const statements = Array.isArray(arg) ? arg : [arg as Statement];
+            if (isCompletion(statements) && ++completions > 1) await settles.promise;
+            return property === 'execute' ? target.execute(arg as Statement) : target.executeBatch(statements);
+          };
+        }
+        const value: unknown = Reflect.get(target, property);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const w = await Worker.create({ store: slowSettles, table: { table: 'jobs' }, handler: () => undefined, claimStrategy: 'native', concurrency: 2, pollMinMs: 1, pollMaxMs: 5, exitWhenEmpty: true });
+    let claims = 0;
+    w.on('claimed', () => {
+      // After the third claim the loop has looked at its slots again by the next turn of the event loop: a
+      // fourth claim would have gone out by then, with four rows held.
+      if (++claims === 3) setImmediate(() => settles.open());
+    });
+    const counters = await w.run();
+    // The first batch's settle committed before the second claim; the second batch's was held when the third
+    // went out; none went out holding four rows.
+    expect(heldAtClaims.slice(0, 3)).toEqual([0, 0, 2]);
+    expect(Math.max(...heldAtClaims)).toBeLessThanOrEqual(2);
+    expect(counters).toMatchObject({ claimed: 6, completed: 6 });
+    expect(statuses(s)).toEqual([1, 1, 1, 1, 1, 1]);
+
+    // A settle that had to be retried: until one commits at once, a settling job keeps its slot. The second
+    // batch's settle loses its reply once; the third batch's jobs end while that settle is being retried, so
+    // their settle is the next commit, and no claim may go out before it.
+    const t = await withJobs(6);
+    const heldAtLaterClaims: number[] = [];
+    let committed = 0;
+    t.beforeRun = (statements) => {
+      if (isClaim(statements)) heldAtLaterClaims.push(t.rows('SELECT id FROM jobs WHERE status = 9').length);
+    };
+    t.afterCommit = (statements) => {
+      if (isCompletion(statements) && ++committed === 2) throw new StoreError('ConnectionLost', 'connection lost after commit');
+    };
+    const retrying = gate();
+    let started = 0;
+    const second = await Worker.create({
+      store: t,
+      table: { table: 'jobs' },
+      handler: () => (++started === 5 || started === 6 ? retrying.promise : undefined),
+      claimStrategy: 'native',
+      concurrency: 2,
+      pollMinMs: 1,
+      pollMaxMs: 5,
+      exitWhenEmpty: true,
+    });
+    second.on('error', ({ during }) => {
+      if (during.startsWith('settle')) retrying.open();
+    });
+    expect(await second.run()).toMatchObject({ claimed: 6, completed: 6 });
+    expect(committed).toBeGreaterThanOrEqual(4);
+    expect(heldAtLaterClaims.slice(0, 4)).toEqual([0, 0, 2, 0]);
+  });
+
   it('completes a claimed batch larger than 200 in one grouped UPDATE by default (the settle group follows the batch)', async () => {
     const s = await withJobs(256);
     const completions: number[] = [];

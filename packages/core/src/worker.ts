@@ -97,6 +97,11 @@ export class Worker extends TypedEmitter {
   readonly maxAttempts: number;
   private readonly settings: WorkerSettings;
   private readonly inFlight = new Set<InFlight>();
+  /**
+   * The flights of inFlight whose user code has ended and whose settle is submitted: they hold a row, not a
+   * slot. The next claim goes out while their settle commits instead of after it (see freeSlots).
+   */
+  private readonly settling = new Set<InFlight>();
   private readonly settler: Settler;
   private readonly leases: LeaseKeeper<InFlight>;
   private readonly outcomes: JobOutcomes;
@@ -229,6 +234,22 @@ export class Worker extends TypedEmitter {
     return this.inFlight.size;
   }
 
+  /**
+   * Slots to claim for: `concurrency` bounds the handlers running at once, and a job whose settle is in flight
+   * no longer runs one. So the next claim overlaps the last batch's settle rather than waiting for its commit:
+   * one worker of 64 slots, MariaDB 5 ms away (the TCP proxy), a cycle of claim (2 round trips) then settle (1)
+   * became one of 2 (docs/benchmarks.md, "Claim round trips"). Only once a settle went through at once, and
+   * while they do: before the first commit, and after one that was retried, split or waited out a read-only
+   * database, a settling job holds its slot as before, so a worker in trouble claims no rows it may not be able
+   * to finish. And the rows held stay within twice the concurrency.
+   */
+  private freeSlots(): number {
+    const { concurrency } = this.settings;
+    if (!this.settler.healthy || this.readOnly.waiting) return concurrency - this.inFlight.size;
+    const running = this.inFlight.size - this.settling.size;
+    return Math.min(concurrency - running, 2 * concurrency - this.inFlight.size);
+  }
+
   private async loop(): Promise<WorkerCounters> {
     const features = this.queue.table.features;
     await this.deliveries?.start();
@@ -240,7 +261,7 @@ export class Worker extends TypedEmitter {
     let readOnlyStep = 0;
     try {
       while (!this.stopping) {
-        const free = this.settings.concurrency - this.inFlight.size;
+        const free = this.freeSlots();
         if (free <= 0) {
           await this.wakeUps.sleep(this.settings.pollMaxMs);
           continue;
@@ -437,7 +458,9 @@ export class Worker extends TypedEmitter {
     if (flight.state !== 'running') return this.finish(flight);
     flight.outcome = flight.timedOut ? this.outcomes.failure(flight.job, flight.abortReason) : outcome;
     flight.state = 'settling';
+    this.settling.add(flight);
     this.settler.submit(flight);
+    this.wakeUps.wake();
   }
 
   /** The flight's settle committed. */
@@ -477,6 +500,7 @@ export class Worker extends TypedEmitter {
   /** The job's slot is free again. */
   private finish(flight: InFlight): void {
     this.inFlight.delete(flight);
+    this.settling.delete(flight);
     this.deliveries?.finished(flight.job.id);
     this.wakeUps.wake();
   }
@@ -635,7 +659,10 @@ export class Worker extends TypedEmitter {
     // store) while the release is still on its way to the database.
     const releasing = this.release(flights);
     const handedBack = (await settlesWithin(releasing, HAND_BACK_DEADLINE_MS)) ? await releasing : null;
-    for (const flight of flights) this.inFlight.delete(flight);
+    for (const flight of flights) {
+      this.inFlight.delete(flight);
+      this.settling.delete(flight);
+    }
     this.handedBack = true;
     // Settles still waiting for a read-only database give up now: nothing waits for them any more.
     this.readOnly.cancel();
