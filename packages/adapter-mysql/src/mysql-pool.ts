@@ -189,9 +189,16 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
   // connection's next START TRANSACTION. Measured on MariaDB 10.11 with that init_connect and without this:
   // the conditional-update race (8 workers, 1,500 jobs) never drained (timed out after 150 s); the native
   // race drained only because each claim's START TRANSACTION commits what the connection left open.
+  // group_concat_max_len at least 1 MiB: MariaDB cuts JSON_ARRAYAGG at it, and the one-packet claim's id list
+  // (mysqlClaimIdsOnServer: up to 10,000 ids of up to 20 digits, about 210 KB) cut short still parses, as fewer
+  // ids and a last one truncated to another row's. MariaDB's default is 1 MiB, MySQL's 1,024 bytes (MySQL does
+  // not cut JSON_ARRAYAGG).
   // Every connection's set-up, as it stands when the connection opens: the probe's connection decides the
   // binary log plan and completes the list before any other connection exists (see below).
-  const setup: string[] = [`SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${lockWait}, autocommit = 1`, isolationSql(isolation)];
+  const setup: string[] = [
+    `SET time_zone = '+00:00', SESSION innodb_lock_wait_timeout = ${lockWait}, autocommit = 1, SESSION group_concat_max_len = GREATEST(@@session.group_concat_max_len, ${MIN_GROUP_CONCAT_BYTES})`,
+    isolationSql(isolation),
+  ];
   const errors: unknown[] = [];
   const sockets = new Set<Socket>();
   const track = (socket: Socket | undefined): void => {
@@ -272,6 +279,9 @@ export async function openMysqlPool(options: MysqlStoreOptions): Promise<OpenedM
   };
   return { pool, sockets, deadlines, openConnection, ...opened };
 }
+
+/** The least group_concat_max_len statusq's sessions run with (see the set-up above). */
+const MIN_GROUP_CONCAT_BYTES = 1024 * 1024;
 
 function isolationSql(isolation: MysqlIsolation): string {
   return `SET SESSION TRANSACTION ISOLATION LEVEL ${isolation === 'read-committed' ? 'READ COMMITTED' : 'REPEATABLE READ'}`;

@@ -251,6 +251,31 @@ mysqlSuite('mysql on production server settings (private MariaDB per setting)', 
     conformanceOn(server, 'mysql, lower_case_table_names=1', ['race', 'schema']);
   });
 
+  describe("group_concat_max_len = 4, MariaDB's minimum (it cuts JSON_ARRAYAGG short)", () => {
+    const server = privateServer({ serverArgs: ['--group-concat-max-len=4'] });
+
+    it("the one-packet claim of 1,000 rows with 16-digit ids claims exactly those rows: statusq's sessions raise the limit for themselves", async () => {
+      const url = await freshDatabase(server());
+      const store = (await connect(url)) as MysqlStore;
+      try {
+        await initTable(store, 'jobs');
+        const queue = await Queue.open(store, { table: 'jobs' });
+        await queue.enqueue(Array.from({ length: 1000 }, (_, i) => ({ i })));
+        await store.execute({ sql: 'UPDATE jobs SET id = id + ?', params: [1e15] });
+        expect(Number((await store.execute({ sql: 'SELECT @@global.group_concat_max_len AS v', params: [] })).rows[0]!.v)).toBe(4);
+        const { rows } = await queue.claim({ limit: 1000, token: 'all' });
+        const { rows: table } = await store.execute({ sql: 'SELECT id, status, worker_id FROM jobs ORDER BY id', params: [] });
+        expect(rows).toHaveLength(1000);
+        expect(new Set(rows.map((row) => String(row.id)))).toEqual(new Set(table.map((row) => String(row.id))));
+        expect(table.every((row) => Number(row.status) === 9 && row.worker_id === 'all')).toBe(true);
+        expect(store.pipelineRefusal).toBeNull();
+      } finally {
+        await store.close();
+        await dropFresh(server(), url);
+      }
+    });
+  });
+
   describe('max_allowed_packet = 16K', () => {
     const server = privateServer({ serverArgs: ['--max-allowed-packet=16K'] });
     const PACKET = 16 * 1024;
