@@ -151,6 +151,8 @@ export interface ClaimersRecord extends StatusqBurnDown {
   scenario: 'claimers';
   claimGate: 'default' | 'off' | null;
   serverCpu: number | null;
+  /** Cores the workers' process used (absent in records from before it was kept). */
+  workersCpu?: number;
 }
 
 /** One worker of 64 slots burning down a table through a TCP proxy adding `addedRttMs` to each round trip (scenarios.ts claimLatency). */

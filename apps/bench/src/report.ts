@@ -186,8 +186,8 @@ function sections(records: readonly BenchRecord[]): Section[] {
     // Each run against the best count of its own dialect and gate setting.
     const best = (r: ClaimersRecord) => Math.max(...fleet.filter((o) => o.dialect === r.dialect && o.claimGate === r.claimGate).map((o) => o.jobsPerSec));
     out.push({
-      title: `Many claimers on one table (each worker a store of its own, ${fleet[0]!.concurrency} slots, no-op jobs; MySQL/MariaDB with its claim gate and without, \`?claimGate=0\`)`,
-      header: ['dialect', 'workers', 'claim gate', 'jobs', 'jobs/s', 'of the best count', 'CPU server'],
+      title: `Many claimers on one table (each worker a store of its own, ${fleet[0]!.concurrency} slots, no-op jobs; MySQL/MariaDB with its claim gate and without, \`?claimGate=0\`; PostgreSQL on a server of the bench's own, max_connections 400)`,
+      header: ['dialect', 'workers', 'claim gate', 'jobs', 'jobs/s', 'of the best count', 'CPU server', 'CPU workers'],
       rows: fleet.map((r) => [
         r.dialect,
         r.workers,
@@ -196,6 +196,7 @@ function sections(records: readonly BenchRecord[]): Section[] {
         r.jobsPerSec,
         `${Math.round((100 * r.jobsPerSec) / best(r))}%`,
         r.serverCpu ?? '',
+        r.workersCpu ?? '',
       ]),
     });
   }

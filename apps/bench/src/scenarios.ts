@@ -3,7 +3,8 @@
  * `--quick` (CI) shrinks every one, to one size where each size runs the same code, so the set only proves it runs.
  */
 import { Queue, Relay, pruneRows, type Broker, type ClaimStrategy, type Worker, type WorkerCounters } from '@statusq/core';
-import { openBenchDatabase, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
+import { openBenchDatabase, openBenchDatabaseAt, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
+import { startLocalPostgres } from './scale/db-host.js';
 import type { Peer } from './peer-contract.js';
 import { STATUS_ONLY_VARIANT, quantile, round, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type ClaimTiming, type CostRecord, type PickupRecord } from './records.js';
 import { idlePickup as idlePickupRun, idlePickupVariants, type IdlePickupPlan } from './idle-pickup.js';
@@ -695,10 +696,24 @@ export async function claimState(ctx: BenchContext): Promise<void> {
 }
 
 /**
- * PostgreSQL here allows 100 connections (max_connections), and every worker holds at least one: the
- * claimers scenario stops below it.
+ * The database the claimers scenario runs on. PostgreSQL's shared server allows 100 connections
+ * (max_connections) and every worker holds at least one, so on PostgreSQL every count runs on a server of the
+ * bench's own on 127.0.0.1 (the same binaries, set up as a scale run's database host: max_connections 400).
  */
-const POSTGRES_MAX_CLAIMERS = 64;
+async function withClaimersDatabase<T>(dialect: Dialect, body: (db: BenchDatabase) => Promise<T>): Promise<T> {
+  if (dialect !== 'postgres') return withDatabase(dialect, body);
+  const host = await startLocalPostgres();
+  try {
+    const db = await openBenchDatabaseAt('postgres', host.adminUrl);
+    try {
+      return await body(db);
+    } finally {
+      await db.close();
+    }
+  } finally {
+    await host.stop();
+  }
+}
 
 /**
  * Issue 41's question: does one table hold its throughput as its claimers grow? Workers each on a store of their
@@ -710,9 +725,8 @@ export async function claimers(ctx: BenchContext): Promise<void> {
   const { plan } = ctx;
   const table = 'bench_claimers';
   for (const dialect of ctx.dialects) {
-    await withDatabase(dialect, async (db) => {
-      const counts = dialect === 'postgres' ? plan.claimerCounts.filter((n) => n <= POSTGRES_MAX_CLAIMERS) : plan.claimerCounts;
-      for (const workers of counts) {
+    await withClaimersDatabase(dialect, async (db) => {
+      for (const workers of plan.claimerCounts) {
         for (const claimGate of dialect === 'mysql' ? ['default', 'off'] as const : [null]) {
           await db.createTable(table, { pending: plan.claimerJobs, finished: 0 });
           const options: StatusqRunOptions = { table, workers, concurrency: 16, strategy: 'native', handlerDelayMs: 0, timeoutMs: plan.runTimeoutMs, ...(claimGate === 'off' && { urlParameters: { claimGate: '0' } }) };
@@ -729,6 +743,7 @@ export async function claimers(ctx: BenchContext): Promise<void> {
             timedOut: result.timedOut,
             jobsPerSec: Math.round(result.handled / result.seconds),
             serverCpu: result.cpu.server,
+            workersCpu: result.cpu.bench,
           });
         }
       }

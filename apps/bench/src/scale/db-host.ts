@@ -61,6 +61,14 @@ export async function startPostgresHost(topology: Topology, hostName: string, op
   return startPostgres(topology.netns(hostName), host, options);
 }
 
+/**
+ * A PostgreSQL server of the run's own on 127.0.0.1 (no namespace, no root), set up as a scale run's database
+ * host: for a bench count past what the shared server's max_connections (100) lets in.
+ */
+export function startLocalPostgres(): Promise<DatabaseHost> {
+  return startPostgres(null, '127.0.0.1', {});
+}
+
 function firstExisting(paths: readonly string[], what: string): string {
   const found = paths.find((path) => existsSync(path));
   if (!found) throw new Error(`no ${what} in ${paths.join(', ')}`);
@@ -259,7 +267,7 @@ export class GaleraNode {
 const RECOVER_TIMEOUT_MS = 20_000;
 const POSITION = /WSREP: Recovered position:\s*(\S+:-?\d+)/;
 
-async function startPostgres(netns: string, host: string, options: PostgresHostOptions): Promise<DatabaseHost> {
+async function startPostgres(netns: string | null, host: string, options: PostgresHostOptions): Promise<DatabaseHost> {
   const bin = postgresBinDir();
   const urlOf = (port: number, database: string) => `postgres://${WORKER_ACCOUNT.user}:${WORKER_ACCOUNT.password}@${host}:${port}/${database}`;
   const { standbyOf } = options;
@@ -293,7 +301,7 @@ async function startPostgres(netns: string, host: string, options: PostgresHostO
         () => false,
       ),
   };
-  const running = await PrivateServer.start(spec, { netns, host, port: 5432 });
+  const running = await PrivateServer.start(spec, netns === null ? null : { netns, host, port: 5432 });
   try {
     const version = await withClient(urlOf(running.port, 'postgres'), async (c) => `PostgreSQL ${String((await c.query('SHOW server_version')).rows[0]?.server_version)}`, CONNECT_TIMEOUT_MS);
     return {
