@@ -47,7 +47,7 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
   /**
    * The claim in one packet with its COMMIT: the ids of the locked candidates never leave the server. One round
    * trip where reading the candidates first made two (one worker of 64 slots, MariaDB 5 ms away: the claim
-   * from about 18 ms to 9; docs/benchmarks.md, "Claim round trips").
+   * from about 18 ms to 12, half of it the server and the proxy; docs/benchmarks.md, "Claim round trips").
    */
   async function claimOnServer(defer: NonNullable<StatementRunner['defer']>, ids: ClaimIdsOnServer): Promise<() => Promise<Row[]>> {
     const p = new Params(sql.dialect);
