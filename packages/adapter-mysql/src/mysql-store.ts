@@ -88,7 +88,7 @@ export class MysqlStore implements Store {
   /**
    * Why the native claim's transaction sends one statement per round trip (multi-statement packets turned
    * off, refused by the server or a proxy at open, a Galera node, or a store without the native claim), or
-   * null: it sends them in two (mysql-pipeline.ts).
+   * null: it sends them in one or two (mysql-pipeline.ts, mysqlClaimIdsOnServer).
    */
   pipelineRefusal: string | null = 'not probed';
   /** One statement's bound, from max_allowed_packet (see mysqlStatementLimit). */
@@ -211,32 +211,20 @@ export class MysqlStore implements Store {
 
   /** NativeClaim.claimWritesAreKnown (see mysqlClaimWritesQuery), asked once per table and store. */
   private claimWritesAreKnown(table: ResolvedTable): Promise<boolean> {
-    const key = `${table.table}\u0000${table.status}\u0000${table.columns.claimedAt ?? ''}`;
-    let known = this.knownClaimWrites.get(key);
-    if (!known) {
-      known = this.execute(mysqlClaimWritesQuery(table)).then(({ rows }) => Number(rows[0]?.surprises) === 0);
-      // A failed look is asked again next time rather than remembered.
-      known.catch(() => this.knownClaimWrites.delete(key));
-      this.knownClaimWrites.set(key, known);
-    }
-    return known;
+    return askedOnce(this.knownClaimWrites, `${table.table}\u0000${table.status}\u0000${table.columns.claimedAt ?? ''}`, () =>
+      this.execute(mysqlClaimWritesQuery(table)).then(({ rows }) => Number(rows[0]?.surprises) === 0),
+    );
   }
 
   /** NativeClaim.idsOnServer: the one-packet claim where packets are sent and the table's id is an integer (asked once per table). */
   private claimIdsOnServer(table: ResolvedTable): Promise<ClaimIdsOnServer | null> {
     if (this.pipelineRefusal !== null) return Promise.resolve(null);
-    const key = `${table.table}\u0000${table.id}`;
-    let known = this.knownIdsOnServer.get(key);
-    if (!known) {
-      known = this.execute(mysqlIdTypeQuery(table)).then(({ rows }) => {
+    return askedOnce(this.knownIdsOnServer, `${table.table}\u0000${table.id}`, () =>
+      this.execute(mysqlIdTypeQuery(table)).then(({ rows }) => {
         const type = rows[0]?.id_type;
         return type === 'signed' || type === 'unsigned' ? mysqlClaimIdsOnServer(this.dialect.quoteIdentifier(table.id), type === 'unsigned') : null;
-      });
-      // A failed look is asked again next time rather than remembered.
-      known.catch(() => this.knownIdsOnServer.delete(key));
-      this.knownIdsOnServer.set(key, known);
-    }
-    return known;
+      }),
+    );
   }
 
   /**
@@ -330,4 +318,15 @@ export class MysqlStore implements Store {
     if (this.closed && !(error instanceof StoreError)) return new StoreError('ConnectionLost', 'the MySQL store is closed', 'CLOSED', { cause: error });
     return toStoreError(error);
   }
+}
+
+/** The answer `ask` gives for `key`, asked once and kept in `cache`; a failed answer is asked again next time rather than remembered. */
+function askedOnce<T>(cache: Map<string, Promise<T>>, key: string, ask: () => Promise<T>): Promise<T> {
+  let known = cache.get(key);
+  if (!known) {
+    known = ask();
+    known.catch(() => cache.delete(key));
+    cache.set(key, known);
+  }
+  return known;
 }

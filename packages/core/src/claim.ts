@@ -36,12 +36,16 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
   }
   if (!store.transaction) throw new StoreError('Unknown', `the ${store.dialect.name} store declares a native claim that needs a transaction, but has none`, 'NO_TRANSACTION');
   const returning = store.capabilities.returning && !beside;
+  const admitted = (tx: StatementRunner, body: () => Promise<() => Promise<Row[]>>) => (native.admit ? native.admit(table, tx, body) : body());
+  const onServer = !returning && !beside && !agesFirst(sql, request) && native.idsOnServer ? await native.idsOnServer(table) : null;
+  if (onServer) {
+    const finish = await store.transaction((tx) => admitted(tx, () => claimOnServer(tx, onServer)));
+    return { rows: await finish(), candidatesLost: 0 };
+  }
   const buildRows = !returning && !beside && native.clockWithCandidates === true;
   const writesKnown = buildRows && native.claimWritesAreKnown !== undefined && (await native.claimWritesAreKnown(table));
   const statements = candidateStatements(sql, request, { columns: buildRows ? 'row' : 'id', lock: native.lockCandidates, clock: buildRows ? CLAIM_CLOCK : undefined });
-  const onServer = !returning && !beside && !agesFirst(sql, request) && native.idsOnServer ? await native.idsOnServer(table) : null;
-  const body = (tx: StatementRunner) => (onServer && tx.defer ? claimOnServer(tx.defer, onServer) : claimInTransaction(tx));
-  const finish = await store.transaction((tx) => (native.admit ? native.admit(table, tx, () => body(tx)) : body(tx)));
+  const finish = await store.transaction((tx) => admitted(tx, () => claimInTransaction(tx)));
   return { rows: await finish(), candidatesLost: 0 };
 
   /**
@@ -49,7 +53,9 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
    * trip where reading the candidates first made two (one worker of 64 slots, MariaDB 5 ms away: the claim
    * from about 18 ms to 12, half of it the server and the proxy; docs/benchmarks.md, "Claim round trips").
    */
-  async function claimOnServer(defer: NonNullable<StatementRunner['defer']>, ids: ClaimIdsOnServer): Promise<() => Promise<Row[]>> {
+  async function claimOnServer(tx: StatementRunner, ids: ClaimIdsOnServer): Promise<() => Promise<Row[]>> {
+    const { defer } = tx;
+    if (!defer) throw new StoreError('Unknown', `the ${store.dialect.name} store keeps a claim's ids on the server, but its transaction sends no statement ahead`, 'NO_DEFER');
     const p = new Params(sql.dialect);
     const candidates = sql.candidates(p, { limit: request.limit, columns: 'id' }) + native.lockCandidates;
     void defer({ sql: ids.collect(candidates), params: p.values });

@@ -254,14 +254,6 @@ export interface CallerRunner extends StatementRunner {
   assertInTransaction?(): Promise<void>;
 }
 
-/**
- * The dialect hooks of a store's native claim. Core runs the claim itself (claim.ts): the candidate
- * selections (aged rows first when aging is on), their merge up to the limit, the guarded claim by ids in
- * ascending id order, the claimed rows (from RETURNING, built from the candidates, or read back) and queue
- * order. An adapter says only how its SQL differs; every member but `lockCandidates` is optional.
- *
- * Without `oneStatement`, or with aging on, the claim runs its statements in one `Store.transaction`.
- */
 /** NativeClaim.idsOnServer: how a dialect keeps a claim's ids on the server between its statements. */
 export interface ClaimIdsOnServer {
   /** The statement that keeps the ids `candidates` (the locking id SELECT, parameters bound) selects. */
@@ -270,6 +262,14 @@ export interface ClaimIdsOnServer {
   readonly join: string;
 }
 
+/**
+ * The dialect hooks of a store's native claim. Core runs the claim itself (claim.ts): the candidate
+ * selections (aged rows first when aging is on), their merge up to the limit, the guarded claim by ids in
+ * ascending id order, the claimed rows (from RETURNING, built from the candidates, or read back) and queue
+ * order. An adapter says only how its SQL differs; every member but `lockCandidates` is optional.
+ *
+ * Without `oneStatement`, or with aging on, the claim runs its statements in one `Store.transaction`.
+ */
 export interface NativeClaim {
   /**
    * Appended to each candidate SELECT of the claim: how it locks what it finds and passes over rows other
@@ -298,8 +298,9 @@ export interface NativeClaim {
    * A claim whose ids stay on the server: in a transaction that sends its statements ahead
    * (StatementRunner.defer), the locked candidates' ids go into a session value and the UPDATE and the read of
    * the claimed rows join on it, so the whole claim travels in one packet with its COMMIT, one round trip
-   * (MySQL: JSON_ARRAYAGG into a user variable, JSON_TABLE to join on it). Resolves to null for a table it does
-   * not fit (MySQL: ids that are not integers). Absent: the ids come back to the client between the two.
+   * (MySQL: JSON_ARRAYAGG into a user variable, JSON_TABLE to join on it). Only where the store's transactions
+   * defer; resolves to null for a table it does not fit (MySQL: ids that are not integers, or a server without
+   * packets). Absent: the ids come back to the client between the two.
    */
   idsOnServer?(table: ResolvedTable): Promise<ClaimIdsOnServer | null>;
   /** Called as each native claim starts (PostgreSQL: LISTEN bookkeeping for the table). */

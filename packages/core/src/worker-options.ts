@@ -23,7 +23,8 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
   /**
    * Jobs run at once by this worker. Default 4. A job whose handler has ended no longer takes a slot while its
    * settle commits, so the next claim overlaps that commit: the rows the worker holds in processing reach
-   * twice this at most (and only this while a settle is being retried or waits out a read-only database).
+   * twice this at most (and only this before the worker's first settle has committed, and while a settle is
+   * being retried or waits out a read-only database).
    */
   concurrency?: number | undefined;
   /** Rows claimed per claim call, at most the free slots. Default: the concurrency. */
