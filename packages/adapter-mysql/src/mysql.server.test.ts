@@ -6,7 +6,7 @@
 import { expect, it } from 'vitest';
 import mysql from 'mysql2/promise';
 import { Queue, Relay, StoreError, dispatchIndexName, initTable, pendingIndexName, type Broker, type StoreWarning } from '@statusq/core';
-import { CLAIM_CLOCK, TransitionSql, candidateStatements, type Statement } from '@statusq/core/adapter';
+import { CLAIM_CLOCK, TransitionSql, candidateStatements, type Statement, type StatementRunner, type Store } from '@statusq/core/adapter';
 import { Ledger, waitFor, withDeadline } from '@statusq/conformance';
 import { connect, optionsFromUrl, type MysqlStore } from './index.js';
 import { mysqlClaimWritesQuery, mysqlNativeClaim } from './mysql-claim-sql.js';
@@ -308,6 +308,31 @@ mysqlSuite('mysql adapter on a real server', () => {
     } finally {
       await admin.query(`SET GLOBAL general_log = ${Number(settings[0]!.on_) ? 1 : 0}, GLOBAL log_output = ?`, [String(settings[0]!.output)]);
       await admin.end();
+      await store.close();
+      await e.closeStores();
+    }
+  });
+
+  it('a wrapper of the store whose transactions forward only execute (no defer) still claims on an integer id: the claim takes its two-packet form, each row once', async () => {
+    const e = await fresh();
+    const store = (await connect(e.url)) as MysqlStore;
+    try {
+      await initTable(store, 'jobs');
+      const wrapped: Store = Object.assign(Object.create(store) as MysqlStore, {
+        transaction: <T>(body: (tx: StatementRunner) => Promise<T>) => store.transaction((tx) => body({ execute: (statement) => tx.execute(statement) })),
+      });
+      const queue = await Queue.open(wrapped, { table: 'jobs' });
+      const ids = await queue.enqueue([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      const first = await queue.claim({ limit: 2, token: 'one' });
+      const second = await queue.claim({ limit: 2, token: 'two' });
+      // Newest first, initTable's queue order.
+      expect(first.rows.map((row) => [Number(row.id), row.status, row.worker_id])).toEqual([
+        [Number(ids[2]), 9, 'one'],
+        [Number(ids[1]), 9, 'one'],
+      ]);
+      expect(second.rows.map((row) => [Number(row.id), row.worker_id])).toEqual([[Number(ids[0]), 'two']]);
+      expect((await queue.claim({ limit: 2, token: 'three' })).rows).toEqual([]);
+    } finally {
       await store.close();
       await e.closeStores();
     }

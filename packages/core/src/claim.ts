@@ -38,14 +38,15 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
   const returning = store.capabilities.returning && !beside;
   const admitted = (tx: StatementRunner, body: () => Promise<() => Promise<Row[]>>) => (native.admit ? native.admit(table, tx, body) : body());
   const onServer = !returning && !beside && !agesFirst(sql, request) && native.idsOnServer ? await native.idsOnServer(table) : null;
+  const buildRows = !returning && !beside && native.clockWithCandidates === true;
   if (onServer) {
-    const finish = await store.transaction((tx) => admitted(tx, () => claimOnServer(tx, onServer)));
+    // A transaction without defer (a wrapper of the store's that forwards only execute) takes the two-packet
+    // claim, reading back the claimed rows rather than asking whether they could be built.
+    const finish = await store.transaction((tx) => admitted(tx, () => (tx.defer ? claimOnServer(tx.defer, onServer) : claimInTransaction(tx, false))));
     return { rows: await finish(), candidatesLost: 0 };
   }
-  const buildRows = !returning && !beside && native.clockWithCandidates === true;
   const writesKnown = buildRows && native.claimWritesAreKnown !== undefined && (await native.claimWritesAreKnown(table));
-  const statements = candidateStatements(sql, request, { columns: buildRows ? 'row' : 'id', lock: native.lockCandidates, clock: buildRows ? CLAIM_CLOCK : undefined });
-  const finish = await store.transaction((tx) => admitted(tx, () => claimInTransaction(tx)));
+  const finish = await store.transaction((tx) => admitted(tx, () => claimInTransaction(tx, writesKnown)));
   return { rows: await finish(), candidatesLost: 0 };
 
   /**
@@ -53,9 +54,7 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
    * trip where reading the candidates first made two (one worker of 64 slots, MariaDB 5 ms away: the claim
    * from about 18 ms to 12, half of it the server and the proxy; docs/benchmarks.md, "Claim round trips").
    */
-  async function claimOnServer(tx: StatementRunner, ids: ClaimIdsOnServer): Promise<() => Promise<Row[]>> {
-    const { defer } = tx;
-    if (!defer) throw new StoreError('Unknown', `the ${store.dialect.name} store keeps a claim's ids on the server, but its transaction sends no statement ahead`, 'NO_DEFER');
+  async function claimOnServer(defer: NonNullable<StatementRunner['defer']>, ids: ClaimIdsOnServer): Promise<() => Promise<Row[]>> {
     const p = new Params(sql.dialect);
     const candidates = sql.candidates(p, { limit: request.limit, columns: 'id' }) + native.lockCandidates;
     void defer({ sql: ids.collect(candidates), params: p.values });
@@ -70,8 +69,9 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
   }
 
   /** The claim's statements; resolves to what gives the claimed rows once the transaction committed. */
-  async function claimInTransaction(tx: StatementRunner): Promise<() => Promise<Row[]>> {
+  async function claimInTransaction(tx: StatementRunner, writesKnown: boolean): Promise<() => Promise<Row[]>> {
     const claimed = (rows: Row[]) => () => Promise.resolve(rows);
+    const statements = candidateStatements(sql, request, { columns: buildRows ? 'row' : 'id', lock: native.lockCandidates, clock: buildRows ? CLAIM_CLOCK : undefined });
     const candidates = await selectCandidates(tx, statements, request.limit, table.id);
     if (candidates.length === 0) return claimed([]);
     // By primary key, ascending, over rows this transaction already holds: claimers never lock in opposite orders.
