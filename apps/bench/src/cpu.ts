@@ -83,6 +83,21 @@ export function measureCpu(dialect: Dialect, digits = 2): (childSeconds?: number
   };
 }
 
+/**
+ * CPU seconds of the child processes this process has reaped so far, and of theirs that those reaped
+ * (cutime, cstime of /proc/self/stat): a worker host's `statusq work` and its worker processes, once exited.
+ * Null where /proc is not there.
+ */
+export function reapedChildrenCpuSeconds(): number | null {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
+  } catch {
+    return null;
+  }
+}
+
 /** This process's CPU seconds since `since` (a process.cpuUsage() reading). */
 export function ownCpuSeconds(since: NodeJS.CpuUsage): number {
   const used = process.cpuUsage(since);

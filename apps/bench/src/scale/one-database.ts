@@ -100,7 +100,7 @@ async function hostsScenario(run: RunKit): Promise<void> {
     const hosts = Array.from({ length: count }, (_, i) => run.start(`w${i + 1}`, { via: null, processes, concurrency, batch: concurrency, leaseMs: 30_000, workMs: 0, runDir }));
     await run.finish(hosts);
     const record = await run.conclude({ scenario: 'hosts', dialect: run.database.dialect, hosts: count, processes, concurrency, batch: concurrency, addedRttMs: 0, jobs }, hosts, measure(), new Set());
-    run.context.log(`hosts ${count} x ${processes} processes x ${concurrency}: ${record.jobsPerSec} jobs/s, lost candidates ${record.candidatesLost}, server ${record.serverCores} cores, re-runs ${record.ledger.reRuns}`);
+    run.context.log(`hosts ${count} x ${processes} processes x ${concurrency}: ${record.jobsPerSec} jobs/s, lost candidates ${record.candidatesLost}, ${record.claimCalls} claims, server ${record.serverCores} cores, workers ${record.workersCores ?? '?'} cores, re-runs ${record.ledger.reRuns}`);
   }
 }
 

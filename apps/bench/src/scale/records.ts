@@ -19,8 +19,12 @@ export interface ScaleRecord {
   wallSeconds: number;
   /** Claims whose candidate another worker took first (the SELECT saw it, the guarded UPDATE lost). */
   candidatesLost: number;
+  /** Claims the workers sent (each a transaction or a statement), empty ones included; absent in older records. */
+  claimCalls?: number;
   /** Database server CPU, in cores, over the run (every node of a cluster together). */
   serverCores: number;
+  /** The worker hosts' CPU (every `statusq work` process), in cores over the run; absent without /proc. */
+  workersCores?: number;
   ledger: LedgerVerdict;
   /** What the fault run did: connections dropped, seconds partitioned, processes killed, claims taken over per host. */
   faults?: { dropped: number; drops: number; partitionedSeconds: number; killed: number; claimsTakenOver: Record<string, number> };

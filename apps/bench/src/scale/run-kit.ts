@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Store } from '@statusq/core';
 import type { BenchDatabase } from '../databases.js';
 import type { ServerDialect } from './db-host.js';
+import { reapedChildrenCpuSeconds } from '../cpu.js';
 import { readLedgers, verifyLedger, type FinalRow } from './ledger-check.js';
 import type { ScaleContext, ScaleRecord } from './records.js';
 import type { Sidecar } from './sidecar.js';
@@ -43,6 +44,13 @@ export interface StartOptions {
   pollMaxMs?: number;
   /** More `work` flags. */
   args?: readonly string[];
+}
+
+/** A run's wall time and CPU seconds: the database's, and the worker hosts' (null without /proc). */
+export interface Measured {
+  wallSeconds: number;
+  cpuSeconds: number;
+  workersCpuSeconds: number | null;
 }
 
 export class RunKit {
@@ -125,7 +133,7 @@ export class RunKit {
   async conclude(
     base: Omit<ScaleRecord, 'jobsPerSec' | 'wallSeconds' | 'candidatesLost' | 'serverCores' | 'ledger' | 'server'>,
     hosts: readonly WorkerHost[],
-    measured: { wallSeconds: number; cpuSeconds: number },
+    measured: Measured,
     killedPids: ReadonlySet<number>,
     stopped = false,
     failover: { failoverCut?: ReadonlyMap<string, number>; lostCommitsAllowed?: boolean } = {},
@@ -148,7 +156,9 @@ export class RunKit {
       jobsPerSec: spanSeconds > 0 ? Math.round(jobs / spanSeconds) : 0,
       wallSeconds: round(measured.wallSeconds, 2),
       candidatesLost: counters.reduce((sum, c) => sum + c.counters.candidatesLost, 0),
+      claimCalls: counters.reduce((sum, c) => sum + c.counters.claimCalls, 0),
       serverCores: round(measured.cpuSeconds / measured.wallSeconds, 2),
+      ...(measured.workersCpuSeconds !== null && { workersCores: round(measured.workersCpuSeconds / measured.wallSeconds, 2) }),
       ledger,
     };
     this.context.onRecord(record);
@@ -159,11 +169,18 @@ export class RunKit {
     return record;
   }
 
-  /** Starts timing a run: wall time and the database's CPU from now. */
-  measure(): () => { wallSeconds: number; cpuSeconds: number } {
+  /**
+   * Starts timing a run: wall time, the database's CPU and the worker hosts' from now. The hosts' is read from
+   * the processes this one reaped, so it is whole only once every host has exited (a run that stops them does).
+   */
+  measure(): () => Measured {
     const started = performance.now();
     const cpu = this.database.cpuSeconds();
-    return () => ({ wallSeconds: (performance.now() - started) / 1000, cpuSeconds: this.database.cpuSeconds() - cpu });
+    const workers = reapedChildrenCpuSeconds();
+    return () => {
+      const workersNow = reapedChildrenCpuSeconds();
+      return { wallSeconds: (performance.now() - started) / 1000, cpuSeconds: this.database.cpuSeconds() - cpu, workersCpuSeconds: workers === null || workersNow === null ? null : workersNow - workers };
+    };
   }
 
   async countDone(store: Store): Promise<number> {
