@@ -3,18 +3,18 @@
  * guarded transition SQL every dialect shares, the claim pipeline, deadlines, identifier validation and
  * the errors an adapter maps native failures to. Applications import `@statusq/core`.
  */
-export * from './errors.js';
-export * from './status.js';
-export * from './identifiers.js';
-export * from './urls.js';
-export * from './table.js';
-export * from './store.js';
-export * from './caller-transaction.js';
-export * from './transition-sql.js';
-export * from './claim.js';
-export * from './statement-size.js';
-export * from './deadline.js';
-export { ConnectionGate } from './connection-gate.js';
-export { POOL_URL_PARAMETER, poolFromUrl, refuseUnknownUrlParameters } from './server-url.js';
-export { sleep } from './retry.js';
-export * from './pooled-connection.js';
+export * from './protocol/errors.js';
+export * from './protocol/status.js';
+export * from './protocol/identifiers.js';
+export * from './store/urls.js';
+export * from './protocol/table.js';
+export * from './store/store.js';
+export * from './store/caller-transaction.js';
+export * from './sql/transition-sql.js';
+export * from './sql/claim.js';
+export * from './sql/statement-size.js';
+export * from './store/deadline.js';
+export { ConnectionGate } from './store/connection-gate.js';
+export { POOL_URL_PARAMETER, poolFromUrl, refuseUnknownUrlParameters } from './store/server-url.js';
+export { sleep } from './store/retry.js';
+export * from './store/pooled-connection.js';

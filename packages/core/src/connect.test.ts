@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { pathToFileURL } from 'node:url';
 import { adapterModuleFor, connect } from './connect.js';
-import { ConfigError } from './errors.js';
-import type { AdapterModule, Store } from './store.js';
+import { ConfigError } from './protocol/errors.js';
+import type { AdapterModule, Store } from './store/store.js';
 import { JOBS_DDL, SqlJsStore } from './test/sqljs-store.js';
 
 /** An adapter as a user would hand one over: it records what connect passed it. */

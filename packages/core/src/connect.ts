@@ -2,10 +2,10 @@ import { existsSync, realpathSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
 import { resolve as resolveModule } from 'import-meta-resolve';
-import { ConfigError } from './errors.js';
-import { PUBLISHED_BROKERS, defaultBrokerQueue, type Broker, type BrokerConnectOptions, type BrokerModule } from './broker.js';
-import type { AdapterModule, ConnectOptions, Store } from './store.js';
-import { redactUrl } from './urls.js';
+import { ConfigError } from './protocol/errors.js';
+import { PUBLISHED_BROKERS, defaultBrokerQueue, type Broker, type BrokerConnectOptions, type BrokerModule } from './broker/broker.js';
+import type { AdapterModule, ConnectOptions, Store } from './store/store.js';
+import { redactUrl } from './store/urls.js';
 
 /**
  * The package that serves each scheme of the adapters published with statusq. This is a list of package

@@ -18,7 +18,7 @@ export {
   isStoreError,
   describeError,
   type StoreErrorKind,
-} from './errors.js';
+} from './protocol/errors.js';
 export {
   DEFAULT_STATUS_CODES,
   STATUS_NAMES,
@@ -35,11 +35,11 @@ export {
   type StatusName,
   type StatusCodes,
   type TransitionCause,
-} from './status.js';
-export { parseDuration, formatDuration, MAX_DURATION_MS, MAX_DELAY_MS, DELAY_LIMIT, type DurationLimit } from './duration.js';
-export { redactUrl } from './urls.js';
+} from './protocol/status.js';
+export { parseDuration, formatDuration, MAX_DURATION_MS, MAX_DELAY_MS, DELAY_LIMIT, type DurationLimit } from './protocol/duration.js';
+export { redactUrl } from './store/urls.js';
 export { connect, schemeOf, adapterModuleFor, connectBroker, brokerModuleFor, assertBrokerInstalled, assertAdapterInstalled, type ConnectUrlOptions, type ConnectBrokerOptions } from './connect.js';
-export * from './broker.js';
+export * from './broker/broker.js';
 export {
   OPTIONAL_COLUMNS,
   DEFAULT_OPTIONAL_COLUMN_NAMES,
@@ -49,21 +49,21 @@ export {
   type TableConfig,
   type ResolvedTable,
   type QueueFeatures,
-} from './table.js';
-export type { Store, StoreCapabilities, StoreInspection, ServerFacts, ServerCheck, QueryPlan, ExplainOptions, ClaimStrategy, AdapterModule, ConnectOptions, StoreWarning, JobId, Row, SqlValue, SqlParam } from './store.js';
-export * from './queue.js';
-export * from './scheduler.js';
-export * from './prune.js';
-export * from './instance-slots.js';
-export { parseRateLimit, type RateLimit } from './rate-limiter.js';
-export { MAX_PROGRESS_LENGTH, PROGRESS_INTERVAL_MS } from './progress-writer.js';
-export { DEFAULT_COUNT_UP_TO, DEFAULT_EXACT_BELOW_ROWS, type MonitoringCountOptions, type MonitoringCounts, type StatusBucket } from './monitoring-counts.js';
-export { INSPECT_STATUSES, DEFAULT_INSPECT_LIMIT, MAX_INSPECT_LIMIT, isInspectStatus, resolveInspectOptions, type InspectStatus, type InspectOptions, type InspectReport, type InspectIdsReport } from './inspect.js';
-export * from './handler.js';
-export * from './events.js';
-export { backoffDelay, type BackoffOptions } from './retry.js';
-export * from './schema.js';
-export * from './worker.js';
-export * from './relay.js';
-export { DEFAULT_READ_ONLY_WAIT_MS, READ_ONLY_CHECK_MAX_MS, isReadOnlyError } from './read-only-wait.js';
-export * from './supervisor.js';
+} from './protocol/table.js';
+export type { Store, StoreCapabilities, StoreInspection, ServerFacts, ServerCheck, QueryPlan, ExplainOptions, ClaimStrategy, AdapterModule, ConnectOptions, StoreWarning, JobId, Row, SqlValue, SqlParam } from './store/store.js';
+export * from './queue/queue.js';
+export * from './features/scheduler.js';
+export * from './features/prune.js';
+export * from './features/instance-slots.js';
+export { parseRateLimit, type RateLimit } from './features/rate-limiter.js';
+export { MAX_PROGRESS_LENGTH, PROGRESS_INTERVAL_MS } from './worker/progress-writer.js';
+export { DEFAULT_COUNT_UP_TO, DEFAULT_EXACT_BELOW_ROWS, type MonitoringCountOptions, type MonitoringCounts, type StatusBucket, type StatusCounts } from './queue/monitoring-counts.js';
+export { INSPECT_STATUSES, DEFAULT_INSPECT_LIMIT, MAX_INSPECT_LIMIT, isInspectStatus, resolveInspectOptions, type InspectStatus, type InspectOptions, type InspectReport, type InspectIdsReport } from './queue/inspect.js';
+export * from './worker/handler.js';
+export * from './worker/events.js';
+export { backoffDelay, type BackoffOptions } from './store/retry.js';
+export * from './sql/schema.js';
+export * from './worker/worker.js';
+export * from './features/relay.js';
+export { DEFAULT_READ_ONLY_WAIT_MS, READ_ONLY_CHECK_MAX_MS, isReadOnlyError } from './worker/read-only-wait.js';
+export * from './worker/supervisor.js';

@@ -4,7 +4,7 @@
  * restart or a dropped connection is tested against RabbitMQ and NATS in the broker packages and the
  * conformance suite; this one only delivers what the test tells it to.
  */
-import { BrokerError, decodeDispatch, encodeDispatch, type Broker, type ConsumeOptions, type DeadLetter, type DispatchMessage, type Subscription } from '../broker.js';
+import { BrokerError, decodeDispatch, encodeDispatch, type Broker, type ConsumeOptions, type DeadLetter, type DispatchMessage, type Subscription } from '../broker/broker.js';
 
 interface Stored {
   raw: string;

@@ -6,11 +6,11 @@
  */
 import initSqlJs, { type Database, type SqlValue as SqlJsValue } from 'sql.js';
 import { afterEach } from 'vitest';
-import { ConnectionGate } from '../connection-gate.js';
-import { StoreError } from '../errors.js';
-import { quoteIdentifierWith } from '../identifiers.js';
-import { DEFAULT_CAPABILITIES, type ExecResult, type NativeClaim, type Row, type SqlDialect, type Statement, type StatementRunner, type Store, type StoreCapabilities } from '../store.js';
-import type { ColumnInfo, OrderTimeEncoding } from '../table.js';
+import { ConnectionGate } from '../store/connection-gate.js';
+import { StoreError } from '../protocol/errors.js';
+import { quoteIdentifierWith } from '../protocol/identifiers.js';
+import { DEFAULT_CAPABILITIES, type ExecResult, type NativeClaim, type Row, type SqlDialect, type Statement, type StatementRunner, type Store, type StoreCapabilities } from '../store/store.js';
+import type { ColumnInfo, OrderTimeEncoding } from '../protocol/table.js';
 
 const NOW_MS = `CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)`;
 

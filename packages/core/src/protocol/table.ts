@@ -1,0 +1,402 @@
+import { ConfigError, SchemaError } from './errors.js';
+import { validateIdentifier, validateTableName } from './identifiers.js';
+import { resolveStatusCodes, type StatusCodes } from './status.js';
+import type { JobId } from './values.js';
+
+/** The optional columns. Each one present switches a feature on; with none, the queue is the seed's. */
+export const OPTIONAL_COLUMNS = [
+  'claimedAt',
+  'workerId',
+  'attemptCount',
+  'nextAttemptAt',
+  'lastError',
+  'payload',
+  'result',
+  'finishedAt',
+  'priority',
+  'dedupeKey',
+  'progress',
+  'dispatchedAt',
+] as const;
+export type OptionalColumn = (typeof OPTIONAL_COLUMNS)[number];
+
+/**
+ * The claim state a claims table can hold beside the application's table (`migrate --beside`), so that table
+ * keeps exactly the columns it has: the lease, the token, the attempts, the next attempt's time, the last
+ * failure and the end time. Every other optional column lives in the table itself.
+ */
+export const BESIDE_COLUMNS = ['claimedAt', 'workerId', 'attemptCount', 'nextAttemptAt', 'lastError', 'finishedAt'] as const satisfies readonly OptionalColumn[];
+export type BesideColumn = (typeof BESIDE_COLUMNS)[number];
+
+export function isBesideColumn(column: OptionalColumn): column is BesideColumn {
+  return (BESIDE_COLUMNS as readonly string[]).includes(column);
+}
+
+/** Default names of the optional columns, as `migrate` and `init` create them. */
+export const DEFAULT_OPTIONAL_COLUMN_NAMES: Readonly<Record<OptionalColumn, string>> = {
+  claimedAt: 'claimed_at',
+  workerId: 'worker_id',
+  attemptCount: 'attempt_count',
+  nextAttemptAt: 'next_attempt_at',
+  lastError: 'last_error',
+  payload: 'payload',
+  result: 'result',
+  finishedAt: 'finished_at',
+  priority: 'priority',
+  dedupeKey: 'dedupe_key',
+  progress: 'progress',
+  dispatchedAt: 'dispatched_at',
+};
+
+export type Order = 'newest' | 'oldest';
+
+/** The id, status and order columns a TableConfig names when it leaves them out: the seed's. */
+export const DEFAULT_COLUMN_NAMES = { id: 'id', status: 'status', order: 'date' } as const;
+
+/** The id, status and order column names `config` asks for, defaults filled in (not yet checked against a table). */
+export function configuredColumns(config: Pick<TableConfig, 'idColumn' | 'statusColumn' | 'orderColumn'>): { id: string; status: string; order: string } {
+  return { id: config.idColumn ?? DEFAULT_COLUMN_NAMES.id, status: config.statusColumn ?? DEFAULT_COLUMN_NAMES.status, order: config.orderColumn ?? DEFAULT_COLUMN_NAMES.order };
+}
+
+/** How a table is described in configuration. Only `table` is required. */
+export interface TableConfig {
+  table: string;
+  /** Primary key column. Default `id`. */
+  idColumn?: string;
+  /** The status column. Default `status`. */
+  statusColumn?: string;
+  /** The column the queue is ordered by. Default `date`. */
+  orderColumn?: string;
+  /** `newest` (default, the seed's `ORDER BY date DESC`) or `oldest` first. */
+  order?: Order;
+  /** Codes for the non-pending states; defaults are the seed's (9, 1, 2, 0). */
+  statusCodes?: Partial<StatusCodes>;
+  /**
+   * Names of optional columns, when they differ from the defaults (`claimed_at`, ...). A name set to
+   * `false` turns that column off even if it exists. Columns not named are looked up by default name.
+   */
+  columns?: Partial<Record<OptionalColumn, string | false>>;
+  /**
+   * The columns a claimed row carries to the handler (`job.row`), besides the ones statusq reads itself: the
+   * id, status and order columns and every optional column in use (so `job.payload` and `job.attempt` stay
+   * right). Default: every column of the table. Naming only what the handler reads makes each claim cheaper
+   * and keeps wide columns (documents, blobs) out of the worker's memory: measured on SQLite, a claim of 256
+   * rows returning all 11 columns of a managed table ran about 19% slower than one returning the id alone.
+   * Every name must be a column of the table (SchemaError otherwise); an empty list adds nothing.
+   */
+  select?: readonly string[];
+}
+
+/** How the order column holds time, which matters only for the aging cutoff. */
+export type OrderTimeEncoding = 'native' | 'epochMs' | 'text';
+
+/** A table checked against the database: every name validated, every optional column known present or absent. */
+export interface ResolvedTable {
+  readonly table: string;
+  readonly id: string;
+  readonly status: string;
+  readonly order: string;
+  readonly direction: Order;
+  readonly codes: StatusCodes;
+  readonly columns: Readonly<Partial<Record<OptionalColumn, string>>>;
+  readonly orderTime: OrderTimeEncoding;
+  readonly features: QueueFeatures;
+  /**
+   * The most a text column statusq writes can hold, for those whose catalog says they are bounded (absent:
+   * no bound worth checking). A value that does not fit would fail its UPDATE every time, so it is
+   * checked first (see `columnOverflow`).
+   */
+  readonly limits: Readonly<Partial<Record<TextColumn, ColumnLimit>>>;
+  /**
+   * The columns a claim returns (TableConfig.select with statusq's own columns, as the catalog spells them,
+   * each once), or null for every column.
+   */
+  readonly returned: readonly string[] | null;
+  /**
+   * The claims table (`<table>_statusq`) when the table keeps its claim state beside it (BESIDE_COLUMNS: every
+   * one of them present in `columns` is that table's column, keyed by the same id); null when every column is
+   * the table's own. See TransitionSql for how each move writes both.
+   */
+  readonly beside: string | null;
+}
+
+/** The optional columns statusq fills with text: JSON payloads and results, failure reasons, deduplication keys. */
+export type TextColumn = 'payload' | 'result' | 'lastError' | 'dedupeKey' | 'progress';
+const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', 'dedupeKey', 'progress'];
+
+/**
+ * Features follow from the columns present:
+ * - leases: `claimed_at` -> heartbeats while a job runs and a reaper for expired claims.
+ * - fencing: `worker_id` -> every claim writes a fresh token and every settle requires it, so a worker
+ *   whose lease was taken over changes nothing.
+ * - retries: `attempt_count` -> a failed attempt may be retried (up to maxAttempts).
+ * - backoff: `next_attempt_at` -> retries wait an exponentially growing, jittered delay.
+ * - errorHistory: `last_error` -> the latest failure reason is kept on the row.
+ * - priority: `priority` (an integer column) -> higher priorities are claimed first, then the queue order.
+ * - dedupe: `dedupe_key` -> enqueue with a key inserts nothing while a row with that key is pending or processing.
+ * - progress: `progress` -> a handler's ctx.progress(value) is kept on the row while it runs.
+ * - dispatch: `dispatched_at` -> a relay hands due rows to a message broker (relay.ts); with leases and fencing.
+ */
+export interface QueueFeatures {
+  leases: boolean;
+  fencing: boolean;
+  retries: boolean;
+  backoff: boolean;
+  errorHistory: boolean;
+  priority: boolean;
+  dedupe: boolean;
+  progress: boolean;
+  dispatch: boolean;
+}
+
+/**
+ * The most a column holds: `chars` in characters (code points: VARCHAR(n) on MySQL and PostgreSQL), `bytes`
+ * in UTF-8 bytes (MySQL's TEXT types, and on MySQL whatever one statement can carry). A value fits when it
+ * is within both.
+ */
+export interface ColumnLimit {
+  readonly chars?: number;
+  readonly bytes?: number;
+}
+
+/** A column as the database's catalog reports it. */
+export interface ColumnInfo {
+  name: string;
+  /** The declared type, lower-cased. */
+  type: string;
+  /**
+   * The column alone is unique: a primary key of this one column, or a unique index or constraint of
+   * exactly this column (not partial, not an expression). A column that is only part of a wider key is not.
+   */
+  unique: boolean;
+  /** The column holds integers (SQLite: INTEGER affinity or no declared type). */
+  integer: boolean;
+  /** How much text the column holds when the database bounds it; null when it does not (or not usefully). */
+  maxLength: ColumnLimit | null;
+  /**
+   * The database numbers this column itself on INSERT (MySQL's AUTO_INCREMENT), so the generated key a driver
+   * reports for an INSERT (ExecResult.insertId) is this column's value. Absent or false: not known to be, and
+   * enqueue never takes a reported key for this column's value (on MySQL it may be another column's).
+   */
+  autoIncrement?: boolean | undefined;
+  /**
+   * Whether an INSERT that leaves the column out gets a value from the database: a DEFAULT (a sequence, serial,
+   * identity or expression), MySQL's AUTO_INCREMENT, SQLite's rowid alias (a lone INTEGER PRIMARY KEY). False on
+   * an application's table whose ids the application assigns (the seed's `table_a`): a row enqueued there must
+   * carry its id, and a schedule, which inserts a new row each time it fires, has none to give. Absent: not
+   * known, and nothing is refused on a guess.
+   */
+  filledOnInsert?: boolean | undefined;
+  /**
+   * The integers the column can hold, for an integer column of a fixed width. An id outside them is no row's, so
+   * lookups by id (inspect, requeue, the dashboard) answer "no such row" without asking the database, which on
+   * PostgreSQL refuses the value with an error and on MySQL compares it and finds nothing. Absent: not an
+   * integer column, or no bound the adapter knows.
+   */
+  integerRange?: IntegerRange | undefined;
+}
+
+/** The smallest and largest value of an integer column (ColumnInfo.integerRange). */
+export interface IntegerRange {
+  min: bigint;
+  max: bigint;
+}
+
+/** The range of a two's-complement integer of `bits` bits, or of an unsigned one. */
+export function integerRangeOfBits(bits: 8 | 16 | 24 | 32 | 64, unsigned = false): IntegerRange {
+  const size = 1n << BigInt(bits);
+  return unsigned ? { min: 0n, max: size - 1n } : { min: -(size >> 1n), max: (size >> 1n) - 1n };
+}
+
+/**
+ * The value a row of column values gives the table's id column (its key matched without case, as the catalog's
+ * names are), or undefined when it gives none. For rows to insert: an enqueued item, a schedule's row.
+ */
+export function idValueIn(table: Pick<ResolvedTable, 'id'>, row: Readonly<Record<string, unknown>>): unknown {
+  const id = table.id.toLowerCase();
+  const key = Object.keys(row).find((name) => name.toLowerCase() === id);
+  return key === undefined ? undefined : row[key];
+}
+
+/** Whether `id` can be a value of `column`: false only for an integer beyond the column's integerRange. */
+export function idFitsColumn(column: ColumnInfo, id: JobId): boolean {
+  const range = column.integerRange;
+  if (!range || typeof id === 'string' || (typeof id === 'number' && !Number.isInteger(id))) return true;
+  const value = BigInt(id);
+  return value >= range.min && value <= range.max;
+}
+
+/** Code points, which is what VARCHAR(n) counts on MySQL and PostgreSQL; JS `length` counts UTF-16 units. */
+function codePoints(text: string): number {
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    // A high surrogate followed by a low one is one character.
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    n++;
+  }
+  return n;
+}
+
+const encoder = new TextEncoder();
+
+/**
+ * Why `text` does not fit a column bounded by `limit` (e.g. "100002 bytes; the column holds at most 65535
+ * bytes"), or null when it fits or there is no bound.
+ */
+export function columnOverflow(text: string, limit: ColumnLimit | undefined): string | null {
+  if (!limit) return null;
+  if (limit.chars !== undefined && text.length > limit.chars) {
+    const chars = codePoints(text);
+    if (chars > limit.chars) return `${chars} characters; the column holds at most ${limit.chars}`;
+  }
+  // UTF-8 takes at most 3 bytes per UTF-16 unit: short text needs no encoding to be known to fit.
+  if (limit.bytes !== undefined && text.length * 3 > limit.bytes) {
+    const bytes = encoder.encode(text).length;
+    if (bytes > limit.bytes) return `${bytes} bytes; the column holds at most ${limit.bytes} bytes`;
+  }
+  return null;
+}
+
+/** Validates names without touching the database; fails fast on bad config. */
+export function validateTableConfig(config: TableConfig): void {
+  if (config === null || typeof config !== 'object') throw new ConfigError('table config must be an object');
+  validateTableName(config.table);
+  const names = configuredColumns(config);
+  validateIdentifier(names.id, 'id column');
+  validateIdentifier(names.status, 'status column');
+  validateIdentifier(names.order, 'order column');
+  if (config.order !== undefined && config.order !== 'newest' && config.order !== 'oldest') {
+    throw new ConfigError(`order must be "newest" or "oldest", got ${JSON.stringify(config.order)}`);
+  }
+  for (const [key, name] of Object.entries(config.columns ?? {})) {
+    if (!(OPTIONAL_COLUMNS as readonly string[]).includes(key)) {
+      throw new ConfigError(`unknown optional column ${JSON.stringify(key)}; known: ${OPTIONAL_COLUMNS.join(', ')}`);
+    }
+    if (name !== false) validateIdentifier(name, `${key} column`);
+  }
+  if (config.select !== undefined) {
+    if (!Array.isArray(config.select)) throw new ConfigError(`select must be a list of column names, got ${JSON.stringify(config.select)}`);
+    for (const name of config.select) validateIdentifier(name, 'select column');
+  }
+  resolveStatusCodes(config.statusCodes);
+}
+
+/**
+ * Checks the configuration against the table's real columns (from `Store.describeTable`) and decides which
+ * features are on. A missing table or a missing required column is a SchemaError here, at start-up, rather
+ * than an SQL error in the middle of a run.
+ */
+export function resolveTable(
+  config: TableConfig,
+  columns: readonly ColumnInfo[] | null,
+  orderTimeOf: (column: ColumnInfo) => OrderTimeEncoding,
+  beside: { readonly table: string; readonly columns: readonly ColumnInfo[] } | null = null,
+): ResolvedTable {
+  validateTableConfig(config);
+  if (columns === null) throw new SchemaError(`table ${JSON.stringify(config.table)} does not exist`);
+  const byName = new Map(columns.map((c) => [c.name.toLowerCase(), c]));
+  const require = (name: string, role: string): ColumnInfo => {
+    const column = byName.get(name.toLowerCase());
+    if (!column) {
+      throw new SchemaError(
+        `table ${JSON.stringify(config.table)} has no ${role} column ${JSON.stringify(name)} (columns: ${columns.map((c) => c.name).join(', ')})`,
+      );
+    }
+    return column;
+  };
+  const names = configuredColumns(config);
+  const idColumn = require(names.id, 'id');
+  const statusColumn = require(names.status, 'status');
+  const orderColumn = require(names.order, 'order');
+  const id = idColumn.name;
+  const status = statusColumn.name;
+  // Every settle is `WHERE id = ?`: with an id shared by two rows, one job's outcome lands on the other.
+  if (!idColumn.unique) {
+    throw new SchemaError(
+      `table ${JSON.stringify(config.table)}: id column ${JSON.stringify(id)} is not unique: it must be the primary key or have a unique index of its own (PRIMARY KEY (${id}, k) does not make ${id} unique)`,
+    );
+  }
+  // The codes are written and compared as integers; PostgreSQL refuses `varchar = integer`, so a text
+  // status column would let claims through and then fail every settle.
+  if (!statusColumn.integer) {
+    throw new SchemaError(
+      `table ${JSON.stringify(config.table)}: status column ${JSON.stringify(status)} is ${statusColumn.type}, not an integer type: statusq stores its codes (NULL, 9, 1, 2, 0 by default) as integers; change the column to SMALLINT or INTEGER, or name an integer column as the status column`,
+    );
+  }
+
+  const optional: Partial<Record<OptionalColumn, string>> = {};
+  const besideByName = new Map((beside?.columns ?? []).map((c) => [c.name.toLowerCase(), c]));
+  if (beside) {
+    // One home per column: a lease in the table and another beside it would each fence only half the moves.
+    const inTable = BESIDE_COLUMNS.filter((key) => config.columns?.[key] !== false && byName.has((config.columns?.[key] || DEFAULT_OPTIONAL_COLUMN_NAMES[key]).toLowerCase()));
+    if (inTable.length > 0) {
+      throw new SchemaError(
+        `table ${JSON.stringify(config.table)} has claim-state columns of its own (${inTable.map((key) => DEFAULT_OPTIONAL_COLUMN_NAMES[key]).join(', ')}) and a claims table beside it (${beside.table}): keep one or the other (drop ${beside.table}, or those columns)`,
+      );
+    }
+    const key = besideByName.get(id.toLowerCase());
+    if (!key?.unique) throw new SchemaError(`claims table ${beside.table} has no unique column ${JSON.stringify(id)} to match ${config.table}.${id}; recreate it with statusq migrate --beside`);
+  }
+  for (const key of OPTIONAL_COLUMNS) {
+    if (beside && isBesideColumn(key)) {
+      const found = config.columns?.[key] === false ? undefined : besideByName.get(DEFAULT_OPTIONAL_COLUMN_NAMES[key]);
+      if (found) optional[key] = found.name;
+      continue;
+    }
+    const configured = config.columns?.[key];
+    if (configured === false) continue;
+    if (configured !== undefined) {
+      const column = require(configured, key);
+      if (key === 'priority' && !column.integer) {
+        throw new SchemaError(`table ${JSON.stringify(config.table)}: priority column ${JSON.stringify(column.name)} is ${column.type}, not an integer type`);
+      }
+      optional[key] = column.name;
+    } else {
+      const found = byName.get(DEFAULT_OPTIONAL_COLUMN_NAMES[key]);
+      // An application's own `priority` that holds text (low/high) is its business, not a claim order.
+      if (found && (key !== 'priority' || found.integer)) optional[key] = found.name;
+    }
+  }
+  const limits: Partial<Record<TextColumn, ColumnLimit>> = {};
+  for (const key of TEXT_COLUMNS) {
+    const name = optional[key];
+    const home = beside && isBesideColumn(key) ? besideByName : byName;
+    const limit = name === undefined ? null : home.get(name.toLowerCase())?.maxLength;
+    if (limit) limits[key] = limit;
+  }
+  let returned: string[] | null = null;
+  if (config.select !== undefined) {
+    // A claims table's columns are not the table's: the claim reads them beside it (TransitionSql.rowColumns).
+    const own = [id, status, orderColumn.name, ...Object.entries(optional).filter(([key]) => !(beside && isBesideColumn(key as OptionalColumn))).map(([, name]) => name)];
+    const chosen = config.select.map((name) => require(name, 'select'));
+    returned = [...new Set([...own, ...chosen.map((c) => c.name)])];
+  }
+  return {
+    table: config.table,
+    id,
+    status,
+    order: orderColumn.name,
+    direction: config.order ?? 'newest',
+    codes: resolveStatusCodes(config.statusCodes),
+    columns: optional,
+    orderTime: orderTimeOf(orderColumn),
+    features: {
+      leases: optional.claimedAt !== undefined,
+      fencing: optional.workerId !== undefined,
+      retries: optional.attemptCount !== undefined,
+      backoff: optional.nextAttemptAt !== undefined,
+      errorHistory: optional.lastError !== undefined,
+      priority: optional.priority !== undefined,
+      dedupe: optional.dedupeKey !== undefined,
+      progress: optional.progress !== undefined,
+      dispatch: optional.dispatchedAt !== undefined,
+    },
+    limits,
+    returned,
+    beside: beside?.table ?? null,
+  };
+}

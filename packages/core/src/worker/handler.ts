@@ -1,0 +1,82 @@
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { HandlerError } from '../protocol/errors.js';
+import type { JobId, Row } from '../store/store.js';
+
+/** `R` is the row's type; an interface of the table's columns will do (no index signature needed). */
+/**
+ * The type of a job's id: the row type's `id` when it has one that can be an id, else any JobId. A table
+ * whose id column has another name says its type outright (`Worker.create<Row, string>`).
+ */
+export type IdOf<R> = R extends { readonly id: infer I } ? (I extends JobId ? I : JobId) : JobId;
+
+export interface Job<R extends object = Row, Id extends JobId = IdOf<R>> {
+  /** The id column's value as the database returned it (typed by the caller, not checked). */
+  readonly id: Id;
+  /** The row's columns as the database returned them after the claim. */
+  readonly row: R;
+  /** 1 for the first attempt; attempt_count + 1 when the table counts attempts. */
+  readonly attempt: number;
+  /** The payload column parsed as JSON, when the table has one (undefined otherwise). */
+  readonly payload: unknown;
+}
+
+/**
+ * What a handler may say besides returning or throwing. `abuse` and `giveUp` decide the outcome whether
+ * the handler then returns, throws, or returns/throws the value they give back.
+ */
+export interface JobContext {
+  /** Settle to abuse (2): a business rule judged this row abusive. Never retried. */
+  abuse(reason?: string): SettleDirective;
+  /** Settle to failed (0) with no retry, whatever attempts remain. */
+  giveUp(reason?: string): SettleDirective;
+  /**
+   * How far the job got: a number from 0 to 100, or a small JSON value (at most 1,000 characters as JSON), kept in
+   * the row's `progress` column while it runs (`migrate --with progress`). Throttled: however often it is called,
+   * the row is written at most every PROGRESS_INTERVAL_MS, with the latest value; each write is fenced by the
+   * claim like a settle, so a worker that lost its claim writes nothing. Returns at once; a bad value throws.
+   */
+  progress(value: unknown): void;
+  /** Aborted when the claim is lost (lease taken over) or the worker stops hard. */
+  readonly signal: AbortSignal;
+  readonly workerId: string;
+}
+
+export type Handler<R extends object = Row, Id extends JobId = IdOf<R>> = (job: Job<R, Id>, ctx: JobContext) => unknown;
+export type AbuseRule<R extends object = Row> = (row: R) => boolean | Promise<boolean>;
+
+/** The outcome a handler chose through its context. */
+export class SettleDirective {
+  constructor(
+    readonly kind: 'abuse' | 'giveUp',
+    readonly reason: string,
+  ) {}
+}
+
+export interface HandlerModule {
+  handler: Handler;
+  /** A named export `isAbuse(row)` in the module, if any; runs before the handler. */
+  isAbuse?: AbuseRule;
+}
+
+/**
+ * Loads a handler module: its default export is `async (job, ctx) => ...`, and an optional named export
+ * `isAbuse(row)` is the business rule. The module needs no import from statusq.
+ */
+export async function loadHandler(path: string): Promise<HandlerModule> {
+  const absolute = resolve(path);
+  if (!existsSync(absolute)) throw new HandlerError(`handler file not found: ${path}`);
+  let module: Record<string, unknown>;
+  try {
+    module = (await import(pathToFileURL(absolute).href)) as Record<string, unknown>;
+  } catch (error) {
+    throw new HandlerError(`handler ${path} could not be loaded: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  const handler = module.default;
+  if (handler === undefined) throw new HandlerError(`handler ${path} has no default export; export default async (job, ctx) => { ... }`);
+  if (typeof handler !== 'function') throw new HandlerError(`handler ${path}: the default export is a ${typeof handler}, not a function`);
+  const isAbuse = module.isAbuse;
+  if (isAbuse !== undefined && typeof isAbuse !== 'function') throw new HandlerError(`handler ${path}: the isAbuse export is not a function`);
+  return isAbuse ? { handler: handler as Handler, isAbuse: isAbuse as AbuseRule } : { handler: handler as Handler };
+}

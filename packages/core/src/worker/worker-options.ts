@@ -1,0 +1,197 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { ConfigError } from '../protocol/errors.js';
+import type { AbuseRule, Handler, IdOf } from './handler.js';
+import { DEFAULT_LEASE_MS } from '../queue/queue.js';
+import { DEFAULT_READ_ONLY_WAIT_MS } from './read-only-wait.js';
+import { assertDispatchColumns } from '../sql/schema.js';
+import type { Broker } from '../broker/broker.js';
+import type { ClaimStrategy, JobId, Row, Store } from '../store/store.js';
+import type { RateLimit } from '../features/rate-limiter.js';
+import type { ResolvedTable, TableConfig } from '../protocol/table.js';
+
+/**
+ * `R`: the type of a claimed row (`job.row`), e.g. an interface of the table's columns; default any columns.
+ * `Id`: the type of `job.id`; default the row type's `id`, else any JobId.
+ */
+export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R>> {
+  store: Store;
+  table: TableConfig;
+  handler: Handler<R, Id>;
+  /** Business rule run on each claimed row before the handler; true settles the row to abuse (2). */
+  isAbuse?: AbuseRule<R> | undefined;
+  /**
+   * Jobs run at once by this worker. Default 4. A job whose handler has ended no longer takes a slot while its
+   * settle commits, so the next claim overlaps that commit: the rows the worker holds in processing reach
+   * twice this at most (and only this before the worker's first settle has committed, and while a settle is
+   * being retried or waits out a read-only database).
+   */
+  concurrency?: number | undefined;
+  /** Rows claimed per claim call, at most the free slots. Default: the concurrency. */
+  batch?: number | undefined;
+  /**
+   * At most this many job starts per period across every worker of the table, in every process and host
+   * (`{ count: 50, periodMs: 1000 }`, or `'50/s'`, `'300/m'`, `'1000/h'`); every worker of the table should
+   * be given the same. The budget is a row of statusq_rate_limits, on the database's clock (rate-limiter.ts).
+   * Default: no limit.
+   */
+  rateLimit?: RateLimit | string | undefined;
+  /**
+   * `native` (default): the store's best safe claim; `conditional-update`: the seed's portable claim. A
+   * store set to conditional-update (MySQL's claimStrategy) declares no native claim, so conditional-update
+   * wins wherever it is set.
+   */
+  claimStrategy?: ClaimStrategy | undefined;
+  /** Attempts per job. Default 3 when the table has an attempt_count column, else 1 (the seed: failure is final). */
+  maxAttempts?: number | undefined;
+  /** First retry delay; it then doubles, with jitter. Default 1 s. Needs next_attempt_at to take effect. */
+  retryDelayMs?: number | undefined;
+  /** Cap on one retry delay. Default 1 h. */
+  maxRetryDelayMs?: number | undefined;
+  /** Lease length when the table has claimed_at. Default 5 min. */
+  leaseMs?: number | undefined;
+  /** Heartbeat period for running jobs. Default a third of the lease. */
+  heartbeatMs?: number | undefined;
+  /** How often this worker looks for expired leases. Default half the lease. */
+  reapIntervalMs?: number | undefined;
+  /**
+   * Idle polling starts at this delay and doubles up to pollMaxMs. Defaults DEFAULT_POLL_MIN_MS (25 ms) and
+   * DEFAULT_POLL_MAX_MS (1 s). A store that wakes its idle workers when rows arrive (PostgreSQL NOTIFY,
+   * SQLite's file watch) ends the wait early. A store with an idle probe (MySQL/MariaDB, `idleProbeMs`)
+   * replaces this polling while the worker has nothing in flight: it claims when the probe sees a due row
+   * (or every IDLE_PROBE_WAIT_MS); with the probe off, pollMaxMs bounds how long a row enqueued after a
+   * quiet spell waits there.
+   */
+  pollMinMs?: number | undefined;
+  pollMaxMs?: number | undefined;
+  /** Aging: rows older than this (by the order column) are claimed first, oldest first. Off by default. */
+  agingMs?: number | undefined;
+  /** Stop once no row is pending (due or scheduled), none is in flight here and, with leases, none is processing. */
+  exitWhenEmpty?: boolean | undefined;
+  /** Identifies this worker in claim tokens. Default host:pid:random. */
+  workerId?: string | undefined;
+  /**
+   * Most settles committed in one transaction. Default: the claim batch, at least 200. A smaller group than
+   * the batch splits a claimed batch's completions into two commits, and the slots freed by the first are
+   * refilled by a claim of only that many rows: ragged batches from then on (measured on PostgreSQL at 256
+   * slots: 126 rows a claim instead of 256).
+   */
+  settleBatch?: number | undefined;
+  /**
+   * Longest a handler may run. Past it ctx.signal aborts and the attempt counts as failed (retried while
+   * attempts remain). A handler that has not returned `jobTimeoutGraceMs` (default 5 s) after the abort is
+   * stuck: the worker stops claiming, lets its other jobs finish, settles the stuck row as a failed attempt and
+   * ends run() with reason `recycle`, so the process can exit and take the stuck handler with it. Off by default.
+   */
+  jobTimeoutMs?: number | undefined;
+  jobTimeoutGraceMs?: number | undefined;
+  /**
+   * How long to wait for a read-only database (a replica, a hot standby, a primary a failover turned
+   * read-only) to take writes again: claims stop and the worker checks again with backoff (from pollMaxMs up
+   * to 5 s apart); settles that meet it are kept and retried as long. Past it run() rejects with StoreError
+   * ReadOnly and rows still in processing stay there for the lease reaper (or a requeue). Default 120 s
+   * (DEFAULT_READ_ONLY_WAIT_MS: the slowest common managed failover); 0 ends the run at the first refusal.
+   */
+  readOnlyWaitMs?: number | undefined;
+  /**
+   * Take jobs from a broker's messages instead of polling the table (statusq work --from; a relay publishes the
+   * table's due rows, see Relay). Each message's row is claimed with the same guarded UPDATE a polling claim
+   * runs, so duplicates and stale messages change nothing, and its message is acked once the job is over.
+   * Needs the dispatch columns with leases and fencing (statusq migrate --with leases,dispatch). The worker
+   * does not close the broker.
+   */
+  from?: Broker | undefined;
+  /** With `from`: most messages delivered and not yet taken at once. Default 2 x concurrency, at least the batch. */
+  prefetch?: number | undefined;
+  /** Source of randomness for jitter (tests pin it). */
+  random?: (() => number) | undefined;
+}
+
+/** Longest timer Node can arm (about 24.8 days); longer ones fire at once. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** An idle worker's first wait between empty claims; it doubles from here. */
+export const DEFAULT_POLL_MIN_MS = 25;
+/** The longest an idle worker waits between empty claims. */
+export const DEFAULT_POLL_MAX_MS = 1_000;
+
+/** The options a Worker runs with: validated, and every default filled in from the table's features. */
+export interface WorkerSettings {
+  concurrency: number;
+  batch: number;
+  claimStrategy: ClaimStrategy;
+  maxAttempts: number;
+  retryDelayMs: number;
+  maxRetryDelayMs: number;
+  leaseMs: number;
+  heartbeatMs: number;
+  reapIntervalMs: number;
+  pollMinMs: number;
+  pollMaxMs: number;
+  /** null: no job timeout. */
+  jobTimeoutMs: number | null;
+  jobTimeoutGraceMs: number;
+  random: () => number;
+  workerId: string;
+  settleBatch: number;
+  readOnlyWaitMs: number;
+  prefetch: number;
+}
+
+/** Checks every option (ConfigError naming the first bad one) before the worker touches a row. */
+export function resolveWorkerOptions(options: WorkerOptions, table: Pick<ResolvedTable, 'table' | 'features'>): WorkerSettings {
+  const features = table.features;
+  const concurrency = positiveInteger(options.concurrency, 4, 'concurrency');
+  const batch = positiveInteger(options.batch, concurrency, 'batch', 10_000);
+  const maxAttempts = positiveInteger(options.maxAttempts, features.retries ? 3 : 1, 'maxAttempts', 1_000_000);
+  if (maxAttempts > 1 && !features.retries) {
+    throw new ConfigError(`maxAttempts ${maxAttempts} needs an attempt counter: table ${table.table} has no attempt_count column (statusq migrate --with retries)`);
+  }
+  const retryDelayMs = nonNegative(options.retryDelayMs, 1000, 'retryDelay');
+  const maxRetryDelayMs = nonNegative(options.maxRetryDelayMs, 3_600_000, 'maxRetryDelay');
+  if (options.leaseMs !== undefined && !features.leases) {
+    throw new ConfigError(`a lease needs a claim time: table ${table.table} has no claimed_at column (statusq migrate --with leases)`);
+  }
+  const leaseMs = nonNegative(options.leaseMs, DEFAULT_LEASE_MS, 'lease');
+  if (features.leases && leaseMs < 10) throw new ConfigError('lease must be at least 10 ms');
+  const heartbeatMs = nonNegative(options.heartbeatMs, Math.max(5, Math.floor(leaseMs / 3)), 'heartbeat');
+  const reapIntervalMs = nonNegative(options.reapIntervalMs, Math.max(5, Math.floor(leaseMs / 2)), 'reapInterval');
+  const pollMinMs = nonNegative(options.pollMinMs, DEFAULT_POLL_MIN_MS, 'pollMin');
+  const pollMaxMs = Math.max(pollMinMs, nonNegative(options.pollMaxMs, DEFAULT_POLL_MAX_MS, 'pollMax'));
+  if (options.agingMs !== undefined) nonNegative(options.agingMs, 0, 'aging');
+  if ((options as { strategy?: unknown }).strategy !== undefined) throw new ConfigError('the worker option "strategy" was renamed "claimStrategy"');
+  const claimStrategy = options.claimStrategy ?? 'native';
+  if (claimStrategy !== 'native' && claimStrategy !== 'conditional-update') {
+    throw new ConfigError(`claimStrategy must be "native" or "conditional-update", got ${JSON.stringify(claimStrategy)}`);
+  }
+  const jobTimeoutMs = options.jobTimeoutMs === undefined ? null : nonNegative(options.jobTimeoutMs, 0, 'jobTimeout');
+  if (jobTimeoutMs !== null && jobTimeoutMs < 1) throw new ConfigError('jobTimeout must be at least 1 ms');
+  const jobTimeoutGraceMs = nonNegative(options.jobTimeoutGraceMs, 5_000, 'jobTimeoutGrace');
+  if (typeof options.handler !== 'function') throw new ConfigError('handler must be a function');
+  const random = options.random ?? Math.random;
+  const workerId = options.workerId ?? defaultWorkerId();
+  const settleBatch = positiveInteger(options.settleBatch, Math.max(200, batch), 'settleBatch');
+  const readOnlyWaitMs = nonNegative(options.readOnlyWaitMs, DEFAULT_READ_ONLY_WAIT_MS, 'readOnlyWait');
+  const prefetch = positiveInteger(options.prefetch, Math.max(2 * concurrency, batch), 'prefetch', 65_535);
+  if (options.from !== undefined) assertDispatchColumns(table, 'a worker taking jobs from a broker');
+  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch, readOnlyWaitMs, prefetch };
+}
+
+function positiveInteger(value: number | undefined, fallback: number, what: string, max = 10_000): number {
+  const n = value ?? fallback;
+  if (!Number.isSafeInteger(n) || n < 1 || n > max) throw new ConfigError(`${what} must be an integer from 1 to ${max}, got ${String(n)}`);
+  return n;
+}
+
+export function nonNegative(value: number | undefined, fallback: number, what: string): number {
+  const n = value ?? fallback;
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0 || n > MAX_TIMER_MS) {
+    throw new ConfigError(`${what} must be a number of milliseconds from 0 to ${MAX_TIMER_MS} (about 24.8 days), got ${String(value)}`);
+  }
+  return n;
+}
+
+export function defaultWorkerId(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+}
+
