@@ -2,7 +2,7 @@ import { DEFAULT_STATUS_CODES, statusCode } from '@statusq/core';
 import { expectedStatus, type RowKind } from '@statusq/test-fixtures';
 import type { FinalRow } from './database.js';
 import type { Execution, Ledger } from './ledger.js';
-import type { WorkerReport } from './report.js';
+import type { WorkerReport } from './processes.js';
 
 export interface Check {
   name: string;

@@ -4,7 +4,14 @@ import { fileURLToPath } from 'node:url';
 import { emptyWorkerCounters, type WorkerCounters } from '@statusq/core';
 import { handlerPath } from '@statusq/test-fixtures';
 import { Ledger } from './ledger.js';
-import type { WorkerReport } from './report.js';
+
+/** One worker process of the demo, as its closing summary line and the ledger tell it. */
+export interface WorkerReport {
+  label: string;
+  counters: WorkerCounters;
+  runs: number;
+  errors: readonly string[];
+}
 
 export interface LauncherRun {
   exitCode: number | null;

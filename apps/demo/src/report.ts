@@ -1,4 +1,5 @@
-import type { MigrateReport, StatusCounts, WorkerCounters } from '@statusq/core';
+import type { MigrateReport, StatusCounts } from '@statusq/core';
+import type { WorkerReport } from './processes.js';
 import type { RowKind, TableARow } from '@statusq/test-fixtures';
 import { checkPassed, type Verdict } from './checks.js';
 import { finished, formatCounts } from './progress.js';
@@ -24,13 +25,6 @@ export function describeMigration(m: MigrateReport): string {
   const columns = m.addedColumns.length > 0 ? `added ${m.addedColumns.join(', ')}` : 'no columns added';
   const index = m.createdIndex ? `created index ${m.createdIndex}` : 'pending index already there';
   return `migrated ${m.table}: ${columns}; ${index}`;
-}
-
-export interface WorkerReport {
-  label: string;
-  counters: WorkerCounters;
-  runs: number;
-  errors: readonly string[];
 }
 
 export interface RunReport {

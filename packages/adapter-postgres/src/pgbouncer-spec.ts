@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { withClient } from './testing.js';
+import { withClient } from './with-client.js';
 
 /** The PostgreSQL server a PgBouncer forwards to, and the account it logs in there with. */
 export interface PgBouncerBackend {

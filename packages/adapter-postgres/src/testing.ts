@@ -12,8 +12,9 @@ import { redactUrl } from '@statusq/core/adapter';
 
 import { connect } from './index.js';
 import { postgresFixtures, postgresQueryPlans } from './postgres-fixtures.js';
+import { withClient } from './with-client.js';
 
-export { postgresFixtures, postgresQueryPlans };
+export { postgresFixtures, postgresQueryPlans, withClient };
 export { pgBouncerBackend, pgBouncerSpec, pgBouncerUnavailable, pgBouncerVersion, throughPgBouncer, type PgBouncerBackend, type PgBouncerOptions, type PgBouncerSpec } from './pgbouncer-spec.js';
 
 export const DEFAULT_POSTGRES_URL = 'postgres://postgres:postgres@127.0.0.1:5432/postgres';
@@ -33,19 +34,6 @@ export function databaseUrl(name: string, base = adminUrl()): string {
   const url = new URL(base);
   url.pathname = `/${name}`;
   return url.toString();
-}
-
-
-/** Runs `body` on a client of its own, ended afterwards whatever happens (a dropped connection is not an error). */
-export async function withClient<T>(url: string, body: (client: pg.Client) => Promise<T>, connectTimeoutMs = 5000): Promise<T> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: connectTimeoutMs });
-  client.on('error', () => undefined);
-  await client.connect();
-  try {
-    return await body(client);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
 }
 
 // One admin pool per test process instead of a connection per database created or dropped: each PostgreSQL

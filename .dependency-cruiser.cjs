@@ -1,0 +1,68 @@
+/**
+ * The import rules CI holds the repository to (`pnpm check:imports`, dependency-cruiser): no import loop anywhere,
+ * type-only imports included, and core's rooms importing only downward. CONTRIBUTING.md ("Core's rooms") says
+ * what each room holds and why the order is what it is.
+ */
+const CORE = '^packages/core/src/';
+
+/** Core's rooms from the bottom up; a room may import itself and the rooms before it, nothing after. */
+const ROOMS = ['protocol', ['store', 'broker'], 'sql', 'queue', 'worker', 'features'];
+
+function roomRules() {
+  const rules = [];
+  const below = [];
+  for (const level of ROOMS) {
+    const rooms = Array.isArray(level) ? level : [level];
+    for (const room of rooms) {
+      const allowed = [...below, room];
+      rules.push({
+        name: `core-${room}-imports-downward`,
+        comment: `core's ${room}/ may import ${allowed.join(', ')}: nothing above it (CONTRIBUTING.md, "Core's rooms")`,
+        severity: 'error',
+        from: { path: `${CORE}${room}/`, pathNot: '\\.test\\.ts$' },
+        to: { path: CORE, pathNot: [`${CORE}(${allowed.join('|')})/`, `${CORE}test/`, ...UPWARD_UNTIL_SEAMS.filter((u) => u.from === room).map((u) => u.to)] },
+      });
+    }
+    below.push(...rooms);
+  }
+  return rules;
+}
+
+/**
+ * Imports that still point up, each until the seam that removes it exists (issue 42, item 2: features plug
+ * into the worker loop instead of the loop importing them). Nothing else may join this list.
+ */
+const UPWARD_UNTIL_SEAMS = [{ from: 'worker', to: `${CORE}features/rate-limiter\\.ts$`, until: 'the claim gate seam (the rate budget)' }];
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      comment: 'an import loop (type-only imports count): split the shared part out, or pass it in',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'core-rooms-never-import-the-entries',
+      comment: "index.ts, adapter.ts and connect.ts are core's doors: nothing inside imports them back",
+      severity: 'error',
+      from: { path: `${CORE}[a-z-]+/` },
+      to: { path: `${CORE}(index|adapter|connect)\\.ts$` },
+    },
+    ...roomRules(),
+    {
+      name: 'packages-never-import-apps',
+      comment: 'the published packages are below the apps of this repository',
+      severity: 'error',
+      from: { path: '^packages/' },
+      to: { path: '^apps/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)(node_modules|dist)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.base.json' },
+  },
+};
