@@ -120,7 +120,7 @@ export function toStoreError(error: unknown): unknown {
   }
   if (errno !== undefined && UNIQUE_VIOLATION.has(errno)) return new StoreError('UniqueViolation', `unique constraint violated: ${message}`, errno, { cause: error });
   if (errno !== undefined && (READ_ONLY.has(errno) || (errno === 1290 && READ_ONLY_OPTION.test(message)))) {
-    return new StoreError('ReadOnly', `the MySQL server is read-only (a replica, or a failover in progress): ${message}`, errno, { cause: error });
+    return new StoreError('ReadOnly', `the MySQL server is read-only (a replica, or a failover in progress; check its read_only and super_read_only): ${message}`, errno, { cause: error });
   }
   if (isConnectionLost(error)) return new StoreError('ConnectionLost', `MySQL connection lost: ${message}`, native, { cause: error });
   if (errno !== undefined || (code !== undefined && (code.startsWith('ER_') || code.startsWith('PROTOCOL_')))) {

@@ -41,7 +41,7 @@ export function toStoreError(error: unknown): unknown {
       return new StoreError('ConnectionLost', `PostgreSQL connection lost: ${message}`, code, { cause: error });
     }
     if (code === '25006' || ((code === '0A000' || code === '55000') && DURING_RECOVERY.test(message))) {
-      return new StoreError('ReadOnly', `the PostgreSQL server is read-only (a hot standby, or a failover in progress): ${message}`, code, { cause: error });
+      return new StoreError('ReadOnly', `the PostgreSQL server is read-only (a hot standby, or a failover in progress; check pg_is_in_recovery() and default_transaction_read_only): ${message}`, code, { cause: error });
     }
     if (code === '23505') return new StoreError('UniqueViolation', `unique constraint violated: ${message}`, code, { cause: error });
     if (/^[0-9A-Z]{5}$/.test(code)) return new StoreError('Unknown', `PostgreSQL error: ${message}`, code, { cause: error });

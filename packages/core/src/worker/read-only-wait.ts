@@ -96,8 +96,8 @@ export class ReadOnlyWait {
     return new StoreError(
       'ReadOnly',
       `the database is read-only and did not take writes again within ${seconds} s (readOnlyWaitMs / --read-only-wait): ` +
-        'it is a replica or hot standby, or a failover left this connection on a read-only node; point the URL at the primary (the writer endpoint) ' +
-        `and check the server's read_only / super_read_only (MySQL, MariaDB), pg_is_in_recovery() and default_transaction_read_only (PostgreSQL), or the file's permissions (SQLite). Last refusal: ${error.message}`,
+        // What to check on the server is the adapter's to say, in the refusal's own message.
+        `it is a replica or hot standby, or a failover left this connection on a read-only node; point the URL at the primary (the writer endpoint). Last refusal: ${error.message}`,
       error.nativeCode,
       { cause: error },
     );
