@@ -52,6 +52,8 @@ export {
 } from './protocol/table.js';
 export type { Store, StoreCapabilities, StoreInspection, ServerFacts, ServerCheck, QueryPlan, ExplainOptions, ClaimStrategy, AdapterModule, ConnectOptions, StoreWarning, JobId, Row, SqlValue, SqlParam } from './store/store.js';
 export * from './queue/queue.js';
+export type { EnqueueOptions, EnqueueOutcome } from './queue/enqueue-options.js';
+export { parseRunAt, toSqlValue } from './queue/row-values.js';
 export * from './features/scheduler.js';
 export * from './features/prune.js';
 export * from './features/instance-slots.js';

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, EnqueueError, SchemaError, StoreError } from '../protocol/errors.js';
-import { Queue, parseRunAt } from './queue.js';
+import { Queue } from './queue.js';
+import { parseRunAt } from './row-values.js';
 import type { CallerRunner, ExecResult, Statement } from '../store/store.js';
 import { SqlJsStore } from '../test/sqljs-store.js';
 
