@@ -8,6 +8,7 @@ export * from './protocol/status.js';
 export * from './protocol/identifiers.js';
 export * from './store/urls.js';
 export * from './protocol/table.js';
+export * from './protocol/columns.js';
 export * from './store/store.js';
 export * from './store/caller-transaction.js';
 export * from './sql/transition-sql.js';

@@ -64,7 +64,8 @@ export { INSPECT_STATUSES, DEFAULT_INSPECT_LIMIT, MAX_INSPECT_LIMIT, isInspectSt
 export * from './worker/handler.js';
 export * from './worker/events.js';
 export { backoffDelay, type BackoffOptions } from './store/retry.js';
-export * from './sql/schema.js';
+export { COLUMN_GROUPS, assertDispatchColumns, besideTableName, dispatchIndexName, hasIndex, initTable, keyIndexName, migrateTable, missingColumnError, parseColumnGroups, pendingIndexName, priorityIndexName, type ColumnGroup, type InitOptions, type InitReport, type MigrateOptions, type MigrateReport } from './sql/schema.js';
+export { INSTANCE_COLUMNS, RATE_LIMIT_COLUMNS, SCHEDULE_COLUMNS, ensureSideTable, insertSideRow, sideTableName, type SideTable } from './sql/side-tables.js';
 export * from './worker/worker.js';
 export * from './features/relay.js';
 export { DEFAULT_READ_ONLY_WAIT_MS, READ_ONLY_CHECK_MAX_MS, isReadOnlyError } from './worker/read-only-wait.js';

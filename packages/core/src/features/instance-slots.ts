@@ -14,7 +14,7 @@ import { hostname } from 'node:os';
 import { ConfigError, describeError } from '../protocol/errors.js';
 import { validateTableName } from '../protocol/identifiers.js';
 import { STORE_RETRY, sleep, withStoreRetry } from '../store/retry.js';
-import { INSTANCE_COLUMNS, ensureSideTable, insertSideRow } from '../sql/schema.js';
+import { INSTANCE_COLUMNS, ensureSideTable, insertSideRow } from '../sql/side-tables.js';
 import type { Store } from '../store/store.js';
 import type { TableConfig } from '../protocol/table.js';
 import { Params } from '../sql/transition-sql.js';

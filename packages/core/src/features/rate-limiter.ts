@@ -14,7 +14,7 @@
 import { DatabaseClock } from '../store/database-clock.js';
 import { ConfigError, StoreError } from '../protocol/errors.js';
 import { STORE_RETRY, withStoreRetry } from '../store/retry.js';
-import { RATE_LIMIT_COLUMNS, ensureSideTable, insertSideRow } from '../sql/schema.js';
+import { RATE_LIMIT_COLUMNS, ensureSideTable, insertSideRow } from '../sql/side-tables.js';
 import type { Store } from '../store/store.js';
 import { Params } from '../sql/transition-sql.js';
 

@@ -18,7 +18,7 @@ import { DatabaseClock } from '../store/database-clock.js';
 import { ConfigError, StoreError } from '../protocol/errors.js';
 import { Queue } from '../queue/queue.js';
 import { STORE_RETRY, sleep, withStoreRetry } from '../store/retry.js';
-import { SCHEDULE_COLUMNS, ensureSideTable, insertSideRow } from '../sql/schema.js';
+import { SCHEDULE_COLUMNS, ensureSideTable, insertSideRow } from '../sql/side-tables.js';
 import type { JobId, Statement, Store } from '../store/store.js';
 import { Params } from '../sql/transition-sql.js';
 import { idValueIn, type TableConfig } from '../protocol/table.js';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, SchemaError } from './errors.js';
-import { columnOverflow, idFitsColumn, integerRangeOfBits, resolveTable, type ColumnInfo } from './table.js';
+import { resolveTable } from './table.js';
+import { columnOverflow, idFitsColumn, integerRangeOfBits, type ColumnInfo } from './columns.js';
 
 const cols = (...names: string[]): ColumnInfo[] =>
   names.map((name) => ({ name, type: 'integer', unique: name.toLowerCase() === 'id', integer: true, maxLength: null }));

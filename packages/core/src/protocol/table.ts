@@ -1,7 +1,7 @@
 import { ConfigError, SchemaError } from './errors.js';
 import { validateIdentifier, validateTableName } from './identifiers.js';
 import { resolveStatusCodes, type StatusCodes } from './status.js';
-import type { JobId } from './values.js';
+import type { ColumnInfo, ColumnLimit } from './columns.js';
 
 /** The optional columns. Each one present switches a feature on; with none, the queue is the seed's. */
 export const OPTIONAL_COLUMNS = [
@@ -150,65 +150,6 @@ export interface QueueFeatures {
 }
 
 /**
- * The most a column holds: `chars` in characters (code points: VARCHAR(n) on MySQL and PostgreSQL), `bytes`
- * in UTF-8 bytes (MySQL's TEXT types, and on MySQL whatever one statement can carry). A value fits when it
- * is within both.
- */
-export interface ColumnLimit {
-  readonly chars?: number;
-  readonly bytes?: number;
-}
-
-/** A column as the database's catalog reports it. */
-export interface ColumnInfo {
-  name: string;
-  /** The declared type, lower-cased. */
-  type: string;
-  /**
-   * The column alone is unique: a primary key of this one column, or a unique index or constraint of
-   * exactly this column (not partial, not an expression). A column that is only part of a wider key is not.
-   */
-  unique: boolean;
-  /** The column holds integers (SQLite: INTEGER affinity or no declared type). */
-  integer: boolean;
-  /** How much text the column holds when the database bounds it; null when it does not (or not usefully). */
-  maxLength: ColumnLimit | null;
-  /**
-   * The database numbers this column itself on INSERT (MySQL's AUTO_INCREMENT), so the generated key a driver
-   * reports for an INSERT (ExecResult.insertId) is this column's value. Absent or false: not known to be, and
-   * enqueue never takes a reported key for this column's value (on MySQL it may be another column's).
-   */
-  autoIncrement?: boolean | undefined;
-  /**
-   * Whether an INSERT that leaves the column out gets a value from the database: a DEFAULT (a sequence, serial,
-   * identity or expression), MySQL's AUTO_INCREMENT, SQLite's rowid alias (a lone INTEGER PRIMARY KEY). False on
-   * an application's table whose ids the application assigns (the seed's `table_a`): a row enqueued there must
-   * carry its id, and a schedule, which inserts a new row each time it fires, has none to give. Absent: not
-   * known, and nothing is refused on a guess.
-   */
-  filledOnInsert?: boolean | undefined;
-  /**
-   * The integers the column can hold, for an integer column of a fixed width. An id outside them is no row's, so
-   * lookups by id (inspect, requeue, the dashboard) answer "no such row" without asking the database, which on
-   * PostgreSQL refuses the value with an error and on MySQL compares it and finds nothing. Absent: not an
-   * integer column, or no bound the adapter knows.
-   */
-  integerRange?: IntegerRange | undefined;
-}
-
-/** The smallest and largest value of an integer column (ColumnInfo.integerRange). */
-export interface IntegerRange {
-  min: bigint;
-  max: bigint;
-}
-
-/** The range of a two's-complement integer of `bits` bits, or of an unsigned one. */
-export function integerRangeOfBits(bits: 8 | 16 | 24 | 32 | 64, unsigned = false): IntegerRange {
-  const size = 1n << BigInt(bits);
-  return unsigned ? { min: 0n, max: size - 1n } : { min: -(size >> 1n), max: (size >> 1n) - 1n };
-}
-
-/**
  * The value a row of column values gives the table's id column (its key matched without case, as the catalog's
  * names are), or undefined when it gives none. For rows to insert: an enqueued item, a schedule's row.
  */
@@ -216,49 +157,6 @@ export function idValueIn(table: Pick<ResolvedTable, 'id'>, row: Readonly<Record
   const id = table.id.toLowerCase();
   const key = Object.keys(row).find((name) => name.toLowerCase() === id);
   return key === undefined ? undefined : row[key];
-}
-
-/** Whether `id` can be a value of `column`: false only for an integer beyond the column's integerRange. */
-export function idFitsColumn(column: ColumnInfo, id: JobId): boolean {
-  const range = column.integerRange;
-  if (!range || typeof id === 'string' || (typeof id === 'number' && !Number.isInteger(id))) return true;
-  const value = BigInt(id);
-  return value >= range.min && value <= range.max;
-}
-
-/** Code points, which is what VARCHAR(n) counts on MySQL and PostgreSQL; JS `length` counts UTF-16 units. */
-function codePoints(text: string): number {
-  let n = 0;
-  for (let i = 0; i < text.length; i++) {
-    const unit = text.charCodeAt(i);
-    // A high surrogate followed by a low one is one character.
-    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
-      const next = text.charCodeAt(i + 1);
-      if (next >= 0xdc00 && next <= 0xdfff) i++;
-    }
-    n++;
-  }
-  return n;
-}
-
-const encoder = new TextEncoder();
-
-/**
- * Why `text` does not fit a column bounded by `limit` (e.g. "100002 bytes; the column holds at most 65535
- * bytes"), or null when it fits or there is no bound.
- */
-export function columnOverflow(text: string, limit: ColumnLimit | undefined): string | null {
-  if (!limit) return null;
-  if (limit.chars !== undefined && text.length > limit.chars) {
-    const chars = codePoints(text);
-    if (chars > limit.chars) return `${chars} characters; the column holds at most ${limit.chars}`;
-  }
-  // UTF-8 takes at most 3 bytes per UTF-16 unit: short text needs no encoding to be known to fit.
-  if (limit.bytes !== undefined && text.length * 3 > limit.bytes) {
-    const bytes = encoder.encode(text).length;
-    if (bytes > limit.bytes) return `${bytes} bytes; the column holds at most ${limit.bytes} bytes`;
-  }
-  return null;
 }
 
 /** Validates names without touching the database; fails fast on bad config. */

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../protocol/errors.js';
 import { INSPECT_CLOCK, InspectTimes, resolveInspectOptions } from './inspect.js';
 import type { SqlDialect } from '../store/store.js';
-import { resolveTable, type ColumnInfo, type OrderTimeEncoding, type TableConfig } from '../protocol/table.js';
+import { resolveTable, type OrderTimeEncoding, type TableConfig } from '../protocol/table.js';
+import { type ColumnInfo } from '../protocol/columns.js';
 import { TransitionSql } from '../sql/transition-sql.js';
 
 const ALL_COLUMNS = ['id', 'date', 'status', 'claimed_at', 'worker_id', 'attempt_count', 'next_attempt_at', 'last_error', 'payload', 'result', 'finished_at'];

@@ -1,9 +1,9 @@
 import { ConfigError, SchemaError, StoreError } from '../protocol/errors.js';
 import { derivedName, splitTableName, validateIdentifier, validateTableName } from '../protocol/identifiers.js';
 import { resolveStatusCodes, type StatusCodes } from '../protocol/status.js';
-import { STORE_RETRY, withStoreRetry } from '../store/retry.js';
-import type { ColumnSpec, DispatchIndexSpec, KeyIndexSpec, PriorityIndexSpec, SchemaSupport, SqlParam, Statement, Store } from '../store/store.js';
-import { BESIDE_COLUMNS, DEFAULT_OPTIONAL_COLUMN_NAMES, isBesideColumn, type ColumnInfo, type OptionalColumn, type Order, type ResolvedTable } from '../protocol/table.js';
+import type { ColumnSpec, DispatchIndexSpec, KeyIndexSpec, PriorityIndexSpec, SchemaSupport, Statement, Store } from '../store/store.js';
+import { BESIDE_COLUMNS, DEFAULT_OPTIONAL_COLUMN_NAMES, isBesideColumn, type OptionalColumn, type Order, type ResolvedTable } from '../protocol/table.js';
+import { type ColumnInfo } from '../protocol/columns.js';
 
 /**
  * `initTable` and `migrateTable`: what a statusq table holds and when it changes, decided here once for every
@@ -189,7 +189,7 @@ const MANAGED_BASE_COLUMNS: readonly ColumnSpec[] = [
   optionalColumn('payload'),
 ];
 
-function schemaSupportOf(store: Store): SchemaSupport {
+export function schemaSupportOf(store: Store): SchemaSupport {
   if (!store.schema) throw new ConfigError(`the ${store.dialect.name} store cannot create or change tables (it has no schema support); create the table yourself`);
   return store.schema;
 }
@@ -204,7 +204,7 @@ function assertIndexable(store: Store, schema: SchemaSupport, groups: readonly C
   }
 }
 
-async function runAll(store: Store, statements: Promise<Statement[]>): Promise<void> {
+export async function runAll(store: Store, statements: Promise<Statement[]>): Promise<void> {
   for (const statement of await statements) await store.execute(statement);
 }
 
@@ -387,75 +387,4 @@ async function ensurePendingIndex(store: Store, schema: SchemaSupport, table: st
   if (await hasIndex(store, schema, table, name)) return null;
   await runAll(store, schema.createPendingIndex(table, { name, statusColumn, orderColumn }));
   return name;
-}
-
-/**
- * The tables statusq keeps beside a queue table: one per database (per schema, for a schema-qualified queue
- * table), a row per queue table and name. Claiming a tick or an instance slot is a guarded UPDATE of its row,
- * so of any number of schedulers or workers one gets it (scheduler.ts, instance-slots.ts).
- */
-export function sideTableName(queueTable: string, side: SideTable): string {
-  const [schema] = splitTableName(queueTable);
-  return schema === null ? side : `${schema}.${side}`;
-}
-
-export type SideTable = 'statusq_schedules' | 'statusq_instances' | 'statusq_rate_limits';
-
-/** The columns of the schedules table: the last tick is UTC ISO 8601 text, which sorts as time on every database. */
-export const SCHEDULE_COLUMNS = { queueTable: 'queue_table', name: 'name', lastTick: 'last_tick', claimedBy: 'claimed_by' } as const;
-
-/** The columns of the instances table: a row per slot of a queue table's --max-instances cap, held until `expires_at` (the database's clock). */
-export const INSTANCE_COLUMNS = { queueTable: 'queue_table', slot: 'slot', holder: 'holder', expiresAt: 'expires_at', host: 'host' } as const;
-
-/** The columns of the rate-limits table: a queue table's shared budget, as the decimal text of epoch milliseconds (rate-limiter.ts). */
-export const RATE_LIMIT_COLUMNS = { queueTable: 'queue_table', tat: 'tat' } as const;
-
-const SIDE_TABLE_COLUMNS: Readonly<Record<SideTable, readonly ColumnSpec[]>> = {
-  statusq_schedules: [
-    { name: SCHEDULE_COLUMNS.queueTable, kind: 'token', nullable: false, primaryKey: true },
-    { name: SCHEDULE_COLUMNS.name, kind: 'token', nullable: false, primaryKey: true },
-    { name: SCHEDULE_COLUMNS.lastTick, kind: 'token', nullable: false },
-    { name: SCHEDULE_COLUMNS.claimedBy, kind: 'token', nullable: true },
-  ],
-  statusq_instances: [
-    { name: INSTANCE_COLUMNS.queueTable, kind: 'token', nullable: false, primaryKey: true },
-    { name: INSTANCE_COLUMNS.slot, kind: 'integer', nullable: false, primaryKey: true },
-    { name: INSTANCE_COLUMNS.holder, kind: 'token', nullable: true },
-    { name: INSTANCE_COLUMNS.expiresAt, kind: 'time', nullable: true },
-    { name: INSTANCE_COLUMNS.host, kind: 'token', nullable: true },
-  ],
-  statusq_rate_limits: [
-    { name: RATE_LIMIT_COLUMNS.queueTable, kind: 'token', nullable: false, primaryKey: true },
-    { name: RATE_LIMIT_COLUMNS.tat, kind: 'token', nullable: false },
-  ],
-};
-
-/**
- * Creates the side table unless it exists, and returns its name. Processes starting together may both try: the
- * one that loses finds the table there, which is all it wanted.
- */
-export async function ensureSideTable(store: Store, queueTable: string, side: SideTable): Promise<string> {
-  const table = sideTableName(queueTable, side);
-  if (await store.describeTable(table)) return table;
-  try {
-    await runAll(store, schemaSupportOf(store).createTable(table, SIDE_TABLE_COLUMNS[side]));
-  } catch (error) {
-    if (!(error instanceof StoreError) || !(await store.describeTable(table))) throw error;
-  }
-  return table;
-}
-
-/**
- * Inserts a row of a side table (a schedule's, a cap's slot, a rate budget) unless another process made it first:
- * its key then exists, which is all the caller wanted.
- */
-export async function insertSideRow(store: Store, table: string, values: Readonly<Record<string, SqlParam>>): Promise<void> {
-  const d = store.dialect;
-  const columns = Object.keys(values);
-  const sql = `INSERT INTO ${d.quoteIdentifier(table)} (${columns.map((c) => d.quoteIdentifier(c)).join(', ')}) VALUES (${columns.map((_, i) => d.placeholder(i + 1)).join(', ')})`;
-  try {
-    await withStoreRetry(() => store.execute({ sql, params: Object.values(values) }), STORE_RETRY.write);
-  } catch (error) {
-    if (!(error instanceof StoreError) || error.kind !== 'UniqueViolation') throw error;
-  }
 }

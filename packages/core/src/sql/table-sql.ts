@@ -7,7 +7,8 @@
  */
 import { assertTransition, sourcesOf, statusCode, type StatusName, type TransitionCause } from '../protocol/status.js';
 import type { JobId, SqlDialect, SqlParam, SqlValue, Statement, Upsert } from '../store/store.js';
-import { BESIDE_COLUMNS, columnOverflow, isBesideColumn, type BesideColumn, type ColumnLimit, type OptionalColumn, type ResolvedTable } from '../protocol/table.js';
+import { BESIDE_COLUMNS, isBesideColumn, type BesideColumn, type OptionalColumn, type ResolvedTable } from '../protocol/table.js';
+import { columnOverflow, type ColumnLimit } from '../protocol/columns.js';
 
 /** Collects parameters and hands out the dialect's placeholders in order. */
 export class Params {

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { IllegalTransitionError } from '../protocol/errors.js';
 import type { SqlDialect, Statement } from '../store/store.js';
-import { resolveTable, type ColumnInfo, type TableConfig } from '../protocol/table.js';
+import { resolveTable, type TableConfig } from '../protocol/table.js';
+import { type ColumnInfo } from '../protocol/columns.js';
 import { GIVE_UP_PAGE, MAX_ERROR_LENGTH, Params, TransitionSql, truncateError, type AttemptCharge } from './transition-sql.js';
 
 const ALL_COLUMNS = ['id', 'date', 'status', 'claimed_at', 'worker_id', 'attempt_count', 'next_attempt_at', 'last_error', 'payload', 'result', 'finished_at'];

@@ -1,7 +1,7 @@
 import { raceDeadline } from './deadline.js';
 import { splitTableName, validateTableName } from '../protocol/identifiers.js';
 import type { ExecResult, Row, Statement } from './store.js';
-import type { ColumnInfo } from '../protocol/table.js';
+import type { ColumnInfo } from '../protocol/columns.js';
 
 /**
  * What a server adapter says about one pooled connection of its driver, so that borrowing it for a call

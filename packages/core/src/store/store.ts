@@ -1,4 +1,11 @@
-import type { ColumnInfo, OrderTimeEncoding, ResolvedTable } from '../protocol/table.js';
+/**
+ * The Store contract: what an adapter implements and core relies on, with every capability flag and its
+ * default. One piece on purpose (over 400 lines): an adapter author reads it top to bottom as the one page that
+ * says what a database must do for statusq, and each part (statements, transactions, the native claim's hooks,
+ * the schema support, inspection, capabilities) refers to the others.
+ */
+import type { OrderTimeEncoding, ResolvedTable } from '../protocol/table.js';
+import type { ColumnInfo } from '../protocol/columns.js';
 
 import type { JobId, Row, ServerCheck, SqlParam, SqlValue } from '../protocol/values.js';
 

@@ -10,7 +10,8 @@ import { ConnectionGate } from '../store/connection-gate.js';
 import { StoreError } from '../protocol/errors.js';
 import { quoteIdentifierWith } from '../protocol/identifiers.js';
 import { DEFAULT_CAPABILITIES, type ExecResult, type NativeClaim, type Row, type SqlDialect, type Statement, type StatementRunner, type Store, type StoreCapabilities } from '../store/store.js';
-import type { ColumnInfo, OrderTimeEncoding } from '../protocol/table.js';
+import type { OrderTimeEncoding } from '../protocol/table.js';
+import type { ColumnInfo } from '../protocol/columns.js';
 
 const NOW_MS = `CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)`;
 

@@ -4,7 +4,7 @@ import type { Queue } from '../queue/queue.js';
 import { backoffDelay } from '../store/retry.js';
 import type { SettleRequest } from './settler.js';
 import type { JobId, Statement } from '../store/store.js';
-import { columnOverflow } from '../protocol/table.js';
+import { columnOverflow } from '../protocol/columns.js';
 import type { WorkerOptions, WorkerSettings } from './worker-options.js';
 
 /**

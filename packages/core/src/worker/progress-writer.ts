@@ -3,7 +3,7 @@ import { beforeSettle, type InFlight } from './job-run.js';
 import type { Queue } from '../queue/queue.js';
 import { STORE_RETRY, withStoreRetry } from '../store/retry.js';
 import { missingColumnError } from '../sql/schema.js';
-import { columnOverflow } from '../protocol/table.js';
+import { columnOverflow } from '../protocol/columns.js';
 
 /** The shortest time between two progress writes of one job: a handler calling ctx.progress in a loop writes 4 times a second at most. */
 export const PROGRESS_INTERVAL_MS = 250;
