@@ -6,6 +6,8 @@
  */
 import { fileURLToPath } from 'node:url';
 
+export { freePort, waitFor } from './harness.js';
+
 /**
  * What a row of the seed's `table_a` is for the fixture handler: `ok` succeeds, `poison` always throws,
  * `abuse` is judged abusive, `flaky` fails its first attempt only.

@@ -34,7 +34,7 @@
  *     run-to-run spread (writev and GC moved by +-40% between runs of the same variant).
  */
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import { freePort } from '@statusq/test-fixtures';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -66,14 +66,6 @@ interface RunResult {
   logBytes: number;
 }
 
-/** A port free on 127.0.0.1 now: the `metrics` variant logs nothing at info, so it cannot announce the one it got. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 function argsOf(variant: ObservabilityVariant, url: string, table: string, handler: string, concurrency: number, metricsPort: number): string[] {
   const base = ['work', '--db', url, '--table', table, '--handler', handler, '--concurrency', String(concurrency), '--exit-when-empty'];

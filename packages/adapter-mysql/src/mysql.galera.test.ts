@@ -6,7 +6,7 @@
  * (certification conflicts between nodes, a node killed and rejoined) is the Galera section of `pnpm scale`.
  */
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '@statusq/test-fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Queue, StoreError, initTable, type StoreWarning } from '@statusq/core';
 import mysql from 'mysql2/promise';
@@ -17,17 +17,6 @@ import { startPrivateMariadb, type PrivateMariadb } from './test/private-mariadb
 /** Debian's galera-4 package; scripts/services.sh installs it. */
 const GALERA_PROVIDER = '/usr/lib/galera/libgalera_smm.so';
 
-/** A port nothing listens on now, for Galera's group communication (its default, 4567, may be taken on a shared machine). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => resolve(typeof address === 'object' && address !== null ? address.port : 0));
-    });
-  });
-}
 
 async function rejection(promise: Promise<unknown>): Promise<unknown> {
   return promise.then(

@@ -5,7 +5,11 @@
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { createConnection, createServer } from 'node:net';
+import { createConnection } from 'node:net';
+import { freePort } from '@statusq/test-fixtures';
+
+// The tests take freePort from here with the rest of the private server's kit.
+export { freePort };
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -269,18 +273,5 @@ function accepts(port: number): Promise<boolean> {
     socket.setTimeout(1_000, () => done(false));
     socket.once('connect', () => done(true));
     socket.once('error', () => done(false));
-  });
-}
-
-/** A port nothing listens on right now (the kernel's pick), on 127.0.0.1. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
   });
 }

@@ -7,7 +7,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { BrokerError, type Broker, type DispatchMessage } from '@statusq/core';
 import { connectBroker, type RabbitMQConnectOptions } from './index.js';
-import { PrivateRabbitMQ, databasesRequired, deleteQueues, rabbitmqUnavailable, uniqueQueueName, waitFor } from './testing.js';
+import { PrivateRabbitMQ, databasesRequired, deleteQueues, rabbitmqUnavailable, uniqueQueueName } from './testing.js';
+import { waitFor } from '@statusq/test-fixtures';
 import { consumerLog } from './test/consumer-log.js';
 
 const message = (id: number): DispatchMessage => ({ table: 'jobs', id, attempt: 1 });
@@ -86,7 +87,7 @@ if (unavailable !== null) {
       const consumer = await open(queue);
       const log = consumerLog(50);
       await consumer.consume(log.options);
-      await waitFor(() => log.deliveries.length === 20, 20_000, '20 deliveries after the restart');
+      await waitFor('20 deliveries after the restart', () => log.deliveries.length === 20, { timeoutMs: 20_000 });
       expect(new Set(log.deliveries.map((d) => d.message.id)).size).toBe(20);
       for (const delivery of log.deliveries) await delivery.ack();
     });
@@ -100,28 +101,28 @@ if (unavailable !== null) {
         const log = consumerLog(10);
         await consumer.consume(log.options);
         await publisher.publish([message(1), message(2)]);
-        await waitFor(() => log.deliveries.length === 2, 10_000, 'two deliveries before the outage');
+        await waitFor('two deliveries before the outage', () => log.deliveries.length === 2, { timeoutMs: 10_000 });
         // One acked, one left unacked across the outage.
         await log.deliveries[0]!.ack();
         const unacked = log.deliveries[1]!;
 
         if (outage === 'kill -9') await node.kill();
         else await node.stop();
-        await waitFor(async () => (await publisher.publish([message(999)]).then(() => false, () => true)), 10_000, 'the publisher to see the outage');
+        await waitFor('the publisher to see the outage', async () => (await publisher.publish([message(999)]).then(() => false, () => true)), { timeoutMs: 10_000 });
         await expectQuickConnectionLost(publisher);
         const stale = await unacked.ack().catch((e: unknown) => e);
         expect((stale as BrokerError).kind).toBe('ConnectionLost');
 
         await node.start();
         await publishOnceBack(publisher, [message(3)], 30_000);
-        await waitFor(() => log.deliveries.some((d) => d.message.id === 3), 30_000, 'a delivery after the restart');
+        await waitFor('a delivery after the restart', () => log.deliveries.some((d) => d.message.id === 3), { timeoutMs: 30_000 });
         // The message left unacked at the outage is delivered again.
-        await waitFor(() => log.deliveries.slice(2).some((d) => d.message.id === 2), 30_000, 'the unacked message again');
+        await waitFor('the unacked message again', () => log.deliveries.slice(2).some((d) => d.message.id === 2), { timeoutMs: 30_000 });
         const again = log.deliveries.slice(2).find((d) => d.message.id === 2)!;
         expect(again.redeliveries).toBeGreaterThanOrEqual(1);
         for (const delivery of log.deliveries.slice(2)) await delivery.ack();
         expect(log.errors).toEqual([]);
-        await waitFor(async () => (await publisher.depth()) === 0, 10_000, 'an empty queue');
+        await waitFor('an empty queue', async () => (await publisher.depth()) === 0, { timeoutMs: 10_000 });
       });
     }
 
@@ -131,7 +132,7 @@ if (unavailable !== null) {
       const log = consumerLog(10);
       await broker.consume(log.options);
       await node.stop();
-      await waitFor(() => log.errors.length === 1, 10_000, 'onError');
+      await waitFor('onError', () => log.errors.length === 1, { timeoutMs: 10_000 });
       expect(log.errors[0]!.kind).toBe('ConnectionLost');
       expect(log.errors[0]!.message).toMatch(/reconnectWindowMs/);
       await expectQuickConnectionLost(broker);

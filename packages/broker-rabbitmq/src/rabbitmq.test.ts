@@ -9,7 +9,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { BrokerError, ConfigError, connectBroker as coreConnectBroker, type Broker, type DispatchMessage } from '@statusq/core';
 import * as rabbitmq from './index.js';
 import { connectBroker, schemes, type RabbitMQConnectOptions } from './index.js';
-import { RABBITMQ_TEST_URL, databasesRequired, deleteQueues, rabbitmqUnavailable, uniqueQueueName, waitFor } from './testing.js';
+import { RABBITMQ_TEST_URL, databasesRequired, deleteQueues, rabbitmqUnavailable, uniqueQueueName } from './testing.js';
+import { waitFor } from '@statusq/test-fixtures';
 import { consumerLog } from './test/consumer-log.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -107,7 +108,7 @@ if (unavailable !== null) {
       await broker.publish([{ table: 'public.jobs', id: '9007199254740993', attempt: 2 }]);
       const log = consumerLog();
       const subscription = await broker.consume(log.options);
-      await waitFor(() => log.deliveries.length === 1, 10_000, 'the delivery');
+      await waitFor('the delivery', () => log.deliveries.length === 1, { timeoutMs: 10_000 });
       const [delivery] = log.deliveries;
       expect(delivery!.message).toEqual({ table: 'public.jobs', id: '9007199254740993', attempt: 2 });
       expect(delivery!.redeliveries).toBe(0);
@@ -137,12 +138,12 @@ if (unavailable !== null) {
         logs.push(log);
       }
       await publisher.publish(Array.from({ length: 100 }, (_, i) => message(i)));
-      await waitFor(() => seen.length >= 100, 20_000, '100 deliveries');
+      await waitFor('100 deliveries', () => seen.length >= 100, { timeoutMs: 20_000 });
       expect(new Set(seen).size).toBe(100);
       expect(seen.length).toBe(100);
       // Spread over the consumers, not one taking all (prefetch 5 each).
       expect(logs.filter((log) => log.deliveries.length > 0).length).toBeGreaterThan(1);
-      await waitFor(async () => (await publisher.depth()) === 0, 10_000, 'an empty queue');
+      await waitFor('an empty queue', async () => (await publisher.depth()) === 0, { timeoutMs: 10_000 });
       expect(logs.flatMap((log) => log.errors)).toEqual([]);
     });
 
@@ -152,9 +153,9 @@ if (unavailable !== null) {
       await broker.publish([message(7)]);
       const log = consumerLog(1);
       await broker.consume(log.options);
-      await waitFor(() => log.deliveries.length === 1, 10_000, 'the first delivery');
+      await waitFor('the first delivery', () => log.deliveries.length === 1, { timeoutMs: 10_000 });
       await log.deliveries[0]!.release();
-      await waitFor(() => log.deliveries.length === 2, 10_000, 'the redelivery');
+      await waitFor('the redelivery', () => log.deliveries.length === 2, { timeoutMs: 10_000 });
       expect(log.deliveries[1]!.message.id).toBe(7);
       expect(log.deliveries[1]!.redeliveries).toBeGreaterThanOrEqual(1);
       await log.deliveries[1]!.ack();
@@ -166,19 +167,19 @@ if (unavailable !== null) {
       const firstLog = consumerLog(10);
       await first.consume(firstLog.options);
       await first.publish([message(1), message(2), message(3)]);
-      await waitFor(() => firstLog.deliveries.length === 3, 10_000, 'three deliveries to the first consumer');
+      await waitFor('three deliveries to the first consumer', () => firstLog.deliveries.length === 3, { timeoutMs: 10_000 });
       const second = await open(queue);
       const secondLog = consumerLog(10);
       await second.consume(secondLog.options);
       await first.close();
-      await waitFor(() => secondLog.deliveries.length === 3, 10_000, 'the redeliveries to the second consumer');
+      await waitFor('the redeliveries to the second consumer', () => secondLog.deliveries.length === 3, { timeoutMs: 10_000 });
       expect(secondLog.deliveries.map((d) => d.message.id).sort()).toEqual([1, 2, 3]);
       expect(secondLog.deliveries.every((d) => d.redeliveries >= 1)).toBe(true);
       const stale = await firstLog.deliveries[0]!.ack().catch((e: unknown) => e);
       expect(stale).toBeInstanceOf(BrokerError);
       expect((stale as BrokerError).kind).toBe('ConnectionLost');
       for (const delivery of secondLog.deliveries) await delivery.ack();
-      await waitFor(async () => (await second.depth()) === 0, 10_000, 'an empty queue');
+      await waitFor('an empty queue', async () => (await second.depth()) === 0, { timeoutMs: 10_000 });
     });
 
     it('a body that is no DispatchMessage goes to onMalformed, and its ack removes it', async () => {
@@ -189,13 +190,13 @@ if (unavailable !== null) {
       channel.sendToQueue(queue, Buffer.from('{"table":"jobs","id":1}'));
       const log = consumerLog();
       await broker.consume(log.options);
-      await waitFor(() => log.malformed.length === 2, 10_000, 'two malformed deliveries');
+      await waitFor('two malformed deliveries', () => log.malformed.length === 2, { timeoutMs: 10_000 });
       expect(log.malformed[0]!.raw).toBe('not json at all');
       expect(log.malformed[0]!.error).toMatch(/not JSON/);
       expect(log.malformed[1]!.error).toMatch(/attempt/);
       for (const delivery of log.malformed) await delivery.ack();
       expect(log.deliveries).toEqual([]);
-      await waitFor(async () => (await broker.depth()) === 0, 10_000, 'an empty queue');
+      await waitFor('an empty queue', async () => (await broker.depth()) === 0, { timeoutMs: 10_000 });
     });
 
     it('deadLetter lands in <queue>.dead, persistent, as JSON', async () => {
@@ -204,7 +205,7 @@ if (unavailable !== null) {
       await broker.deadLetter({ table: 'jobs', id: 42, attempt: 5, error: 'boom' });
       const channel = await rawChannel();
       let got: amqp.GetMessage | false = false;
-      await waitFor(async () => (got = await channel.get(`${queue}.dead`, { noAck: true })) !== false, 10_000, 'the dead letter');
+      await waitFor('the dead letter', async () => (got = await channel.get(`${queue}.dead`, { noAck: true })) !== false, { timeoutMs: 10_000 });
       const letter = got as unknown as amqp.GetMessage;
       expect(JSON.parse(letter.content.toString())).toEqual({ table: 'jobs', id: 42, attempt: 5, error: 'boom' });
       expect(letter.properties.deliveryMode).toBe(2);
@@ -217,14 +218,14 @@ if (unavailable !== null) {
       const broker = await open(queue);
       expect(await broker.depth()).toBe(0);
       await broker.publish([message(1), message(2), message(3)]);
-      await waitFor(async () => (await broker.depth()) === 3, 10_000, 'depth 3');
+      await waitFor('depth 3', async () => (await broker.depth()) === 3, { timeoutMs: 10_000 });
     });
 
     it('publishes a large batch under backpressure, all confirmed', async () => {
       const queue = newQueue();
       const broker = await open(queue);
       await broker.publish(Array.from({ length: 5000 }, (_, i) => message(i)));
-      await waitFor(async () => (await broker.depth()) === 5000, 20_000, 'depth 5000');
+      await waitFor('depth 5000', async () => (await broker.depth()) === 5000, { timeoutMs: 20_000 });
     });
 
     it('a port nobody listens on: Unreachable within the connect timeout, naming the address', async () => {
@@ -279,7 +280,7 @@ if (unavailable !== null) {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       expect(failures.every((kind) => kind === 'NotConfirmed' || kind === 'ConnectionLost')).toBe(true);
-      await waitFor(() => log.deliveries.some((d) => d.message.id === 5), 20_000, 'a delivery on the declared-again queue');
+      await waitFor('a delivery on the declared-again queue', () => log.deliveries.some((d) => d.message.id === 5), { timeoutMs: 20_000 });
       for (const delivery of log.deliveries) await delivery.ack().catch(() => undefined);
       expect(log.errors).toEqual([]);
     });

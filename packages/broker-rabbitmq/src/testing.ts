@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync, openSync, closeSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '@statusq/test-fixtures';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import amqp from 'amqplib';
@@ -86,25 +86,7 @@ export async function withQueue<T>(body: (queue: string) => Promise<T>, url = RA
   }
 }
 
-/** Waits, at most `timeoutMs`, until `condition` holds; throws saying what it waited for otherwise. */
-export async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
-}
 
 let nodes = 0;
 const RABBITMQ_SERVER = process.env.STATUSQ_RABBITMQ_SERVER ?? '/usr/lib/rabbitmq/bin/rabbitmq-server';

@@ -7,7 +7,7 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { chownSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '@statusq/test-fixtures';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { delay, waitFor, withDeadline } from './harness.js';
@@ -212,15 +212,3 @@ function userIds(user: string): { uid: number; gid: number } {
   }
 }
 
-/** A port nothing listens on right now (the kernel's pick), on 127.0.0.1. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
-}

@@ -1,6 +1,9 @@
 /** Waiting without sleeping in place of synchronisation: deadlines, deferreds, worker events, bounded polls. */
 import type { Worker, WorkerEventName, WorkerEvents } from '@statusq/core';
 
+// The bounded poll is test-fixtures' (one copy for every harness); the suite's users get it from here too.
+export { waitFor } from '@statusq/test-fixtures';
+
 export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -31,29 +34,6 @@ export async function withDeadline<T>(promise: Promise<T>, timeoutMs: number, wh
     return await Promise.race([promise, deadline]);
   } finally {
     clearTimeout(timer);
-  }
-}
-
-/**
- * Polls `check` until it returns something other than false/undefined/null, and returns that. Fails with
- * `what` and the last value seen once `timeoutMs` has passed. For state that only time changes (leases,
- * backoff), never as a stand-in for an event.
- */
-export async function waitFor<T>(
-  what: string,
-  check: () => Promise<T | false | null | undefined> | T | false | null | undefined,
-  options: { timeoutMs?: number; intervalMs?: number } = {},
-): Promise<T> {
-  const timeoutMs = options.timeoutMs ?? 10_000;
-  const intervalMs = options.intervalMs ?? 10;
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    const value = await check();
-    if (value !== false && value !== null && value !== undefined) return value;
-    last = value;
-    if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last check: ${String(last)})`);
-    await delay(intervalMs);
   }
 }
 

@@ -1,6 +1,6 @@
 /** What the broker tests share: bounded waits, a recording consumer, brokers closed after each test. */
 import type { Broker, BrokerError, ConsumeOptions, Delivery, MalformedDelivery } from '@statusq/core';
-import { waitFor as waitUntil } from '@statusq/conformance';
+import { waitFor as waitUntil } from '@statusq/test-fixtures';
 import { connectBroker, type NatsBrokerOptions } from '../index.js';
 
 /** Conformance's bounded poll, with the timeout these tests pass positionally. */

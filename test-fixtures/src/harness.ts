@@ -1,0 +1,43 @@
+/**
+ * What every test harness of statusq needs and the published `testing` entries use at run time: a free port for
+ * a private server, and a bounded poll. One copy here; the conformance suite, the adapters' and brokers' testing
+ * entries, their tests and the benchmark import it.
+ */
+import { createServer } from 'node:net';
+import { setTimeout as delay } from 'node:timers/promises';
+
+/** A port nothing listens on right now (the kernel's pick), on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Polls `check` until it returns something other than false/undefined/null, and returns that. Fails with
+ * `what` and the last value seen once `timeoutMs` has passed. For state that only time changes (leases,
+ * backoff) or that no event reports (a server's queue depth), never as a stand-in for an event.
+ */
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | false | null | undefined> | T | false | null | undefined,
+  options: { timeoutMs?: number; intervalMs?: number } = {},
+): Promise<T> {
+  const timeoutMs = options.timeoutMs ?? 10_000;
+  const intervalMs = options.intervalMs ?? 10;
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    const value = await check();
+    if (value !== false && value !== null && value !== undefined) return value;
+    last = value;
+    if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last check: ${String(last)})`);
+    await delay(intervalMs);
+  }
+}
