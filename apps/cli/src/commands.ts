@@ -1,44 +1,15 @@
 import { createReadStream, readFileSync, writeSync } from 'node:fs';
 import { isUtf8 } from 'node:buffer';
 import { fileURLToPath } from 'node:url';
-import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, validateProcessCount, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type EnqueueOutcome, type JobId, type MigrateReport, type Order, type Store, type StatusCounts, type SupervisorEvent, type TableConfig, type ConnectOptions, type StoreWarning, type Broker } from '@statusq/core';
-import { validateTableName, type ColumnInfo } from '@statusq/core/adapter';
-import { ENQUEUE_TO_VARIABLE, adapterOf, LISTEN_DATABASE_URL_VARIABLE, WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, databaseUrl, metricsSettings, type MetricsSettings, isBooleanFlag, listenDatabaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Command, type Flags } from './args.js';
+import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, DELAY_LIMIT, DEFAULT_POLL_MIN_MS, EXIT, InstanceSlot, Queue, instanceHolders, parseRateLimit, validateInstanceCap, validateProcessCount, STOP_MARGIN_MS, Scheduler, Supervisor, parseSchedules, pruneRows, type ScheduleDefinition, type StatusName, REQUEUE_SOURCES, Worker, formatDuration, initTable, isStatusName, loadHandler, migrateTable, parseColumnGroups, parseDuration, parseRunAt, requeueCause, validateTableConfig, type ClaimStrategy, type DeadWorkerReport, type EnqueueOptions, type EnqueueOutcome, type Store, type StatusCounts, type SupervisorEvent, type TableConfig, type Broker } from '@statusq/core';
+import { validateTableName } from '@statusq/core/adapter';
+import { ENQUEUE_TO_VARIABLE, adapterOf, LISTEN_DATABASE_URL_VARIABLE, WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, databaseUrl, metricsSettings, type MetricsSettings, isBooleanFlag, listenDatabaseUrl, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Flags } from './args.js';
 import { ADAPTER_VARIABLE, openStore } from './adapters.js';
-import { createLogger, errorFields, logSettings, type LogDestination, type Logger, type LogSettings } from './log.js';
+import { errorFields, logSettings, type Logger } from './log.js';
 import { logSummary, logSupervisorEvent, logWorkerEvents } from './log-events.js';
 import type { MetricsServer } from './metrics.js';
 import { enqueueProgress, launcherProgress, progressSurface, workProgress, type EnqueueProgress } from './progress.js';
-
-export interface Io {
-  out: (line: string) => void;
-  err: (line: string) => void;
-  /** Registers a handler for SIGINT/SIGTERM; returns an unregister function. */
-  onSignal: (handler: (signal: string) => void) => () => void;
-  /**
-   * Standard input as a stream, for `--file -` (the bin: process.stdin). Read as chunks arrive: a synchronous
-   * read of a pipe whose writer had not written yet failed with EAGAIN.
-   */
-  readStdin: () => AsyncIterable<Buffer>;
-  /** Where `work` writes its log (the bin: standard output, asynchronously). Default: io.out, not a terminal. */
-  logDestination?: () => Promise<LogDestination>;
-}
-
-/** The logger of `work` (and `dashboard`); `base`: the fields every line carries besides time, level and pid. */
-export async function workLogger(settings: LogSettings, io: Io, base: Record<string, unknown>, beside: (destination: LogDestination) => LogDestination = (d) => d): Promise<Logger> {
-  const destination: LogDestination = io.logDestination ? await io.logDestination() : { write: (text) => io.out(text.replace(/\n$/, '')), isTTY: false };
-  return createLogger(settings, beside(destination), base);
-}
-
-/** Opens the store for one command and always closes it. */
-export async function withStore<T>(flags: Flags, command: Command, create: boolean, body: (store: Store) => Promise<T>, options: Omit<ConnectOptions, 'create'> = {}): Promise<T> {
-  const store = await openStore(databaseUrl(flags, command), { ...options, create }, adapterOf(flags));
-  try {
-    return await body(store);
-  } finally {
-    await store.close();
-  }
-}
+import { describeAdditions, hasAdditions, orderFlag, parseId, storeWarningsToLog, withBroker, withStore, workLogger, type Io } from './with-store.js';
 
 export async function init(flags: Flags, io: Io): Promise<number> {
   const table = validateTableName(optionalString(flags, 'table') ?? 'jobs');
@@ -51,31 +22,6 @@ export async function init(flags: Flags, io: Io): Promise<number> {
     else io.out(`table ${table} already exists; nothing to do`);
     return 0;
   });
-}
-
-function hasAdditions(report: MigrateReport): boolean {
-  return report.addedColumns.length > 0 || createdIndexes(report).length > 0 || report.beside?.created === true || (report.beside?.addedColumns.length ?? 0) > 0;
-}
-
-function createdIndexes(report: MigrateReport): string[] {
-  return [report.createdIndex, report.createdPriorityIndex, report.createdKeyIndex, report.createdDispatchIndex].filter((name): name is string => name !== null);
-}
-
-function describeAdditions(report: MigrateReport): string {
-  const parts = [];
-  if (report.beside?.created) parts.push(`claims table ${report.beside.table}`);
-  else if (report.beside && report.beside.addedColumns.length > 0) parts.push(`columns ${report.beside.addedColumns.join(', ')} to ${report.beside.table}`);
-  if (report.addedColumns.length > 0) parts.push(`columns ${report.addedColumns.join(', ')}`);
-  const indexes = createdIndexes(report);
-  if (indexes.length > 0) parts.push(`${indexes.length === 1 ? 'index' : 'indexes'} ${indexes.join(', ')}`);
-  return parts.join(' and ');
-}
-
-/** --order, checked (work, inspect and the rest read it through tableConfig). */
-function orderFlag(flags: Flags): Order | undefined {
-  const order = optionalString(flags, 'order');
-  if (order !== undefined && order !== 'newest' && order !== 'oldest') throw new ConfigError(`--order must be newest or oldest, got ${JSON.stringify(order)}`);
-  return order;
 }
 
 export async function migrate(flags: Flags, io: Io): Promise<number> {
@@ -211,7 +157,7 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
     const chunk = optionalInteger(flags, 'chunk');
     return await withStore(flags, 'enqueue', false, async (store) => {
       const orderColumn = await existingOrderColumn(store, config.table);
-      const publishing = toUrl === undefined ? undefined : await (await import('./broker-commands.js')).openBroker(store, { ...config, orderColumn }, toUrl, 'enqueue --to', brokerQueue);
+      const publishing = toUrl === undefined ? undefined : await (await import('./broker.js')).openBroker(store, { ...config, orderColumn }, toUrl, 'enqueue --to', brokerQueue);
       try {
         const queue = await Queue.open(shown?.countingInserts(store) ?? store, { ...config, orderColumn });
         const dispatch: Pick<EnqueueOptions, 'dispatchTo' | 'onDispatchError'> = publishing === undefined ? {} : {
@@ -476,35 +422,6 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   }), { listenUrl, onWarning: storeWarnings.onWarning });
 }
 
-/** Runs `body` with the broker of `url` (none without one), closed after it whatever happens. */
-async function withBroker<T>(store: Store, config: TableConfig, url: string | undefined, queue: string | undefined, body: (broker: Broker | undefined) => Promise<T>): Promise<T> {
-  if (url === undefined) return body(undefined);
-  const { openBroker } = await import('./broker-commands.js');
-  const broker = await openBroker(store, config, url, 'statusq work --from', queue);
-  try {
-    return await body(broker);
-  } finally {
-    await broker.close();
-  }
-}
-
-/**
- * The store's warnings (ConnectOptions.onWarning: wake-ups lost behind a pooler) as warn lines of the work
- * log, which exists only once the store is open: a warning that comes before it waits for it.
- */
-function storeWarningsToLog(): { onWarning: (warning: StoreWarning) => void; attach: (log: Logger) => void } {
-  const early: StoreWarning[] = [];
-  let target: Logger | null = null;
-  const write = (log: Logger, warning: StoreWarning) => log.warn({ code: warning.code, fix: warning.fix }, `${warning.message}; fix: ${warning.fix}`);
-  return {
-    onWarning: (warning) => (target === null ? early.push(warning) : write(target, warning)),
-    attach: (log) => {
-      target = log;
-      for (const warning of early.splice(0)) write(log, warning);
-    },
-  };
-}
-
 interface InstanceCap {
   max: number;
   wait: boolean;
@@ -708,19 +625,6 @@ export async function prune(flags: Flags, io: Io): Promise<number> {
 }
 
 /**
- * An id from the command line, as the id column compares it: an integer column takes only an integer
- * (bound as a number, so `010` is 10); any other column the exact text (`010` is not `10`, and MariaDB never
- * casts a text column to a number to compare it with one).
- */
-export function parseId(text: string, column: ColumnInfo, command: Command, what = '--id'): JobId {
-  if (text.length === 0) throw new ConfigError(`${command}: ${what} needs a value`);
-  if (!column.integer) return text;
-  if (!/^[-+]?\d+$/.test(text)) throw new ConfigError(`${command}: ${what} ${JSON.stringify(text)} is not an integer, and id column ${column.name} is ${column.type}`);
-  const value = BigInt(text);
-  return Number.isSafeInteger(Number(value)) ? Number(value) : value;
-}
-
-/**
  * `work --processes P`: runs P copies of this same command (without --processes) under the Supervisor.
  * Children drain within --stop-timeout; the launcher waits that long plus a margin before killing them.
  */
@@ -898,7 +802,7 @@ async function recoverDeadWorker(target: RecoveryTarget, pid: number, how: strin
       if (released + charged > 0) {
         log.warn({ child: pid, workerId: report.workerId, charged, released, givenUp: givenUp.length }, `worker process ${pid}: ${charged} running job${charged === 1 ? '' : 's'} charged an attempt${givenUp.length > 0 ? ` (${givenUp.length} given up: attempts used)` : ''}, ${released} claimed but not started handed back`);
       }
-      if (givenUp.length > 0 && target.deadLetterTo) await (await import('./broker-commands.js')).deadLetterGivenUp(target.deadLetterTo, queue.table.table, givenUp, log);
+      if (givenUp.length > 0 && target.deadLetterTo) await (await import('./broker.js')).deadLetterGivenUp(target.deadLetterTo, queue.table.table, givenUp, log);
     } finally {
       await store.close();
     }

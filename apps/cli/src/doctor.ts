@@ -41,7 +41,7 @@ import {
 } from '@statusq/core/adapter';
 import { adapterOf, databaseUrl, listenDatabaseUrl, optionalInteger, tableConfig, type Flags } from './args.js';
 import { openStore } from './adapters.js';
-import type { Io } from './commands.js';
+import type { Io } from './with-store.js';
 import { oneLine } from './text.js';
 import { renderReport, type Check, type ClockReading, type DoctorReport, type RaceReport, type ServerReport } from './doctor-report.js';
 

@@ -3,7 +3,7 @@ import { BrokerError, StatusqError, StoreError } from '@statusq/core';
 import { secretScrubber, urlSecrets } from '@statusq/core/adapter';
 import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, LISTEN_DATABASE_URL_VARIABLE, RELAY_TO_VARIABLE, WORK_FROM_VARIABLE, parseCommandLine, type Command, type Flags } from './args.js';
 import { oneLine } from './text.js';
-import type { Io } from './commands.js';
+import type { Io } from './with-store.js';
 
 type CommandRun = (flags: Flags, io: Io, argv: string[]) => Promise<number>;
 
@@ -21,7 +21,7 @@ async function commandRun(command: Command): Promise<CommandRun> {
     case 'dashboard':
       return (await import('./dashboard/command.js')).dashboard;
     case 'relay':
-      return (await import('./broker-commands.js')).relay;
+      return (await import('./commands/relay.js')).relay;
     default:
       return (await import('./commands.js'))[command];
   }
