@@ -22,8 +22,20 @@ async function commandRun(command: Command): Promise<CommandRun> {
       return (await import('./dashboard/command.js')).dashboard;
     case 'relay':
       return (await import('./commands/relay.js')).relay;
-    default:
-      return (await import('./commands.js'))[command];
+    case 'init':
+      return (await import('./commands/init.js')).init;
+    case 'migrate':
+      return (await import('./commands/migrate.js')).migrate;
+    case 'enqueue':
+      return (await import('./commands/enqueue.js')).enqueue;
+    case 'work':
+      return (await import('./commands.js')).work;
+    case 'stats':
+      return (await import('./commands/stats.js')).stats;
+    case 'requeue':
+      return (await import('./commands/requeue.js')).requeue;
+    case 'prune':
+      return (await import('./commands/prune.js')).prune;
   }
 }
 
