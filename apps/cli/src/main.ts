@@ -29,7 +29,7 @@ async function commandRun(command: Command): Promise<CommandRun> {
     case 'enqueue':
       return (await import('./commands/enqueue.js')).enqueue;
     case 'work':
-      return (await import('./commands.js')).work;
+      return (await import('./commands/work.js')).work;
     case 'stats':
       return (await import('./commands/stats.js')).stats;
     case 'requeue':
