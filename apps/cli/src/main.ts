@@ -14,14 +14,6 @@ type CommandRun = (flags: Flags, io: Io, argv: string[]) => Promise<number>;
  */
 async function commandRun(command: Command): Promise<CommandRun> {
   switch (command) {
-    case 'doctor':
-      return (await import('./doctor.js')).doctor;
-    case 'inspect':
-      return (await import('./inspect.js')).inspect;
-    case 'dashboard':
-      return (await import('./dashboard/command.js')).dashboard;
-    case 'relay':
-      return (await import('./commands/relay.js')).relay;
     case 'init':
       return (await import('./commands/init.js')).init;
     case 'migrate':
@@ -30,12 +22,20 @@ async function commandRun(command: Command): Promise<CommandRun> {
       return (await import('./commands/enqueue.js')).enqueue;
     case 'work':
       return (await import('./commands/work.js')).work;
+    case 'relay':
+      return (await import('./commands/relay.js')).relay;
     case 'stats':
       return (await import('./commands/stats.js')).stats;
     case 'requeue':
       return (await import('./commands/requeue.js')).requeue;
     case 'prune':
       return (await import('./commands/prune.js')).prune;
+    case 'inspect':
+      return (await import('./inspect.js')).inspect;
+    case 'doctor':
+      return (await import('./commands/doctor.js')).doctor;
+    case 'dashboard':
+      return (await import('./dashboard/command.js')).dashboard;
   }
 }
 
