@@ -3,7 +3,8 @@ import { isUtf8 } from 'node:buffer';
 import { ConfigError, DELAY_LIMIT, Queue, parseDuration, parseRunAt, validateTableConfig, type Broker, type EnqueueOptions, type EnqueueOutcome, type Store } from '@statusq/core';
 import { ENQUEUE_TO_VARIABLE, brokerQueueName, brokerUrl, optionalInteger, optionalString, tableConfig, type Flags } from '../args.js';
 import { errorFields } from '../log.js';
-import { enqueueProgress, progressSurface, type EnqueueProgress } from '../progress.js';
+import { enqueueProgress, type EnqueueProgress } from '../progress/enqueue.js';
+import { progressSurface } from '../progress/status-line.js';
 import { withStore, type Io } from '../with-store.js';
 
 /**

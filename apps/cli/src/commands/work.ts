@@ -3,7 +3,8 @@ import { adapterOf, LISTEN_DATABASE_URL_VARIABLE, WORK_FROM_VARIABLE, brokerQueu
 import { ADAPTER_VARIABLE, openStore } from '../adapters.js';
 import { errorFields, logSettings } from '../log.js';
 import { logSummary, logWorkerEvents } from '../log-events.js';
-import { launcherProgress, progressSurface, workProgress } from '../progress.js';
+import { progressSurface } from '../progress/status-line.js';
+import { launcherProgress, workProgress } from '../progress/work.js';
 import { storeWarningsToLog, withBroker, withStore, workLogger, type Io } from '../with-store.js';
 import { instanceCap, takeInstanceSlot } from '../work/instance-cap.js';
 import { openQueue, reportToLauncher, serveLauncherMetrics, supervise, warnProcessingWithoutLease, type RecoveryTarget } from '../work/launcher.js';
