@@ -12,31 +12,23 @@ type CommandRun = (flags: Flags, io: Io, argv: string[]) => Promise<number>;
  * script or a test runs, and the dashboard's server, doctor's checks and the broker clients are most of
  * what loading every command would cost each of them.
  */
+const COMMAND_MODULES: { [C in Command]: () => Promise<Record<C, CommandRun>> } = {
+  init: () => import('./commands/init.js'),
+  migrate: () => import('./commands/migrate.js'),
+  enqueue: () => import('./commands/enqueue.js'),
+  work: () => import('./commands/work.js'),
+  relay: () => import('./commands/relay.js'),
+  stats: () => import('./commands/stats.js'),
+  requeue: () => import('./commands/requeue.js'),
+  prune: () => import('./commands/prune.js'),
+  inspect: () => import('./inspect.js'),
+  doctor: () => import('./commands/doctor.js'),
+  dashboard: () => import('./dashboard/command.js'),
+};
+
 async function commandRun(command: Command): Promise<CommandRun> {
-  switch (command) {
-    case 'init':
-      return (await import('./commands/init.js')).init;
-    case 'migrate':
-      return (await import('./commands/migrate.js')).migrate;
-    case 'enqueue':
-      return (await import('./commands/enqueue.js')).enqueue;
-    case 'work':
-      return (await import('./commands/work.js')).work;
-    case 'relay':
-      return (await import('./commands/relay.js')).relay;
-    case 'stats':
-      return (await import('./commands/stats.js')).stats;
-    case 'requeue':
-      return (await import('./commands/requeue.js')).requeue;
-    case 'prune':
-      return (await import('./commands/prune.js')).prune;
-    case 'inspect':
-      return (await import('./inspect.js')).inspect;
-    case 'doctor':
-      return (await import('./commands/doctor.js')).doctor;
-    case 'dashboard':
-      return (await import('./dashboard/command.js')).dashboard;
-  }
+  const module: Partial<Record<Command, CommandRun>> = await COMMAND_MODULES[command]();
+  return module[command]!;
 }
 
 /** This package's version, from its package.json (shipped beside dist). */
