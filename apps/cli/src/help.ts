@@ -1,6 +1,6 @@
 // What `statusq <command> --help` prints: each command's flags with their defaults and units.
 import type { Command } from './args.js';
-import { RACE_DEFAULTS } from './doctor.js';
+import { RACE_DEFAULTS } from './doctor/race.js';
 
 const DB = '  --db URL                    sqlite:PATH, postgres://user:pass@host:port/db or mysql://user:pass@host:port/db\n' +
   '                              (default: $STATUSQ_DATABASE_URL, else $DATABASE_URL)\n' +

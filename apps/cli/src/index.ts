@@ -1,2 +1,2 @@
 export { main, USAGE } from './main.js';
-export type { Io } from './commands.js';
+export type { Io } from './with-store.js';

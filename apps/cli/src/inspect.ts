@@ -2,7 +2,7 @@
 // (Queue.inspect, Queue.inspectIds); this file only prints them, as a table or as JSON.
 import { ConfigError, Queue, resolveInspectOptions, statusName, validateTableConfig, type InspectStatus, type ResolvedTable, type Row } from '@statusq/core';
 import { optionalInteger, optionalString, tableConfig, type Flags } from './args.js';
-import { parseId, withStore, type Io } from './commands.js';
+import { parseId, withStore, type Io } from './with-store.js';
 import { toJson } from './json.js';
 import { clip } from './text.js';
 

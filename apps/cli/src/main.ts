@@ -3,7 +3,7 @@ import { BrokerError, StatusqError, StoreError } from '@statusq/core';
 import { secretScrubber, urlSecrets } from '@statusq/core/adapter';
 import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, LISTEN_DATABASE_URL_VARIABLE, RELAY_TO_VARIABLE, WORK_FROM_VARIABLE, parseCommandLine, type Command, type Flags } from './args.js';
 import { oneLine } from './text.js';
-import type { Io } from './commands.js';
+import type { Io } from './with-store.js';
 
 type CommandRun = (flags: Flags, io: Io, argv: string[]) => Promise<number>;
 
@@ -12,19 +12,23 @@ type CommandRun = (flags: Flags, io: Io, argv: string[]) => Promise<number>;
  * script or a test runs, and the dashboard's server, doctor's checks and the broker clients are most of
  * what loading every command would cost each of them.
  */
+const COMMAND_MODULES: { [C in Command]: () => Promise<Record<C, CommandRun>> } = {
+  init: () => import('./commands/init.js'),
+  migrate: () => import('./commands/migrate.js'),
+  enqueue: () => import('./commands/enqueue.js'),
+  work: () => import('./commands/work.js'),
+  relay: () => import('./commands/relay.js'),
+  stats: () => import('./commands/stats.js'),
+  requeue: () => import('./commands/requeue.js'),
+  prune: () => import('./commands/prune.js'),
+  inspect: () => import('./inspect.js'),
+  doctor: () => import('./commands/doctor.js'),
+  dashboard: () => import('./dashboard/command.js'),
+};
+
 async function commandRun(command: Command): Promise<CommandRun> {
-  switch (command) {
-    case 'doctor':
-      return (await import('./doctor.js')).doctor;
-    case 'inspect':
-      return (await import('./inspect.js')).inspect;
-    case 'dashboard':
-      return (await import('./dashboard/command.js')).dashboard;
-    case 'relay':
-      return (await import('./broker-commands.js')).relay;
-    default:
-      return (await import('./commands.js'))[command];
-  }
+  const module: Partial<Record<Command, CommandRun>> = await COMMAND_MODULES[command]();
+  return module[command]!;
 }
 
 /** This package's version, from its package.json (shipped beside dist). */

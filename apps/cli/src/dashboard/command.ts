@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, EXIT, Queue, validateTableConfig } from '@statusq/core';
 import { secretScrubber, urlSecrets } from '@statusq/core/adapter';
 import { databaseUrl, tableConfig, type Flags } from '../args.js';
-import { withStore, workLogger, type Io } from '../commands.js';
+import { withStore, workLogger, type Io } from '../with-store.js';
 import { errorFields } from '../log.js';
 import { oneLine } from '../text.js';
 import { ThroughputSampler } from './sampler.js';

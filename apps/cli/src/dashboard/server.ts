@@ -10,7 +10,7 @@ import { serveStatic } from '@hono/node-server/serve-static';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { ConfigError, DEFAULT_LEASE_MS, StatusqError, StoreError, resolveInspectOptions, type InspectStatus, type JobId, type Queue, type StatusName } from '@statusq/core';
-import { parseId } from '../commands.js';
+import { parseId } from '../with-store.js';
 import { toJson } from '../json.js';
 import { errorFields, type Logger } from '../log.js';
 import { oneLine } from '../text.js';

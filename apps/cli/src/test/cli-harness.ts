@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { Script, constants } from 'node:vm';
 import { ADAPTER_VARIABLE } from '../adapters.js';
 import { DATABASE_URL_VARIABLES, ENQUEUE_TO_VARIABLE, LISTEN_DATABASE_URL_VARIABLE, RELAY_TO_VARIABLE, WORK_FROM_VARIABLE } from '../args.js';
-import type { Io } from '../commands.js';
+import type { Io } from '../with-store.js';
 import { TOKEN_VARIABLE } from '../dashboard/settings.js';
 
 export const cliBin = fileURLToPath(new URL('../../dist/bin.js', import.meta.url));

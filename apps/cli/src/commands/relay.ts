@@ -1,38 +1,9 @@
-import { ConfigError, Queue, Relay, assertDispatchColumns, connectBroker, deadLetterFor, formatDuration, validateTableConfig, type Broker, type GivenUpRow, type Store, type TableConfig } from '@statusq/core';
-import { RELAY_TO_VARIABLE, brokerQueueName, brokerUrl, metricsSettings, optionalDuration, optionalInteger, tableConfig, type Flags, type MetricsSettings } from './args.js';
-import { withStore, workLogger, type Io } from './commands.js';
-import { errorFields, logSettings, type Logger } from './log.js';
-import { QUEUE_ROWS_INTERVAL_MS, RelayMetrics, announceMetrics, serveMetrics } from './metrics.js';
-
-/** How long start-up waits for the broker before exit 1. */
-export const BROKER_CONNECT_TIMEOUT_MS = 10_000;
-
-/**
- * The broker for `table`, once the table is known to have the broker path's columns: a table without them is
- * bad input (exit 2) found before any connection to the broker.
- */
-export async function openBroker(store: Store, config: TableConfig, url: string, what: string, brokerQueue: string | undefined): Promise<Broker> {
-  const queue = await Queue.open(store, config);
-  assertDispatchColumns(queue.table, what);
-  return connectBroker(url, { table: queue.table.table, connectTimeoutMs: BROKER_CONNECT_TIMEOUT_MS, ...(brokerQueue !== undefined && { queue: brokerQueue }) });
-}
-
-/**
- * The launcher's dead letters for rows it gave up after a child died holding them (its children publish their
- * own). Rows are already failed, which is the record: a broker that cannot be reached is logged, not retried.
- */
-export async function deadLetterGivenUp(to: { url: string; queue: string | undefined }, table: string, rows: readonly GivenUpRow[], log: Logger): Promise<void> {
-  try {
-    const broker = await connectBroker(to.url, { table, connectTimeoutMs: BROKER_CONNECT_TIMEOUT_MS, ...(to.queue !== undefined && { queue: to.queue }) });
-    try {
-      for (const row of rows) await broker.deadLetter(deadLetterFor(table, row));
-    } finally {
-      await broker.close();
-    }
-  } catch (error) {
-    log.error({ err: errorFields(error), rows: rows.length }, `could not dead-letter ${rows.length} given-up row${rows.length === 1 ? '' : 's'} (they are failed in the table): ${errorFields(error).message as string}`);
-  }
-}
+import { ConfigError, Relay, formatDuration, validateTableConfig } from '@statusq/core';
+import { RELAY_TO_VARIABLE, brokerQueueName, brokerUrl, metricsSettings, optionalDuration, optionalInteger, tableConfig, type Flags, type MetricsSettings } from '../args.js';
+import { openBroker } from '../broker.js';
+import { errorFields, logSettings, type Logger } from '../log.js';
+import { QUEUE_ROWS_INTERVAL_MS, RelayMetrics, announceMetrics, serveMetrics } from '../metrics.js';
+import { withStore, workLogger, type Io } from '../with-store.js';
 
 /** `statusq relay`: publishes the table's due rows to the broker until a signal (or, with --exit-when-empty, no row is pending or processing). */
 export async function relay(flags: Flags, io: Io): Promise<number> {
