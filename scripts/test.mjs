@@ -133,6 +133,8 @@ if ((await step('build', ...npx('turbo', 'run', 'build', '--output-logs=errors-o
     if (everything) first.push(step('lint+typecheck', ...npx('turbo', 'run', 'lint', 'typecheck', '--output-logs=errors-only')));
     // No import loop anywhere (type-only imports too) and core's rooms importing only downward (.dependency-cruiser.cjs).
     if (everything) first.push(step('imports', ...npx('depcruise', '--config', '.dependency-cruiser.cjs', 'packages', 'apps', 'test-fixtures', 'examples')));
+    // Each public entry's names within its budget, as explicit lists (scripts/check-public-face.mjs).
+    if (everything) first.push(step('public-face', 'node', ['scripts/check-public-face.mjs']));
     if (firstTiers.length > 0) first.push(vitestRun(firstTiers, laterTiers.length > 0 ? 'first' : undefined));
     // The public packages as a user gets them: packed, publint-clean, installed with plain npm into a fresh
     // project where `npx statusq` runs (mostly npm's install, beside the tests).

@@ -3,19 +3,164 @@
  * guarded transition SQL every dialect shares, the claim pipeline, deadlines, identifier validation and
  * the errors an adapter maps native failures to. Applications import `@statusq/core`.
  */
-export * from './protocol/errors.js';
-export * from './protocol/status.js';
-export * from './protocol/identifiers.js';
-export * from './store/urls.js';
-export * from './protocol/table.js';
-export * from './protocol/columns.js';
-export * from './store/store.js';
-export * from './store/caller-transaction.js';
-export * from './sql/transition-sql.js';
-export * from './sql/claim.js';
-export * from './sql/statement-size.js';
-export * from './store/deadline.js';
+export {
+  atStatement,
+  ConfigError,
+  describeError,
+  EnqueueError,
+  HandlerError,
+  HandlerResultError,
+  IllegalTransitionError,
+  isRetryableStoreError,
+  isStoreError,
+  JobTimeoutError,
+  SchemaError,
+  StatusqError,
+  StoreError,
+  type StoreErrorKind,
+} from './protocol/errors.js';
+export {
+  assertTransition,
+  DEFAULT_STATUS_CODES,
+  isLegalTransition,
+  isStatusName,
+  REQUEUE_SOURCES,
+  requeueCause,
+  resolveStatusCodes,
+  sourcesOf,
+  STATUS_NAMES,
+  statusCode,
+  type StatusCodes,
+  statusName,
+  type StatusName,
+  type TransitionCause,
+  TRANSITIONS,
+} from './protocol/status.js';
+export { derivedName, quoteIdentifierWith, splitTableName, validateIdentifier, validateTableName } from './protocol/identifiers.js';
+export { parseServerUrl, redactUrl, secretScrubber, urlSecrets } from './store/urls.js';
+export {
+  BESIDE_COLUMNS,
+  type BesideColumn,
+  configuredColumns,
+  DEFAULT_COLUMN_NAMES,
+  DEFAULT_OPTIONAL_COLUMN_NAMES,
+  idValueIn,
+  isBesideColumn,
+  OPTIONAL_COLUMNS,
+  type OptionalColumn,
+  type Order,
+  type OrderTimeEncoding,
+  type QueueFeatures,
+  type ResolvedTable,
+  resolveTable,
+  type TableConfig,
+  type TextColumn,
+  validateTableConfig,
+} from './protocol/table.js';
+export {
+  type ColumnInfo,
+  type ColumnLimit,
+  columnOverflow,
+  idFitsColumn,
+  type IntegerRange,
+  integerRangeOfBits,
+} from './protocol/columns.js';
+export {
+  type AdapterModule,
+  type CallerRunner,
+  type ClaimIdsOnServer,
+  type ClaimRequest,
+  type ClaimResult,
+  type ClaimStrategy,
+  type ColumnKind,
+  type ColumnSpec,
+  type ConnectOptions,
+  DEFAULT_CAPABILITIES,
+  type DispatchIndexSpec,
+  emitStoreWarning,
+  type ExecResult,
+  type ExplainOptions,
+  IDLE_PROBE_WAIT_MS,
+  type JobId,
+  type KeyIndexSpec,
+  type NativeClaim,
+  type PendingIndexSpec,
+  type PriorityIndexSpec,
+  type QueryPlan,
+  type Row,
+  type SchemaSupport,
+  type ServerCheck,
+  type ServerFacts,
+  type SqlDialect,
+  type SqlParam,
+  type SqlValue,
+  type Statement,
+  type StatementLimit,
+  type StatementRunner,
+  type Store,
+  type StoreCapabilities,
+  type StoreInspection,
+  type StoreWarning,
+  type Upsert,
+} from './store/store.js';
+export {
+  callerRunner,
+  type CallerRunnerOptions,
+  integerIdOf,
+  KNEX_PLACEHOLDER,
+  type KnexRaw,
+  knexTransactionOf,
+  unrecognisedHandle,
+} from './store/caller-transaction.js';
+export {
+  type AttemptCharge,
+  GIVE_UP_PAGE,
+  LOOK_AHEAD_ROWS,
+  MAX_ERROR_LENGTH,
+  type NotBefore,
+  Params,
+  type QuotedTable,
+  quoteTable,
+  TransitionSql,
+  truncateError,
+} from './sql/transition-sql.js';
+export {
+  candidateStatements,
+  CLAIM_CLOCK,
+  claimConditionalUpdate,
+  claimGivenIds,
+  claimRows,
+  keyOf,
+  mergeCandidates,
+  oneStatementClaim,
+  orderLike,
+  sortByQueueOrder,
+  sortIds,
+} from './sql/claim.js';
+export { fitsStatementLimit, splitToFit, statementBytes, statementTooLarge } from './sql/statement-size.js';
+export {
+  type ClosableSocket,
+  DEADLINE_URL_PARAMETERS,
+  deadlineOf,
+  deadlineOption,
+  deadlinesFromUrl,
+  endWithin,
+  raceDeadline,
+  SERVER_CONNECTION,
+  serverConnectionOptions,
+  type ServerConnectionOptions,
+  settlesWithin,
+  type StoreCallDeadlines,
+  untilAborted,
+  type UrlDeadlines,
+} from './store/deadline.js';
 export { ConnectionGate } from './store/connection-gate.js';
 export { POOL_URL_PARAMETER, poolFromUrl, refuseUnknownUrlParameters } from './store/server-url.js';
 export { sleep } from './store/retry.js';
-export * from './store/pooled-connection.js';
+export {
+  describeFromCatalog,
+  inTransaction,
+  type PooledConnectionOps,
+  runInOrder,
+  withPooledConnection,
+} from './store/pooled-connection.js';
