@@ -96,7 +96,11 @@ try {
   const app = join(work, 'app');
   mkdirSync(app, { recursive: true });
   writeFileSync(join(app, 'package.json'), JSON.stringify({ name: 'statusq-consumer', private: true, type: 'module', allowScripts: { 'better-sqlite3': true } }, null, 2));
-  const installed = ['@statusq/core', '@statusq/schema', '@statusq/adapter-sqlite', '@statusq/adapter-postgres', '@statusq/adapter-mysql', ...BROKERS.map((b) => b.package), 'statusq'].map((name) => tarballOf.get(name));
+  const chosen = ['@statusq/core', '@statusq/schema', '@statusq/adapter-sqlite', '@statusq/adapter-postgres', '@statusq/adapter-mysql', ...BROKERS.map((b) => b.package), 'statusq'];
+  // With the @statusq/* packages those depend on (the brokers' testing entries use @statusq/test-fixtures),
+  // which npm would otherwise look for on the registry, where they are not yet.
+  for (const name of chosen) for (const dependency of Object.keys(tarballManifest(tarballOf.get(name)).dependencies ?? {})) if (dependency.startsWith('@statusq/') && !chosen.includes(dependency)) chosen.push(dependency);
+  const installed = chosen.map((name) => tarballOf.get(name));
   npmInstall(app, [...installed, 'better-sqlite3@12', 'pg@8', 'mysql2@3', ...BROKERS.flatMap((b) => b.drivers)]);
   const db = `sqlite:${join(app, 'jobs.db')}`;
   run('npx', ['statusq', 'init', '--db', db], app);
