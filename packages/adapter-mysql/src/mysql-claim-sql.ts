@@ -121,8 +121,9 @@ const CLAIM_IDS_VARIABLE = '@statusq_claim_ids';
  *
  *   START TRANSACTION; SELECT GET_LOCK(...);
  *   SELECT JSON_ARRAYAGG(id) INTO @statusq_claim_ids FROM (SELECT id FROM t WHERE <due> ORDER BY <order> LIMIT n FOR UPDATE SKIP LOCKED) c;
- *   UPDATE t JOIN JSON_TABLE(@statusq_claim_ids, ...) claimed ON id = claimed.statusq_claimed_id SET status = 9, ... WHERE <due>;
- *   SELECT t.* FROM t JOIN JSON_TABLE(...) ...; DO RELEASE_LOCK(...); COMMIT
+ *   UPDATE JSON_TABLE(@statusq_claim_ids, ...) claimed STRAIGHT_JOIN t FORCE INDEX (PRIMARY) ON t.id = claimed.statusq_claimed_id
+ *     SET status = 9, ... WHERE <due>;
+ *   SELECT t.* FROM JSON_TABLE(...) claimed STRAIGHT_JOIN t ...; DO RELEASE_LOCK(...); COMMIT
  *
  * The same locks in the same order as the two-packet claim (the candidates locked by the SELECT, the UPDATE
  * only over them, by primary key), so the same reasoning holds; the ids just stay on the server, and the rows
@@ -135,7 +136,11 @@ export function mysqlClaimIdsOnServer(id: string, unsigned: boolean): ClaimIdsOn
   const column = 'statusq_claimed_id';
   return {
     collect: (candidates) => `SELECT JSON_ARRAYAGG(statusq_candidates.${id}) INTO ${CLAIM_IDS_VARIABLE} FROM (${candidates}) statusq_candidates`,
-    join: `JOIN JSON_TABLE(${CLAIM_IDS_VARIABLE}, '$[*]' COLUMNS (${column} BIGINT${unsigned ? ' UNSIGNED' : ''} PATH '$')) statusq_claimed ON ${id} = statusq_claimed.${column}`,
+    // The ids lead and each row is read by primary key (STRAIGHT_JOIN, FORCE INDEX): left to choose, MariaDB 10.11
+    // scanned a table of a few rows first, locking every row it read, and the UPDATE then waited on rows other
+    // claims held while they waited on it (a deadlock in a race of four workers, clean-clone CI 2026-12-06).
+    rowsOf: (table) =>
+      `JSON_TABLE(${CLAIM_IDS_VARIABLE}, '$[*]' COLUMNS (${column} BIGINT${unsigned ? ' UNSIGNED' : ''} PATH '$')) statusq_claimed STRAIGHT_JOIN ${table} FORCE INDEX (PRIMARY) ON ${table}.${id} = statusq_claimed.${column}`,
   };
 }
 

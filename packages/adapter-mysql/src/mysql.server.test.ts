@@ -313,6 +313,29 @@ mysqlSuite('mysql adapter on a real server', () => {
     }
   });
 
+  it('the one-packet claim reads the table by primary key only, never scanning it: a row another session holds locked is skipped, not waited on (lock wait timeout 1 s), even on a table of three rows with no pending index (where MariaDB would scan the table first)', async () => {
+    const e = await fresh();
+    // A claim that waited on the held row would fail after 1 s with WriteConflict (lock wait timeout).
+    const store = (await connect(`${e.url}?lockWaitTimeout=1`)) as MysqlStore;
+    const holder = await raw(e.url);
+    try {
+      // An application's table as it is: no statusq index, three pending rows, no statistics yet.
+      await holder.query('CREATE TABLE few_jobs (id BIGINT PRIMARY KEY AUTO_INCREMENT, date DATETIME(3) NOT NULL, status TINYINT NULL)');
+      await holder.query("INSERT INTO few_jobs (date) VALUES ('2026-01-01 00:00:01'), ('2026-01-01 00:00:02'), ('2026-01-01 00:00:03')");
+      const queue = await Queue.open(store, { table: 'few_jobs' });
+      await holder.query('START TRANSACTION');
+      await holder.query('SELECT id FROM few_jobs WHERE id = 3 FOR UPDATE');
+      // The newest row is held: the claim skips it and takes the next.
+      const { rows } = await queue.claim({ limit: 1, token: null });
+      expect(rows.map((row) => [Number(row.id), row.status])).toEqual([[2, 9]]);
+    } finally {
+      await holder.query('ROLLBACK').catch(() => undefined);
+      await holder.end();
+      await store.close();
+      await e.closeStores();
+    }
+  });
+
   it('a wrapper of the store whose transactions forward only execute (no defer) still claims on an integer id: the claim takes its two-packet form, each row once', async () => {
     const e = await fresh();
     const store = (await connect(e.url)) as MysqlStore;

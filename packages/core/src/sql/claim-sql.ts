@@ -65,18 +65,18 @@ export class ClaimStatements extends TableSql {
   }
 
   /**
-   * claim (NULL -> processing) of the rows `join` keeps (NativeClaim.idsOnServer: candidates this transaction
+   * claim (NULL -> processing) of the rows `rows` keeps (ClaimIdsOnServer.rowsOf: candidates this transaction
    * holds locked), guarded like claimByIds. Not for a table with a claims table.
    */
-  claimJoined(join: string, token: string | null): Statement {
+  claimJoined(rows: string, token: string | null): Statement {
     const p = new Params(this.dialect);
-    return { sql: `UPDATE ${this.q.table} ${join} SET ${this.claimAssignments(p, token)} WHERE ${this.dueCondition()}`, params: p.values };
+    return { sql: `UPDATE ${rows} SET ${this.claimAssignments(p, token)} WHERE ${this.dueCondition()}`, params: p.values };
   }
 
-  /** The rows `join` keeps (rowColumns, the table's own where every column is read). */
-  selectJoined(join: string): Statement {
+  /** The rows `rows` (ClaimIdsOnServer.rowsOf) keeps, as rowColumns (the table's own where every column is read). */
+  selectJoined(rows: string): Statement {
     const columns = this.table.returned === null ? `${this.q.table}.*` : this.rowColumns;
-    return { sql: `SELECT ${columns} FROM ${this.q.table} ${join}`, params: [] };
+    return { sql: `SELECT ${columns} FROM ${rows}`, params: [] };
   }
 
   /** The claimed rows of `ids` (rowColumns), read back after a claim that could not return them. */

@@ -261,8 +261,12 @@ export interface CallerRunner extends StatementRunner {
 export interface ClaimIdsOnServer {
   /** The statement that keeps the ids `candidates` (the locking id SELECT, parameters bound) selects. */
   collect(candidates: string): string;
-  /** A join, after the table's name in an UPDATE or a SELECT, that keeps only the rows of those ids. */
-  readonly join: string;
+  /**
+   * The table reference an UPDATE or a SELECT of those rows takes in place of the table (`quotedTable`, the
+   * queue table's quoted name): the ids first, each row then read by primary key, so the table itself is never
+   * scanned (a scan would lock rows other claims hold, and wait on them).
+   */
+  rowsOf(quotedTable: string): string;
 }
 
 /**
