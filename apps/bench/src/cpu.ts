@@ -18,11 +18,18 @@ export function serverTreeCpuSeconds(mainPid: number): number | null {
   return cpuSecondsOf((_name, pid, parent) => pid === mainPid || parent === mainPid);
 }
 
+/**
+ * A /proc stat line's fields after the command name, which is in parentheses and may contain spaces: [1] the
+ * parent, [11]-[14] utime, stime, cutime, cstime (proc(5) fields 4 and 14-17).
+ */
+function fieldsAfterName(stat: string): string[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** The parent of a process (a PostgreSQL backend's is its postmaster), from /proc; null where unreadable. */
 export function parentPid(pid: number): number | null {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    return Number(fieldsAfterName(readFileSync(`/proc/${pid}/stat`, 'utf8'))[1]);
   } catch {
     return null;
   }
@@ -44,12 +51,9 @@ function cpuSecondsOf(matches: (name: string, pid: number, parent: number) => bo
       } catch {
         continue;
       }
-      // The command name is in parentheses and may contain spaces; the fields after it are fixed.
-      const close = stat.lastIndexOf(')');
-      const name = stat.slice(stat.indexOf('(') + 1, close);
-      const fields = stat.slice(close + 2).split(' ');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = fieldsAfterName(stat);
       if (!matches(name, Number(pid), Number(fields[1]))) continue;
-      // utime, stime, cutime, cstime (proc(5) fields 14-17).
       ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
     }
   } catch {
@@ -90,8 +94,7 @@ export function measureCpu(dialect: Dialect, digits = 2): (childSeconds?: number
  */
 export function reapedChildrenCpuSeconds(): number | null {
   try {
-    const stat = readFileSync('/proc/self/stat', 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const fields = fieldsAfterName(readFileSync('/proc/self/stat', 'utf8'));
     return (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
   } catch {
     return null;

@@ -6,18 +6,18 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { createConnection } from 'node:net';
-import { freePort } from '@statusq/test-fixtures';
-
-// The tests take freePort from here with the rest of the private server's kit.
-export { freePort };
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { redactUrl, type DeadLetter } from '@statusq/core';
+import { freePort } from '@statusq/test-fixtures';
 import { openConnection, parseNatsUrl } from './nats-connection.js';
 import { isNotFound, messageOf } from './nats-errors.js';
 import { natsLayout } from './nats-layout.js';
+
+// The tests take freePort from here with the rest of the private server's kit.
+export { freePort };
 
 /** The shared test server: STATUSQ_TEST_NATS_URL, else nats://127.0.0.1:4222. */
 export const NATS_TEST_URL = process.env.STATUSQ_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';

@@ -3,7 +3,7 @@ import type { Broker, BrokerError, ConsumeOptions, Delivery, MalformedDelivery }
 import { waitFor as waitUntil } from '@statusq/test-fixtures';
 import { connectBroker, type NatsBrokerOptions } from '../index.js';
 
-/** Conformance's bounded poll, with the timeout these tests pass positionally. */
+/** test-fixtures' bounded poll, with the timeout these tests pass positionally. */
 export function waitFor<T>(what: string, check: () => Promise<T | false | null | undefined> | T | false | null | undefined, timeoutMs = 10_000): Promise<T> {
   return waitUntil(what, check, { timeoutMs, intervalMs: 20 });
 }

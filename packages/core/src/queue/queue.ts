@@ -19,7 +19,6 @@ export interface DeadWorkerReport {
   unstarted: Array<{ id: JobId; token: string | null }>;
 }
 
-
 /** A row a reaper or a dead worker's launcher gave up (failed, its attempts used): what its dead letter says. */
 export interface GivenUpRow {
   id: JobId;
@@ -72,16 +71,14 @@ export class Queue {
   private readonly enqueuer: Enqueuer;
   /** The id column as the database declares it; `integer` says how ids compare. */
   readonly idColumn: ColumnInfo;
-  private readonly columnNames: ReadonlySet<string>;
   private constructor(
     readonly store: Store,
     readonly table: ResolvedTable,
     columns: readonly ColumnInfo[],
   ) {
-    this.columnNames = new Set(columns.map((c) => c.name.toLowerCase()));
     this.idColumn = columns.find((c) => c.name === table.id) ?? { name: table.id, type: '', unique: true, integer: false, maxLength: null };
     this.sql = new TransitionSql(table, store.dialect);
-    this.enqueuer = new Enqueuer(store, table, this.sql, this.idColumn, this.columnNames);
+    this.enqueuer = new Enqueuer(store, table, this.sql, this.idColumn, new Set(columns.map((c) => c.name.toLowerCase())));
   }
 
   /** Checks the configuration against the real table; a missing table or column is a SchemaError here. */

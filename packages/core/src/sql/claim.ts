@@ -58,9 +58,9 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
     const p = new Params(sql.dialect);
     const candidates = sql.candidates(p, { limit: request.limit, columns: 'id' }) + native.lockCandidates;
     void defer({ sql: ids.collect(candidates), params: p.values });
-    const rows = ids.rowsOf(sql.q.table);
-    void defer(sql.claimJoined(rows, request.token));
-    const read = defer(sql.selectJoined(rows));
+    const claimedRows = ids.rowsOf(sql.q.table);
+    void defer(sql.claimJoined(claimedRows, request.token));
+    const read = defer(sql.selectJoined(claimedRows));
     return async () => {
       const { rows } = await read;
       // Every row read was locked by this transaction before its UPDATE, so each is claimed; the status (and
