@@ -6,7 +6,7 @@
 const CORE = '^packages/core/src/';
 
 /** Core's rooms from the bottom up; a room may import itself and the rooms before it, nothing after. */
-const ROOMS = ['protocol', ['store', 'broker'], 'sql', 'queue', 'worker', 'features'];
+const ROOMS = ['protocol', ['store', 'broker'], 'sql', ['queue', 'limits'], 'worker', 'features'];
 
 function roomRules() {
   const rules = [];
@@ -20,19 +20,13 @@ function roomRules() {
         comment: `core's ${room}/ may import ${allowed.join(', ')}: nothing above it (CONTRIBUTING.md, "Core's rooms")`,
         severity: 'error',
         from: { path: `${CORE}${room}/`, pathNot: '\\.test\\.ts$' },
-        to: { path: CORE, pathNot: [`${CORE}(${allowed.join('|')})/`, `${CORE}test/`, ...UPWARD_UNTIL_SEAMS.filter((u) => u.from === room).map((u) => u.to)] },
+        to: { path: CORE, pathNot: [`${CORE}(${allowed.join('|')})/`, `${CORE}test/`] },
       });
     }
     below.push(...rooms);
   }
   return rules;
 }
-
-/**
- * Imports that still point up, each until the seam that removes it exists (issue 42, item 2: features plug
- * into the worker loop instead of the loop importing them). Nothing else may join this list.
- */
-const UPWARD_UNTIL_SEAMS = [{ from: 'worker', to: `${CORE}features/rate-limiter\\.ts$`, until: 'the claim gate seam (the rate budget)' }];
 
 module.exports = {
   forbidden: [

@@ -116,7 +116,7 @@ export {
   MAX_INSTANCES,
   validateInstanceCap,
 } from './features/instance-slots.js';
-export { parseRateLimit, type RateLimit } from './features/rate-limiter.js';
+export { parseRateLimit, type RateLimit } from './limits/rate-budget.js';
 export { MAX_PROGRESS_LENGTH, PROGRESS_INTERVAL_MS } from './worker/progress-writer.js';
 export {
   DEFAULT_COUNT_UP_TO,
@@ -177,18 +177,9 @@ export {
   sideTableName,
   type SideTable,
 } from './sql/side-tables.js';
-export {
-  DEFAULT_POLL_MAX_MS,
-  DEFAULT_POLL_MIN_MS,
-  defaultWorkerId,
-  emptyWorkerCounters,
-  HAND_BACK_DEADLINE_MS,
-  STOP_MARGIN_MS,
-  type StopReport,
-  Worker,
-  type WorkerCounters,
-  type WorkerOptions,
-} from './worker/worker.js';
+export { Worker } from './worker/worker.js';
+export { DEFAULT_POLL_MAX_MS, DEFAULT_POLL_MIN_MS, defaultWorkerId, type WorkerOptions } from './worker/worker-options.js';
+export { emptyWorkerCounters, HAND_BACK_DEADLINE_MS, STOP_MARGIN_MS, type StopReport, type WorkerCounters } from './worker/reports.js';
 export {
   DEFAULT_REDISPATCH_MS,
   DEFAULT_RELAY_BATCH,

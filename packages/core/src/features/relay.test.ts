@@ -5,7 +5,8 @@ import type { Job } from '../worker/handler.js';
 import { Relay, type RelayOptions } from './relay.js';
 import { MemoryBroker } from '../test/memory-broker.js';
 import { JOBS_DDL, SqlJsStore, type SqlJsClaim } from '../test/sqljs-store.js';
-import { Worker, type WorkerOptions } from '../worker/worker.js';
+import { Worker } from '../worker/worker.js';
+import type { WorkerOptions } from '../worker/worker-options.js';
 import { Queue } from '../queue/queue.js';
 import type { Store, StoreCapabilities } from '../store/store.js';
 

@@ -3,7 +3,9 @@ import { SettleDirective, type Job, type JobContext } from './handler.js';
 import type { Queue } from '../queue/queue.js';
 import { backoffDelay } from '../store/retry.js';
 import type { SettleRequest } from './settler.js';
-import type { JobId, Statement } from '../store/store.js';
+import type { JobId, Row, Statement } from '../store/store.js';
+import type { ResolvedTable } from '../protocol/table.js';
+import type { TransitionSql } from '../sql/transition-sql.js';
 import { columnOverflow } from '../protocol/columns.js';
 import type { WorkerOptions, WorkerSettings } from './worker-options.js';
 
@@ -102,6 +104,37 @@ export type Outcome =
 
 /** The outcome of every handler that returned nothing and chose nothing: one object, not one per job. */
 const COMPLETED_WITHOUT_RESULT: Outcome = Object.freeze({ kind: 'complete', result: undefined, stored: null });
+
+/** The job a claimed row is: its payload parsed when it is JSON text, its attempt counted from one. */
+export function jobFromRow(table: ResolvedTable, row: Row): Job {
+  const { columns, id } = table;
+  const attempts = columns.attemptCount ? Number(row[columns.attemptCount] ?? 0) : 0;
+  let payload: unknown;
+  if (columns.payload) {
+    const raw = row[columns.payload];
+    payload = raw;
+    if (typeof raw === 'string') {
+      try {
+        payload = JSON.parse(raw);
+      } catch {
+        payload = raw;
+      }
+    }
+  }
+  return { id: row[id] as JobId, row, attempt: attempts + 1, payload };
+}
+
+/** The guarded UPDATE that settles `flight` with `outcome`. */
+export function settleStatementFor(sql: TransitionSql, flight: InFlight, outcome: Outcome): Statement {
+  const { job, token } = flight;
+  return outcome.kind === 'complete'
+    ? sql.complete(job.id, token, outcome.stored)
+    : outcome.kind === 'abuse'
+      ? sql.abuse(job.id, token, outcome.reason)
+      : outcome.kind === 'giveUp'
+        ? sql.giveUp(job.id, token, outcome.reason)
+        : sql.retry(job.id, token, outcome.reason, outcome.delayMs);
+}
 
 export function abortFlight(flight: InFlight, reason: Error): void {
   flight.abortReason = reason;

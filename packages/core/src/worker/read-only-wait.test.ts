@@ -3,7 +3,8 @@ import { StoreError } from '../protocol/errors.js';
 import { READ_ONLY_CHECK_MAX_MS, ReadOnlyWait } from './read-only-wait.js';
 import type { Statement } from '../store/store.js';
 import { jobsStoreEachTest, type SqlJsStore } from '../test/sqljs-store.js';
-import { Worker, type WorkerOptions } from './worker.js';
+import { Worker } from './worker.js';
+import type { WorkerOptions } from './worker-options.js';
 
 // A read-only database as the worker meets it: writes refused with StoreError ReadOnly (what every adapter
 // maps 1290/1836/1792, 25006 and SQLITE_READONLY to), reads still answered.

@@ -1,5 +1,6 @@
 import { StoreError } from '../protocol/errors.js';
 import { backoffDelay, sleep } from '../store/retry.js';
+import type { RefusedWrites } from './seams.js';
 
 /**
  * How long a worker waits, by default, for a read-only database to take writes again before its run ends.
@@ -34,7 +35,7 @@ export interface ReadOnlyHooks {
  * runs from the first refusal; every check after it is spaced by capped exponential backoff from the poll
  * interval up to READ_ONLY_CHECK_MAX_MS.
  */
-export class ReadOnlyWait {
+export class ReadOnlyWait implements RefusedWrites {
   private since: number | null = null;
   private readonly controller = new AbortController();
 
@@ -46,6 +47,10 @@ export class ReadOnlyWait {
     private readonly random: () => number,
     private readonly hooks: ReadOnlyHooks,
   ) {}
+
+  handles(error: unknown): error is StoreError {
+    return isReadOnlyError(error);
+  }
 
   get waiting(): boolean {
     return this.since !== null;
@@ -108,14 +113,14 @@ export class ReadOnlyWait {
  * Runs `operation` again after each ReadOnly refusal, paced and bounded by `wait`; every other outcome
  * (success, another error, the bound spent) is the operation's. A success ends the wait.
  */
-export async function whileReadOnly<T>(wait: ReadOnlyWait, during: string, operation: () => Promise<T>): Promise<T> {
+export async function whileReadOnly<T>(wait: RefusedWrites, during: string, operation: () => Promise<T>): Promise<T> {
   for (let step = 0; ; step++) {
     try {
       const result = await operation();
       wait.writable();
       return result;
     } catch (error) {
-      if (!isReadOnlyError(error)) throw error;
+      if (!wait.handles(error)) throw error;
       if (!wait.refused(error, during)) throw wait.exhausted(error);
       await wait.pause(step);
     }

@@ -1,6 +1,7 @@
 import { keyOf } from '../sql/claim.js';
 import type { Queue } from '../queue/queue.js';
-import { isReadOnlyError, whileReadOnly, type ReadOnlyWait } from './read-only-wait.js';
+import { whileReadOnly } from './read-only-wait.js';
+import type { RefusedWrites } from './seams.js';
 import { STORE_RETRY, withStoreRetry } from '../store/retry.js';
 import { splitToFit } from '../sql/statement-size.js';
 import type { ExecResult, JobId, Statement } from '../store/store.js';
@@ -32,7 +33,7 @@ export class Settler {
     private readonly maxBatch: number,
     private readonly onRetry: (error: unknown) => void,
     /** A read-only database: settles wait for it (the worker's one wait and bound) instead of failing. */
-    private readonly readOnly: ReadOnlyWait,
+    private readonly readOnly: RefusedWrites,
   ) {}
 
   get idle(): boolean {
@@ -90,7 +91,7 @@ export class Settler {
         this.troubled = true;
         // A database that stayed read-only past the wait refuses every statement alike: trying each on its
         // own would only wait the bound again per row.
-        if (isReadOnlyError(error)) {
+        if (this.readOnly.handles(error)) {
           for (const b of batch) b.failed(error);
           continue;
         }

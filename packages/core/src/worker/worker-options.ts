@@ -7,7 +7,7 @@ import { DEFAULT_READ_ONLY_WAIT_MS } from './read-only-wait.js';
 import { assertDispatchColumns } from '../sql/schema.js';
 import type { Broker } from '../broker/broker.js';
 import type { ClaimStrategy, JobId, Row, Store } from '../store/store.js';
-import type { RateLimit } from '../features/rate-limiter.js';
+import type { RateLimit } from '../limits/rate-budget.js';
 import type { ResolvedTable, TableConfig } from '../protocol/table.js';
 
 /**
@@ -32,7 +32,7 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
   /**
    * At most this many job starts per period across every worker of the table, in every process and host
    * (`{ count: 50, periodMs: 1000 }`, or `'50/s'`, `'300/m'`, `'1000/h'`); every worker of the table should
-   * be given the same. The budget is a row of statusq_rate_limits, on the database's clock (rate-limiter.ts).
+   * be given the same. The budget is a row of statusq_rate_limits, on the database's clock (limits/rate-budget.ts).
    * Default: no limit.
    */
   rateLimit?: RateLimit | string | undefined;

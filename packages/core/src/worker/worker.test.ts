@@ -4,7 +4,8 @@ import type { Handler } from './handler.js';
 import { IDLE_PROBE_WAIT_MS, type JobId, type Statement, type Store, type StoreCapabilities } from '../store/store.js';
 import { jobsStoreEachTest, type SqlJsStore } from '../test/sqljs-store.js';
 import { OPTIONAL_COLUMNS } from '../protocol/table.js';
-import { Worker, type WorkerOptions } from './worker.js';
+import { Worker } from './worker.js';
+import type { WorkerOptions } from './worker-options.js';
 
 // The worker against an in-memory SQLite (sql.js): paths that otherwise only a real server's failures reach.
 

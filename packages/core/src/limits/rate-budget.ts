@@ -16,6 +16,7 @@ import { ConfigError, StoreError } from '../protocol/errors.js';
 import { STORE_RETRY, withStoreRetry } from '../store/retry.js';
 import { RATE_LIMIT_COLUMNS, ensureSideTable, insertSideRow } from '../sql/side-tables.js';
 import type { Store } from '../store/store.js';
+import type { ClaimGate } from './claim-gate.js';
 import { Params } from '../sql/transition-sql.js';
 
 /** At most `count` job starts per `periodMs`, across every worker of the table. */
@@ -158,3 +159,29 @@ export class RateLimiter {
     if (await this.clock.sync()) this.clockSyncedAt = Date.now();
   }
 }
+
+/**
+ * The budget as the worker's claim gate: a claim takes at most the starts granted, and gives back what it did not
+ * use. An idle worker first asks with a read whether a row is due: taking budget is a write, and on SQLite every
+ * write wakes every idle worker's file watch.
+ */
+export class RateBudgetGate implements ClaimGate {
+  constructor(
+    private readonly limiter: RateLimiter,
+    private readonly hasDueRow: () => Promise<boolean>,
+    private readonly giveBackFailed: (error: unknown) => void,
+  ) {}
+
+  async admit(wanted: number, idle: boolean, wait: (ms: number) => Promise<void>): Promise<number | null> {
+    if (idle && !(await this.hasDueRow())) return 0;
+    const grant = await this.limiter.take(wanted);
+    if (grant.tokens > 0) return grant.tokens;
+    await wait(grant.waitMs);
+    return null;
+  }
+
+  async claimed(admitted: number, claimed: number): Promise<void> {
+    if (claimed < admitted) await this.limiter.giveBack(admitted - claimed).catch(this.giveBackFailed);
+  }
+}
+

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../protocol/errors.js';
-import { parseRateLimit, validateRateLimit } from './rate-limiter.js';
+import { parseRateLimit, validateRateLimit } from './rate-budget.js';
 
 describe('parseRateLimit', () => {
   it('reads jobs per second, minute or hour', () => {

@@ -1,0 +1,69 @@
+/**
+ * Which module fills each of the worker loop's seams (seams.ts), chosen from the worker's options. A feature
+ * that plugs into the loop (a limit, a source of claims, a step after settles) adds its module and its line
+ * here; worker.ts does not change.
+ */
+import type { Queue } from '../queue/queue.js';
+import { RateBudgetGate, RateLimiter, parseRateLimit, validateRateLimit, type RateLimit } from '../limits/rate-budget.js';
+import { BrokerClaims } from './broker-claims.js';
+import { ProgressWriter } from './progress-writer.js';
+import { ReadOnlyWait } from './read-only-wait.js';
+import type { ClaimGate } from '../limits/claim-gate.js';
+import type { ProgressSink } from './job-run.js';
+import type { ClaimSource, RefusedWrites, SettleStep } from './seams.js';
+import { TableClaims } from './table-claims.js';
+import type { WorkerEvents } from './events.js';
+import type { WorkerOptions, WorkerSettings } from './worker-options.js';
+
+/** Every seam, filled for one worker. */
+export interface WorkerPlugs {
+  source: ClaimSource;
+  /** Null: every claim takes what the free slots allow. */
+  gate: ClaimGate | null;
+  afterSettle: readonly SettleStep[];
+  progress: ProgressSink;
+  refusedWrites: RefusedWrites;
+}
+
+/** What a plug may tell the worker. */
+export interface PlugHooks {
+  emit<E extends 'error' | 'read-only' | 'writable'>(event: E, payload: WorkerEvents[E]): void;
+  /** Ends the run with `error` (running jobs drain first). */
+  fatal(error: unknown): void;
+}
+
+/** The rate limit option, checked before anything is touched (bad input makes no budget table). */
+export function rateLimitOption(options: WorkerOptions): RateLimit | null {
+  const rate = options.rateLimit;
+  return rate === undefined ? null : typeof rate === 'string' ? parseRateLimit(rate, 'rateLimit') : validateRateLimit(rate);
+}
+
+/** Opens the plugs `options` ask for; `rate` is rateLimitOption's answer. */
+export async function openPlugs(queue: Queue, options: WorkerOptions, settings: WorkerSettings, rate: RateLimit | null, hooks: PlugHooks): Promise<WorkerPlugs> {
+  let claimSequence = 0;
+  const nextToken = () => `${settings.workerId}:${++claimSequence}`;
+  const afterSettle: SettleStep[] = [];
+  let source: ClaimSource;
+  if (options.from) {
+    const broker = new BrokerClaims(queue, options.from, settings.prefetch, nextToken, {
+      error: (error, during) => hooks.emit('error', { error, during }),
+      lost: (error) => hooks.fatal(error),
+    });
+    source = broker;
+    afterSettle.push(broker);
+  } else {
+    source = new TableClaims(queue, { strategy: settings.claimStrategy, agingMs: options.agingMs }, nextToken, (error) => hooks.emit('error', { error, during: 'claim (retrying)' }));
+  }
+  const limiter = rate === null ? null : await RateLimiter.open(queue.store, queue.table.table, rate);
+  const gate = limiter && new RateBudgetGate(limiter, () => queue.hasDueRow(), (error) => hooks.emit('error', { error, during: 'rate limit' }));
+  return {
+    source,
+    gate,
+    afterSettle,
+    progress: new ProgressWriter(queue, (error) => hooks.emit('error', { error, during: 'progress' })),
+    refusedWrites: new ReadOnlyWait(settings.readOnlyWaitMs, settings.pollMaxMs, settings.random, {
+      started: (error, during, waitMs) => hooks.emit('read-only', { error, during, waitMs }),
+      ended: (durationMs) => hooks.emit('writable', { durationMs }),
+    }),
+  };
+}
