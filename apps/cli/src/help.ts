@@ -5,9 +5,9 @@ import { RACE_DEFAULTS } from './doctor/race.js';
 const DB = '  --db URL                    sqlite:PATH, postgres://user:pass@host:port/db or mysql://user:pass@host:port/db\n' +
   '                              (default: $STATUSQ_DATABASE_URL, else $DATABASE_URL)\n' +
   '  --adapter MODULE            the adapter package or file to load (default: by the URL scheme; $STATUSQ_ADAPTER)';
-const LISTEN_DB = '  --listen-db URL             PostgreSQL behind a transaction-mode pooler (PgBouncer pool_mode = transaction),\n' +
-  '                              which loses LISTEN: a URL straight to the server for the listening connection\n' +
-  '                              alone; claims and settles keep going through --db\n' +
+const LISTEN_DB = '  --listen-db URL             a store that listens for new rows, behind a transaction-mode pooler that loses the\n' +
+  '                              listening session (PgBouncer pool_mode = transaction): a URL straight to the server\n' +
+  '                              for the listening connection alone; claims and settles keep going through --db\n' +
   '                              (default: $STATUSQ_LISTEN_DATABASE_URL, else --db)';
 const PROGRESS = '  --progress auto|on|off      a live status line on stderr (default auto: on when stderr is a terminal and CI is\n' +
   '                              not set; on without a terminal: a plain line every second)';
@@ -88,9 +88,9 @@ ${COLUMNS}
   --retry-delay DURATION      first backoff step, doubling, with next_attempt_at (default 1s)
   --lease DURATION            a claim's lease, with claimed_at (default 5m)
   --aging DURATION            rows older than this are claimed first, oldest first (default off)
-  --poll-max DURATION         longest an idle worker waits between claims (default 1s, at least 10ms); PostgreSQL
-                              (with init's triggers) and SQLite wake it at once when rows arrive, MySQL has no wake-up;
-                              where a probe finds LISTEN/NOTIFY lost (a pooler), a warn line says so and it polls
+  --poll-max DURATION         longest an idle worker waits between claims (default 1s, at least 10ms); a store that
+                              wakes idle workers when rows arrive (doctor's claim line says which) ends the wait at
+                              once; where a probe finds that wake-up lost (a pooler), a warn line says so and it polls
   --claim-strategy S          native (default) or conditional-update
   --stop-timeout DURATION     how long a stop waits for running jobs before handing them back (default 30s)
   --job-timeout DURATION      abort and fail an attempt running longer (default none)
@@ -139,8 +139,8 @@ ${DB}
   --batch N                   most rows published per pass (default 256)
   --redispatch-after D        a row published this long ago and still not claimed is published again (a message
                               the broker lost); keep it above the longest backlog wait (default 5m)
-  --poll-max DURATION         longest wait between passes that found nothing, where the database cannot wake
-                              the relay (MySQL; PostgreSQL and SQLite wake it on insert) (default 1s)
+  --poll-max DURATION         longest wait between passes that found nothing, where the store cannot wake the
+                              relay on insert (doctor's claim line says which) (default 1s)
   --exit-when-empty           stop once no row is pending or processing (a lost claim comes back to publish)
 ${COLUMNS}
   --log-level L               error, warn, info (default) or debug (a line per batch)

@@ -13,7 +13,7 @@ const thousands = (n: number) => n.toLocaleString('en-US');
 /** Which values are estimates; the README's Metrics section says the same. */
 const QUEUE_ROWS_HELP =
   `Rows of the table by status, read every ${QUEUE_ROWS_INTERVAL_MS / 1000} s. pending and processing are exact up to ${thousands(DEFAULT_COUNT_UP_TO)} each; ` +
-  `on a table past ${thousands(DEFAULT_EXACT_BELOW_ROWS)} rows done, abuse, failed and other are the planner's estimates (PostgreSQL, MySQL/MariaDB) unless an index serves their count.`;
+  `on a table past ${thousands(DEFAULT_EXACT_BELOW_ROWS)} rows done, abuse, failed and other are the planner's estimates where the store can read them, unless an index serves their count.`;
 /** How long /readyz waits for the database before it answers 503. */
 export const READY_DEADLINE_MS = 2_000;
 /** How often a worker process under `--processes` sends its registry to the launcher. */

@@ -139,7 +139,7 @@ export function raceCheck(race: RaceReport, failure: string | null, skipped: str
       name: 'race',
       status: 'warn',
       detail: `not run: the scratch table ${race.table} could not be created (${skipped})`,
-      fix: 'grant this URL\'s user CREATE on the schema (PostgreSQL 15+: not granted on public by default), or skip the race with --race-jobs 0',
+      fix: 'grant this URL\'s user CREATE on the schema (some servers do not grant it on the default schema), or skip the race with --race-jobs 0',
     };
   }
   const { left } = race;

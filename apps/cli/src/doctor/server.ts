@@ -64,7 +64,7 @@ function claimCheck(store: Store, server: ServerReport): Check {
     return {
       name: 'claim',
       status: 'warn',
-      detail: `no native claim on this server: workers run the portable conditional update, one UPDATE per candidate, which loses most candidates under contention (measured on PostgreSQL: 74% with 8 workers, 90% with 32); ${wakeUps}`,
+      detail: `no native claim on this server: workers run the portable conditional update, one UPDATE per candidate, which loses most candidates under contention (measured: 74% with 8 workers, 90% with 32); ${wakeUps}`,
       fix: 'a server version with SELECT ... FOR UPDATE SKIP LOCKED (see the adapter\'s README)',
     };
   }
