@@ -12,7 +12,7 @@ import { cpus, totalmem } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { ClaimStrategy } from '@statusq/core';
+import type { ClaimStrategy } from '@statusq/core/tools';
 import { DIALECTS, openBenchDatabase, type Dialect } from './databases.js';
 import { OBSERVABILITY_VARIANTS, type BenchRecord, type ObservabilityVariant } from './records.js';
 import { observability } from './observability.js';

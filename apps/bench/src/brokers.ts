@@ -4,7 +4,8 @@
  * delete a queue (or stream) the run made.
  */
 import { randomBytes } from 'node:crypto';
-import { connectBroker, type Broker } from '@statusq/core';
+import { connectBroker } from '@statusq/core';
+import type { Broker } from '@statusq/core/tools';
 
 export interface BenchBroker {
   /** As it appears in variant names: `relay, rabbitmq`. */

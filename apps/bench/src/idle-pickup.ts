@@ -17,7 +17,7 @@
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import type { Store } from '@statusq/core';
-import { sleep } from '@statusq/core/adapter';
+import { sleep } from '@statusq/core/tools';
 import { measureCpu } from './cpu.js';
 import { exited, onMessage } from './statusq-runs.js';
 import type { BenchDatabase, Dialect } from './databases.js';

@@ -1,5 +1,5 @@
 /** What every bench run, statusq's and the peers' alike, may connect to and how many connections it may hold. */
-import { redactUrl } from '@statusq/core';
+import { redactUrl } from '@statusq/core/tools';
 
 /**
  * Connections all of one run's workers may hold together. PostgreSQL here allows 100 and other suites may

@@ -2,7 +2,8 @@
  * The six scenarios of the benchmark (issue 6), each bounded in rows and time. A `Plan` holds their sizes;
  * `--quick` (CI) shrinks every one, to one size where each size runs the same code, so the set only proves it runs.
  */
-import { Queue, Relay, pruneRows, type Broker, type ClaimStrategy, type Worker, type WorkerCounters } from '@statusq/core';
+import { Queue, Relay, pruneRows, type Worker, type WorkerCounters } from '@statusq/core';
+import type { Broker, ClaimStrategy } from '@statusq/core/tools';
 import { openBenchDatabase, openBenchDatabaseAt, postgresBenchUrl, type BenchDatabase, type Dialect } from './databases.js';
 import { startLocalPostgres } from './scale/db-host.js';
 import type { Peer } from './peer-contract.js';

@@ -4,8 +4,8 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { OPTIONAL_COLUMNS, Queue, Relay, Worker, emptyWorkerCounters, type Broker, type ClaimStrategy, type Handler, type OptionalColumn, type Store, type WorkerCounters } from '@statusq/core';
-import { sleep } from '@statusq/core/adapter';
+import { Queue, Relay, Worker, type Handler, type Store, type WorkerCounters } from '@statusq/core';
+import { OPTIONAL_COLUMNS, emptyWorkerCounters, type Broker, type ClaimStrategy, type OptionalColumn, sleep } from '@statusq/core/tools';
 import { openBroker, type BrokerTarget } from './brokers.js';
 import { measureCpu, type CpuShare } from './cpu.js';
 import type { BenchDatabase, ConnectionOptions, Dialect } from './databases.js';

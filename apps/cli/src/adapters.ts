@@ -1,4 +1,5 @@
-import { connect, type ConnectOptions, type Store } from '@statusq/core';
+import { connect, type Store } from '@statusq/core';
+import type { ConnectOptions } from '@statusq/core/tools';
 
 /** Names the adapter module explicitly; inherited by the worker processes of `work --processes`. */
 export const ADAPTER_VARIABLE = 'STATUSQ_ADAPTER';

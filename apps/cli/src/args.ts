@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { ConfigError, assertAdapterInstalled, assertBrokerInstalled, parseDuration, type TableConfig } from '@statusq/core';
+import { ConfigError, type TableConfig } from '@statusq/core';
+import { assertAdapterInstalled, assertBrokerInstalled, parseDuration } from '@statusq/core/tools';
 import { ADAPTER_VARIABLE } from './adapters.js';
 
 /** The flags each command accepts; anything else is a usage error (exit 2). */

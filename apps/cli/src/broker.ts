@@ -1,4 +1,5 @@
-import { Queue, assertDispatchColumns, connectBroker, deadLetterFor, type Broker, type GivenUpRow, type Store, type TableConfig } from '@statusq/core';
+import { Queue, connectBroker, type Store, type TableConfig } from '@statusq/core';
+import { assertDispatchColumns, deadLetterFor, type Broker, type GivenUpRow } from '@statusq/core/tools';
 import { errorFields, type Logger } from './log.js';
 
 /** How long start-up waits for the broker before exit 1. */

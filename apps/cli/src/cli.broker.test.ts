@@ -10,7 +10,7 @@ import { createDatabase, dropDatabase, mysqlUnavailable } from '@statusq/adapter
 import { createTestDatabase, dropTestDatabase, postgresUnavailable } from '@statusq/adapter-postgres/testing';
 import { RABBITMQ_TEST_URL, deleteQueues, rabbitmqUnavailable, readDeadLetters as readRabbitDeadLetters } from '@statusq/broker-rabbitmq/testing';
 import { NATS_TEST_URL, deleteQueueStreams, natsUnavailable, readDeadLetters as readNatsDeadLetters } from '@statusq/broker-nats/testing';
-import type { DeadLetter } from '@statusq/core';
+import type { DeadLetter } from '@statusq/core/tools';
 import { launchCli, logLines, parseStats, runCliInProcess, until, writeFixture } from './test/cli-harness.js';
 import { mysqlCliTarget, postgresCliTarget } from './test/cli-targets.js';
 import { dialectSelected } from '../../../scripts/test-tiers.mjs';

@@ -1,5 +1,5 @@
 // What `statusq doctor` found, as one object (`--json`) and as the text an operator reads.
-import type { StoreCapabilities } from '@statusq/core';
+import type { StoreCapabilities } from '@statusq/core/tools';
 
 export type Verdict = 'pass' | 'warn' | 'fail';
 

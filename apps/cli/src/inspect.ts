@@ -1,6 +1,7 @@
 // `statusq inspect`: what the queue holds, row by row, without writing SQL. Core picks and orders the rows
 // (Queue.inspect, Queue.inspectIds); this file only prints them, as a table or as JSON.
-import { ConfigError, Queue, resolveInspectOptions, statusName, validateTableConfig, type InspectStatus, type ResolvedTable, type Row } from '@statusq/core';
+import { ConfigError, Queue, statusName, type Row } from '@statusq/core';
+import { resolveInspectOptions, validateTableConfig, type InspectStatus, type ResolvedTable } from '@statusq/core/tools';
 import { optionalInteger, optionalString, tableConfig, type Flags } from './args.js';
 import { parseId, withStore, type Io } from './with-store.js';
 import { toJson } from './json.js';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { BrokerError, StatusqError, StoreError } from '@statusq/core';
-import { secretScrubber, urlSecrets } from '@statusq/core/adapter';
+import { StatusqError, StoreError } from '@statusq/core';
+import { BrokerError, secretScrubber, urlSecrets } from '@statusq/core/tools';
 import { COMMAND_FLAGS, DATABASE_URL_VARIABLES, LISTEN_DATABASE_URL_VARIABLE, RELAY_TO_VARIABLE, WORK_FROM_VARIABLE, parseCommandLine, type Command, type Flags } from './args.js';
 import { oneLine } from './text.js';
 import type { Io } from './with-store.js';

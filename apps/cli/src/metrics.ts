@@ -2,8 +2,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
-import { ConfigError, DEFAULT_COUNT_UP_TO, DEFAULT_EXACT_BELOW_ROWS, type Job, type MonitoringCounts, type Worker } from '@statusq/core';
-import { raceDeadline } from '@statusq/core/adapter';
+import { ConfigError, type Job, type Worker } from '@statusq/core';
+import { DEFAULT_COUNT_UP_TO, DEFAULT_EXACT_BELOW_ROWS, type MonitoringCounts, raceDeadline } from '@statusq/core/tools';
 import type { MetricsSettings } from './args.js';
 import { errorFields, type Logger } from './log.js';
 

@@ -1,7 +1,7 @@
 // What several commands share (the store, the broker, the log, the flags they read alike): a command imports
 // these from here, never from another command.
-import { ConfigError, type Broker, type ConnectOptions, type JobId, type MigrateReport, type Order, type Store, type StoreWarning, type TableConfig } from '@statusq/core';
-import type { ColumnInfo } from '@statusq/core/adapter';
+import { ConfigError, type JobId, type MigrateReport, type Order, type Store, type TableConfig } from '@statusq/core';
+import type { Broker, ConnectOptions, StoreWarning, ColumnInfo } from '@statusq/core/tools';
 import { adapterOf, databaseUrl, optionalString, type Command, type Flags } from './args.js';
 import { openStore } from './adapters.js';
 import { createLogger, type LogDestination, type Logger, type LogSettings } from './log.js';

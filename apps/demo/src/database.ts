@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { connect, type SqliteStore } from '@statusq/adapter-sqlite';
 import { sqliteFixtures } from '@statusq/adapter-sqlite/testing';
 import { migrateTable, type MigrateReport, type Store } from '@statusq/core';
-import { type Statement } from '@statusq/core/adapter';
+import type { Statement } from '@statusq/core/tools';
 import type { RowKind, TableARow } from '@statusq/test-fixtures';
 
 /** The seed's application table. */

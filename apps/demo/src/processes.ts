@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { emptyWorkerCounters, type WorkerCounters } from '@statusq/core';
+import type { WorkerCounters } from '@statusq/core';
+import { emptyWorkerCounters } from '@statusq/core/tools';
 import { handlerPath } from '@statusq/test-fixtures';
 import { Ledger } from './ledger.js';
 

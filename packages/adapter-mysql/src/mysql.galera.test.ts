@@ -8,7 +8,8 @@
 import { existsSync } from 'node:fs';
 import { freePort } from '@statusq/test-fixtures';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Queue, StoreError, initTable, type StoreWarning } from '@statusq/core';
+import { Queue, StoreError, initTable } from '@statusq/core';
+import type { StoreWarning } from '@statusq/core/adapter';
 import mysql from 'mysql2/promise';
 import { connect, type MysqlStore } from './index.js';
 import { mysqlSuite } from './test/mysql-test-db.js';

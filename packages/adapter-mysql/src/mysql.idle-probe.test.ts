@@ -4,7 +4,8 @@
  */
 import mysql from 'mysql2/promise';
 import { expect, it } from 'vitest';
-import { ConfigError, Queue, initTable, pendingIndexName, type Store } from '@statusq/core';
+import { ConfigError, Queue, initTable, type Store } from '@statusq/core';
+import { pendingIndexName } from '@statusq/core/adapter';
 import { waitFor, withDeadline } from '@statusq/conformance';
 import { connect, type MysqlStore } from './index.js';
 import { DEFAULT_IDLE_PROBE_MS, MysqlIdleProbe, ROUND_MS, idleProbeSetup } from './mysql-idle-probe.js';

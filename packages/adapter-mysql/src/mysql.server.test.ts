@@ -5,7 +5,8 @@
  */
 import { expect, it } from 'vitest';
 import mysql from 'mysql2/promise';
-import { Queue, Relay, StoreError, dispatchIndexName, initTable, pendingIndexName, type Broker, type StoreWarning } from '@statusq/core';
+import { Queue, Relay, StoreError, initTable } from '@statusq/core';
+import { dispatchIndexName, pendingIndexName, type Broker, type StoreWarning } from '@statusq/core/adapter';
 import { CLAIM_CLOCK, TransitionSql, candidateStatements, type Statement, type StatementRunner, type Store } from '@statusq/core/adapter';
 import { Ledger, waitFor, withDeadline } from '@statusq/conformance';
 import { connect, optionsFromUrl, type MysqlStore } from './index.js';

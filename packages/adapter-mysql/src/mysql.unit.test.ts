@@ -1,6 +1,7 @@
 // Pure functions of the adapter: no server needed.
 import { describe, expect, it } from 'vitest';
-import { StoreError, type StoreWarning } from '@statusq/core';
+import { StoreError } from '@statusq/core';
+import type { StoreWarning } from '@statusq/core/adapter';
 import type { ResolvedTable, Statement, StatementRunner } from '@statusq/core/adapter';
 import { MysqlClaimGate, probeClaimGate } from './mysql-claim-gate.js';
 import { planBinlog, type BinlogPlanInput } from './mysql-binlog.js';

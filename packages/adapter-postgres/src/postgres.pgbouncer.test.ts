@@ -6,7 +6,8 @@
  * PgBouncer skips the file (fails with STATUSQ_REQUIRE_DATABASES=1).
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, Queue, Worker, initTable, type ServerCheck, type Store, type StoreWarning } from '@statusq/core';
+import { ConfigError, Queue, Worker, initTable, type Store } from '@statusq/core';
+import type { ServerCheck, StoreWarning } from '@statusq/core/adapter';
 import { Ledger, PrivateServer, deferred, waitFor, withDeadline } from '@statusq/conformance';
 import { connect, type PostgresStore, type PostgresStoreOptions } from './index.js';
 import { NOTIFY_PROBE_TIMEOUT_MS } from './postgres-listener.js';

@@ -6,7 +6,8 @@
  */
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, Queue, StoreError, Worker, initTable, migrateTable, pendingIndexName, type Store } from '@statusq/core';
+import { ConfigError, Queue, StoreError, Worker, initTable, migrateTable, type Store } from '@statusq/core';
+import { pendingIndexName } from '@statusq/core/adapter';
 import { oneStatementClaim } from '@statusq/core/adapter';
 import { Ledger, deferred, withDeadline, waitFor } from '@statusq/conformance';
 import { connect, notifyChannel, postgresNativeClaim, toStoreError, type PostgresStore, type PostgresStoreOptions } from './index.js';

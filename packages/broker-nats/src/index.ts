@@ -2,7 +2,7 @@
  * `@statusq/broker-nats`: statusq's dispatch over NATS JetStream. core's connectBroker() loads it for
  * nats:// URLs; an application may also call connectBroker here directly.
  */
-import type { BrokerModule } from '@statusq/core';
+import type { BrokerModule } from '@statusq/core/adapter';
 import { connectBroker } from './nats-broker.js';
 
 export const schemes = ['nats'] as const;

@@ -1,18 +1,7 @@
 import { jetstream, jetstreamManager, type Consumer, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type JsMsg } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import {
-  BrokerError,
-  ConfigError,
-  decodeDispatch,
-  encodeDeadLetter,
-  encodeDispatch,
-  type Broker,
-  type BrokerConnectOptions,
-  type ConsumeOptions,
-  type DeadLetter,
-  type DispatchMessage,
-  type Subscription,
-} from '@statusq/core';
+import { ConfigError } from '@statusq/core';
+import { BrokerError, decodeDispatch, encodeDeadLetter, encodeDispatch, type Broker, type BrokerConnectOptions, type ConsumeOptions, type DeadLetter, type DispatchMessage, type Subscription } from '@statusq/core/adapter';
 import { sleep } from '@statusq/core/adapter';
 import { openConnection, parseNatsUrl, type NatsTarget } from './nats-connection.js';
 import { isAuthError, isJetStreamDisabled, isNoResponders, isNotFound, isTimeout, messageOf, toBrokerError, toSetupError } from './nats-errors.js';

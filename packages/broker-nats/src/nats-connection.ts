@@ -1,5 +1,6 @@
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { BrokerError, ConfigError, redactUrl } from '@statusq/core';
+import { ConfigError } from '@statusq/core';
+import { BrokerError, redactUrl } from '@statusq/core/adapter';
 import { sleep } from '@statusq/core/adapter';
 import { isAuthError, messageOf } from './nats-errors.js';
 

@@ -1,4 +1,4 @@
-import { BrokerError, type BrokerErrorKind } from '@statusq/core';
+import { BrokerError, type BrokerErrorKind } from '@statusq/core/adapter';
 
 /**
  * nats.js errors are told apart by class name rather than `instanceof`: an application may end up with two

@@ -1,6 +1,6 @@
 import { AckPolicy, DeliverPolicy, RetentionPolicy, StorageType, type ConsumerConfig, type ConsumerInfo, type JetStreamManager, type StreamInfo } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
-import { BrokerError } from '@statusq/core';
+import { BrokerError } from '@statusq/core/adapter';
 import { isNotFound, toSetupError } from './nats-errors.js';
 import type { NatsLayout } from './nats-layout.js';
 

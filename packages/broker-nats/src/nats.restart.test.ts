@@ -4,7 +4,7 @@
  * its own server and disposes of it (store directory included), and closes its brokers.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { BrokerError, type Broker, type DispatchMessage } from '@statusq/core';
+import { BrokerError, type Broker, type DispatchMessage } from '@statusq/core/adapter';
 import { PrivateNats, databasesRequired, privateNatsUnavailable } from './testing.js';
 import { Brokers, Recorder, jobs, timed, waitFor } from './test/harness.js';
 

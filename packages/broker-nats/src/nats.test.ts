@@ -7,7 +7,8 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { BrokerError, ConfigError, connectBroker as coreConnectBroker, encodeDeadLetter, type BrokerModule } from '@statusq/core';
+import { ConfigError, connectBroker as coreConnectBroker } from '@statusq/core';
+import { BrokerError, encodeDeadLetter, type BrokerModule } from '@statusq/core/adapter';
 import * as natsBroker from './index.js';
 import { CONSUMER_NAME, connectBroker, natsLayout } from './index.js';
 import { DEFAULT_NATS_PORT, openConnection, parseNatsUrl } from './nats-connection.js';

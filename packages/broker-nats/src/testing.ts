@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { redactUrl, type DeadLetter } from '@statusq/core';
+import { redactUrl, type DeadLetter } from '@statusq/core/adapter';
 import { freePort } from '@statusq/test-fixtures';
 import { openConnection, parseNatsUrl } from './nats-connection.js';
 import { isNotFound, messageOf } from './nats-errors.js';

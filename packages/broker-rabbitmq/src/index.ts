@@ -3,7 +3,7 @@
  * table (`statusq.<table>`, or the queue option) and its dead-letter queue `<queue>.dead`; persistent
  * messages with publisher confirms, manual acks, and a client that reconnects by itself.
  */
-import type { Broker } from '@statusq/core';
+import type { Broker } from '@statusq/core/adapter';
 import { connectRabbitMQ } from './rabbitmq-broker.js';
 import type { RabbitMQConnectOptions } from './rabbitmq-options.js';
 

@@ -1,18 +1,6 @@
 import amqp, { type Channel, type ChannelModel, type ConfirmChannel, type ConsumeMessage, type Options } from 'amqplib';
-import {
-  BrokerError,
-  ConfigError,
-  decodeDispatch,
-  encodeDeadLetter,
-  encodeDispatch,
-  redactUrl,
-  type Broker,
-  type ConsumeOptions,
-  type DeadLetter,
-  type Delivery,
-  type DispatchMessage,
-  type Subscription,
-} from '@statusq/core';
+import { ConfigError } from '@statusq/core';
+import { BrokerError, decodeDispatch, encodeDeadLetter, encodeDispatch, redactUrl, type Broker, type ConsumeOptions, type DeadLetter, type Delivery, type DispatchMessage, type Subscription } from '@statusq/core/adapter';
 import { raceDeadline } from '@statusq/core/adapter';
 import { connectionLost, isRefusal, messageOf, nativeCodeOf, replyCode } from './rabbitmq-errors.js';
 import { DEFAULTS, connectionFromUrl, durationOption, type RabbitMQConnectOptions } from './rabbitmq-options.js';

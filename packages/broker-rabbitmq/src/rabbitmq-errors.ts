@@ -1,4 +1,4 @@
-import { BrokerError } from '@statusq/core';
+import { BrokerError } from '@statusq/core/adapter';
 
 /**
  * The AMQP reply code an amqplib error carries: `code` on a channel or connection the server closed, or

@@ -1,6 +1,7 @@
 import type { ConnectionOptions as TlsOptions } from 'node:tls';
 import type { Options } from 'amqplib';
-import { ConfigError, redactUrl, type BrokerConnectOptions } from '@statusq/core';
+import { ConfigError } from '@statusq/core';
+import { redactUrl, type BrokerConnectOptions } from '@statusq/core/adapter';
 import { parseServerUrl } from '@statusq/core/adapter';
 
 export interface RabbitMQConnectOptions extends BrokerConnectOptions {

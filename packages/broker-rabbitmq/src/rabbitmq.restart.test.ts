@@ -5,7 +5,7 @@
  * STATUSQ_REQUIRE_DATABASES=1 (the shared server stands for "RabbitMQ is installed and runs here").
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BrokerError, type Broker, type DispatchMessage } from '@statusq/core';
+import { BrokerError, type Broker, type DispatchMessage } from '@statusq/core/adapter';
 import { connectBroker, type RabbitMQConnectOptions } from './index.js';
 import { PrivateRabbitMQ, databasesRequired, deleteQueues, rabbitmqUnavailable, uniqueQueueName } from './testing.js';
 import { waitFor } from '@statusq/test-fixtures';

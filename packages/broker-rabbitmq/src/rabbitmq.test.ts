@@ -6,7 +6,8 @@
 import { spawn } from 'node:child_process';
 import amqp from 'amqplib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BrokerError, ConfigError, connectBroker as coreConnectBroker, type Broker, type DispatchMessage } from '@statusq/core';
+import { ConfigError, connectBroker as coreConnectBroker } from '@statusq/core';
+import { BrokerError, type Broker, type DispatchMessage } from '@statusq/core/adapter';
 import * as rabbitmq from './index.js';
 import { connectBroker, schemes, type RabbitMQConnectOptions } from './index.js';
 import { RABBITMQ_TEST_URL, databasesRequired, deleteQueues, rabbitmqUnavailable, uniqueQueueName } from './testing.js';

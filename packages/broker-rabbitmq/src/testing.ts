@@ -10,7 +10,7 @@ import { freePort } from '@statusq/test-fixtures';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import amqp from 'amqplib';
-import { redactUrl, type DeadLetter } from '@statusq/core';
+import { redactUrl, type DeadLetter } from '@statusq/core/adapter';
 
 /** The shared RabbitMQ the tests use: STATUSQ_TEST_AMQP_URL, default the local guest account. */
 export const RABBITMQ_TEST_URL = process.env.STATUSQ_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';

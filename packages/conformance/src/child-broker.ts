@@ -1,6 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import { isAbsolute } from 'node:path';
-import { connectBroker, type Broker, type BrokerModule, type TableConfig } from '@statusq/core';
+import { connectBroker, type TableConfig } from '@statusq/core';
+import type { Broker, BrokerModule } from '@statusq/core/adapter';
 
 /** A broker a child process connects to itself: the package's built module, the URL and the queue. */
 export interface ChildBroker {

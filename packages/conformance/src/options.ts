@@ -1,4 +1,5 @@
-import type { ClaimStrategy, SqlValue, Store, WorkerCounters } from '@statusq/core';
+import type { Store, WorkerCounters } from '@statusq/core';
+import type { ClaimStrategy, SqlValue } from '@statusq/core/adapter';
 import type { FixtureTables, QueryPlans } from './fixtures.js';
 import type { ProxyAddress } from './tcp-proxy.js';
 

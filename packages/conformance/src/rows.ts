@@ -1,5 +1,6 @@
 /** Reading a queue table back: rows, statuses, times, counts, and a ledger of handler executions. */
-import { Queue, besideTableName, type Job, type Row, type SqlValue, type StatusCounts, type Store, type TableConfig } from '@statusq/core';
+import { Queue, type Job, type Row, type StatusCounts, type Store, type TableConfig } from '@statusq/core';
+import { besideTableName, type SqlValue } from '@statusq/core/adapter';
 
 /** A job id as a map key; drivers may hand back bigint ids as numbers, bigints or strings. */
 export function idKey(id: unknown): string {

@@ -2,7 +2,8 @@
  * Building the two kinds of queue table the suite runs on: the seed's application table `table_a` (in the
  * adapter's fixture DDL, optionally migrated) and a statusq-managed table (initTable).
  */
-import { Queue, initTable, migrateTable, type ColumnGroup, type SqlValue, type Store } from '@statusq/core';
+import { Queue, initTable, migrateTable, type Store } from '@statusq/core';
+import type { ColumnGroup, SqlValue } from '@statusq/core/adapter';
 import { formatUtcTime, type TableARow } from '@statusq/test-fixtures';
 import type { CheckedTable, FixtureTables, QueryPlans } from './fixtures.js';
 import { placeholders } from './rows.js';

@@ -1,5 +1,6 @@
 /** Waiting without sleeping in place of synchronisation: deadlines, deferreds, worker events, bounded polls. */
-import type { Worker, WorkerEventName, WorkerEvents } from '@statusq/core';
+import type { Worker, WorkerEvents } from '@statusq/core';
+import type { WorkerEventName } from '@statusq/core/tools';
 
 // The bounded poll is test-fixtures' (one copy for every harness); the suite's users get it from here too.
 export { waitFor } from '@statusq/test-fixtures';

@@ -164,3 +164,8 @@ export {
   runInOrder,
   withPooledConnection,
 } from './store/pooled-connection.js';
+// The broker contract and its message codec (a broker package), and the names of the tables and indexes statusq
+// makes (an adapter's checks and tests).
+export { besideTableName, type ColumnGroup, dispatchIndexName, hasIndex, keyIndexName, pendingIndexName, priorityIndexName } from './sql/schema.js';
+export { type Broker, type BrokerConnectOptions, BrokerError, type BrokerErrorKind, type BrokerModule, type ConsumeOptions, type DeadLetter, decodeDispatch, type Delivery, type DispatchMessage, encodeDeadLetter, encodeDispatch, type MalformedDelivery, type Subscription } from './broker/broker.js';
+export { ensureSideTable } from './sql/side-tables.js';

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, statSync, writeFileSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { emptyWorkerCounters } from '@statusq/core';
+import { emptyWorkerCounters } from '@statusq/core/tools';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readLedgers, verifyLedger, type Execution, type FinalRow } from './ledger-check.js';
 import type { ProcessCounters } from './worker-hosts.js';

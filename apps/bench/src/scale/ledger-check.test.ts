@@ -1,4 +1,4 @@
-import { emptyWorkerCounters } from '@statusq/core';
+import { emptyWorkerCounters } from '@statusq/core/tools';
 import { describe, expect, it } from 'vitest';
 import { verifyLedger, type Execution, type FinalRow } from './ledger-check.js';
 import type { ProcessCounters } from './worker-hosts.js';

@@ -6,7 +6,8 @@
 import { type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { emptyWorkerCounters, type WorkerCounters } from '@statusq/core';
+import type { WorkerCounters } from '@statusq/core';
+import { emptyWorkerCounters } from '@statusq/core/tools';
 import type { Topology } from './topology.js';
 
 const CLI = fileURLToPath(import.meta.resolve('statusq/bin'));

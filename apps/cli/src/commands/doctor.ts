@@ -1,7 +1,8 @@
 // `statusq doctor`: what an operator checks before going live. The order of the checks, their verdicts and
 // the report are decided here and in ../doctor/ once; what differs per database comes from the store
 // (Store.inspection, Store.schema, its capabilities and native claim), never from the dialect's name.
-import { ConfigError, EXIT, StoreError, redactUrl, validateTableConfig } from '@statusq/core';
+import { ConfigError, StoreError } from '@statusq/core';
+import { EXIT, redactUrl, validateTableConfig } from '@statusq/core/tools';
 import { adapterOf, databaseUrl, listenDatabaseUrl, optionalInteger, tableConfig, type Flags } from '../args.js';
 import { openStore } from '../adapters.js';
 import { commandLine } from '../doctor/command-line.js';

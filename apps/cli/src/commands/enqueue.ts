@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { isUtf8 } from 'node:buffer';
-import { ConfigError, DELAY_LIMIT, Queue, parseDuration, parseRunAt, validateTableConfig, type Broker, type EnqueueOptions, type EnqueueOutcome, type Store } from '@statusq/core';
+import { ConfigError, Queue, type EnqueueOptions, type EnqueueOutcome, type Store } from '@statusq/core';
+import { DELAY_LIMIT, parseDuration, parseRunAt, validateTableConfig, type Broker } from '@statusq/core/tools';
 import { ENQUEUE_TO_VARIABLE, brokerQueueName, brokerUrl, optionalInteger, optionalString, tableConfig, type Flags } from '../args.js';
 import { errorFields } from '../log.js';
 import { enqueueProgress, type EnqueueProgress } from '../progress/enqueue.js';

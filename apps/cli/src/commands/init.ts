@@ -1,5 +1,5 @@
-import { initTable, parseColumnGroups } from '@statusq/core';
-import { validateTableName } from '@statusq/core/adapter';
+import { initTable } from '@statusq/core';
+import { parseColumnGroups, validateTableName } from '@statusq/core/tools';
 import { optionalString, type Flags } from '../args.js';
 import { describeAdditions, hasAdditions, orderFlag, withStore, type Io } from '../with-store.js';
 

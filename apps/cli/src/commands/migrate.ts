@@ -1,5 +1,5 @@
-import { ConfigError, migrateTable, parseColumnGroups } from '@statusq/core';
-import { validateTableName } from '@statusq/core/adapter';
+import { ConfigError, migrateTable } from '@statusq/core';
+import { parseColumnGroups, validateTableName } from '@statusq/core/tools';
 import { optionalString, required, type Flags } from '../args.js';
 import { describeAdditions, hasAdditions, orderFlag, withStore, type Io } from '../with-store.js';
 

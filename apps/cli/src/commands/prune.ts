@@ -1,4 +1,5 @@
-import { DELAY_LIMIT, EXIT, Queue, parseDuration, pruneRows, validateTableConfig, type StatusName } from '@statusq/core';
+import { Queue, pruneRows, type StatusName } from '@statusq/core';
+import { DELAY_LIMIT, EXIT, parseDuration, validateTableConfig } from '@statusq/core/tools';
 import { optionalDuration, optionalInteger, optionalString, required, tableConfig, type Flags } from '../args.js';
 import { withStore, type Io } from '../with-store.js';
 

@@ -1,4 +1,5 @@
-import { ConfigError, Relay, formatDuration, validateTableConfig } from '@statusq/core';
+import { ConfigError, Relay } from '@statusq/core';
+import { formatDuration, validateTableConfig } from '@statusq/core/tools';
 import { RELAY_TO_VARIABLE, brokerQueueName, brokerUrl, metricsSettings, optionalDuration, optionalInteger, tableConfig, type Flags, type MetricsSettings } from '../args.js';
 import { openBroker } from '../broker.js';
 import { errorFields, logSettings, type Logger } from '../log.js';

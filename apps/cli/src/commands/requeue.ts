@@ -1,4 +1,5 @@
-import { ConfigError, Queue, REQUEUE_SOURCES, formatDuration, isStatusName, requeueCause, validateTableConfig } from '@statusq/core';
+import { ConfigError, Queue } from '@statusq/core';
+import { REQUEUE_SOURCES, formatDuration, isStatusName, requeueCause, validateTableConfig } from '@statusq/core/tools';
 import { optionalDuration, required, tableConfig, type Flags } from '../args.js';
 import { parseId, withStore, type Io } from '../with-store.js';
 

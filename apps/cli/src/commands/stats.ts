@@ -1,4 +1,5 @@
-import { Queue, validateTableConfig, type StatusCounts } from '@statusq/core';
+import { Queue, type StatusCounts } from '@statusq/core';
+import { validateTableConfig } from '@statusq/core/tools';
 import { tableConfig, type Flags } from '../args.js';
 import { withStore, type Io } from '../with-store.js';
 

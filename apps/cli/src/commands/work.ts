@@ -1,4 +1,5 @@
-import { ConfigError, DEFAULT_POLL_MIN_MS, EXIT, STOP_MARGIN_MS, Worker, loadHandler, parseRateLimit, validateProcessCount, validateTableConfig, type ClaimStrategy, type InstanceSlot, type Store } from '@statusq/core';
+import { ConfigError, Worker, loadHandler, type InstanceSlot, type Store } from '@statusq/core';
+import { DEFAULT_POLL_MIN_MS, EXIT, STOP_MARGIN_MS, parseRateLimit, validateProcessCount, validateTableConfig, type ClaimStrategy } from '@statusq/core/tools';
 import { adapterOf, LISTEN_DATABASE_URL_VARIABLE, WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, databaseUrl, isBooleanFlag, listenDatabaseUrl, metricsSettings, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Flags } from '../args.js';
 import { ADAPTER_VARIABLE, openStore } from '../adapters.js';
 import { errorFields, logSettings } from '../log.js';

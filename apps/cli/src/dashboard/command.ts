@@ -1,8 +1,8 @@
 // `statusq dashboard`: opens the store and the table once, serves the page and the API until SIGINT or
 // SIGTERM, then closes the server, the sampler and the store (exit 0).
 import { fileURLToPath } from 'node:url';
-import { ConfigError, EXIT, Queue, validateTableConfig } from '@statusq/core';
-import { secretScrubber, urlSecrets } from '@statusq/core/adapter';
+import { ConfigError, Queue } from '@statusq/core';
+import { EXIT, validateTableConfig, secretScrubber, urlSecrets } from '@statusq/core/tools';
 import { databaseUrl, tableConfig, type Flags } from '../args.js';
 import { withStore, workLogger, type Io } from '../with-store.js';
 import { errorFields } from '../log.js';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
 import { Queue, initTable, type Store } from '@statusq/core';
-import { secretScrubber, urlSecrets } from '@statusq/core/adapter';
+import { secretScrubber, urlSecrets } from '@statusq/core/tools';
 import { openStore } from '../adapters.js';
 import { createLogger } from '../log.js';
 import { ThroughputSampler } from './sampler.js';

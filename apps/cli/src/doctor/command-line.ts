@@ -1,4 +1,4 @@
-import { redactUrl } from '@statusq/core';
+import { redactUrl } from '@statusq/core/tools';
 
 /** A word as a POSIX shell reads it back unchanged. */
 const shellWord = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`);

@@ -1,5 +1,5 @@
-import { StoreError, pendingIndexName, priorityIndexName, type Store } from '@statusq/core';
-import { TransitionSql, candidateStatements, splitTableName, type QueryPlan, type ResolvedTable, type Statement } from '@statusq/core/adapter';
+import { StoreError, type Store } from '@statusq/core';
+import { claimPlanStatements, pendingIndexName, priorityIndexName, splitTableName, type QueryPlan, type ResolvedTable, type Statement } from '@statusq/core/tools';
 import { oneLine } from '../text.js';
 import type { Check } from '../doctor-report.js';
 
@@ -48,14 +48,9 @@ export async function planChecks(store: Store, table: ResolvedTable, migrate: st
     return [{ name: 'pending index', status: 'warn', detail: `no ${indexName}; whether another index serves the claim is unchecked (no Store.inspection to read plans)`, fix }];
   }
 
-  const native = store.nativeClaim;
-  const sql = new TransitionSql(table, store.dialect);
-  // As claim.ts reads candidates: whole rows (with the clock) only where a native claim builds rows from them.
-  const columns = native && !store.capabilities.returning && native.clockWithCandidates && table.beside === null ? 'row' : 'id';
-  const options = { columns, lock: native?.lockCandidates ?? '' } as const;
-  const plain = candidateStatements(sql, { limit: 50, token: null }, options)[0]!;
-  const statements: Array<[string, Statement]> = [['claim plan', plain]];
-  if (table.direction === 'newest' || table.features.priority) statements.push(['claim plan (--aging)', candidateStatements(sql, { limit: 50, token: null, agingMs: 3_600_000 }, options)[0]!]);
+  const plan = claimPlanStatements(store, table);
+  const statements: Array<[string, Statement]> = [['claim plan', plan.ordered]];
+  if (plan.aged) statements.push(['claim plan (--aging)', plan.aged]);
 
   const checks: Check[] = [];
   const verdicts: Array<{ plan: QueryPlan; served: boolean | null } | null> = [];

@@ -1,5 +1,5 @@
-import { OPTIONAL_COLUMNS, StoreError, type Store, type TableConfig } from '@statusq/core';
-import { configuredColumns, BESIDE_COLUMNS, isBesideColumn, type ColumnInfo, type ResolvedTable, type Statement } from '@statusq/core/adapter';
+import { StoreError, type Store, type TableConfig } from '@statusq/core';
+import { OPTIONAL_COLUMNS, configuredColumns, BESIDE_COLUMNS, isBesideColumn, type ColumnInfo, type ResolvedTable, type Statement } from '@statusq/core/tools';
 import { oneLine } from '../text.js';
 import type { Check } from '../doctor-report.js';
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { EXIT, Queue, StoreError, Worker, initTable, type ConnectOptions, type Store } from '@statusq/core';
+import { Queue, StoreError, Worker, initTable, type Store } from '@statusq/core';
+import { EXIT, type ConnectOptions } from '@statusq/core/tools';
 import { openStore } from '../adapters.js';
 import { oneLine } from '../text.js';
 import type { Check, RaceReport } from '../doctor-report.js';

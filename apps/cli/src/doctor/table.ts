@@ -1,5 +1,5 @@
-import { OPTIONAL_COLUMNS, SchemaError, StoreError, besideTableName, hasIndex, keyIndexName, type OptionalColumn, type Store, type TableConfig } from '@statusq/core';
-import { TransitionSql, configuredColumns, DEFAULT_OPTIONAL_COLUMN_NAMES, derivedName, resolveTable, splitTableName, type ColumnInfo, type ResolvedTable } from '@statusq/core/adapter';
+import { SchemaError, StoreError, type Store, type TableConfig } from '@statusq/core';
+import { countOrphanedClaims, OPTIONAL_COLUMNS, besideTableName, hasIndex, keyIndexName, type OptionalColumn, configuredColumns, DEFAULT_OPTIONAL_COLUMN_NAMES, derivedName, resolveTable, splitTableName, type ColumnInfo, type ResolvedTable } from '@statusq/core/tools';
 import { oneLine } from '../text.js';
 import type { Check } from '../doctor-report.js';
 import type { CommandLine } from './command-line.js';
@@ -90,7 +90,7 @@ function optionalColumnsCheck(table: ResolvedTable, migrate: string): Check {
  * never claimed, only kept; prune removes them.
  */
 async function claimsTableCheck(store: Store, table: ResolvedTable, statusq: CommandLine): Promise<Check> {
-  const orphans = Number((await store.execute(new TransitionSql(table, store.dialect).countOrphanedClaims())).rows[0]?.n ?? 0);
+  const orphans = await countOrphanedClaims(store, table);
   const detail = `${table.beside} holds the claim state of ${table.table}, keyed by ${table.id}`;
   if (orphans === 0) return { name: 'claims table', status: 'pass', detail };
   return {

@@ -1,5 +1,5 @@
 import { statSync } from 'node:fs';
-import type { Store } from '@statusq/core/adapter';
+import type { Store } from '@statusq/core';
 import { RateWindow, bar, clock, eta, fraction, perSecond } from './format.js';
 import { StatusLine, type ProgressSurface } from './status-line.js';
 

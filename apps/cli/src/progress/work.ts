@@ -1,5 +1,5 @@
 import type { Queue, SupervisorEvent, Worker, WorkerCounters } from '@statusq/core';
-import { raceDeadline } from '@statusq/core/adapter';
+import { raceDeadline } from '@statusq/core/tools';
 import type { LogDestination } from '../log.js';
 import { RateWindow, bar, clock, eta, fraction, perSecond } from './format.js';
 import { StatusLine, besideStatusLine, type ProgressSurface } from './status-line.js';

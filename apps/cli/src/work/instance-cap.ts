@@ -1,4 +1,5 @@
-import { ConfigError, DEFAULT_INSTANCE_LEASE_MS, InstanceSlot, instanceHolders, validateInstanceCap, type Store, type TableConfig } from '@statusq/core';
+import { ConfigError, InstanceSlot, type Store, type TableConfig } from '@statusq/core';
+import { DEFAULT_INSTANCE_LEASE_MS, instanceHolders, validateInstanceCap } from '@statusq/core/tools';
 import { optionalDuration, optionalInteger, type Flags } from '../args.js';
 import type { Logger } from '../log.js';
 import type { Io } from '../with-store.js';

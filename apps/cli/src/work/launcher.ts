@@ -1,6 +1,7 @@
 import { writeSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { EXIT, Queue, STOP_MARGIN_MS, Supervisor, type DeadWorkerReport, type SupervisorEvent, type TableConfig, type Worker } from '@statusq/core';
+import { Queue, Supervisor, type SupervisorEvent, type TableConfig, type Worker } from '@statusq/core';
+import { EXIT, STOP_MARGIN_MS, type DeadWorkerReport } from '@statusq/core/tools';
 import type { MetricsSettings } from '../args.js';
 import { openStore } from '../adapters.js';
 import { errorFields, type Logger } from '../log.js';

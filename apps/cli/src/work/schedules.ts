@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { ConfigError, Scheduler, parseSchedules, type ScheduleDefinition, type Store, type TableConfig } from '@statusq/core';
+import { ConfigError, Scheduler, type ScheduleDefinition, type Store, type TableConfig } from '@statusq/core';
+import { parseSchedules } from '@statusq/core/tools';
 import { errorFields, type Logger } from '../log.js';
 
 /** A --schedule file (YAML, or JSON, which YAML reads too), checked whole before the database is opened. */

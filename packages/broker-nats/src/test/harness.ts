@@ -1,5 +1,5 @@
 /** What the broker tests share: bounded waits, a recording consumer, brokers closed after each test. */
-import type { Broker, BrokerError, ConsumeOptions, Delivery, MalformedDelivery } from '@statusq/core';
+import type { Broker, BrokerError, ConsumeOptions, Delivery, MalformedDelivery } from '@statusq/core/adapter';
 import { waitFor as waitUntil } from '@statusq/test-fixtures';
 import { connectBroker, type NatsBrokerOptions } from '../index.js';
 

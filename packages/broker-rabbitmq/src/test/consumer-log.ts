@@ -1,4 +1,4 @@
-import type { BrokerError, ConsumeOptions, Delivery, MalformedDelivery } from '@statusq/core';
+import type { BrokerError, ConsumeOptions, Delivery, MalformedDelivery } from '@statusq/core/adapter';
 
 /** A consumer's callbacks that record what they get, for tests to wait on. */
 export function consumerLog(prefetch = 10) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, Queue, besideTableName, migrateTable, pruneRows, type ClaimStrategy, type JobId, type Row, type SqlValue, type Store, type WorkerCounters } from '@statusq/core';
+import { ConfigError, Queue, migrateTable, pruneRows, type JobId, type Row, type Store, type WorkerCounters } from '@statusq/core';
+import { besideTableName, type ClaimStrategy, type SqlValue } from '@statusq/core/adapter';
 import { generateTableARows, type TableARow } from '@statusq/test-fixtures';
 import { FAST, countsOf, deferred, idKey, statusOf, toMs, withDeadline, withLatency, type StartedWorker, type TestEnv } from '../harness.js';
 import { createTableA } from '../tables.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, Queue, SchemaError, StoreError, keyIndexName, migrateTable, type Handler, type JobId, type Store } from '@statusq/core';
+import { ConfigError, Queue, SchemaError, StoreError, migrateTable, type Handler, type JobId, type Store } from '@statusq/core';
+import { keyIndexName } from '@statusq/core/adapter';
 import { generateTableARows } from '@statusq/test-fixtures';
 import { FAST, Ledger, countsOf, idKey, readRows, waitFor, withDeadline, withLatency, type TestEnv } from '../harness.js';
 import { skipFor } from '../skips.js';

@@ -1,6 +1,6 @@
 import { skipFor } from '../skips.js';
 import { describe, expect, it } from 'vitest';
-import { pendingIndexName } from '@statusq/core';
+import { pendingIndexName } from '@statusq/core/adapter';
 import { TransitionSql } from '@statusq/core/adapter';
 import type { TestEnv } from '../harness.js';
 import { createMostlyFinishedJobs } from '../tables.js';

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, InstanceSlot, ensureSideTable, instanceHolders, type Store } from '@statusq/core';
+import { ConfigError, InstanceSlot, type Store } from '@statusq/core';
+import { ensureSideTable } from '@statusq/core/adapter';
+import { instanceHolders } from '@statusq/core/tools';
 import { withLatency, waitFor, type TestEnv } from '../harness.js';
 import { createJobs } from '../tables.js';
 

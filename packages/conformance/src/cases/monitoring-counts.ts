@@ -1,6 +1,8 @@
 import { skipFor } from '../skips.js';
 import { describe, expect, it } from 'vitest';
-import { pendingIndexName, type Queue, type StatusBucket, type StatusCounts } from '@statusq/core';
+import type { Queue, StatusCounts } from '@statusq/core';
+import { pendingIndexName } from '@statusq/core/adapter';
+import type { StatusBucket } from '@statusq/core/tools';
 import type { TestEnv } from '../harness.js';
 import { createJobs, createMostlyFinishedJobs, enqueueJobs } from '../tables.js';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Queue, type ClaimStrategy, type Order, type Store } from '@statusq/core';
+import { Queue, type Order, type Store } from '@statusq/core';
+import type { ClaimStrategy } from '@statusq/core/adapter';
 import { formatUtcTime, type TableARow } from '@statusq/test-fixtures';
 import { FAST, toMs, withDeadline, type TestEnv } from '../harness.js';
 import { createJobs, createTableA, insertJobsAt } from '../tables.js';

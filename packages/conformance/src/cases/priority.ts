@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, Queue, SchemaError, initTable, migrateTable, priorityIndexName, type ClaimStrategy, type Order, type Store } from '@statusq/core';
+import { ConfigError, Queue, SchemaError, initTable, migrateTable, type Order, type Store } from '@statusq/core';
+import { priorityIndexName, type ClaimStrategy } from '@statusq/core/adapter';
 import { Params, TransitionSql } from '@statusq/core/adapter';
 import { generateTableARows } from '@statusq/test-fixtures';
 import { countsOf, readRows, type TestEnv } from '../harness.js';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, PROGRESS_INTERVAL_MS, Queue, SchemaError, initTable, type Handler, type Store } from '@statusq/core';
+import { ConfigError, Queue, SchemaError, initTable, type Handler, type Store } from '@statusq/core';
+import { PROGRESS_INTERVAL_MS } from '@statusq/core/tools';
 import { FAST, deferred, readRow, waitFor, withDeadline, type TestEnv } from '../harness.js';
 import { createJobs, enqueueJobs } from '../tables.js';
 

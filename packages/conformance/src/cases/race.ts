@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { ClaimStrategy, Store, WorkerCounters } from '@statusq/core';
+import type { Store, WorkerCounters } from '@statusq/core';
+import type { ClaimStrategy } from '@statusq/core/adapter';
 import { FAST, Ledger, countsOf, deferred, idKey, readRows, statusOf, withDeadline, withLatency, type StartedWorker, type TestEnv } from '../harness.js';
-import type { ColumnGroup } from '@statusq/core';
+import type { ColumnGroup } from '@statusq/core/adapter';
 import type { ConformanceOptions } from '../options.js';
 import { generateTableARows } from '@statusq/test-fixtures';
 import { createJobs, createTableA, enqueueJobs } from '../tables.js';

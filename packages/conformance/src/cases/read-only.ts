@@ -1,5 +1,6 @@
 import { describe, expect, it, type TestContext } from 'vitest';
-import { READ_ONLY_CHECK_MAX_MS, StoreError, type Store, type Worker } from '@statusq/core';
+import { StoreError, type Store, type Worker } from '@statusq/core';
+import { READ_ONLY_CHECK_MAX_MS } from '@statusq/core/tools';
 import { FAST, Ledger, countsOf, deferred, waitFor, withDeadline, type StartedWorker, type TestEnv } from '../harness.js';
 import type { ConformanceOptions, ReadOnlySwitch } from '../options.js';
 import { skipFor } from '../skips.js';

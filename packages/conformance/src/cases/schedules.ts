@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, Scheduler, ensureSideTable, type ScheduledEvent, type ScheduleDefinition, type Store } from '@statusq/core';
+import { ConfigError, Scheduler, type ScheduleDefinition, type Store } from '@statusq/core';
+import { ensureSideTable } from '@statusq/core/adapter';
+import type { ScheduledEvent } from '@statusq/core/tools';
 import { generateTableARows } from '@statusq/test-fixtures';
 import { countsOf, readRows, waitFor, withLatency, type TestEnv } from '../harness.js';
 import { createCheckedTable, createJobs, createTableA } from '../tables.js';

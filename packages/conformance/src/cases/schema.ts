@@ -1,6 +1,7 @@
 import { skipFor } from '../skips.js';
 import { describe, expect, it } from 'vitest';
-import { Queue, initTable, migrateTable, pendingIndexName, type Store } from '@statusq/core';
+import { Queue, initTable, migrateTable, type Store } from '@statusq/core';
+import { pendingIndexName } from '@statusq/core/adapter';
 import { Params, TransitionSql, type Statement } from '@statusq/core/adapter';
 import { generateTableARows } from '@statusq/test-fixtures';
 import { FAST, readRow, readRows, statusOf, withDeadline, type TestEnv } from '../harness.js';

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { IllegalTransitionError, isLegalTransition, statusCode, type ChargeReport, type Queue, type Row, type StatusName, type TransitionCause } from '@statusq/core';
+import { statusCode, type Queue, type Row, type StatusName } from '@statusq/core';
+import { IllegalTransitionError, isLegalTransition, type TransitionCause } from '@statusq/core/adapter';
+import type { ChargeReport } from '@statusq/core/tools';
 import { type Statement } from '@statusq/core/adapter';
 import { readRow, statusOf, toMs, waitFor, type TestEnv } from '../harness.js';
 import { createJobs, enqueueJobs, forceRowState, retoken } from '../tables.js';

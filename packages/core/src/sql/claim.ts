@@ -194,6 +194,32 @@ export function candidateStatements(sql: TransitionSql, request: ClaimRequest, o
   return statements;
 }
 
+/**
+ * The candidate SELECTs a claim of `table` on `store` runs, built as this pipeline builds them: `ordered` in the
+ * configured order, and `aged` (oldest first) where aging changes the order (a newest-first or priority queue),
+ * else null. What `statusq doctor` EXPLAINs to tell whether an index serves the claim; `limit` is the batch it
+ * plans for.
+ */
+export function claimPlanStatements(store: Store, table: ResolvedTable, limit = 50): { ordered: Statement; aged: Statement | null } {
+  const native = store.nativeClaim;
+  const sql = new TransitionSql(table, store.dialect);
+  // Whole rows (with the clock) only where a native claim builds its rows from the candidates (claimInTransaction).
+  const columns = native && !store.capabilities.returning && native.clockWithCandidates && table.beside === null ? 'row' : 'id';
+  const options = { columns, lock: native?.lockCandidates ?? '' } as const;
+  const ordered = candidateStatements(sql, { limit, token: null }, options)[0]!;
+  const agedRequest = { limit, token: null, agingMs: 3_600_000 };
+  return { ordered, aged: agesFirst(sql, agedRequest) ? candidateStatements(sql, agedRequest, options)[0]! : null };
+}
+
+/**
+ * How many rows of a claims table (a table whose claim state is beside it) belong to rows the application has
+ * deleted: never claimed again, only kept until prune removes them.
+ */
+export async function countOrphanedClaims(store: Store, table: ResolvedTable): Promise<number> {
+  const { rows } = await store.execute(new TransitionSql(table, store.dialect).countOrphanedClaims());
+  return Number(rows[0]?.n ?? 0);
+}
+
 /** Concatenates candidate lists in order, without duplicates, up to `limit`. */
 export function mergeCandidates(lists: readonly Row[][], limit: number, idColumn: string): Row[] {
   const seen = new Set<string>();
