@@ -69,7 +69,7 @@ export const TEST_FILES = {
     { files: 'packages/adapter-mysql/src/mysql.galera.test.ts', dialects: ['mysql'] },
     { files: 'packages/broker-*/src/*.restart.test.ts' },
     { files: 'packages/broker-*/src/*.conformance.test.ts', dialects: ['mysql', 'postgres'] },
-    { files: 'packages/conformance/src/tcp-proxy.test.ts' },
+    { files: 'test-fixtures/src/tcp-proxy.test.ts' },
     { files: 'apps/cli/src/cli.read-only.test.ts', dialects: ['postgres'] },
     { files: 'apps/cli/src/cli.pgbouncer.test.ts', dialects: ['postgres'] },
     { files: 'apps/bench/src/scale/topology.test.ts' },

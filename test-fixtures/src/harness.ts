@@ -1,10 +1,9 @@
 /**
  * What every test harness of statusq needs and the published `testing` entries use at run time: a free port for
- * a private server, and a bounded poll. One copy here; the conformance suite, the adapters' and brokers' testing
+ * a private server, a bounded poll, a deadline on a promise, and a plain delay. One copy here; the conformance suite, the adapters' and brokers' testing
  * entries, their tests and the benchmark import it.
  */
 import { createServer } from 'node:net';
-import { setTimeout as delay } from 'node:timers/promises';
 
 /** A port nothing listens on right now (the kernel's pick), on 127.0.0.1. */
 export function freePort(): Promise<number> {
@@ -39,5 +38,22 @@ export async function waitFor<T>(
     last = value;
     if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what} (last check: ${String(last)})`);
     await delay(intervalMs);
+  }
+}
+
+export function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Rejects with a clear message if `promise` has not settled within `timeoutMs`. */
+export async function withDeadline<T>(promise: Promise<T>, timeoutMs: number, what: string | (() => string)): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms: ${typeof what === 'string' ? what : what()}`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
   }
 }

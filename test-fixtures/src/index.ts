@@ -2,11 +2,15 @@
  * Fixtures shared by the conformance suite, the CLI tests, the demo and the benchmark, the same on every
  * database: the rows of the seed's `table_a` (a deterministic generator with poison and abuse rows mixed in),
  * the status each row must end in, and plain `.mjs` handlers in `handlers/` that import nothing from statusq.
+ * And the one home of the test harness: a free port, bounded waits, a private server of a test's own
+ * (PrivateServer runs any ServerSpec: the adapters and brokers spell theirs), and the TCP fault proxy.
  * The table itself is each adapter's to create (its `./testing` entry), in its own DDL.
  */
 import { fileURLToPath } from 'node:url';
 
-export { freePort, waitFor } from './harness.js';
+export { delay, freePort, waitFor, withDeadline } from './harness.js';
+export { PrivateServer, type ServerPlacement, type ServerSpec } from './private-server.js';
+export { TcpProxy, routeThrough, type ProxyAddress } from './tcp-proxy.js';
 
 /**
  * What a row of the seed's `table_a` is for the fixture handler: `ok` succeeds, `poison` always throws,

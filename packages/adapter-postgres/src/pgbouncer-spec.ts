@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { withClient } from './with-client.js';
+import type { ServerSpec } from '@statusq/test-fixtures';
 
 /** The PostgreSQL server a PgBouncer forwards to, and the account it logs in there with. */
 export interface PgBouncerBackend {
@@ -24,15 +25,8 @@ export interface PgBouncerOptions {
   poolSize?: number;
 }
 
-/** Structurally @statusq/conformance's ServerSpec, which this published entry may not import. */
-export interface PgBouncerSpec {
-  name: string;
-  user: string;
-  init(dir: string): { file: string; args: string[] };
-  run(dir: string, port: number, host: string): { file: string; args: string[] };
-  stopSignal: NodeJS.Signals;
-  ready(port: number, host: string): Promise<boolean>;
-}
+/** PgBouncer as test-fixtures' PrivateServer runs it. */
+export type PgBouncerSpec = ServerSpec;
 
 const DEFAULT_BIN = '/usr/sbin/pgbouncer';
 /** A PgBouncer on a free port answers at once or not yet: the readiness probe asks again until it does. */

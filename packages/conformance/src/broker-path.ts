@@ -24,7 +24,7 @@ import type { ChildRelayArgs } from './child-relay.js';
 import type { ChildBroker } from './child-broker.js';
 import type { ConformanceOptions } from './options.js';
 import { waitFor, withDeadline } from './waiting.js';
-import { TcpProxy, routeThrough } from './tcp-proxy.js';
+import { TcpProxy, routeThrough } from '@statusq/test-fixtures';
 
 /** A broker the suite runs against: its package and the shared server's URL. */
 export interface BrokerUnderTest {

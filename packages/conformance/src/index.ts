@@ -57,8 +57,9 @@ import { setClaimState } from './tables.js';
 export { BESIDE_GROUPS, CONFORMANCE_GROUPS, FAULT_GROUPS, NO_FAULT_GROUPS } from './options.js';
 export type { CallDeadlines, CallerConnection, ConformanceGroup, ConformanceOptions, DisposableServer, OpenCallerConnection, RaceRun, RaceScale, ReadOnlySwitch, WriteLock } from './options.js';
 export type { CheckedTable, FixtureTables, QueryPlan, QueryPlans, TableDdl } from './fixtures.js';
-export { PrivateServer, type ServerPlacement, type ServerSpec } from './private-server.js';
-export { TcpProxy, routeThrough, type ProxyAddress } from './tcp-proxy.js';
+// Private servers and the TCP fault proxy live in test-fixtures (one home for every harness); the kit passes them on
+// to the adapter authors who run it.
+export { PrivateServer, TcpProxy, routeThrough, type ProxyAddress, type ServerPlacement, type ServerSpec } from '@statusq/test-fixtures';
 export type { ChildWorkerArgs, ChildWorkerResult } from './child-worker.js';
 export type { ChildRelayArgs } from './child-relay.js';
 export type { ChildBroker } from './child-broker.js';

@@ -1,7 +1,7 @@
 import type { Store, WorkerCounters } from '@statusq/core';
 import type { ClaimStrategy, SqlValue } from '@statusq/core/adapter';
 import type { FixtureTables, QueryPlans } from './fixtures.js';
-import type { ProxyAddress } from './tcp-proxy.js';
+import type { ProxyAddress } from '@statusq/test-fixtures';
 
 /** What an adapter hands the conformance suite. */
 export interface ConformanceOptions {

@@ -2,12 +2,10 @@
 import type { Worker, WorkerEvents } from '@statusq/core';
 import type { WorkerEventName } from '@statusq/core/tools';
 
-// The bounded poll is test-fixtures' (one copy for every harness); the suite's users get it from here too.
-export { waitFor } from '@statusq/test-fixtures';
-
-export function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
+// The bounded poll, the deadline and the delay are test-fixtures' (one copy for every harness); the suite's users
+// get them from here too.
+export { delay, waitFor, withDeadline } from '@statusq/test-fixtures';
+import { withDeadline } from '@statusq/test-fixtures';
 
 export interface Deferred<T> {
   promise: Promise<T>;
@@ -23,19 +21,6 @@ export function deferred<T = void>(): Deferred<T> {
     reject = rej;
   });
   return { promise, resolve, reject };
-}
-
-/** Rejects with a clear message if `promise` has not settled within `timeoutMs`. */
-export async function withDeadline<T>(promise: Promise<T>, timeoutMs: number, what: string | (() => string)): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs} ms: ${typeof what === 'string' ? what : what()}`)), timeoutMs);
-  });
-  try {
-    return await Promise.race([promise, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** The next `name` event of a worker that passes `filter`, or a clear failure after `timeoutMs`. */

@@ -4,7 +4,7 @@ import { describe, expect, it, type TestContext } from 'vitest';
 import { StoreError, type Store } from '@statusq/core';
 import { FAST, Ledger, countsOf, deferred, waitFor, withDeadline, type TestEnv } from '../harness.js';
 import type { CallDeadlines, ConformanceOptions } from '../options.js';
-import { TcpProxy } from '../tcp-proxy.js';
+import { TcpProxy } from '@statusq/test-fixtures';
 import { createJobs, enqueueJobs } from '../tables.js';
 
 /** Short deadlines, so that a call on the frozen network gives up within the test. */

@@ -7,10 +7,9 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { chownSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { freePort } from '@statusq/test-fixtures';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { delay, waitFor, withDeadline } from './harness.js';
+import { delay, freePort, waitFor, withDeadline } from './harness.js';
 
 export interface ServerSpec {
   /** For messages: the server's product name. */
