@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import type { Store } from '@statusq/core';
 import { sleep } from '@statusq/core/tools';
 import { measureCpu } from './cpu.js';
-import { exited, onMessage } from './statusq-runs.js';
+import { exited, onMessage } from './child-processes.js';
 import type { BenchDatabase, Dialect } from './databases.js';
 import { quantile, round, type IdlePickupRecord } from './records.js';
 

@@ -11,10 +11,11 @@
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { exited } from './child-processes.js';
 import type { BenchDatabase } from './databases.js';
 import type { BurnDownOptions, BurnDownResult } from './peer-contract.js';
 import type { RawOptions, RawResult } from './raw-protocol.js';
-import { exited, warmUpTableOf } from './statusq-runs.js';
+import { warmUpTableOf } from './statusq-runs.js';
 
 export type IsolatedTask =
   | { kind: 'raw'; options: RawOptions; warmUp?: { table: string; jobs: number } }

@@ -10,7 +10,7 @@ export type System = 'statusq' | 'graphile-worker' | 'pg-boss' | 'bullmq' | 'raw
 /** Where a run's jobs lived: a SQL dialect, or (BullMQ's default backend) the local Redis. */
 export type Store = Dialect | 'redis';
 
-/** The variant of statusq's batch-size runs with every optional column off (scenarios.ts batchSize). */
+/** The variant of statusq's batch-size runs with every optional column off (throughput-scenarios.ts batchSize). */
 export const STATUS_ONLY_VARIANT = 'native, status only';
 
 export interface BurnDownRecord {
@@ -19,7 +19,7 @@ export interface BurnDownRecord {
    * `target-check`: statusq over the raw loop's own protocol and the minimal raw loop, each at its fastest
    * setting of the sweep, again in alternating rounds (`round`): the target is read from their medians.
    * `broker-burn-down`: consumer workers taking the rows a relay publishes (variant `relay, <broker>`) against
-   * polling workers (`polling`) at the same counts (scenarios.ts broker).
+   * polling workers (`polling`) at the same counts (broker-scenario.ts broker).
    */
   scenario: 'burn-down' | 'handler-5ms' | 'batch-size' | 'target-check' | 'broker-burn-down';
   /** target-check only: the round (0-based); rounds alternate which side runs first. */
@@ -69,7 +69,7 @@ export interface PickupRecord {
   system: System;
   /**
    * statusq: `<strategy>, listen` (LISTEN/NOTIFY), `<strategy>, idle probe` (MySQL) or `<strategy>, polling`; through a
-   * broker `relay, <broker>` or `dispatchTo, <broker>` (scenarios.ts broker); peers: their mode.
+   * broker `relay, <broker>` or `dispatchTo, <broker>` (broker-scenario.ts broker); peers: their mode.
    */
   variant: string;
   dialect: Store;
@@ -115,7 +115,7 @@ export interface ClaimShapeRecord extends ClaimTiming {
   delayedRows: number;
 }
 
-/** Workers burning down pending rows alone, or while a prune deletes the table's old finished rows (scenarios.ts pruneAlongside). */
+/** Workers burning down pending rows alone, or while a prune deletes the table's old finished rows (feature-scenarios.ts pruneAlongside). */
 export interface PruneRecord {
   scenario: 'prune-alongside';
   system: 'statusq';
@@ -144,7 +144,7 @@ interface StatusqBurnDown {
 }
 
 /**
- * One table burned down by more and more claimers (scenarios.ts claimers); `claimGate` on MySQL/MariaDB: the
+ * One table burned down by more and more claimers (claimer-scenarios.ts claimers); `claimGate` on MySQL/MariaDB: the
  * store's default gate or none (`off`), null elsewhere.
  */
 export interface ClaimersRecord extends StatusqBurnDown {
@@ -155,7 +155,7 @@ export interface ClaimersRecord extends StatusqBurnDown {
   workersCpu?: number;
 }
 
-/** One worker of 64 slots burning down a table through a TCP proxy adding `addedRttMs` to each round trip (scenarios.ts claimLatency). */
+/** One worker of 64 slots burning down a table through a TCP proxy adding `addedRttMs` to each round trip (claimer-scenarios.ts claimLatency). */
 export interface ClaimLatencyRecord extends StatusqBurnDown {
   scenario: 'claim-latency';
   addedRttMs: number;
@@ -163,14 +163,14 @@ export interface ClaimLatencyRecord extends StatusqBurnDown {
 
 /**
  * Workers burning down one table with its claim state in its own columns, then in a claims table beside it
- * (`migrate --beside`): what keeping the application's table unchanged costs per job (scenarios.ts claimState).
+ * (`migrate --beside`): what keeping the application's table unchanged costs per job (feature-scenarios.ts claimState).
  */
 export interface ClaimStateRecord extends StatusqBurnDown {
   scenario: 'claim-state';
   claimState: 'in-table' | 'beside';
 }
 
-/** Three processes of 16 slots under one shared rate limit (scenarios.ts rateLimit): the rate achieved against the limit. */
+/** Three processes of 16 slots under one shared rate limit (feature-scenarios.ts rateLimit): the rate achieved against the limit. */
 export interface RateLimitRecord {
   scenario: 'rate-limit';
   system: 'statusq';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { BurnDownRecord, PickupRecord } from './records.js';
-import { brokerSections, textReport } from './report.js';
+import { textReport } from './report.js';
+import { brokerSections } from './report-broker.js';
 
 function burn(variant: string, workers: number, processes: number, jobsPerSec: number, extra: Partial<BurnDownRecord> = {}): BurnDownRecord {
   return { scenario: 'broker-burn-down', system: 'statusq', variant, dialect: 'mysql', workers, processes, concurrency: 16, jobs: 20_000, handled: 20_000, seconds: 1, jobsPerSec, timedOut: false, serverCpu: 0.5, ...extra };

@@ -1,16 +1,18 @@
 /**
- * statusq's side of each scenario: workers in this process (each with its own store, so its own
- * connections) or in child processes (burn-child.ts), over a table the caller filled.
+ * statusq's side of the burn-down scenarios: workers in this process (each with its own store, so its own
+ * connections) or in child processes (burn-child.ts), over a table the caller filled. Pick-up runs are in
+ * pickup-latency.ts.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Queue, Relay, Worker, type Handler, type Store, type WorkerCounters } from '@statusq/core';
+import { Worker, type Handler, type Store, type WorkerCounters } from '@statusq/core';
 import { OPTIONAL_COLUMNS, emptyWorkerCounters, type Broker, type ClaimStrategy, type OptionalColumn, sleep } from '@statusq/core/tools';
 import { openBroker, type BrokerTarget } from './brokers.js';
+import { exited, onMessage } from './child-processes.js';
 import { measureCpu, type CpuShare } from './cpu.js';
 import type { BenchDatabase, ConnectionOptions, Dialect } from './databases.js';
 import { poolSize } from './limits.js';
-import type { BurnDownResult, PickupResult } from './peer-contract.js';
+import type { BurnDownResult } from './peer-contract.js';
 
 export interface StatusqRunOptions {
   table: string;
@@ -328,138 +330,5 @@ async function alongside<T>(workers: Promise<T>, beside: AlongsideRun | undefine
   } finally {
     await beside.stop();
     await running;
-  }
-}
-
-/** Waits for the child to exit by itself, or kills it once `deadline` aborts. */
-export function exited(child: ChildProcess, deadline: AbortSignal): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const kill = () => child.kill('SIGKILL');
-    if (deadline.aborted) kill();
-    else deadline.addEventListener('abort', kill, { once: true });
-    child.once('exit', () => {
-      deadline.removeEventListener('abort', kill);
-      resolve();
-    });
-  });
-}
-
-/** Resolves on the child's first message of `type`; rejects if it exits before sending one or `deadline` aborts. */
-export function onMessage(child: ChildProcess, type: string, deadline: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const cleanup = () => {
-      child.off('exit', onExit);
-      child.off('message', onMessage);
-      deadline.removeEventListener('abort', onDeadline);
-    };
-    const onExit = (code: number | null) => {
-      cleanup();
-      reject(new Error(`bench child exited with ${code} before "${type}"`));
-    };
-    const onDeadline = () => {
-      cleanup();
-      reject(new Error(`bench child sent no "${type}" within the run's bound`));
-    };
-    const onMessage = (message: { type: string }) => {
-      if (message.type !== type) return;
-      cleanup();
-      resolve();
-    };
-    child.once('exit', onExit);
-    child.on('message', onMessage);
-    if (deadline.aborted) onDeadline();
-    else deadline.addEventListener('abort', onDeadline, { once: true });
-  });
-}
-
-/**
- * How pick-up runs through a broker (issue 17): `relay`, rows inserted by a plain INSERT and published by a relay
- * in this process (its default polling; LISTEN/NOTIFY wakes it on PostgreSQL); `dispatchTo`, rows enqueued with
- * `dispatchTo`, which publishes them once committed. Either way the worker takes them `from` the broker.
- */
-export interface PickupThroughBroker {
-  path: 'relay' | 'dispatchTo';
-  target: BrokerTarget;
-}
-
-/**
- * One idle worker; a row is inserted every `intervalMs`. Latency runs from just before the INSERT (the enqueue)
- * to the handler's start. The worker idles first so a LISTEN connection (PostgreSQL) is in place, as it would be,
- * and so does the relay with `broker`.
- */
-export async function pickupLatency(
-  db: BenchDatabase,
-  table: string,
-  options: { rows: number; intervalMs: number; timeoutMs: number; listen: boolean; strategy: ClaimStrategy; broker?: PickupThroughBroker; delayMs?: number },
-): Promise<PickupResult> {
-  const stores: Store[] = [];
-  const brokers: Broker[] = [];
-  const through = options.broker;
-  const connectBroker = async () => {
-    const broker = await openBroker(through!.target, table);
-    brokers.push(broker);
-    return broker;
-  };
-  const insertedAt: number[] = [];
-  const latencies: number[] = new Array<number>(options.rows).fill(Number.NaN);
-  let seen = 0;
-  let allSeen!: () => void;
-  const finished = new Promise<void>((resolve) => (allSeen = resolve));
-  const giveUp = new AbortController();
-  let worker: Worker | null = null;
-  let relay: Relay | null = null;
-  let running: Promise<unknown> = Promise.resolve();
-  let relaying: Promise<unknown> = Promise.resolve();
-  try {
-    const workerStore = await db.connect({ listen: options.listen });
-    stores.push(workerStore);
-    const inserter = await db.connect();
-    stores.push(inserter);
-    if (through?.path === 'relay') {
-      const relayStore = await db.connect({ listen: true });
-      stores.push(relayStore);
-      relay = await Relay.create({ store: relayStore, table: { table }, to: await connectBroker() });
-      relaying = relay.run();
-    }
-    const publisher = through?.path === 'dispatchTo' ? await connectBroker() : null;
-    const queue = publisher || options.delayMs !== undefined ? await Queue.open(inserter, { table }) : null;
-    worker = await Worker.create({
-      store: workerStore,
-      ...(through && { from: await connectBroker() }),
-      table: { table },
-      concurrency: 16,
-      claimStrategy: options.strategy,
-      handler: (job) => {
-        const seq = Number(job.payload);
-        latencies[seq] = performance.now() - insertedAt[seq]!;
-        if (++seen === options.rows) allSeen();
-      },
-    });
-    running = worker.run();
-    const q = inserter.dialect.quoteIdentifier(table);
-    const placeholder = inserter.dialect.placeholder(1);
-    // Deliberate: the worker must be idle (its empty first claims done, its LISTEN issued) before the first row.
-    await sleep(500);
-    const deadline = performance.now() + options.timeoutMs;
-    for (let seq = 0; seq < options.rows && performance.now() < deadline; seq++) {
-      // A delayed row's latency runs from when it came due (the database sets next_attempt_at a moment after
-      // this, so the figure errs late, never early).
-      insertedAt[seq] = performance.now() + (options.delayMs ?? 0);
-      if (queue && options.delayMs !== undefined) await queue.enqueue([seq], { delayMs: options.delayMs });
-      else if (queue && publisher) await queue.enqueue([seq], { dispatchTo: publisher, onDispatchError: (error) => console.error(`bench: a pick-up row's publish failed: ${String(error)}`) });
-      else await inserter.execute({ sql: `INSERT INTO ${q} (payload) VALUES (${placeholder})`, params: [String(seq)] });
-      await sleep(options.intervalMs);
-    }
-    await Promise.race([finished, sleep(Math.max(0, deadline - performance.now()), giveUp.signal)]);
-    return { latenciesMs: latencies.filter((ms) => !Number.isNaN(ms)) };
-  } finally {
-    giveUp.abort();
-    await worker?.stop(1_000);
-    await running;
-    await relay?.stop();
-    await relaying;
-    await Promise.all(brokers.map((b) => b.close()));
-    await Promise.all(stores.map((s) => s.close()));
   }
 }
