@@ -6,7 +6,8 @@ import type { BrokerModule } from '@statusq/core/adapter';
 import { connectBroker } from './nats-broker.js';
 
 export const schemes = ['nats'] as const;
-export { connectBroker, DEFAULT_ACK_WAIT_MS, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_RECONNECT_WINDOW_MS, type NatsBrokerOptions } from './nats-broker.js';
+export { connectBroker } from './nats-broker.js';
+export { DEFAULT_ACK_WAIT_MS, DEFAULT_CONNECT_TIMEOUT_MS, DEFAULT_RECONNECT_WINDOW_MS, type NatsBrokerOptions } from './nats-options.js';
 export { natsLayout, CONSUMER_NAME, type NatsLayout } from './nats-layout.js';
 
 // Fails the build if the exports stop fitting what core's connectBroker() loads.
