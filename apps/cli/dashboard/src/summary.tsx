@@ -1,0 +1,75 @@
+// The figures at the top of the page: rows per status, throughput, and the oldest pending row.
+import { useMemo } from 'preact/hooks';
+import type { Counts, Overview, StatusName } from './api.ts';
+import { ThroughputChart } from './chart.tsx';
+import { cellText, formatAge, formatCount, formatRate, ratesOf } from './format.ts';
+import type { Snapshot } from './poll.ts';
+
+const STATUSES: readonly StatusName[] = ['pending', 'processing', 'done', 'failed', 'abuse', 'other'];
+
+export function Tiles({ counts }: { counts: Counts }) {
+  return (
+    <section aria-labelledby="counts-title">
+      <h2 id="counts-title" class="visually-hidden">
+        Rows per status
+      </h2>
+      <ul class="tiles">
+        {STATUSES.map((status) => (
+          <li key={status} class={`tile tile-${status}`}>
+            <span class="tile-label" id={`tile-${status}`}>
+              {status}
+            </span>
+            <span class="tile-count" data-testid={`count-${status}`} aria-labelledby={`tile-${status}`}>
+              {formatCount(counts[status])}
+            </span>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+export function Throughput({ snapshot }: { snapshot: Snapshot }) {
+  const rates = useMemo(() => ratesOf(snapshot.throughput.samples), [snapshot.throughput]);
+  const last = rates.jobs.at(-1);
+  return (
+    <section class="card" aria-labelledby="throughput-title">
+      <h2 id="throughput-title">Throughput</h2>
+      <p class="figure">
+        <span data-testid="rate">{last === undefined ? '-' : formatRate(last)}</span> <span class="unit">jobs/s</span>
+        {last === undefined && <span class="hint"> (needs two samples, {snapshot.throughput.intervalMs / 1000} s apart)</span>}
+      </p>
+      <ThroughputChart rates={rates} />
+    </section>
+  );
+}
+
+export function OldestPending({ overview }: { overview: Overview }) {
+  const oldest = overview.oldestPending;
+  return (
+    <section class="card" aria-labelledby="oldest-title">
+      <h2 id="oldest-title">Oldest pending</h2>
+      {oldest === null ? (
+        <p class="figure" data-testid="oldest-pending">
+          none
+        </p>
+      ) : (
+        <>
+          <p class="figure" data-testid="oldest-pending">
+            {oldest.ageMs === null ? cellText(oldest.order) : formatAge(oldest.ageMs)}
+          </p>
+          <p class="hint">
+            row {cellText(oldest.id)}
+            {oldest.ageMs === null ? `, ${overview.columns.order ?? 'order'} value (not a time)` : `, ${overview.columns.order ?? 'order'} ${cellText(oldest.order)}`}
+          </p>
+        </>
+      )}
+      {overview.leaseMs !== null && <p class="hint">lease {formatAge(overview.leaseMs)}: a claim older than that has expired</p>}
+      {overview.dispatched !== null && (
+        <p class="hint" data-testid="dispatched">
+          {overview.dispatched} pending published to the broker, waiting for a consumer
+        </p>
+      )}
+    </section>
+  );
+}
