@@ -5,8 +5,8 @@
  * now`, affected rows = 1), renews it while it runs, and frees it when it stops. An instance that dies holds its
  * slot only until the lease runs out on the database's clock, so a crash never leaves the cap full for good.
  *
- * Why a table and not advisory locks: a lock lives on one connection (PostgreSQL's pg_try_advisory_lock, MySQL's
- * GET_LOCK), so a pooled store would have to pin one connection for the whole run and SQLite has none; a lease row
+ * Why a table and not advisory locks: a lock lives on one connection (a server's advisory or named locks), so a
+ * pooled store would have to pin one connection for the whole run and a file database has none; a lease row
  * works the same on every dialect and shows who holds what (`instanceHolders`).
  */
 import { randomBytes } from 'node:crypto';

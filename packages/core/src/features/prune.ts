@@ -44,9 +44,9 @@ export interface PruneOptions {
   archive?: string;
   /**
    * Wait between batches, in ms. Default: as long as the batch just took, so a prune has the database at most
-   * half the time. Measured (8 workers x 64 slots beside a prune of 1M rows, README "Retention"): MariaDB's
-   * workers fell from 13,086 to 3,630 jobs/s with no pause and from 12,543 to 7,976 with this one; PostgreSQL
-   * -7%, SQLite -4%. 0 runs the batches back to back.
+   * half the time. Measured (8 workers x 64 slots beside a prune of 1M rows, README "Retention"): on one
+   * adapter's server the workers fell from 13,086 to 3,630 jobs/s with no pause and from 12,543 to 7,976 with
+   * this one; on the other two, -7% and -4%. 0 runs the batches back to back.
    */
   pauseMs?: number;
   /** Called after each committed batch with the running total. */
@@ -243,7 +243,7 @@ async function prepareArchive(queue: Queue, archive: string, report: PruneReport
   const q = (name: string) => store.dialect.quoteIdentifier(name);
   if (archive.toLowerCase() === queue.table.table.toLowerCase()) throw new ConfigError('prune: the archive table must be another table than the queue table');
   const source = (await store.describeTable(queue.table.table)) ?? [];
-  // Columns the database computes (MySQL's key column for deduplication) are not copied: the archive's own, if any, follow.
+  // Columns the database computes (a key column generated for deduplication) are not copied: the archive's own, if any, follow.
   const generated = new Set(((await store.inspection?.generatedColumns?.(queue.table.table)) ?? []).map((name) => name.toLowerCase()));
   const columns = source.map((c) => c.name).filter((name) => !generated.has(name.toLowerCase()));
   for (const name of columns) validateIdentifier(name, 'column name');

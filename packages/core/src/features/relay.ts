@@ -179,8 +179,8 @@ export class Relay extends TypedEmitter<RelayEvents> {
   }
 
   /**
-   * Until rows may be due: the store's wake-up (LISTEN/NOTIFY, the file watch) or a timer. Not MySQL's idle
-   * probe: it ends as soon as any row is pending and due, which rows waiting in the broker's queue always are,
+   * Until rows may be due: the store's wake-up (`listenNotify`: the server's notifications, the file watch) or a
+   * timer. Not an `idleProbe` store's probe: it ends as soon as any row is pending and due, which rows waiting in the broker's queue always are,
    * so the relay would spin through empty passes for as long as a backlog lasts.
    */
   private async idle(delayMs: number): Promise<void> {
@@ -204,7 +204,7 @@ function isBrokerRetryable(error: unknown): boolean {
 
 /**
  * The dispatch index's name where the dialect hints indexes (forceIndex) and the table has it (`migrate --with
- * dispatch` built it), else null: a hint naming a missing index is an error on MySQL, not a no-op.
+ * dispatch` built it), else null: a hint naming a missing index may be an error (`forceIndex` on one adapter's server), not a no-op.
  */
 async function hintedDispatchIndex(queue: Queue): Promise<string | null> {
   const { store } = queue;

@@ -162,8 +162,8 @@ export class RateLimiter {
 
 /**
  * The budget as the worker's claim gate: a claim takes at most the starts granted, and gives back what it did not
- * use. An idle worker first asks with a read whether a row is due: taking budget is a write, and on SQLite every
- * write wakes every idle worker's file watch.
+ * use. An idle worker first asks with a read whether a row is due: taking budget is a write, and on a store whose
+ * `listenNotify` is a watch on the database file every write wakes every idle worker's watch.
  */
 export class RateBudgetGate implements ClaimGate {
   constructor(

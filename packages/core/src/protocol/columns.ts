@@ -6,9 +6,9 @@
 import type { JobId } from './values.js';
 
 /**
- * The most a column holds: `chars` in characters (code points: VARCHAR(n) on MySQL and PostgreSQL), `bytes`
- * in UTF-8 bytes (MySQL's TEXT types, and on MySQL whatever one statement can carry). A value fits when it
- * is within both.
+ * The most a column holds: `chars` in characters (code points: what VARCHAR(n) counts), `bytes` in UTF-8
+ * bytes (text types bounded in bytes, and on a store with a `statementLimit` whatever one statement can
+ * carry). A value fits when it is within both.
  */
 export interface ColumnLimit {
   readonly chars?: number;
@@ -25,19 +25,20 @@ export interface ColumnInfo {
    * exactly this column (not partial, not an expression). A column that is only part of a wider key is not.
    */
   unique: boolean;
-  /** The column holds integers (SQLite: INTEGER affinity or no declared type). */
+  /** The column holds integers (on a store with type affinity: INTEGER affinity or no declared type). */
   integer: boolean;
   /** How much text the column holds when the database bounds it; null when it does not (or not usefully). */
   maxLength: ColumnLimit | null;
   /**
-   * The database numbers this column itself on INSERT (MySQL's AUTO_INCREMENT), so the generated key a driver
+   * The database numbers this column itself on INSERT (an auto-increment column), so the generated key a driver
    * reports for an INSERT (ExecResult.insertId) is this column's value. Absent or false: not known to be, and
-   * enqueue never takes a reported key for this column's value (on MySQL it may be another column's).
+   * enqueue never takes a reported key for this column's value (on a store that reports `insertId` it may be
+   * another column's).
    */
   autoIncrement?: boolean | undefined;
   /**
    * Whether an INSERT that leaves the column out gets a value from the database: a DEFAULT (a sequence, serial,
-   * identity or expression), MySQL's AUTO_INCREMENT, SQLite's rowid alias (a lone INTEGER PRIMARY KEY). False on
+   * identity or expression), an auto-increment column, a row-id alias (a lone INTEGER PRIMARY KEY). False on
    * an application's table whose ids the application assigns (the seed's `table_a`): a row enqueued there must
    * carry its id, and a schedule, which inserts a new row each time it fires, has none to give. Absent: not
    * known, and nothing is refused on a guess.
@@ -45,8 +46,8 @@ export interface ColumnInfo {
   filledOnInsert?: boolean | undefined;
   /**
    * The integers the column can hold, for an integer column of a fixed width. An id outside them is no row's, so
-   * lookups by id (inspect, requeue, the dashboard) answer "no such row" without asking the database, which on
-   * PostgreSQL refuses the value with an error and on MySQL compares it and finds nothing. Absent: not an
+   * lookups by id (inspect, requeue, the dashboard) answer "no such row" without asking the database, which
+   * may refuse the value with an error (a strictly typed server) or compare it and find nothing. Absent: not an
    * integer column, or no bound the adapter knows.
    */
   integerRange?: IntegerRange | undefined;
@@ -72,7 +73,7 @@ export function idFitsColumn(column: ColumnInfo, id: JobId): boolean {
   return value >= range.min && value <= range.max;
 }
 
-/** Code points, which is what VARCHAR(n) counts on MySQL and PostgreSQL; JS `length` counts UTF-16 units. */
+/** Code points, which is what VARCHAR(n) counts on the servers' character columns; JS `length` counts UTF-16 units. */
 function codePoints(text: string): number {
   let n = 0;
   for (let i = 0; i < text.length; i++) {

@@ -79,7 +79,7 @@ export class JobTimeoutError extends StatusqError {
 /**
  * What went wrong in the database, in terms the worker can act on. Each adapter maps its driver's native
  * errors to these kinds in one file and keeps the native code in `nativeCode`.
- * - Busy: the database is locked by another writer right now (SQLITE_BUSY); try again shortly.
+ * - Busy: the database is locked by another writer right now (a file database's busy error); try again shortly.
  * - WriteConflict: deadlock, serialization failure or lock wait timeout; the transaction was rolled back.
  * - ConnectionLost: the connection is gone; reconnect and try again.
  * - UniqueViolation: an insert collided with an existing key.

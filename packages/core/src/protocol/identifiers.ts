@@ -3,7 +3,7 @@ import { ConfigError } from './errors.js';
 /**
  * Table and column names come from configuration and command lines, so they are validated before they are
  * ever quoted into SQL: letters, digits and underscores, not starting with a digit, at most 63 characters
- * (PostgreSQL's limit, the smallest of the three dialects). A schema-qualified table (`app.jobs`) is
+ * (the smallest limit among the published adapters' servers). A schema-qualified table (`app.jobs`) is
  * allowed for the table name only. Quoting is the dialect's job; validation keeps quoting trivially safe.
  */
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -49,7 +49,7 @@ export function derivedName(name: string, table: string): string {
 
 /**
  * A `SqlDialect.quoteIdentifier` that wraps each part of a (possibly `schema.table`) name in `quote`: `"` for
- * standard SQL, a backtick for MySQL. Names are validated before they get here; doubling the quote
+ * standard SQL, a backtick for a dialect that quotes with it. Names are validated before they get here; doubling the quote
  * character inside keeps quoting safe on its own as well.
  */
 export function quoteIdentifierWith(quote: string): (name: string) => string {

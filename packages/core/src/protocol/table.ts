@@ -80,7 +80,7 @@ export interface TableConfig {
    * The columns a claimed row carries to the handler (`job.row`), besides the ones statusq reads itself: the
    * id, status and order columns and every optional column in use (so `job.payload` and `job.attempt` stay
    * right). Default: every column of the table. Naming only what the handler reads makes each claim cheaper
-   * and keeps wide columns (documents, blobs) out of the worker's memory: measured on SQLite, a claim of 256
+   * and keeps wide columns (documents, blobs) out of the worker's memory: measured on one adapter's store, a claim of 256
    * rows returning all 11 columns of a managed table ran about 19% slower than one returning the id alone.
    * Every name must be a column of the table (SchemaError otherwise); an empty list adds nothing.
    */
@@ -218,7 +218,7 @@ export function resolveTable(
       `table ${JSON.stringify(config.table)}: id column ${JSON.stringify(id)} is not unique: it must be the primary key or have a unique index of its own (PRIMARY KEY (${id}, k) does not make ${id} unique)`,
     );
   }
-  // The codes are written and compared as integers; PostgreSQL refuses `varchar = integer`, so a text
+  // The codes are written and compared as integers; a strictly typed server refuses `varchar = integer`, so a text
   // status column would let claims through and then fail every settle.
   if (!statusColumn.integer) {
     throw new SchemaError(

@@ -10,13 +10,13 @@ export type Row = Record<string, unknown>;
 export type JobId = string | number | bigint;
 /**
  * A statement's parameter: a value, or a list bound as one array parameter, which core builds only for a
- * dialect with `anyOf` (PostgreSQL); the other adapters never receive one.
+ * dialect with `anyOf`; the other adapters never receive one.
  */
 export type SqlParam = SqlValue | readonly SqlValue[];
 
 /** One setting of the server, judged (see StoreInspection.serverChecks). */
 export interface ServerCheck {
-  /** Short and stable, for the report and `--json`: `binlog`, `read_only`, `max_allowed_packet`. */
+  /** Short and stable, for the report and `--json`: the adapter's name for the setting it judged. */
   readonly name: string;
   /** `fail`: statusq refuses to run there (or would lose or double-run jobs); `warn`: it runs, with a cost said in detail. */
   readonly status: 'pass' | 'warn' | 'fail';

@@ -12,8 +12,8 @@ export interface EnqueueOptions {
   /**
    * The application's open transaction, to write the rows in (the outbox pattern: the jobs commit with the
    * application's own writes, or not at all). What the adapter takes (Store.runnerFor): a knex transaction
-   * (`trx`), or the driver's connection that began it (a pg Client or PoolClient, a mysql2 connection, a
-   * better-sqlite3 Database). It must be inside an open transaction: one that is not (each INSERT would commit
+   * (`trx`), or the driver's connection that began it (the client, pooled client, connection or database
+   * object of the adapter's own driver; see its runnerFor). It must be inside an open transaction: one that is not (each INSERT would commit
    * on its own) is a ConfigError before anything is written. statusq runs only the INSERTs on it: no BEGIN,
    * COMMIT or ROLLBACK, and no retry, since a retry inside someone else's transaction could repeat or reorder
    * writes the caller cannot see.
@@ -49,12 +49,12 @@ export interface EnqueueOptions {
   key?: string | ((item: unknown, index: number) => string | null | undefined) | undefined;
   /**
    * Publishes each new row to this broker right after the commit, so a consumer (a worker with `from`) starts
-   * it without waiting for the relay's next pass: the lowest pick-up a table without LISTEN/NOTIFY (MySQL) can
+   * it without waiting for the relay's next pass: the lowest pick-up a table on a store without `listenNotify` can
    * have. The rows are written as dispatched; a publish that fails un-marks them and the relay publishes them
    * (the enqueue still succeeds: the rows are committed). A process that dies between the commit and the
    * publish leaves them to the relay's redispatch age. Not with delays, keys or the caller's transaction (the
    * relay publishes those), nor where the insert cannot tell the new row's id (no RETURNING and no
-   * AUTO_INCREMENT id: the relay publishes those too); EnqueueOutcome.published says which rows went. Needs
+   * auto-increment id: the relay publishes those too); EnqueueOutcome.published says which rows went. Needs
    * the dispatch column (`migrate --with dispatch`).
    */
   dispatchTo?: Broker | undefined;

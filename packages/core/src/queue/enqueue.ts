@@ -67,8 +67,8 @@ export class Enqueuer {
     const chunk = options.chunk ?? Math.max(1, items.length);
     if (!Number.isSafeInteger(chunk) || chunk < 1) throw new ConfigError(`enqueue chunk must be a positive integer, got ${chunk}`);
     const returningId = this.store.capabilities.insertReturning;
-    // Rows are written as dispatched only where their ids are known after the insert, to publish: returned, MySQL's
-    // AUTO_INCREMENT key, or the row's own. A row marked and never published would wait for the relay's redispatch age.
+    // Rows are written as dispatched only where their ids are known after the insert, to publish: returned, the
+    // auto-increment key the driver reports (`insertId`), or the row's own. A row marked and never published would wait for the relay's redispatch age.
     const dispatching = this.dispatchesOnCommit(options, notBefore);
     const idComesBack = returningId || this.idColumn.autoIncrement === true;
     const dispatched = rows.map((row) => dispatching && (idComesBack || this.ownIdOf(row) !== null));
@@ -158,7 +158,7 @@ export class Enqueuer {
    * One keyed row: the INSERT, and when the key index refuses it the id of the live row that holds the key. The
    * key index is the arbiter, so of any number of enqueuers racing with one key exactly one inserts. The holder
    * may settle between the refused INSERT and the read, freeing the key: then the INSERT runs again (at most
-   * KEYED_INSERT_ATTEMPTS times). Where the store skips conflicts (PostgreSQL, SQLite), the first INSERT skips any
+   * KEYED_INSERT_ATTEMPTS times). Where the store skips conflicts (`insertOnConflictDoNothing`), the first INSERT skips any
    * unique index's, so a later one does not: a conflict with another unique index of an application's table
    * then fails as the error it is, instead of passing for a duplicate.
    */
@@ -285,8 +285,8 @@ export class Enqueuer {
 
   /**
    * Refuses, before anything is written, a row whose INSERT the database would not take as one statement
-   * (Store.statementLimit): MySQL answers one larger than max_allowed_packet by dropping the connection,
-   * which looks like a network failure and would be retried to no end.
+   * (Store.statementLimit): a server that bounds statements may answer one larger than its bound by dropping
+   * the connection, which looks like a network failure and would be retried to no end.
    */
   private checkStatementSize(statement: Statement, index: number, describe: (index: number) => string): void {
     const limit = this.store.statementLimit;
@@ -301,7 +301,7 @@ export class Enqueuer {
     }
     const own = this.ownIdOf(row);
     if (own !== null) return own;
-    // MySQL reports the key of whichever column is AUTO_INCREMENT: another column's when the id is not it.
+    // The driver reports (`insertId`) the key of whichever column is auto-increment: another column's when the id is not it.
     return this.idColumn.autoIncrement === true ? (result.insertId ?? null) : null;
   }
 

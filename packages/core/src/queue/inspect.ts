@@ -68,7 +68,7 @@ const EPOCH_MS_FLOOR = 1e11;
 /**
  * Turns the time columns of rows as the driver read them into Dates. statusq's own time columns (claimed_at,
  * next_attempt_at, finished_at) hold the dialect's `now`: a Date from the driver, or epoch milliseconds
- * (SQLite). The order column is a time when its encoding says so (`native`), or epoch milliseconds of a
+ * (a dialect whose `now` is a number). The order column is a time when its encoding says so (`native`), or epoch milliseconds of a
  * plausible time; text is left as the application wrote it, since its time zone is not known.
  */
 export class InspectTimes {

@@ -19,7 +19,7 @@ export type StatusBucket = keyof StatusCounts;
 export interface MonitoringCountOptions {
   /**
    * Below this many rows (the planner's estimate of the table) every status is counted exactly, with the
-   * one GROUP BY of Queue.counts. Default 100,000: ~11 ms on PostgreSQL and MariaDB (see MONITORING_COST).
+   * one GROUP BY of Queue.counts. Default 100,000: ~11 ms on two adapters' servers (see MONITORING_COST).
    */
   exactBelowRows?: number | undefined;
   /**
@@ -42,23 +42,24 @@ const BUCKETS: readonly StatusBucket[] = ['pending', 'processing', 'done', 'abus
 
 /**
  * MONITORING_COST, measured on 1,000,000 finished rows (985,990 done, 10,000 failed, 4,000 abuse, 10 other)
- * plus 500 pending and 32 processing, in a statusq-created table, on this repository's 2-core machine:
+ * plus 500 pending and 32 processing, in a statusq-created table, on this repository's 2-core machine, on two
+ * adapters' servers: one whose pending index is partial (A) and one whose pending index is (status, date) (B):
  *
- *   PostgreSQL 15.20:  GROUP BY status (Queue.counts)                 110-127 ms (a scan of the table)
+ *   A:                 GROUP BY status (Queue.counts)                 110-127 ms (a scan of the table)
  *                      pending, capped count (partial pending index)    0.3-1 ms
  *                      processing, capped count                        80-96 ms (a scan: see below)
  *                      EXPLAIN estimate, each                           0.1-0.5 ms
- *   MariaDB 10.11.19:  GROUP BY status                                    109 ms (the whole (status, date) index)
+ *   B:                 GROUP BY status                                    109 ms (the whole (status, date) index)
  *                      pending / processing, capped count                   <1 ms each ((status, date) seek)
  *                      abuse, other, capped count                          <1 ms each
  *                      COUNT(*) WHERE status = done                        101 ms
  *                      EXPLAIN estimate, each                              <1 ms
  *   Whole calls from Node (3 rounds):  Queue.counts        monitoringCounts
- *     PostgreSQL                        156-225 ms          110-156 ms (the processing scan, in parallel workers)
- *     PostgreSQL + processing index     ~390 ms (cold)      11 ms (processing 0.15-0.4 ms)
- *     MariaDB                           92-125 ms           21-35 ms (only done estimated)
+ *     A                                 156-225 ms          110-156 ms (the processing scan, in parallel workers)
+ *     A + processing index              ~390 ms (cold)      11 ms (processing 0.15-0.4 ms)
+ *     B                                 92-125 ms           21-35 ms (only done estimated)
  *
- * Processing is always counted, even where no index serves it: PostgreSQL's pending index is partial (it
+ * Processing is always counted, even where no index serves it: where the pending index is partial (it
  * holds pending rows only), so that count reads the table, but an estimate of it is never 0 (the planner
  * says at least 1 row), and "rows stuck in processing" is the alert this gauge exists for. An index on the
  * processing rows (`CREATE INDEX ... ON jobs (id) WHERE status = 9`) turns it into an index read.
@@ -80,7 +81,7 @@ export async function monitoringCounts(store: Store, table: ResolvedTable, sql: 
   const floors = new Map<StatusBucket, number>();
   for (const bucket of BUCKETS) {
     const select = bucket === 'other' ? sql.rowsWithOtherStatus() : sql.rowsWithStatus(statusCode(bucket as StatusName, table.codes));
-    // Finished rows are counted only where an index bounds the count by status (MariaDB's and SQLite's (status, date)).
+    // Finished rows are counted only where an index bounds the count by status (a composite (status, date) pending index).
     const counted = bucket === 'pending' || bucket === 'processing' || (await inspection.explain(select, { statusColumn: table.status })).bounded === true;
     const n = counted ? await countUpTo(store, sql, select, cap) : 0;
     if (counted && n < cap) {
@@ -92,7 +93,7 @@ export async function monitoringCounts(store: Store, table: ResolvedTable, sql: 
     estimated.push(bucket);
   }
   // One status past the cap (done, usually): the table's estimated size, which planners keep best
-  // (reltuples, InnoDB's row count), less the exact ones. InnoDB caps a range's estimate at half the table.
+  // (the catalog's row count), less the exact ones. One adapter's server caps a range's estimate at half the table.
   if (estimated.length === 1) {
     const [only] = estimated as [StatusBucket];
     const exactSum = BUCKETS.filter((b) => b !== only).reduce((sum, b) => sum + counts[b], 0);

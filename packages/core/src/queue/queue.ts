@@ -339,12 +339,13 @@ export class Queue {
    * then leaves the chunks before it committed, and the EnqueueError says how many rows that is and their ids.
    * With `transaction`, the rows are written in the caller's transaction (see EnqueueOptions.transaction).
    *
-   * An id is what the database returned for the INSERT (RETURNING, on PostgreSQL and SQLite), else the one the
-   * item set in the id column, else the id column's AUTO_INCREMENT value (MySQL/MariaDB). It is typed as the
-   * store reads ids (a number, or past 2^53 a bigint on PostgreSQL, a decimal string on MySQL; an item's '17'
-   * for an integer id column is 17). It is null only where the database cannot say: on MySQL/MariaDB, an id
-   * column that is not AUTO_INCREMENT, filled by a default or a trigger, that the item did not set (the
-   * generated key MySQL reports is then another column's). Every table initTable creates has known ids.
+   * An id is what the database returned for the INSERT (RETURNING, on a store with `insertReturning`), else the
+   * one the item set in the id column, else the id column's auto-increment value as the driver reports it
+   * (ExecResult.insertId). It is typed as the store reads ids (a number, or past 2^53 a bigint or a decimal
+   * string, as the adapter reads them; an item's '17' for an integer id column is 17). It is null only where the
+   * database cannot say: on a store without `insertReturning`, an id column that is not auto-increment, filled
+   * by a default or a trigger, that the item did not set (the generated key the driver reports is then another
+   * column's). Every table initTable creates has known ids.
    */
   async enqueue(items: readonly unknown[], options: EnqueueOptions = {}): Promise<Array<JobId | null>> {
     return (await this.enqueuer.enqueueDetailed(items, options)).map((outcome) => outcome.id);

@@ -5,7 +5,7 @@
 import { ConfigError } from '../protocol/errors.js';
 import type { SqlValue } from '../store/store.js';
 
-/** The latest instant a time column holds on every dialect (MySQL's DATETIME ends with year 9999). */
+/** The latest instant a time column holds on every dialect (the narrowest of the adapters' datetime types ends with year 9999). */
 const LAST_RUN_AT_MS = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
 /** ISO 8601 with a time zone: a run time without one would be read in whatever zone this process runs in. */
 const ZONED_ISO_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})$/i;

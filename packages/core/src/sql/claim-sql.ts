@@ -17,7 +17,7 @@ export class ClaimStatements extends TableSql {
     // The database's own time alongside the candidates, for a claim that writes it back as claimed_at.
     if (options.clock !== undefined) what += `, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(options.clock)}`;
     let where = this.dueCondition(options.now);
-    // A condition of the caller's own, ANDed (MySQL's idle probe ties each of its checks to its step).
+    // A condition of the caller's own, ANDed (an `idleProbe` store's probe ties each of its checks to its step).
     if (options.alsoWhere !== undefined) where += ` AND ${options.alsoWhere}`;
     let orderBy = this.queueOrder();
     if (options.agedMs !== undefined) {
@@ -51,7 +51,7 @@ export class ClaimStatements extends TableSql {
    * claim (NULL -> processing) of the given ids, guarded so only still-pending, due rows change; `returning`: their
    * rowColumns. `locked`: the ids are candidates this transaction holds locked, so the due condition was judged
    * under the lock and is not asked again (on a table with a claims table, asking it again there would make
-   * MySQL lock the claims table's gaps, which the claim's own upsert then waits on). With a claims table the
+   * a server that locks index gaps lock the claims table's gaps, which the claim's own upsert then waits on). With a claims table the
    * claim writes its rows of `ids` after the UPDATE (Statement.then): exact only when every id was claimed, as
    * locked candidates are and a lone id whose UPDATE changed its row is.
    */

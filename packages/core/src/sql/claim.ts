@@ -19,10 +19,10 @@ export function claimRows(store: Store, table: ResolvedTable, request: ClaimRequ
 
 /**
  * The native claim. Without aging, a store with a one-statement claim takes the batch in one round trip
- * (PostgreSQL's `= ANY(ARRAY(...)) RETURNING ...`, SQLite's `IN (...) RETURNING ...`). Otherwise, in one
+ * (`nativeClaim.oneStatement`: an UPDATE of the ids its locking subquery selects, with RETURNING). Otherwise, in one
  * transaction: the candidate selections, each locking what it finds and skipping what others hold; one
  * guarded UPDATE of the merged ids; the claimed rows from RETURNING, built from the locked candidates with
- * the clock they carried (MySQL), or read back. Nobody else can change a locked row before the commit, so
+ * the clock they carried (`nativeClaim.clockWithCandidates`), or read back. Nobody else can change a locked row before the commit, so
  * every candidate is claimed and none is lost.
  */
 async function claimNative(store: Store, native: NativeClaim, table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {
@@ -51,7 +51,7 @@ async function claimNative(store: Store, native: NativeClaim, table: ResolvedTab
 
   /**
    * The claim in one packet with its COMMIT: the ids of the locked candidates never leave the server. One round
-   * trip where reading the candidates first made two (one worker of 64 slots, MariaDB 5 ms away: the claim
+   * trip where reading the candidates first made two (one worker of 64 slots, one adapter's server 5 ms away: the claim
    * from about 18 ms to 12, half of it the server and the proxy; docs/benchmarks.md, "Claim round trips").
    */
   async function claimOnServer(defer: NonNullable<StatementRunner['defer']>, ids: ClaimIdsOnServer): Promise<() => Promise<Row[]>> {
@@ -122,7 +122,7 @@ export function oneStatementClaim(sql: TransitionSql, native: NativeClaim, reque
  * The seed's portable claim, available on every store: SELECT candidates, then one guarded
  * `UPDATE ... WHERE id = ? AND status IS NULL` per candidate; the worker owns a row only if its UPDATE
  * changed it. Candidates another worker took first are counted as lost. Under contention most candidates
- * are lost (measured on PostgreSQL: 74% with 8 workers, 90% with 32), which is why adapters add a native
+ * are lost (measured on one adapter's server: 74% with 8 workers, 90% with 32), which is why adapters add a native
  * claim; this one stays as the baseline and for engines where the native claim misbehaves.
  */
 export async function claimConditionalUpdate(store: Store, table: ResolvedTable, request: ClaimRequest): Promise<ClaimResult> {

@@ -34,12 +34,12 @@ export class ReadStatements extends TableSql {
    *   later retry included. The pending index serves it: a walk of the index that stops after `limit` rows,
    *   however many finished rows the table keeps.
    * - processing: oldest claim first (the stuck ones), claims without a claim time before all; by id without
-   *   claimed_at. No index is kept for it: the composite pending index of MySQL/MariaDB and SQLite finds the
-   *   processing rows by status and sorts those few; PostgreSQL's partial index covers pending rows only, so
-   *   it reads the table.
+   *   claimed_at. No index is kept for it: a composite pending index (status first) finds the processing rows
+   *   by status and sorts those few; a partial pending index covers pending rows only, so a store with one
+   *   reads the table.
    * - failed and abuse: newest finished first (finished_at, rows without one last), else newest id first.
-   *   A sort of that status's rows (MySQL/MariaDB and SQLite find them through the pending index's status
-   *   prefix; PostgreSQL reads the table, or walks the primary key backwards for id order): cost grows with
+   *   A sort of that status's rows (a composite pending index finds them through its status prefix; with a
+   *   partial pending index the server reads the table, or walks the primary key backwards for id order): cost grows with
    *   the table, which an operator's look can afford and a worker's loop could not.
    */
   inspect(status: StatusName, limit: number, clock: string): Statement {
@@ -98,8 +98,9 @@ export class ReadStatements extends TableSql {
 
   /**
    * The rows whose status is none of the table's codes (and not NULL), spelled as the ranges between the
-   * codes: a status index seeks them, and PostgreSQL estimates them from its statistics. `NOT IN` was
-   * estimated as independent inequalities: 13,746 rows for 10 on a million (PostgreSQL 15).
+   * codes: a status index seeks them, and a planner that keeps column statistics estimates them from those.
+   * `NOT IN` was estimated as independent inequalities: 13,746 rows for 10 on a million (measured on one
+   * adapter's server).
    */
   rowsWithOtherStatus(): Statement {
     const codes = [...new Set(Object.values(this.table.codes))].sort((a, b) => a - b);

@@ -58,8 +58,9 @@ export class RecoveryStatements extends TableSql {
    * attempt counter nothing can tell a poison job from a crash, so they are always retried.
    *
    * The rows given up are read first and failed one guarded UPDATE each, rather than by one range UPDATE:
-   * the caller must know which rows it gave up (to publish their dead letters) on every dialect, and MySQL
-   * has no UPDATE ... RETURNING. Poison rows are few, so the extra statements cost nothing that matters; a
+   * the caller must know which rows it gave up (to publish their dead letters) on every store, and a store
+   * without `capabilities.returning` cannot return them from the UPDATE. Poison rows are few, so the extra
+   * statements cost nothing that matters; a
    * row another reaper failed meanwhile no longer meets the condition and reports 0 rows.
    */
   private chargeAttempt(reason: string, maxAttempts: number, condition: (p: Params) => string): AttemptCharge {
@@ -89,7 +90,7 @@ export class RecoveryStatements extends TableSql {
     const exhausted = this.q.attemptCount ? page(false) : null;
     const giveUp = this.q.attemptCount ? one('failed') : null;
     // With a claims table each row goes back by its own UPDATE and upsert, page by page: which rows one range
-    // UPDATE moved is what its claims-table rows need, and MySQL cannot return it.
+    // UPDATE moved is what its claims-table rows need, and a store without `capabilities.returning` cannot return it.
     if (this.q.beside && writes('pending').beside.length > 0) return { error, exhausted, giveUp, back: null, remaining: page(true), sendBack: one('pending') };
     const back = new Params(this.dialect);
     const backSql = `UPDATE ${this.q.table} SET ${this.setList(back, writes('pending'))} WHERE ${condition(back)}${attemptsLeft(back, true)}`;
@@ -98,7 +99,7 @@ export class RecoveryStatements extends TableSql {
 
   /**
    * A plain (non-locking) read: is any claim's lease expired? The reaper runs its locking UPDATEs only
-   * then. On InnoDB a range UPDATE over the pending index locks index entries before rows, the reverse of
+   * then. On a server that locks index entries, a range UPDATE over the pending index locks them before rows, the reverse of
    * a settle, so reaping when nothing has expired would only deadlock with the settles of live workers.
    */
   anyExpired(leaseMs: number): Statement | null {

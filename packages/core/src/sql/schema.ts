@@ -35,8 +35,9 @@ export const COLUMN_GROUPS = {
 
 /**
  * The groups a table `init` makes has (and adds to an older managed table): all but priority, whose index every
- * insert and settle pays for. The key index of dedupe costs a row without a key nothing on PostgreSQL and SQLite
- * (a partial index it never enters) and one NULL index entry on MySQL, and schedules need it.
+ * insert and settle pays for. The key index of dedupe costs a row without a key nothing where it is a partial
+ * index (one the row never enters) and one NULL index entry where it is a unique index on a generated column,
+ * and schedules need it.
  */
 const MANAGED_GROUPS: readonly ColumnGroup[] = ['leases', 'retries', 'results', 'delays', 'dedupe'];
 
@@ -359,7 +360,7 @@ async function ensureKeyIndex(store: Store, schema: SchemaSupport, table: string
   return name;
 }
 
-/** Whether `table` has an index called `name` (index names compare without case, as MySQL's do). */
+/** Whether `table` has an index called `name` (index names compare without case, as some servers' do). */
 export async function hasIndex(store: Store, schema: SchemaSupport, table: string, name: string): Promise<boolean> {
   const { rows } = await store.execute(schema.indexNames(...splitTableName(table)));
   return rows.some((r) => String(r.name).toLowerCase() === name.toLowerCase());

@@ -2,16 +2,16 @@ import type { SqlParam, SqlValue, Statement, StatementLimit } from '../store/sto
 
 const encoder = new TextEncoder();
 /**
- * What a driver that sends values inside the statement text (mysql2) escapes with a backslash, each taking one
+ * What a driver that sends values inside the statement text escapes with a backslash, each taking one
  * byte more: NUL, backspace, tab, newline, carriage return, Ctrl-Z, the quotes and the backslash.
  */
 const ESCAPED = new Set([0, 8, 9, 10, 13, 26, 34, 39, 92]);
 
 /**
- * The size of `statement` as a driver sends it with its values written into the SQL text (mysql2's
- * client-side formatting): the SQL's UTF-8 bytes, each string quoted with its escapes counted, numbers as
+ * The size of `statement` as a driver sends it with its values written into the SQL text (client-side
+ * formatting): the SQL's UTF-8 bytes, each string quoted with its escapes counted, numbers as
  * their digits. Never below the real size for such a driver (each `?` it replaces is counted too); a driver
- * that sends values apart from the text (pg, better-sqlite3) sends less.
+ * that sends values apart from the text (bound parameters) sends less.
  */
 export function statementBytes({ sql, params }: Statement): number {
   let bytes = utf8Bytes(sql);
@@ -22,7 +22,7 @@ export function statementBytes({ sql, params }: Statement): number {
 function paramBytes(value: SqlParam): number {
   if (value === null) return 4;
   if (typeof value === 'string') return utf8Bytes(value) + escapes(value) + 2;
-  // An array parameter (PostgreSQL's id lists): its elements, a separator each, and the braces.
+  // An array parameter (an id list bound as one, SqlDialect.anyOf): its elements, a separator each, and the braces.
   if (Array.isArray(value)) return value.reduce((n: number, v: SqlValue) => n + paramBytes(v) + 1, 2);
   return String(value).length;
 }

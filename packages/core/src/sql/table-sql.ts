@@ -104,7 +104,7 @@ export class Writes {
 }
 
 const ON_CONFLICT_UPSERT = (table: string, key: string): Upsert => ({
-  // PostgreSQL refuses an unqualified column in DO UPDATE (it could be the proposed row's), so the target is aliased.
+  // A server may refuse an unqualified column in DO UPDATE (it could be the proposed row's), so the target is aliased.
   into: `${table} AS statusq_claims`,
   existing: 'statusq_claims',
   proposed: (column) => `excluded.${column}`,
@@ -270,7 +270,7 @@ export class TableSql {
 
   /**
    * Claimable (pending) and due: no retry scheduled for later. `now`: the database's time as another
-   * expression (MySQL's idle probe needs one that moves within a statement).
+   * expression (an `idleProbe` store's probe needs one that moves within a statement).
    */
   dueCondition(now = this.dialect.now): string {
     const pending = this.guard('claim');

@@ -9,7 +9,7 @@ import type { CallerRunner, ExecResult, JobId, Statement } from './store.js';
 /** Runs one SQL text with positional `?` bindings on a knex transaction's connection (`trx.raw`). */
 export type KnexRaw = (sql: string, bindings: readonly unknown[]) => Promise<unknown>;
 
-/** knex numbers `?` placeholders itself on every database (`$1` on PostgreSQL), so statements for it use `?`. */
+/** knex numbers `?` placeholders itself on every database (even where the dialect's own is `$1`), so statements for it use `?`. */
 export const KNEX_PLACEHOLDER = (): string => '?';
 
 interface KnexShape {
@@ -19,7 +19,7 @@ interface KnexShape {
 }
 
 /**
- * `handle` as a knex transaction on `dialect` (knex's name: `postgresql`, `mysql`, `sqlite3`), or null when it
+ * `handle` as a knex transaction on `dialect` (knex's client dialect name, as the adapter passes it), or null when it
  * is not knex. A knex instance that is not a transaction is refused: each statement would commit on its own,
  * on whichever pooled connection knex picks, never with the application's writes.
  */
@@ -55,7 +55,7 @@ export interface CallerRunnerOptions {
   placeholder?: ((index: number) => string) | undefined;
   /** Resolves to false when the connection is not inside an open transaction (its failure goes through `mapError`). */
   inTransaction?: (() => Promise<boolean>) | undefined;
-  /** Says, after "enqueue: ", what `inTransaction` found and what to do (`the pg Client has no open transaction; ...`). */
+  /** Says, after "enqueue: ", what `inTransaction` found and what to do (`the client has no open transaction; ...`). */
   notInTransaction?: string | undefined;
 }
 
@@ -87,7 +87,7 @@ export function callerRunner(run: (statement: Statement) => Promise<ExecResult>,
 
 /**
  * An id the application gave for an integer id column ('17', 17n), typed as stores read ids: a number where
- * exact, else as given (PostgreSQL's and SQLite's stores read such an id as a bigint, MySQL's as a decimal string).
+ * exact, else as given (a store reads such an id as a bigint or as a decimal string, whichever its driver gives).
  */
 export function integerIdOf(value: string | bigint): JobId {
   if (typeof value === 'string' && !/^[-+]?\d+$/.test(value.trim())) return value;

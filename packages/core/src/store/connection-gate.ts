@@ -1,5 +1,5 @@
 /**
- * One transaction at a time on a single connection (SQLite's): while an interactive transaction awaits
+ * One transaction at a time on a single connection (a store with only one, such as a file database's): while an interactive transaction awaits
  * between its statements, any other call on the connection would run inside it, so other calls wait for
  * it to end. Each check of the gate and what it admits run in the same synchronous step, so nothing slips
  * in between; calls made while no transaction is open run at once.

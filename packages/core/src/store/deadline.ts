@@ -150,7 +150,7 @@ export const DEADLINE_URL_PARAMETERS = { connectTimeout: 'connectTimeoutMs', que
 
 export type UrlDeadlines = Partial<Record<(typeof DEADLINE_URL_PARAMETERS)[keyof typeof DEADLINE_URL_PARAMETERS], number>>;
 
-/** The deadlines a database URL sets; `where` names the URL in errors (`the PostgreSQL URL`). */
+/** The deadlines a database URL sets; `where` names the URL in errors (`the <adapter's database> URL`). */
 export function deadlinesFromUrl(params: URLSearchParams, where: string): UrlDeadlines {
   const deadlines: UrlDeadlines = {};
   for (const [name, option] of Object.entries(DEADLINE_URL_PARAMETERS)) {

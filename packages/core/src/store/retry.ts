@@ -39,7 +39,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 export type RetryPolicy = { attempts: number; on?: readonly StoreErrorKind[] } & Partial<BackoffOptions>;
 
 /**
- * The one owner of retry policy, one entry per kind of store call. Adapters never retry: a MySQL deadlock
+ * The one owner of retry policy, one entry per kind of store call. Adapters never retry: a deadlock
  * victim (rolled back whole, so safe to run again) reaches core as WriteConflict and is retried here like
  * any other. Heartbeats and reaps are not retried: their timers run them again on the next beat.
  */
@@ -55,7 +55,7 @@ export const STORE_RETRY = {
   release: { attempts: 10, baseMs: 5, maxMs: 1000 },
   /**
    * An application's own write through Queue (enqueue, requeue, markAbuse, recovering a dead worker's rows).
-   * A conflict (a deadlock victim, SQLite's busy writer) rolled the whole transaction back, so it runs again;
+   * A conflict (a deadlock victim, a file database's busy writer) rolled the whole transaction back, so it runs again;
    * a lost connection is not retried here, because its commit may have happened (an enqueue would insert twice).
    */
   write: { attempts: 5, baseMs: 5, maxMs: 200, on: ['Busy', 'WriteConflict'] },

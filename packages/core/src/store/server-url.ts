@@ -9,7 +9,7 @@ export const POOL_URL_PARAMETER = 'maxConnections';
 
 /**
  * The pool size a server URL sets (`maxConnections`, a positive integer); `where` names the URL in errors
- * (`the PostgreSQL URL`). A renamed parameter (`connectionLimit`) is a ConfigError naming its new name.
+ * (`the <adapter's database> URL`). A renamed parameter (`connectionLimit`) is a ConfigError naming its new name.
  */
 export function poolFromUrl(params: URLSearchParams, where: string): { maxConnections?: number } {
   for (const [old, current] of Object.entries(RENAMED_URL_PARAMETERS)) {

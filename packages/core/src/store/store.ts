@@ -18,8 +18,8 @@ export interface Statement {
   params: SqlParam[];
   /**
    * Its text is one a worker sends over and over with other values (the claim, the grouped settle), never
-   * one that grows with its values: a store may prepare it once per connection and reuse it (PostgreSQL's
-   * does; see its store). Default false.
+   * one that grows with its values: a store may prepare it once per connection and reuse it (an adapter whose
+   * server keeps prepared statements does; see its store). Default false.
    */
   reusable?: boolean;
   /**
@@ -41,7 +41,8 @@ export interface ExecResult {
   /** Rows changed by INSERT/UPDATE/DELETE. The claim and every settle are decided by this number. */
   affected: number;
   /**
-   * The key a one-row INSERT generated, as the driver reports it (MySQL's insertId), typed as the store reads
+   * The key a one-row INSERT generated, as the driver reports it (a store without `insertReturning` reads it
+   * from the driver's result), typed as the store reads
    * ids. Absent when the INSERT generated none, and from a store that returns inserted keys with RETURNING
    * (`insertReturning`). Enqueue reads it only where neither RETURNING nor the item gave the id.
    */
@@ -77,7 +78,7 @@ export interface SqlDialect {
   /**
    * `column` equals one of the values of the array parameter at `placeholder`, for an id list bound as one
    * parameter. Optional; without it an id list is `column IN (...)` with one placeholder per value. With it
-   * (PostgreSQL: `= ANY($1)`) a grouped settle of any size is one statement text that the server parses
+   * (an array comparison such as `= ANY($1)`) a grouped settle of any size is one statement text that the server parses
    * without an IN list of hundreds of parameters, and no list runs into the 65,535-parameter limit.
    */
   anyOf?(column: string, placeholder: string): string;
@@ -89,9 +90,9 @@ export interface SqlDialect {
    */
   liveKey?(parts: { keyColumn: string; live: string; placeholder: string }): string;
   /**
-   * What follows a table name in FROM to make the planner read the index `quotedIndex` (MySQL's `FORCE
-   * INDEX (...)`). Optional; without it statusq never hints. Used only by the relay's selection, whose index
-   * the planner can tell from the statement alone but MariaDB's cost model often passes over (see
+   * What follows a table name in FROM to make the planner read the index `quotedIndex` (an index hint such as
+   * `FORCE INDEX (...)`). Optional; without it statusq never hints. Used only by the relay's selection, whose index
+   * the planner can tell from the statement alone but one adapter's server's cost model often passes over (see
    * TransitionSql.dispatchCandidates), and only when that index exists.
    */
   forceIndex?(quotedIndex: string): string;
@@ -99,16 +100,17 @@ export interface SqlDialect {
    * How an INSERT into `table` (quoted) becomes an upsert on its `key` column: `into` is what follows INSERT
    * INTO (the table, with an alias where the update must name the existing row by one), `existing` names the
    * existing row in the update's expressions, and `clause(sets)` follows the VALUES. Optional; the default is
-   * PostgreSQL's and SQLite's `ON CONFLICT (key) DO UPDATE SET ...` on an aliased target. MySQL has
-   * `ON DUPLICATE KEY UPDATE`.
+   * `ON CONFLICT (key) DO UPDATE SET ...` on an aliased target. A database without ON CONFLICT spells its own
+   * upsert here.
    */
   upsert?(table: string, key: string): Upsert;
   /**
    * What follows a SELECT to lock the rows it reads until the transaction ends: ` FOR UPDATE`. A move of a table with
    * a claims table locks its rows with it first, so that its guarded UPDATE, a statement of its own, reads the claims
-   * table as the last holder of those rows left it (PostgreSQL re-checks a concurrently updated row's condition
+   * table as the last holder of those rows left it (a server may re-check a concurrently updated row's condition
    * against the row's newest version but other tables' as they were when the statement began). Optional; absent
-   * where a transaction already excludes every other writer (SQLite).
+   * where a transaction already excludes every other writer (a store whose transaction holds the database's one
+   * write lock).
    */
   readonly forUpdate?: string;
 }
@@ -135,12 +137,12 @@ export interface StoreCapabilities {
   /** UPDATE ... RETURNING is available, so a claim can return the rows it changed. Default false. */
   returning: boolean;
   /**
-   * `waitForWork` is woken when rows may have arrived: PostgreSQL's LISTEN/NOTIFY, SQLite's watch on the
-   * database file. Default false: polling only.
+   * `waitForWork` is woken when rows may have arrived: the server's notifications to a listening connection, or
+   * a watch on the database file. Default false: polling only.
    */
   listenNotify: boolean;
   /**
-   * `waitForWork` asks the table itself whether a row is due (MySQL's idle probe: one statement that sleeps
+   * `waitForWork` asks the table itself whether a row is due (an idle probe: one statement that sleeps
    * and checks the claim's due condition on the server, on a connection of its own), so a wait that ends
    * without a row found nothing: the worker
    * then waits up to IDLE_PROBE_WAIT_MS between claims instead of backing off to pollMaxMs. Default false.
@@ -153,7 +155,7 @@ export interface StoreCapabilities {
   insertReturning: boolean;
   /**
    * INSERT ... ON CONFLICT DO NOTHING: a row that would break a unique index is skipped without an error
-   * (PostgreSQL, SQLite). A keyed enqueue then meets a live key without failing its transaction or writing an
+   * A keyed enqueue then meets a live key without failing its transaction or writing an
    * error to the server's log; without it, the INSERT fails with UniqueViolation and enqueue reads that as the
    * same answer. Default false.
    */
@@ -161,10 +163,10 @@ export interface StoreCapabilities {
   /**
    * Completions that store different results may share one UPDATE (`result = CASE id WHEN ... THEN ... END`),
    * the result column taking the CASE's text as it takes a bound string. For a store whose batch of statements
-   * costs a round trip each (MySQL: a worker 20 ms from its server settled 16 jobs with results in 17 round
-   * trips, 30 jobs/s against 100 without results). Default false: a completion with a result is its own
-   * statement (PostgreSQL pipelines those in one round trip, and its CASE of untyped values is text, which a
-   * jsonb result column refuses).
+   * costs a round trip each (measured on one adapter's server: a worker 20 ms from its server settled 16 jobs
+   * with results in 17 round trips, 30 jobs/s against 100 without results). Default false: a completion with a
+   * result is its own statement (a store that pipelines its batch sends those in one round trip, and a server
+   * may type a CASE of untyped values as text, which a JSON result column refuses).
    */
   groupedResults: boolean;
 }
@@ -190,15 +192,15 @@ export const IDLE_PROBE_WAIT_MS = 30_000;
 export interface StatementLimit {
   /** Bytes one statement may take as core's `statementBytes` counts it (SQL text with its values inline, UTF-8). */
   readonly bytes: number;
-  /** The server setting behind the bound, for messages: `max_allowed_packet = 16384`. */
+  /** The server setting behind the bound, for messages: its name and value as the adapter reads them (`<setting> = 16384`). */
   readonly setting: string;
-  /** What raises it: `SET GLOBAL max_allowed_packet = 64M`. */
+  /** What raises it: the statement or configuration change, as the adapter words it. */
   readonly fix: string;
 }
 
 /**
  * `native`: the adapter's best safe claim (one statement or one transaction per batch; see NativeClaim),
- * which is the conditional update on a store that declares none (a MySQL server without SKIP LOCKED).
+ * which is the conditional update on a store that declares none (a server that cannot skip locked rows).
  * `conditional-update`: the seed's portable protocol: SELECT candidates, then one
  * `UPDATE ... WHERE id = ? AND status IS NULL` per candidate, owned only when it changed one row.
  */
@@ -233,7 +235,7 @@ export interface StatementRunner {
   /**
    * Queues `statement` to travel with the next statement this runner sends (or with the transaction's COMMIT),
    * for a result that can wait: its promise settles when that packet is answered. Only a store transaction
-   * that sends several statements per round trip has it (MySQL's multi-statement packets); absent, callers
+   * that sends several statements per round trip has it (multi-statement packets); absent, callers
    * `execute` instead.
    */
   defer?(statement: Statement): Promise<ExecResult>;
@@ -281,7 +283,7 @@ export interface NativeClaim {
   /**
    * Appended to each candidate SELECT of the claim: how it locks what it finds and passes over rows other
    * claimers hold (` FOR UPDATE SKIP LOCKED`). Empty where the transaction's own write lock already keeps
-   * every other claimer out (SQLite).
+   * every other claimer out (a store whose transaction holds the database's one write lock).
    */
   readonly lockCandidates: string;
   /**
@@ -305,17 +307,17 @@ export interface NativeClaim {
    * A claim whose ids stay on the server: in a transaction that sends its statements ahead
    * (StatementRunner.defer), the locked candidates' ids go into a session value and the UPDATE and the read of
    * the claimed rows join on it, so the whole claim travels in one packet with its COMMIT, one round trip
-   * (MySQL: JSON_ARRAYAGG into a user variable, JSON_TABLE to join on it). Only where the store's transactions
-   * defer; resolves to null for a table it does not fit (MySQL: ids that are not integers, or a server without
-   * packets). Absent: the ids come back to the client between the two.
+   * (e.g. the ids aggregated into a session variable, then joined on as a table). Only where the store's
+   * transactions defer; resolves to null for a table it does not fit (e.g. ids that are not integers, or a
+   * server without multi-statement packets). Absent: the ids come back to the client between the two.
    */
   idsOnServer?(table: ResolvedTable): Promise<ClaimIdsOnServer | null>;
-  /** Called as each native claim starts (PostgreSQL: LISTEN bookkeeping for the table). */
+  /** Called as each native claim starts (a store with `listenNotify`: bookkeeping of the table it listens for). */
   beforeClaim?(table: ResolvedTable): void;
   /**
    * Runs the claim's transaction body (`claim`, its candidate SELECT and UPDATE) inside an admission gate the
    * database keeps, on the transaction's own connection (`tx`): at most a few claims of one table at once,
-   * whichever process or host they come from (MySQL: named locks, mysql-claim-gate.ts). The gate only spaces
+   * whichever process or host they come from (e.g. the server's named locks; see the adapter). The gate only spaces
    * claims out; the guarded UPDATE still decides every row, so a gate that cannot be had lets the claim run
    * ungated. Default: no gate.
    */
@@ -333,7 +335,7 @@ export interface Store {
   readonly dialect: SqlDialect;
   readonly capabilities: StoreCapabilities;
   /**
-   * The most one statement may take, when the database bounds it (MySQL's max_allowed_packet). Core splits
+   * The most one statement may take, when the database bounds it (a server's largest-packet setting). Core splits
    * the id lists it builds (claims, grouped completions) into statements within it, and enqueue refuses a
    * row whose INSERT exceeds it before writing anything. Absent: no bound worth checking.
    */
@@ -399,13 +401,13 @@ export interface Store {
 
 /** The server as an operator checking it before going live needs to know it. */
 export interface ServerFacts {
-  /** Product and version as the server reports them, e.g. `MariaDB 10.11.6`, `PostgreSQL 15.4`. */
+  /** Product and version as the server reports them, e.g. `<product> 10.11.6`. */
   readonly version: string;
   /** The isolation level statusq's transactions run at on this store's connections. */
   readonly isolation: string;
   /** The time zone of this store's sessions, in which the database's clock is read and written. */
   readonly timeZone: string;
-  /** Other settings worth showing (the server's own default time zone, SQLite's journal mode), by name. */
+  /** Other settings worth showing (the server's own default time zone, a file database's journal mode), by name. */
   readonly settings: Readonly<Record<string, string>>;
 }
 
@@ -456,8 +458,8 @@ export interface StoreInspection {
    */
   generatedColumns?(table: string): Promise<string[]>;
   /**
-   * The server's own settings that decide whether statusq runs safely there (MySQL: binary log format,
-   * read_only, max_allowed_packet, autocommit, ...), each a verdict with the fix; `statusq doctor` lists
+   * The server's own settings that decide whether statusq runs safely there (e.g. its replication log format,
+   * whether it is read-only, its largest statement, autocommit), each a verdict with the fix; `statusq doctor` lists
    * them after the server line. Absent (the default): the adapter knows of no such setting.
    */
   serverChecks?(): Promise<ServerCheck[]>;
@@ -465,11 +467,12 @@ export interface StoreInspection {
 
 /** Options every adapter's `connect` understands. */
 export interface ConnectOptions {
-  /** Create the database when it does not exist (SQLite: the file). Default true; servers ignore it. */
+  /** Create the database when it does not exist (a file database: the file). Default true; servers ignore it. */
   create?: boolean;
   /**
-   * A URL of the same database for the store's wake-up connection alone (PostgreSQL's LISTEN), when the main
-   * URL goes through a transaction-mode pooler, which loses a LISTEN once its transaction ends. Claims and
+   * A URL of the same database for the store's wake-up connection alone (a `listenNotify` store's listening
+   * connection), when the main URL goes through a transaction-mode pooler, which loses a listener's subscription
+   * once its transaction ends. Claims and
    * settles keep going through the main URL. An adapter without such a connection refuses it (ConfigError).
    */
   listenUrl?: string;
@@ -496,8 +499,8 @@ export function emitStoreWarning(warning: StoreWarning): void {
 }
 
 /**
- * What an adapter package exports, so the CLI can load the one a URL names (`sqlite:`, `postgres://`,
- * `mysql://`) without depending on every driver.
+ * What an adapter package exports, so the CLI can load the one a URL's scheme names (see connect.ts) without
+ * depending on every driver.
  */
 export interface AdapterModule {
   /** URL schemes served, without the colon. */

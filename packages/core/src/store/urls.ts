@@ -7,7 +7,7 @@ const SECRET_PARAM = /(^|[?&;\s])([^=&#;\s]*(?:pass|pwd|secret|token)[^=&#;\s]*=
  * Where the password of `url` lies, as [start, end) offsets, or null when it has none. Deliberately
  * generous, since over-hiding costs a less readable message and under-hiding leaks a secret: the
  * password runs to the last `@` of the whole string (an unescaped `@`, `/` or `?` in a password must not
- * end it early), and without `//` after the scheme (`postgresql:postgres:S3cret@h/db`, or a URL with no
+ * end it early), and without `//` after the scheme (`db:user:S3cret@h/db`, or a URL with no
  * scheme at all, `user:pass@host`) everything from the first `:` to that `@` is hidden.
  */
 function passwordSpan(url: string): [number, number] | null {
@@ -33,7 +33,7 @@ export function redactUrl(url: string): string {
 /**
  * The secrets `url` holds (its password, as written and percent-decoded, and credential query values), so
  * that text from elsewhere (a driver's error, a file path) can be scrubbed of them before it is printed.
- * A secret that the redacted URL still shows (postgres://postgres:postgres@...: it is also the user name
+ * A secret that the redacted URL still shows (db://db:db@...: it is also the user name
  * or the scheme) is left out: printing the user already tells it, and scrubbing it would blank those out.
  */
 export function urlSecrets(url: string): string[] {

@@ -11,7 +11,7 @@ const MAX_KNOWN_DUE = 1_000;
 /**
  * When the rows a worker knows of come due, on this process's clock: the ones it retried, and the earliest the
  * database named when asked (lookAhead). An idle wait ends at the earliest rather than at the next poll, which on
- * a store that wakes on inserts (NOTIFY, a file watch) or polls up to pollMaxMs would pick a retry up to a
+ * a store that wakes on inserts (`listenNotify`: notifications, a file watch) or polls up to pollMaxMs would pick a retry up to a
  * second late.
  */
 export class DueTimes {

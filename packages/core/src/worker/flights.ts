@@ -81,7 +81,7 @@ export class Flights {
   /**
    * Slots to claim for: `concurrency` bounds the handlers running at once, and a job whose settle is in flight
    * no longer runs one. So the next claim overlaps the last batch's settle rather than waiting for its commit:
-   * one worker of 64 slots, MariaDB 5 ms away (the TCP proxy), a cycle of claim (2 round trips) then settle (1)
+   * one worker of 64 slots, one adapter's server 5 ms away (the TCP proxy), a cycle of claim (2 round trips) then settle (1)
    * became one of 2 (docs/benchmarks.md, "Claim round trips"). Only once a settle went through at once, and
    * while they do: before the first commit, and after one that was retried, split or waited out a read-only
    * database, a settling job holds its slot as before, so a worker in trouble claims no rows it may not be able

@@ -34,7 +34,7 @@ export interface FlightOwner {
 /**
  * One claimed job from its claim to its settle. It is its own settle request: one object per job instead of
  * a promise, its callbacks and a request object per settle. Fewer allocations on the hot path; an A/B on the
- * SQLite no-op burn-down (1 x 256, 2026-12-03) found no throughput change beyond this VM's noise.
+ * no-op burn-down on one adapter's store (1 x 256, 2026-12-03) found no throughput change beyond this VM's noise.
  */
 export class InFlight implements SettleRequest {
   state: JobState = 'claimed';

@@ -71,7 +71,7 @@ export class LeaseKeeper<C extends { job: Job; token: string | null }> {
       if (charged > 0) this.hooks.reaped(charged, givenUp);
     } catch (error) {
       // Every worker reaps, so after a crash several reach the same expired rows at once and all but one meet
-      // a write conflict (a deadlock on MySQL): the rows are being reaped, and the next tick takes any left.
+      // a write conflict (a deadlock, on a server that detects them): the rows are being reaped, and the next tick takes any left.
       if (error instanceof StoreError && error.kind === 'WriteConflict') return;
       this.hooks.error(error, 'reap');
     }

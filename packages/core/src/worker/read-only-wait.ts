@@ -6,7 +6,7 @@ import type { RefusedWrites } from './seams.js';
  * How long a worker waits, by default, for a read-only database to take writes again before its run ends.
  * Failovers that turn the old primary read-only or leave a pooled connection on a demoted node finish within
  * this in the published figures: Amazon RDS Multi-AZ "typically 60-120 seconds", Aurora "usually under 30
- * seconds" (plus a 5 s DNS TTL), Patroni's defaults (ttl 30 s, loop_wait 10 s) about 30-40 s, MySQL
+ * seconds" (plus a 5 s DNS TTL), Patroni's defaults (ttl 30 s, loop_wait 10 s) about 30-40 s,
  * orchestrator / MHA 10-30 s. 120 s covers the slowest of them with the worker's last check included; a
  * worker pointed at a replica by mistake still ends with a clear error within two minutes.
  */

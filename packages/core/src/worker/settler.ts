@@ -13,7 +13,7 @@ import type { ExecResult, JobId, Statement } from '../store/store.js';
  * `UPDATE ... WHERE id IN (...) AND status = 9 AND worker_id = ?` (those that store a result only on a store
  * with groupedResults; elsewhere each is its own statement); on a table without a token column (no
  * fencing: an application table with only a status column) they share one without the token guard, since
- * a row-by-row settle there cost PostgreSQL half its throughput (8 workers x 256 slots: ~20,000 jobs/s
+ * a row-by-row settle there cost one adapter's server half its throughput (8 workers x 256 slots: ~20,000 jobs/s
  * against ~30,000-50,000 with tokens, 2026-12-02). Each submit resolves with whether its guarded UPDATE
  * changed its row.
  */
@@ -130,7 +130,7 @@ export class Settler {
     for (const [token, all] of byToken) {
       if (all.length < 2) continue;
       for (const m of all) grouped.add(m);
-      // Within the store's statement limit (MySQL's max_allowed_packet): one UPDATE per run of ids that fits,
+      // Within the store's statement limit (Store.statementLimit, a server's largest packet): one UPDATE per run of ids that fits,
       // all in this same commit, instead of one the server refuses (and drops the connection for).
       for (const run of splitToFit(all, (some) => this.target.sql.completeMany(some.map((m) => m.id), token, resultsOf(some)), limit)) {
         steps.push(this.groupedStep(run.items, run.statement, token));

@@ -38,7 +38,7 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
   rateLimit?: RateLimit | string | undefined;
   /**
    * `native` (default): the store's best safe claim; `conditional-update`: the seed's portable claim. A
-   * store set to conditional-update (MySQL's claimStrategy) declares no native claim, so conditional-update
+   * store set to conditional-update (an adapter's own claimStrategy option) declares no native claim, so conditional-update
    * wins wherever it is set.
    */
   claimStrategy?: ClaimStrategy | undefined;
@@ -56,8 +56,9 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
   reapIntervalMs?: number | undefined;
   /**
    * Idle polling starts at this delay and doubles up to pollMaxMs. Defaults DEFAULT_POLL_MIN_MS (25 ms) and
-   * DEFAULT_POLL_MAX_MS (1 s). A store that wakes its idle workers when rows arrive (PostgreSQL NOTIFY,
-   * SQLite's file watch) ends the wait early. A store with an idle probe (MySQL/MariaDB, `idleProbeMs`)
+   * DEFAULT_POLL_MAX_MS (1 s). A store that wakes its idle workers when rows arrive (`listenNotify`: the
+   * server's notifications, or a watch on the database file) ends the wait early. A store with an idle probe
+   * (`idleProbe`, set by the adapter's `idleProbeMs`)
    * replaces this polling while the worker has nothing in flight: it claims when the probe sees a due row
    * (or every IDLE_PROBE_WAIT_MS); with the probe off, pollMaxMs bounds how long a row enqueued after a
    * quiet spell waits there.
@@ -73,7 +74,7 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
   /**
    * Most settles committed in one transaction. Default: the claim batch, at least 200. A smaller group than
    * the batch splits a claimed batch's completions into two commits, and the slots freed by the first are
-   * refilled by a claim of only that many rows: ragged batches from then on (measured on PostgreSQL at 256
+   * refilled by a claim of only that many rows: ragged batches from then on (measured on one adapter's server at 256
    * slots: 126 rows a claim instead of 256).
    */
   settleBatch?: number | undefined;

@@ -172,8 +172,9 @@ export class Worker extends TypedEmitter {
           rows = claimed;
           failedClaims = 0;
           readOnlyStep = 0;
-          // A claim that went through ends a read-only wait. On MySQL a claim that found no candidate wrote
-          // nothing, so it cannot tell a writable server from a read-only one: it ends the wait too (there was
+          // A claim that went through ends a read-only wait. On a store whose server refuses only writes it is
+          // asked to make, a claim that found no candidate wrote nothing, so it cannot tell a writable server
+          // from a read-only one: it ends the wait too (there was
           // nothing to write), and the next claim that finds rows on a server still read-only starts a new one.
           this.refusedWrites.writable();
         } catch (error) {
@@ -217,8 +218,8 @@ export class Worker extends TypedEmitter {
         // A probing store's wait ends when a row is due, so it may be long; not for exitWhenEmpty, whose
         // check above must see other workers' rows finish, which no probe reports.
         const probed = this.queue.store.capabilities.idleProbe && !this.options.exitWhenEmpty;
-        // Without a probe nothing wakes this worker when another process's delayed row comes due (NOTIFY and the
-        // file watch fire on the insert): ask the database when the next one is, and wake then.
+        // Without a probe nothing wakes this worker when another process's delayed row comes due (a `listenNotify`
+        // store's notifications and file watch fire on the insert): ask the database when the next one is, and wake then.
         if (!probed && this.queue.table.columns.nextAttemptAt) await this.dueTimes.lookAhead(this.queue);
         if (this.queue.store.waitForWork && this.flights.size === 0) await this.pause(() => this.wakeUps.waitForWork(this.queue.store, this.dueTimes.waitUntilDue(probed ? IDLE_PROBE_WAIT_MS : delay), this.queue.table));
         else await this.pause(() => this.wakeUps.sleep(this.dueTimes.waitUntilDue(delay)));
@@ -305,7 +306,7 @@ export class Worker extends TypedEmitter {
   /**
    * One of the loop's waits, for work or before a retry; none starts once stop() was called. stop()'s wake()
    * ends only the waits already under way: a claim in flight at that moment went on into a whole wait, which
-   * on MySQL (a drained table's idle probe, IDLE_PROBE_WAIT_MS) held a stopped worker's run() for 30 s.
+   * on a store with `idleProbe` (a drained table's idle probe, IDLE_PROBE_WAIT_MS) held a stopped worker's run() for 30 s.
    */
   private async pause(wait: () => Promise<void>): Promise<void> {
     if (!this.stopping) await wait();
