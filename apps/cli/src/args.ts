@@ -109,7 +109,8 @@ export const ENQUEUE_TO_VARIABLE = 'STATUSQ_ENQUEUE_TO';
 
 /**
  * `--listen-db`, else STATUSQ_LISTEN_DATABASE_URL, else undefined (the listening connection uses --db): a URL
- * straight to the server for PostgreSQL's LISTEN when --db goes through a transaction-mode pooler. The
+ * straight to the server for the listening connection of a store that listens for new rows (listenNotify)
+ * when --db goes through a transaction-mode pooler. The
  * adapter checks it as it checks --db (and an adapter without a listening connection refuses it).
  */
 export function listenDatabaseUrl(flags: Flags, command: Command): string | undefined {

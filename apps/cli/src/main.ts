@@ -66,8 +66,8 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
            [--id-column C] [--status-column C] [--order-column C] [--order newest|oldest]
 
 --db may be left out when STATUSQ_DATABASE_URL (or else DATABASE_URL) holds the URL; prefer that for a
-URL with a password, which --db shows to every user through ps. --listen-db (PostgreSQL behind a
-transaction-mode pooler: the listening connection's URL, straight to the server) likewise from
+URL with a password, which --db shows to every user through ps. --listen-db (a store that listens for new
+rows, behind a transaction-mode pooler: the listening connection's URL, straight to the server) likewise from
 STATUSQ_LISTEN_DATABASE_URL.
 URLs:
   sqlite:PATH, sqlite:///abs/path                      SQLite file (@statusq/adapter-sqlite)
@@ -75,8 +75,9 @@ URLs:
   mysql://user:pass@host:port/db, mariadb://...        MySQL or MariaDB (@statusq/adapter-mysql)
   x://...                                              loads @statusq/adapter-x; --adapter MODULE (or
                                                        STATUSQ_ADAPTER) names any other package or file
-  PostgreSQL and MySQL URLs take ?maxConnections=N (pool size, default 4), ?connectTimeout=, ?queryTimeout=
-  and ?schemaTimeout= (whole milliseconds); MySQL URLs also ?claimStrategy=native|conditional-update.
+  postgres:// and mysql:// URLs (and their aliases) take ?maxConnections=N (pool size, default 4),
+  ?connectTimeout=, ?queryTimeout= and ?schemaTimeout= (whole milliseconds); mysql:// and mariadb://
+  URLs also ?claimStrategy=native|conditional-update.
 Durations need a unit: ms, s, m, h or d (250ms, 30s, 5m, 1h, 2d); at most 24d.
 Exit codes: 0 ok (queue empty, or drained after a signal), 1 database or runtime failure (or worker
 processes crashing at start-up), 2 bad input, 3 stopped past --stop-timeout (running jobs aborted and
@@ -149,7 +150,7 @@ function databaseUrlSecrets(argv: readonly string[]): string[] {
 }
 
 /**
- * Every line out, whatever produced it (a driver's error, a handler's message, a SQLite path), with the
+ * Every line out, whatever produced it (a driver's error, a handler's message, a database file's path), with the
  * URL's password replaced by `***`: redacting the URL where it is printed does not cover text that merely
  * contains the password.
  */

@@ -92,7 +92,7 @@ export function observeWorker(worker: Worker, metrics: WorkerMetrics, table: str
 /**
  * Refreshes statusq_queue_rows from Queue.monitoringCounts() now and then every interval until the returned
  * stop is called, never overlapping itself. On a table of millions of finished rows an exact GROUP BY reads
- * all of them (110-125 ms a million on PostgreSQL and MariaDB); monitoringCounts counts pending and
+ * all of them (110-125 ms a million, measured on two adapters' servers); monitoringCounts counts pending and
  * processing and takes the finished statuses from the planner's estimate where no index serves their count.
  */
 export function refreshQueueRows(queue: { monitoringCounts(): Promise<MonitoringCounts> }, gauge: Gauge, table: string, log: Logger, intervalMs = QUEUE_ROWS_INTERVAL_MS): () => void {

@@ -74,8 +74,8 @@ export function orderFlag(flags: Flags): Order | undefined {
 
 /**
  * An id from the command line, as the id column compares it: an integer column takes only an integer
- * (bound as a number, so `010` is 10); any other column the exact text (`010` is not `10`, and MariaDB never
- * casts a text column to a number to compare it with one).
+ * (bound as a number, so `010` is 10); any other column the exact text (`010` is not `10`, and a store may
+ * never cast a text column to a number to compare it with one).
  */
 export function parseId(text: string, column: ColumnInfo, command: Command, what = '--id'): JobId {
   if (text.length === 0) throw new ConfigError(`${command}: ${what} needs a value`);

@@ -5,7 +5,7 @@
  * that runs it (given up and dead-lettered once), the broker restarted under them (a private broker of the
  * test's own), and every connection to the broker dropped mid-run (a TCP proxy). A broker package's test file calls it once per database:
  *
- *   runBrokerConformance(mysqlDatabase, { name: 'rabbitmq', brokerModule, url, dropQueue, privateBroker });
+ *   runBrokerConformance(database, { name: 'rabbitmq', brokerModule, url, dropQueue, privateBroker });
  *
  * The proof is the same ledger as polling's: every row done, and a row's handler ran more than once only when
  * an earlier run's process was killed while it held the row.

@@ -24,11 +24,12 @@ export type TableDdl = (table: string) => string[];
  *   database fills (an auto-increment key, a default of the current time), for enqueue: accepted, with the
  *   bounds reported where the database enforces them (`ConformanceOptions.enforcesTextLength`).
  * - defaultId: a text id the database fills with a default of its own (a random UUID), a payload column, a
- *   date it fills, and an integer column it numbers itself where it has one beside the key (MySQL's
- *   AUTO_INCREMENT `seq`, a PostgreSQL identity; SQLite's rowid is implicit), for enqueue: the ids it returns
+ *   date it fills, and an integer column it numbers itself where it has one beside the key (an
+ *   auto-increment or identity `seq`; a store's rowid, where it has one, is implicit), for enqueue: the ids it returns
  *   are the id column's, never the numbered column's.
- * - assignedId: an integer id the application assigns, as in the seed's table_a on MySQL and PostgreSQL: no
- *   default, no AUTO_INCREMENT or identity, and on SQLite not the rowid (BIGINT, not INTEGER, PRIMARY KEY).
+ * - assignedId: an integer id the application assigns, as in the seed's table_a where its id is no rowid: no
+ *   default, no auto-increment or identity, and not the rowid of a store that has one (BIGINT, not INTEGER,
+ *   PRIMARY KEY).
  *   A row enqueued without its id is refused before the INSERT; a schedule without one at start-up.
  */
 export type CheckedTable = 'sharedId' | 'uniqueId' | 'partialUniqueId' | 'textStatus' | 'untypedStatus' | 'bounded' | 'defaultId' | 'assignedId';

@@ -71,7 +71,7 @@ export interface ConformanceOptions {
   throughProxy?: (url: string, deadlines: CallDeadlines) => { upstream: ProxyAddress; via(address: ProxyAddress): string };
   /**
    * The application's own driver connections to the database of `url`, one per kind of handle the adapter's
-   * `runnerFor` takes (a pg Client and a PoolClient, a mysql2 connection of each API), for the cases that
+   * `runnerFor` takes (a driver's client and its pool's client, a connection of each API the driver has), for the cases that
    * enqueue inside the application's transaction (`[needs callerConnections]`). Without it those cases skip.
    */
   callerConnections?: (url: string) => CallerConnection[];
@@ -83,10 +83,10 @@ export interface ConformanceOptions {
   knexConfig?: (url: string) => Record<string, unknown>;
   /**
    * Turns the server of a test database `url` read-only and writable again, the way a failover or an
-   * operator does (MariaDB `SET GLOBAL read_only`, PostgreSQL `default_transaction_read_only`), for the
+   * operator does (a server-wide read-only setting), for the
    * `[needs readOnlySwitch]` cases: workers wait for the server, bounded, and lose no job. The switch acts on
    * the whole server, so give it only on a private server of the suite's own, with an account in `url` that
-   * read-only applies to (not a MySQL SUPER / READ_ONLY ADMIN one). Without it those cases skip.
+   * read-only applies to (not an administrator's that the setting exempts). Without it those cases skip.
    */
   readOnlySwitch?: (url: string) => ReadOnlySwitch;
   /**
@@ -153,7 +153,7 @@ export interface ReadOnlySwitch {
 
 /** See `ConformanceOptions.callerConnections`. */
 export interface CallerConnection {
-  /** Names the kind in messages: `pg Client`, `mysql2/promise pool connection`. */
+  /** Names the kind in messages: the driver and its handle, `<driver> Client`, `<driver> pool connection`. */
   readonly label: string;
   open(): Promise<OpenCallerConnection>;
 }

@@ -139,7 +139,7 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
 function publishedNote(outcomes: readonly EnqueueOutcome[], broker: Broker): string {
   const left = outcomes.filter((o) => o.published !== true).length;
   if (left === 0) return `, published to ${broker.name} at ${broker.address}`;
-  return `, ${outcomes.length - left} published to ${broker.name}; ${left} left to statusq relay (${left === outcomes.length ? 'none' : 'not all'} could be published${outcomes.some((o) => o.id === null) ? ': the database made their ids, and this insert cannot read them back (MySQL reports only an AUTO_INCREMENT id)' : ''})`;
+  return `, ${outcomes.length - left} published to ${broker.name}; ${left} left to statusq relay (${left === outcomes.length ? 'none' : 'not all'} could be published${outcomes.some((o) => o.id === null) ? ': the database made their ids, and this insert cannot read them back (a store without INSERT ... RETURNING reports only an auto-increment id)' : ''})`;
 }
 
 /** The line `enqueue` ends with; `published` says where the rows went besides the table. */

@@ -25,7 +25,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   }
   const pollMaxMs = optionalDuration(flags, 'poll-max');
   const rateFlag = optionalString(flags, 'rate');
-  // Below this an idle worker would claim in a tight loop; a wake-up (NOTIFY, SQLite's file watch) is the way to sub-10 ms pick-up.
+  // Below this an idle worker would claim in a tight loop; a wake-up (a store with listenNotify: a notification, a watch on its file) is the way to sub-10 ms pick-up.
   if (pollMaxMs !== undefined && pollMaxMs < MIN_POLL_MAX_MS) throw new ConfigError(`--poll-max must be at least ${MIN_POLL_MAX_MS}ms, got ${flags['poll-max'] as string}`);
   const options = {
     concurrency: optionalInteger(flags, 'concurrency'),

@@ -59,7 +59,7 @@ export async function planChecks(store: Store, table: ResolvedTable, migrate: st
     try {
       plan = await inspection.explain(statement, { asIfLarge: true, statusColumn: table.status });
     } catch (error) {
-      // PostgreSQL checks a locking SELECT's UPDATE privilege even to EXPLAIN it; the privileges check says which.
+      // A store may check a locking SELECT's UPDATE privilege even to EXPLAIN it; the privileges check says which.
       verdicts.push(null);
       checks.push({ name, status: 'fail', detail: `EXPLAIN refused: ${oneLine(error)}` });
       continue;

@@ -38,7 +38,7 @@ export async function privilegesCheck(store: Store, config: TableConfig, columns
     params: [],
   });
   // Each privilege is granted when one of its probes runs. INSERT of the status column alone is refused by
-  // MySQL when another NOT NULL column has no default, even for no row, so every column an INSERT may name
+  // a store that checks every other NOT NULL column without a default, even for no row, so every column an INSERT may name
   // (not a generated one, nor an identity GENERATED ALWAYS) is tried as well.
   const probes: Array<[privilege: string, needed: 'worker' | 'enqueue', statements: Statement[]]> = [
     ['SELECT', 'worker', [{ sql: `SELECT * FROM ${t} WHERE 1 = 0`, params: [] }]],

@@ -181,7 +181,7 @@ export function configCases(env: () => TestEnv): void {
       await env().closeStores();
     });
 
-    it("a table whose ids the application assigns (table_a's id on MySQL and PostgreSQL): the catalog says so, a row without its id is a ConfigError naming the fix before anything is written, and a row with it is inserted under that id", async () => {
+    it("a table whose ids the application assigns (no default, no auto-increment or identity, no rowid): the catalog says so, a row without its id is a ConfigError naming the fix before anything is written, and a row with it is inserted under that id", async () => {
       const store = await env().store();
       expect(await createCheckedTable(env().fixtures, store, 'assignedId', 'assigned')).toBe(true);
       const queue = await Queue.open(store, { table: 'assigned' });

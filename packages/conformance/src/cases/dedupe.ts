@@ -133,8 +133,8 @@ export function dedupeCases(env: () => TestEnv): void {
       // Both kinds happened, or the race proved nothing.
       expect(inserted.length).toBeGreaterThanOrEqual(KEYS);
       expect(outcomes.length - inserted.length).toBeGreaterThan(0);
-      // On MySQL a keyed INSERT checking the key index can deadlock with a claim of the row that holds the key;
-      // InnoDB rolls one back and it is retried. Nothing else may have gone wrong.
+      // On a store whose keyed INSERT locks the key index as it checks it, the INSERT can deadlock with a claim of
+      // the row that holds the key; the server rolls one back (WriteConflict) and it is retried. Nothing else may have gone wrong.
       for (const w of workers) expect(w.errors.filter((e) => !(e.error instanceof StoreError && e.error.kind === 'WriteConflict'))).toEqual([]);
       await env().closeStores();
     });

@@ -7,7 +7,7 @@ import { createJobs, createTableA, enqueueJobs, forceRowState } from '../tables.
 const LEASE_MS = 300;
 /**
  * The heartbeat case's lease. With 300 ms and a 50 ms heartbeat, one renewal stalled past 250 ms (two cores,
- * every suite at once, MariaDB behind) let the reaper take a healthy job in CI. The case proves renewal, not
+ * every suite at once, one adapter's server behind) let the reaper take a healthy job in CI. The case proves renewal, not
  * speed: 1 s with a 100 ms heartbeat tolerates a 0.9 s stall and still runs the job four leases long.
  */
 const HEARTBEAT_LEASE_MS = 1000;

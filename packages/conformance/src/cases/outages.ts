@@ -48,7 +48,7 @@ function losingConnectionAfterEmptyClaim(inner: Store, failures: number): Store 
     close: () => inner.close(),
     failed: () => failed,
   };
-  // Without defer, so that a claim's candidate selection comes back to this wrapper (MySQL's one-packet claim
+  // Without defer, so that a claim's candidate selection comes back to this wrapper (a one-packet native claim
   // would keep it on the server): the claim takes its two-packet form.
   if (inner.transaction) store.transaction = (body) => inner.transaction!((tx) => body({ execute: async (s) => observe(s, await tx.execute(s)) }));
   if (inner.waitForWork) store.waitForWork = (ms, signal, table) => inner.waitForWork!(ms, signal, table);

@@ -157,7 +157,8 @@ export function outboxCases(env: () => TestEnv, options: ConformanceOptions): vo
       const idOf = new Map((await readRows(store, 'filled')).map((row) => [JSON.stringify(JSON.parse(String(row.payload))), String(row.id)]));
       [...plain, ...inTransaction].forEach((id, i) => {
         const label = `item ${i + 1}: ${String(id)}`;
-        // RETURNING says; MySQL reports only an AUTO_INCREMENT key, here seq's, which is no id of these rows.
+        // RETURNING says; a store without insertReturning reports only an auto-increment key, here seq's, which is no
+        // id of these rows.
         if (store.capabilities.insertReturning) expect(String(id), label).toBe(idOf.get(JSON.stringify({ n: i + 1 })));
         else expect(id, label).toBeNull();
       });

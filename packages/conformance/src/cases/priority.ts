@@ -145,7 +145,7 @@ export function priorityCases(env: () => TestEnv): void {
       for (const order of ['newest', 'oldest'] as const) {
         const table = `ranked_${order}`;
         const queue = await priorityJobs(store, order, table);
-        // In chunks: one call of 5,000 INSERTs shares one queryTimeout, which a loaded CI machine's MariaDB ran past.
+        // In chunks: one call of 5,000 INSERTs shares one queryTimeout, which one adapter's server ran past on a loaded CI machine.
         const ids = await queue.enqueue(Array.from({ length: 5000 }, (_, n) => ({ n })), { chunk: 500 });
         const q = (n: string) => store.dialect.quoteIdentifier(n);
         await store.execute({ sql: `UPDATE ${q(table)} SET ${q('priority')} = ${q('id')} % 10, ${q('status')} = CASE WHEN ${q('id')} > 40 THEN 1 ELSE NULL END`, params: [] });

@@ -15,7 +15,7 @@ function countingBudgetReads(inner: Store, polling = false): { store: Store; rea
       if (/^SELECT 1 AS found FROM .jobs. WHERE .*status. IS NULL/.test(s.sql)) dueChecks++;
       return inner.execute(s);
     },
-    // Polling: the worker loops every poll interval however the store would wait (MySQL's idle probe waits up to 30 s).
+    // Polling: the worker loops every poll interval however the store would wait (a store with idleProbe waits up to 30 s).
     ...(polling && { waitForWork: undefined }),
   });
   return { store, reads: () => reads, writes: () => writes, dueChecks: () => dueChecks };
@@ -38,7 +38,7 @@ export function rateLimitCases(env: () => TestEnv): void {
       }
       await Promise.all(workers.map((w) => w.done));
       expect(await countsOf(setup, 'jobs')).toMatchObject({ done: 60 });
-      // On MySQL a settle can deadlock with another worker's claim (InnoDB rolls one back, the worker reports it
+      // On a store with row locks a settle can deadlock with another worker's claim (the server rolls one back, the worker reports it
       // and retries: every row is done above; a clean-clone run of 36fa9dd met one). Nothing else may go wrong.
       expect(workers.flatMap((w) => w.errors).filter((e) => !(e.error instanceof StoreError && e.error.kind === 'WriteConflict'))).toEqual([]);
       // 20 a second is one start every 50 ms, with a burst of 2 (a tenth of a second's worth): by any instant t the
@@ -69,7 +69,7 @@ export function rateLimitCases(env: () => TestEnv): void {
       await env().closeStores();
     });
 
-    it('an idle worker asks with a read whether a row is due and takes no budget while none is (a budget write would wake every idle SQLite worker)', { timeout: 30_000 }, async () => {
+    it('an idle worker asks with a read whether a row is due and takes no budget while none is (a budget write would wake every idle worker of a store that watches its file)', { timeout: 30_000 }, async () => {
       const setup = await env().store('setup store');
       await createJobs(setup);
       const { store, writes, dueChecks } = countingBudgetReads(await env().store('worker store'), true);

@@ -108,7 +108,7 @@ export function scheduleCases(env: () => TestEnv): void {
       await createTableA(env().fixtures, store, generateTableARows(2), { migrate: ['dedupe'] });
       await expect(scheduler(store, [{ name: 'x', cron: '* * * * *', payload: { n: 1 } }], [], 'table_a')).rejects.toThrow(/table table_a has no payload column, so the schedule needs row/);
       const row = { url: 'https://example.com/scheduled', kind: 'scheduled', date: '2026-01-01 12:00:00.000' };
-      // table_a's id is SQLite's rowid, which SQLite numbers; the assignedId fixture's is not, on any dialect.
+      // table_a's id may be a rowid the store numbers itself; the assignedId fixture's is not, on any store.
       expect(await createCheckedTable(env().fixtures, store, 'assignedId', 'assigned')).toBe(true);
       const noId = [{ name: 'no-id', cron: '* * * * *', row: { date: row.date } }];
       await expect(scheduler(store, noId, [], 'assigned')).rejects.toThrow(ConfigError);
