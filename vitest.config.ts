@@ -35,7 +35,7 @@ try {
   // of the time at two at once (vmstat), so a third fills the gaps: the unit, conformance and browser files
   // took 449 s at three and 543 s at two, alone on the machine (2026-12-05), with no case failing. When each CLI
   // command was a process of its own, three files at once took as long as two and timed cases missed their
-  // deadlines (a MariaDB race's settle deadlocking past its retries, leases reaped late).
+  // deadlines (a race's settle deadlocking past its retries, leases reaped late).
   const asked = process.env.STATUSQ_TEST_WORKERS;
   if (asked) {
     if (!/^[1-9][0-9]?$/.test(asked)) throw new TierUsageError(`STATUSQ_TEST_WORKERS must be a whole number from 1 to 99, got ${JSON.stringify(asked)}`);

@@ -135,6 +135,8 @@ if ((await step('build', ...npx('turbo', 'run', 'build', '--output-logs=errors-o
     if (everything) first.push(step('imports', ...npx('depcruise', '--config', '.dependency-cruiser.cjs', 'packages', 'apps', 'test-fixtures', 'examples')));
     // Each public entry's names within its budget, as explicit lists (scripts/check-public-face.mjs).
     if (everything) first.push(step('public-face', 'node', ['scripts/check-public-face.mjs']));
+    // Outside the adapters no source file names a database, bar the URL-scheme map (scripts/check-dialect-words.mjs).
+    if (everything) first.push(step('dialect-words', 'node', ['scripts/check-dialect-words.mjs']));
     if (firstTiers.length > 0) first.push(vitestRun(firstTiers, laterTiers.length > 0 ? 'first' : undefined));
     // The public packages as a user gets them: packed, publint-clean, installed with plain npm into a fresh
     // project where `npx statusq` runs (mostly npm's install, beside the tests).

@@ -159,7 +159,7 @@ export class TcpProxy {
 
   private forward(link: Link): void {
     // No Nagle on either leg: a proxy that holds small writes for the peer's delayed ACK adds 40 ms stalls
-    // (PostgreSQL's extended protocol writes several small messages per query).
+    // (a wire protocol may write several small messages per query).
     const server = connect({ port: this.upstream.port, host: this.upstream.host, noDelay: true });
     link.server = server;
     server.on('error', () => undefined);
