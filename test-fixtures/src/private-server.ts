@@ -16,10 +16,13 @@ export interface ServerSpec {
   name: string;
   /**
    * The OS user the server runs as when the tests run as root (database servers commonly refuse to run
-   * as root); otherwise it runs as the current user.
+   * as root; one that does not may name `root`); otherwise it runs as the current user.
    */
   user: string;
-  /** Creates the data directory under `dir` (the server's own init tool); run once, as the server's user. */
+  /**
+   * Creates the data directory under `dir` (the server's own init tool); run once, as the server's user.
+   * A server that needs no set-up names a command that does nothing (or only makes a directory).
+   */
   init(dir: string): { file: string; args: string[] };
   /**
    * The server's command line, in the foreground: it must stay the process this helper started. It listens on
@@ -47,6 +50,11 @@ export interface ServerPlacement {
 const START_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 15_000;
 
+/**
+ * One private server: `PrivateServer.start(spec)` sets it up and starts it. Then, on the same port and
+ * directory: `restart(downMs)` (an administrator's restart with an outage), or, one step at a time, `halt()`
+ * (a clean shutdown) or `kill()` (a crash) and later `resume()`. `stop()` ends it and removes its directory.
+ */
 export class PrivateServer {
   private process: ChildProcess | null = null;
   private exited: Promise<void> = Promise.resolve();
@@ -102,6 +110,38 @@ export class PrivateServer {
     return this.process?.pid ?? null;
   }
 
+  /** Whether its process runs now (false after halt(), kill(), stop(), or when the server exited by itself). */
+  get running(): boolean {
+    return this.process !== null;
+  }
+
+  /**
+   * Shuts the server down cleanly (its stop signal, as an administrator's shutdown) and leaves it down, its
+   * directory kept for resume(); resolves once the process has exited. When it does not exit in time it is
+   * killed, and the promise rejects saying so. Nothing happens when it is not running.
+   */
+  async halt(): Promise<void> {
+    await this.shutDown();
+  }
+
+  /**
+   * Kills the server (SIGKILL, as a crash or an OOM kill: no clean shutdown) and leaves it down, its directory
+   * kept for resume(); resolves once the process is gone. Nothing happens when it is not running.
+   */
+  async kill(): Promise<void> {
+    await this.shutDown('SIGKILL');
+  }
+
+  /**
+   * Starts the server again on the same port and directory after halt() or kill() (or an exit of its own);
+   * resolves once it accepts connections. Nothing happens when it runs; rejects after stop().
+   */
+  async resume(): Promise<void> {
+    if (this.process) return;
+    if (this.removed) throw new Error(`this private ${this.spec.name} server was stopped and its directory removed`);
+    await this.launch();
+  }
+
   /** Stops the server (killing it if it does not stop in time) and removes its directory. Safe to call again. */
   async stop(): Promise<void> {
     await this.shutDown().catch(() => undefined);
@@ -152,12 +192,12 @@ export class PrivateServer {
     );
   }
 
-  private async shutDown(): Promise<void> {
+  private async shutDown(signal: NodeJS.Signals = this.spec.stopSignal): Promise<void> {
     const child = this.process;
     if (!child) return;
-    child.kill(this.spec.stopSignal);
+    child.kill(signal);
     try {
-      await withDeadline(this.exited, STOP_TIMEOUT_MS, `the private ${this.spec.name} server to shut down`);
+      await withDeadline(this.exited, STOP_TIMEOUT_MS, `the private ${this.spec.name} server to ${signal === this.spec.stopSignal ? 'shut down' : `exit on ${signal}`}`);
     } catch (error) {
       child.kill('SIGKILL');
       await this.exited;

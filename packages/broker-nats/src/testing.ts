@@ -3,15 +3,13 @@
  * test's own that are deleted afterwards, and PrivateNats, a nats-server of the test's own for restarts and
  * kills (never the shared one).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { execFile } from 'node:child_process';
 import { createConnection } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { redactUrl, type DeadLetter } from '@statusq/core/adapter';
-import { freePort } from '@statusq/test-fixtures';
+import { PrivateServer, freePort, type ServerSpec } from '@statusq/test-fixtures';
 import { openConnection, parseNatsUrl } from './nats-connection.js';
 import { isNotFound, messageOf } from './nats-errors.js';
 import { natsLayout } from './nats-layout.js';
@@ -126,27 +124,37 @@ export function privateNatsUnavailable(): Promise<string | null> {
   });
 }
 
-/** Longest wait for the private server to start or to exit. */
-const START_TIMEOUT_MS = 15_000;
-const STOP_TIMEOUT_MS = 10_000;
+/**
+ * nats-server as test-fixtures' PrivateServer runs it: on `host`:`port`, named after its port, with JetStream
+ * storing under `<dir>/jetstream` unless `jetstream` is false, and `extraArgs` appended. nats-server runs as
+ * root happily, so under root the tests' own user (root) runs it too. SIGTERM is its clean shutdown.
+ */
+function natsServerSpec(jetstream: boolean, extraArgs: readonly string[]): ServerSpec {
+  return {
+    name: 'NATS',
+    user: 'root',
+    // Nothing to set up but the store directory, which nats-server would make itself.
+    init: (dir) => (jetstream ? { file: 'mkdir', args: ['-p', join(dir, 'jetstream')] } : { file: 'true', args: [] }),
+    run: (dir, port, host) => ({
+      file: 'nats-server',
+      args: ['-a', host, '-p', String(port), '-n', `statusq-test-${port}`, ...(jetstream ? ['-js', '-sd', join(dir, 'jetstream')] : []), ...extraArgs],
+    }),
+    stopSignal: 'SIGTERM',
+    // nats-server opens its client port only once JetStream has started and recovered its streams.
+    ready: (port, host) => accepts(port, host),
+  };
+}
 
 /**
- * A nats-server of the test's own: `nats-server -a 127.0.0.1 -p <free port> -js -sd <temp dir>`, run by
- * this process so that it can be stopped, killed and started again on the same port and store directory
- * (the JetStream state survives, as on a real server's restart). `jetstream: false` runs one without -js.
+ * A nats-server of the test's own: `nats-server -a 127.0.0.1 -p <free port> -js -sd <temp dir>/jetstream`, a
+ * PrivateServer of test-fixtures, so that it can be stopped, killed and started again on the same port and
+ * store directory (the JetStream state survives, as on a real server's restart). `jetstream: false` runs one
+ * without -js.
  */
 export class PrivateNats {
-  private process: ChildProcess | null = null;
-  private exited: Promise<void> = Promise.resolve();
-  private removed = false;
-  /** Kills the server if the test process ends without dispose(): a test run must never leave one behind. */
-  private readonly killOnExit = () => this.process?.kill('SIGKILL');
-
   private constructor(
-    readonly dir: string,
-    readonly port: number,
+    private readonly server: PrivateServer,
     readonly jetstream: boolean,
-    private readonly extraArgs: readonly string[],
   ) {}
 
   /**
@@ -154,118 +162,58 @@ export class PrivateNats {
    * `args` are added to its command line (`--user bob --pass secret`).
    */
   static async start(options: { jetstream?: boolean; args?: readonly string[] } = {}): Promise<PrivateNats> {
-    const server = new PrivateNats(mkdtempSync(join(tmpdir(), 'statusq-nats-')), await freePort(), options.jetstream ?? true, options.args ?? []);
-    try {
-      await server.start();
-      return server;
-    } catch (error) {
-      await server.dispose();
-      throw error;
-    }
+    const jetstream = options.jetstream ?? true;
+    return new PrivateNats(await PrivateServer.start(natsServerSpec(jetstream, options.args ?? [])), jetstream);
+  }
+
+  /** Its directory: the server log, and the JetStream store under `jetstream/`. */
+  get dir(): string {
+    return this.server.dir;
+  }
+
+  get port(): number {
+    return this.server.port;
   }
 
   /** Its URL, without credentials. */
   get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
+    return `nats://${this.server.host}:${this.server.port}`;
   }
 
   get running(): boolean {
-    return this.process !== null;
+    return this.server.running;
   }
 
   /** Starts the server (again) on its port and store directory; resolves once it accepts connections. */
   async start(): Promise<void> {
-    if (this.process) return;
-    if (this.removed) throw new Error('this private nats-server was disposed');
-    const args = ['-a', '127.0.0.1', '-p', String(this.port), '-n', `statusq-test-${this.port}`, ...(this.jetstream ? ['-js', '-sd', join(this.dir, 'jetstream')] : []), ...this.extraArgs];
-    const log = openSync(join(this.dir, 'server.log'), 'a');
-    let child: ChildProcess;
-    try {
-      child = spawn('nats-server', args, { cwd: this.dir, stdio: ['ignore', log, log] });
-    } finally {
-      closeSync(log);
-    }
-    this.process = child;
-    process.on('exit', this.killOnExit);
-    let gone = false;
-    this.exited = new Promise((resolve) => {
-      const ended = () => {
-        if (gone) return;
-        gone = true;
-        if (this.process === child) this.process = null;
-        process.off('exit', this.killOnExit);
-        resolve();
-      };
-      child.once('exit', ended);
-      // A command that cannot be spawned at all (not installed) reports `error` and never `exit`.
-      child.once('error', ended);
-    });
-    // nats-server opens its client port only once JetStream has started and recovered its streams.
-    const deadline = Date.now() + START_TIMEOUT_MS;
-    while (!(await accepts(this.port))) {
-      if (gone) throw new Error(`the private nats-server exited while starting: ${this.logTail()}`);
-      if (Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`the private nats-server did not accept connections on 127.0.0.1:${this.port} within ${START_TIMEOUT_MS} ms: ${this.logTail()}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await this.server.resume();
   }
 
   /** A clean shutdown (SIGTERM): resolves once the process has exited; killed if it does not in time. */
   async stop(): Promise<void> {
-    await this.end('SIGTERM');
+    await this.server.halt();
   }
 
   /** SIGKILL, as a crash: resolves once the process is gone. */
   async kill(): Promise<void> {
-    await this.end('SIGKILL');
+    await this.server.kill();
   }
 
   /** stop() then start() on the same port and store directory. */
   async restart(): Promise<void> {
-    await this.stop();
-    await this.start();
+    await this.server.halt();
+    await this.server.resume();
   }
 
   /** Stops the server and removes its directory. Safe to call again. */
   async dispose(): Promise<void> {
-    await this.end('SIGTERM').catch(() => this.end('SIGKILL'));
-    if (!this.removed) {
-      this.removed = true;
-      rmSync(this.dir, { recursive: true, force: true });
-    }
-  }
-
-  private async end(signal: NodeJS.Signals): Promise<void> {
-    const child = this.process;
-    if (!child) return;
-    child.kill(signal);
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(true), STOP_TIMEOUT_MS);
-    });
-    const late = await Promise.race([this.exited.then(() => false), timedOut]);
-    clearTimeout(timer);
-    if (late) {
-      child.kill('SIGKILL');
-      await this.exited;
-      throw new Error(`the private nats-server did not exit within ${STOP_TIMEOUT_MS} ms of ${signal}; killed`);
-    }
-  }
-
-  private logTail(): string {
-    try {
-      return readFileSync(join(this.dir, 'server.log'), 'utf8').slice(-2000);
-    } catch {
-      return '(no log)';
-    }
+    await this.server.stop();
   }
 }
 
-function accepts(port: number): Promise<boolean> {
+function accepts(port: number, host: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = createConnection({ host: '127.0.0.1', port });
+    const socket = createConnection({ host, port });
     const done = (ok: boolean) => {
       socket.destroy();
       resolve(ok);
