@@ -26,6 +26,7 @@ import { ceilingLines } from './report-ceiling.js';
 import { throughputSvg } from './report-chart.js';
 import { ratioLines } from './report-ratios.js';
 import { markdownReport, textReport } from './report.js';
+import { writeGeneratedBlock } from './generated-block.js';
 import { FULL_PLAN, QUICK_PLAN, SCENARIOS, type BenchContext, type ScenarioName } from './scenarios.js';
 import { batchSize, burnDown, peers } from './throughput-scenarios.js';
 
@@ -171,16 +172,7 @@ function writeDocs(records: readonly BenchRecord[], machine: readonly string[], 
     markdownReport(records),
     END,
   ].join('\n');
-  let doc: string;
-  try {
-    doc = readFileSync(DOCS, 'utf8');
-  } catch {
-    doc = `# Benchmarks\n\n${BEGIN}\n${END}\n`;
-  }
-  const start = doc.indexOf(BEGIN);
-  const end = doc.indexOf(END);
-  doc = start >= 0 && end > start ? doc.slice(0, start) + generated + doc.slice(end + END.length) : `${doc.trimEnd()}\n\n${generated}\n`;
-  writeFileSync(DOCS, doc);
+  writeGeneratedBlock(DOCS, 'Benchmarks', { begin: BEGIN, end: END }, generated);
 }
 
 async function main(args: Args): Promise<void> {

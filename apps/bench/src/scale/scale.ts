@@ -20,6 +20,7 @@ import { oneDatabase } from './one-database.js';
 import { pooler } from './pooler.js';
 import type { ScaleRecord, ScaleSection } from './records.js';
 import { topologyUnavailable } from './topology.js';
+import { writeGeneratedBlock } from '../generated-block.js';
 
 /** Every part of `pnpm scale`, in the order they run and appear in the docs. */
 const SECTIONS: readonly ScaleSection[] = [oneDatabase, galera, failover, pooler];
@@ -77,16 +78,7 @@ function renderDocs(records: readonly ScaleRecord[], source: string): void {
     report(records),
     END,
   ].join('\n');
-  let doc: string;
-  try {
-    doc = readFileSync(DOCS, 'utf8');
-  } catch {
-    doc = `# Scale-out\n\n${BEGIN}\n${END}\n`;
-  }
-  const start = doc.indexOf(BEGIN);
-  const end = doc.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`${relative(ROOT, DOCS)} lost its generated markers (${BEGIN} ... ${END})`);
-  writeFileSync(DOCS, doc.slice(0, start) + generated + doc.slice(end + END.length));
+  writeGeneratedBlock(DOCS, 'Scale-out', { begin: BEGIN, end: END }, generated);
   console.log(`wrote ${relative(ROOT, DOCS)} and ${relative(ROOT, DOCS_DATA)}/`);
 }
 
