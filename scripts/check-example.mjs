@@ -49,7 +49,9 @@ try {
   npm(['run', 'build']);
   npm(['run', 'typecheck']);
   console.info(`example installed from the tarballs with npm and built (${seconds(began)})`);
-  const { STOP_MARGIN_MS } = await import(pathToFileURL(join(app, 'node_modules/@statusq/core/dist/index.js')).href);
+  const { STOP_MARGIN_MS } = await import(pathToFileURL(join(app, 'node_modules/@statusq/core/dist/tools.js')).href);
+  // A name missing from that entry would make the bound NaN, and the timer built on it fire at once.
+  if (!Number.isSafeInteger(STOP_MARGIN_MS)) throw new Error(`@statusq/core/tools exports no STOP_MARGIN_MS (got ${STOP_MARGIN_MS})`);
   STOP_BOUND_MS = WORKER_STOP_TIMEOUT_MS + STOP_MARGIN_MS;
 
   const mariadb = await scratchDatabase(app, MYSQL_SERVER, 'statusq_example');

@@ -29,6 +29,9 @@ export function retryCases(env: () => TestEnv): void {
         retryDelayMs: RETRY_DELAY_MS,
         exitWhenEmpty: true,
         ...FAST,
+        // The jitter at its top: the retry comes due a whole RETRY_DELAY_MS after the failure, the most room for
+        // the early claims below (the jitter's range is the next case's).
+        random: () => 1,
         handler: async (job) => {
           starts.push(Date.now());
           if (job.attempt === 1) {
@@ -57,7 +60,8 @@ export function retryCases(env: () => TestEnv): void {
       expect(Date.now()).toBeLessThan(nextAt - EARLY_MARGIN_MS);
       expect((await otherQueue.claim({ limit: 5, token: 'early' }, 'native')).rows).toEqual([]);
       expect((await otherQueue.claim({ limit: 5, token: 'early' }, 'conditional-update')).rows).toEqual([]);
-      expect(statusOf(await readRow(other, 'jobs', id))).toBeNull();
+      // Not read back here: by now the worker may have taken the row, as it should once due (a loaded clean-clone
+      // CI read it done). An early claim that changed the row without returning it shows below, in attempt_count.
 
       const counters = await withDeadline(w.done, 30_000, 'the retried job to succeed');
       expect(starts).toHaveLength(2);
