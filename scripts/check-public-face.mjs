@@ -28,7 +28,7 @@ const BUDGETS = {
   '@statusq/broker-nats/testing': 9,
   '@statusq/broker-rabbitmq': 3,
   '@statusq/broker-rabbitmq/testing': 8,
-  '@statusq/test-fixtures': 17,
+  '@statusq/test-fixtures': 18,
   statusq: 3,
 };
 

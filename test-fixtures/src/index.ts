@@ -9,7 +9,7 @@
 import { fileURLToPath } from 'node:url';
 
 export { delay, freePort, waitFor, withDeadline } from './harness.js';
-export { PrivateServer, type ServerPlacement, type ServerSpec } from './private-server.js';
+export { PrivateServer, ServerControls, type ServerPlacement, type ServerSpec } from './private-server.js';
 export { TcpProxy, routeThrough, type ProxyAddress } from './tcp-proxy.js';
 
 /**

@@ -26,9 +26,10 @@ export interface ServerSpec {
   init(dir: string): { file: string; args: string[] };
   /**
    * The server's command line, in the foreground: it must stay the process this helper started. It listens on
-   * `host` (127.0.0.1 unless the server is placed in a network namespace) and `port`.
+   * `host` (127.0.0.1 unless the server is placed in a network namespace) and `port`. `env`, when given, is
+   * its whole environment (a server whose scripts read settings from variables must not see the test's).
    */
-  run(dir: string, port: number, host: string): { file: string; args: string[] };
+  run(dir: string, port: number, host: string): { file: string; args: string[]; env?: NodeJS.ProcessEnv };
   /** The signal that shuts the server down cleanly and fast, ending its sessions (not a crash). */
   stopSignal: NodeJS.Signals;
   /** Whether the server accepts connections on `host`:`port` now. */
@@ -152,7 +153,7 @@ export class PrivateServer {
   }
 
   private async launch(): Promise<void> {
-    const { file, args } = this.spec.run(this.dir, this.port, this.host);
+    const { file, args, env } = this.spec.run(this.dir, this.port, this.host);
     const log = openSync(join(this.dir, 'server.log'), 'a');
     let child: ChildProcess;
     try {
@@ -160,9 +161,9 @@ export class PrivateServer {
         // Entering a namespace needs root, so the server's user is taken after it; both tools exec, so the
         // child stays the server's own process (signals reach it, its exit is the server's).
         const user = ['--reuid', String(this.owner.uid), '--regid', String(this.owner.gid), '--init-groups'];
-        child = spawn('ip', ['netns', 'exec', this.placement.netns, 'setpriv', ...user, file, ...args], { cwd: this.dir, stdio: ['ignore', log, log] });
+        child = spawn('ip', ['netns', 'exec', this.placement.netns, 'setpriv', ...user, file, ...args], { cwd: this.dir, env, stdio: ['ignore', log, log] });
       } else {
-        child = spawn(file, args, { cwd: this.dir, stdio: ['ignore', log, log], ...(this.owner ?? {}) });
+        child = spawn(file, args, { cwd: this.dir, env, stdio: ['ignore', log, log], ...(this.owner ?? {}) });
       }
     } finally {
       closeSync(log);
@@ -251,3 +252,53 @@ function userIds(user: string): { uid: number; gid: number } {
   }
 }
 
+
+/**
+ * The verbs a package's own private server (PrivateNats, PrivateRabbitMQ) gives its tests over one
+ * PrivateServer, so each spells only its spec and its URL.
+ */
+export abstract class ServerControls {
+  protected constructor(protected readonly server: PrivateServer) {}
+
+  /** Its URL, as the package's clients take it. */
+  abstract get url(): string;
+
+  /** Its directory: the server's data and its output (server.log). */
+  get dir(): string {
+    return this.server.dir;
+  }
+
+  get port(): number {
+    return this.server.port;
+  }
+
+  get running(): boolean {
+    return this.server.running;
+  }
+
+  /** Starts the server again on its port and directory; resolves once it accepts connections. Nothing when it runs. */
+  async start(): Promise<void> {
+    await this.server.resume();
+  }
+
+  /** A clean shutdown (its stop signal): resolves once the process has exited; killed, and rejecting, if it does not in time. */
+  async stop(): Promise<void> {
+    await this.server.halt();
+  }
+
+  /** SIGKILL, as a crash: resolves once the process is gone. */
+  async kill(): Promise<void> {
+    await this.server.kill();
+  }
+
+  /** stop() then start() on the same port and directory. */
+  async restart(): Promise<void> {
+    await this.server.halt();
+    await this.server.resume();
+  }
+
+  /** Stops the server and removes its directory. Safe to call again. */
+  async dispose(): Promise<void> {
+    await this.server.stop();
+  }
+}

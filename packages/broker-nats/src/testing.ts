@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { redactUrl, type DeadLetter } from '@statusq/core/adapter';
-import { PrivateServer, freePort, type ServerSpec } from '@statusq/test-fixtures';
+import { PrivateServer, ServerControls, freePort, type ServerSpec } from '@statusq/test-fixtures';
 import { openConnection, parseNatsUrl } from './nats-connection.js';
 import { isNotFound, messageOf } from './nats-errors.js';
 import { natsLayout } from './nats-layout.js';
@@ -151,63 +151,27 @@ function natsServerSpec(jetstream: boolean, extraArgs: readonly string[]): Serve
  * store directory (the JetStream state survives, as on a real server's restart). `jetstream: false` runs one
  * without -js.
  */
-export class PrivateNats {
+export class PrivateNats extends ServerControls {
   private constructor(
-    private readonly server: PrivateServer,
+    server: PrivateServer,
     readonly jetstream: boolean,
-  ) {}
+  ) {
+    super(server);
+  }
 
   /**
    * Starts a new server (in a new temp dir, on a free port) and resolves once it accepts connections.
-   * `args` are added to its command line (`--user bob --pass secret`).
+   * `args` are added to its command line (`--user bob --pass secret`). Its directory holds the JetStream
+   * store under `jetstream/`.
    */
   static async start(options: { jetstream?: boolean; args?: readonly string[] } = {}): Promise<PrivateNats> {
     const jetstream = options.jetstream ?? true;
     return new PrivateNats(await PrivateServer.start(natsServerSpec(jetstream, options.args ?? [])), jetstream);
   }
 
-  /** Its directory: the server log, and the JetStream store under `jetstream/`. */
-  get dir(): string {
-    return this.server.dir;
-  }
-
-  get port(): number {
-    return this.server.port;
-  }
-
   /** Its URL, without credentials. */
   get url(): string {
     return `nats://${this.server.host}:${this.server.port}`;
-  }
-
-  get running(): boolean {
-    return this.server.running;
-  }
-
-  /** Starts the server (again) on its port and store directory; resolves once it accepts connections. */
-  async start(): Promise<void> {
-    await this.server.resume();
-  }
-
-  /** A clean shutdown (SIGTERM): resolves once the process has exited; killed if it does not in time. */
-  async stop(): Promise<void> {
-    await this.server.halt();
-  }
-
-  /** SIGKILL, as a crash: resolves once the process is gone. */
-  async kill(): Promise<void> {
-    await this.server.kill();
-  }
-
-  /** stop() then start() on the same port and store directory. */
-  async restart(): Promise<void> {
-    await this.server.halt();
-    await this.server.resume();
-  }
-
-  /** Stops the server and removes its directory. Safe to call again. */
-  async dispose(): Promise<void> {
-    await this.server.stop();
   }
 }
 

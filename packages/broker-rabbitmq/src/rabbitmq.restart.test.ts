@@ -47,15 +47,15 @@ if (unavailable !== null) {
   }
 } else {
   describe('RabbitMQ broker through outages of a private node', () => {
-    const node = new PrivateRabbitMQ();
+    let node: PrivateRabbitMQ;
     const cleanups: (() => Promise<unknown>)[] = [];
 
     beforeAll(async () => {
-      await node.start();
+      node = await PrivateRabbitMQ.start();
     }, 90_000);
 
     afterAll(async () => {
-      await node.destroy();
+      await node?.dispose();
     });
 
     afterEach(async () => {

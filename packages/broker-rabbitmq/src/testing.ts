@@ -3,12 +3,9 @@
  * throwaway queue names deleted afterwards, and PrivateRabbitMQ, a RabbitMQ node of the test's own for
  * restart and kill cases (never the shared node).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync, openSync, closeSync } from 'node:fs';
-import { freePort } from '@statusq/test-fixtures';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PrivateServer, ServerControls, freePort, type ServerSpec } from '@statusq/test-fixtures';
 import amqp from 'amqplib';
 import { redactUrl, type DeadLetter } from '@statusq/core/adapter';
 
@@ -87,145 +84,79 @@ export async function withQueue<T>(body: (queue: string) => Promise<T>, url = RA
 }
 
 
-
 let nodes = 0;
 const RABBITMQ_SERVER = process.env.STATUSQ_RABBITMQ_SERVER ?? '/usr/lib/rabbitmq/bin/rabbitmq-server';
 
 /**
- * A RabbitMQ node of the test's own: its own node name (sq<pid><n>@localhost), ports, data, logs and
- * Erlang cookie under a temporary directory, listening on 127.0.0.1 only. It uses the machine's epmd, as
- * every node does, and nothing else of the shared node rabbit@localhost.
+ * rabbitmq-server as test-fixtures' PrivateServer runs it: node `nodeName`, its AMQP listener on `host`:`port`,
+ * Erlang distribution on `distPort`, and every file (data, logs, pid, the Erlang cookie under a HOME of its
+ * own) under the server's directory. Its environment is its whole configuration, so nothing of the machine's
+ * node (`/etc/rabbitmq`) applies. It uses the machine's epmd, as every node does.
  */
-export class PrivateRabbitMQ {
-  readonly nodeName = `sq${process.pid}n${++nodes}@localhost`;
-  readonly dir = mkdtempSync(join(tmpdir(), 'statusq-rabbitmq-'));
-  private port = 0;
-  private child: ChildProcess | undefined;
-  private exited: Promise<void> | undefined;
-  private readonly killOnExit = () => this.killNow();
+function rabbitmqServerSpec(nodeName: string, distPort: number): ServerSpec {
+  return {
+    name: 'RabbitMQ',
+    // The tests' user runs it: RabbitMQ does not refuse root, and the Debian rabbitmq user's HOME is the shared node's.
+    user: 'root',
+    init: (dir) => ({ file: 'mkdir', args: ['-p', join(dir, 'home'), join(dir, 'log')] }),
+    run: (dir, port, host) => ({
+      file: RABBITMQ_SERVER,
+      args: [],
+      env: {
+        PATH: process.env.PATH,
+        LANG: 'C.UTF-8',
+        HOME: join(dir, 'home'),
+        // The script then execs the Erlang VM instead of keeping a shell in front of it: the process
+        // PrivateServer started is the node itself, so SIGKILL is a real crash (killing the shell alone left
+        // the VM running) and SIGTERM the node's own orderly shutdown.
+        RUNNING_UNDER_SYSTEMD: 'true',
+        RABBITMQ_CONF_ENV_FILE: join(dir, 'rabbitmq-env.conf'),
+        RABBITMQ_CONFIG_FILE: join(dir, 'rabbitmq.conf'),
+        RABBITMQ_ADVANCED_CONFIG_FILE: join(dir, 'advanced.config'),
+        RABBITMQ_ENABLED_PLUGINS_FILE: join(dir, 'enabled_plugins'),
+        RABBITMQ_ENABLED_PLUGINS: '',
+        RABBITMQ_NODENAME: nodeName,
+        RABBITMQ_NODE_IP_ADDRESS: host,
+        RABBITMQ_NODE_PORT: String(port),
+        RABBITMQ_DIST_PORT: String(distPort),
+        RABBITMQ_MNESIA_BASE: join(dir, 'mnesia'),
+        RABBITMQ_LOG_BASE: join(dir, 'log'),
+        RABBITMQ_PID_FILE: join(dir, 'rabbitmq.pid'),
+        ERL_EPMD_ADDRESS: '127.0.0.1',
+        ERL_FLAGS: '-kernel inet_dist_use_interface {127,0,0,1}',
+      },
+    }),
+    stopSignal: 'SIGTERM',
+    // The AMQP port opens late in the boot; a connection that completes its handshake means the node serves.
+    ready: async (port, host) => (await rabbitmqUnavailable(`amqp://guest:guest@${host}:${port}`)) === null,
+  };
+}
 
+/**
+ * A RabbitMQ node of the test's own, a PrivateServer of test-fixtures: its own node name
+ * (sq<pid>n<n>@localhost), ports, data, logs and Erlang cookie under a temporary directory, listening on
+ * 127.0.0.1 only, so that it can be stopped, killed and started again on the same ports and data (durable
+ * queues and their messages survive, as on a real node's restart). Nothing of the shared node is touched.
+ */
+export class PrivateRabbitMQ extends ServerControls {
+  private constructor(
+    server: PrivateServer,
+    readonly nodeName: string,
+  ) {
+    super(server);
+  }
+
+  /**
+   * Starts a new node (a new temp dir, free ports) and resolves once it accepts AMQP connections. Its
+   * directory holds its data, and RabbitMQ's own logs under `log/`.
+   */
+  static async start(): Promise<PrivateRabbitMQ> {
+    const nodeName = `sq${process.pid}n${++nodes}@localhost`;
+    return new PrivateRabbitMQ(await PrivateServer.start(rabbitmqServerSpec(nodeName, await freePort())), nodeName);
+  }
+
+  /** Its URL, with the guest account (allowed from 127.0.0.1). */
   get url(): string {
-    if (this.port === 0) throw new Error('PrivateRabbitMQ: start() it first');
-    return `amqp://guest:guest@127.0.0.1:${this.port}`;
-  }
-
-  /** Starts the node (the same ports and data on a restart) and waits until it accepts AMQP connections. */
-  async start(timeoutMs = 60_000): Promise<void> {
-    if (this.child) throw new Error('PrivateRabbitMQ: already running');
-    if (this.port === 0) this.prepare(await freePort(), await freePort());
-    const log = openSync(join(this.dir, 'startup.log'), 'a');
-    const child = spawn(RABBITMQ_SERVER, [], { env: this.environment(), stdio: ['ignore', log, log] });
-    closeSync(log);
-    this.child = child;
-    this.exited = new Promise((resolve) => child.once('exit', () => resolve()));
-    process.once('exit', this.killOnExit);
-    const deadline = Date.now() + timeoutMs;
-    let exitedEarly = false;
-    void this.exited.then(() => (exitedEarly = true));
-    while (true) {
-      if (exitedEarly) throw new Error(`PrivateRabbitMQ ${this.nodeName} exited while starting; see ${this.dir}/startup.log and ${this.dir}/log`);
-      if ((await rabbitmqUnavailable(this.url)) === null && this.beamPid() !== undefined) return;
-      if (Date.now() > deadline) {
-        await this.kill();
-        throw new Error(`PrivateRabbitMQ ${this.nodeName} did not accept connections within ${timeoutMs} ms; see ${this.dir}/startup.log`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
-
-  /** Stops the node gracefully (SIGTERM: RabbitMQ shuts down in order), SIGKILL if it takes over `timeoutMs`. */
-  async stop(timeoutMs = 30_000): Promise<void> {
-    await this.signal('SIGTERM', timeoutMs);
-  }
-
-  /** SIGKILLs the node's Erlang VM: no shutdown at all, as in a crash. */
-  async kill(): Promise<void> {
-    await this.signal('SIGKILL', 10_000);
-  }
-
-  async restart(): Promise<void> {
-    await this.stop();
-    await this.start();
-  }
-
-  /** Kills the node if it runs and removes its directory. */
-  async destroy(): Promise<void> {
-    await this.kill();
-    rmSync(this.dir, { recursive: true, force: true });
-  }
-
-  /** The pid of the node's VM, from its pid file (the server script execs into it, so it is the child's too). */
-  private beamPid(): number | undefined {
-    try {
-      const pid = Number(readFileSync(join(this.dir, 'rabbitmq.pid'), 'utf8').trim());
-      return Number.isInteger(pid) && pid > 0 ? pid : undefined;
-    } catch {
-      return undefined;
-    }
-  }
-
-  private async signal(signal: NodeJS.Signals, timeoutMs: number): Promise<void> {
-    const child = this.child;
-    if (!child) return;
-    const pid = this.beamPid() ?? child.pid;
-    try {
-      if (pid !== undefined) process.kill(pid, signal);
-    } catch {
-      // Already gone.
-    }
-    const done = await Promise.race([this.exited!.then(() => true), new Promise<boolean>((resolve) => setTimeout(() => resolve(false), timeoutMs).unref())]);
-    if (!done) {
-      this.killNow();
-      await Promise.race([this.exited!, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
-    }
-    // The pid file would name a pid the system may reuse.
-    rmSync(join(this.dir, 'rabbitmq.pid'), { force: true });
-    this.child = undefined;
-    process.off('exit', this.killOnExit);
-  }
-
-  private killNow(): void {
-    for (const pid of new Set([this.beamPid(), this.child?.pid])) {
-      try {
-        if (pid !== undefined && this.child) process.kill(pid, 'SIGKILL');
-      } catch {
-        // Already gone.
-      }
-    }
-  }
-
-  private prepare(port: number, distPort: number): void {
-    this.port = port;
-    this.distPort = distPort;
-    mkdirSync(join(this.dir, 'home'), { recursive: true });
-    mkdirSync(join(this.dir, 'log'), { recursive: true });
-    writeFileSync(join(this.dir, 'rabbitmq-env.conf'), '# this node takes its settings from the environment\n');
-    writeFileSync(join(this.dir, 'rabbitmq.conf'), `listeners.tcp.local = 127.0.0.1:${port}\nloopback_users.guest = true\n`);
-    writeFileSync(join(this.dir, 'enabled_plugins'), '[].\n');
-  }
-
-  private distPort = 0;
-
-  private environment(): NodeJS.ProcessEnv {
-    const dir = this.dir;
-    return {
-      PATH: process.env.PATH,
-      LANG: 'C.UTF-8',
-      // A HOME of its own: the Erlang cookie RabbitMQ creates there is this node's alone.
-      HOME: join(dir, 'home'),
-      RABBITMQ_CONF_ENV_FILE: join(dir, 'rabbitmq-env.conf'),
-      RABBITMQ_CONFIG_FILE: join(dir, 'rabbitmq.conf'),
-      RABBITMQ_ADVANCED_CONFIG_FILE: join(dir, 'advanced.config'),
-      RABBITMQ_ENABLED_PLUGINS_FILE: join(dir, 'enabled_plugins'),
-      RABBITMQ_NODENAME: this.nodeName,
-      RABBITMQ_NODE_IP_ADDRESS: '127.0.0.1',
-      RABBITMQ_NODE_PORT: String(this.port),
-      RABBITMQ_DIST_PORT: String(this.distPort),
-      RABBITMQ_MNESIA_BASE: join(dir, 'mnesia'),
-      RABBITMQ_LOG_BASE: join(dir, 'log'),
-      RABBITMQ_PID_FILE: join(dir, 'rabbitmq.pid'),
-      ERL_EPMD_ADDRESS: '127.0.0.1',
-      ERL_FLAGS: '-kernel inet_dist_use_interface {127,0,0,1}',
-    };
+    return `amqp://guest:guest@${this.server.host}:${this.server.port}`;
   }
 }

@@ -12,6 +12,7 @@ import type { FixtureTables } from './fixtures.js';
 import type { ConformanceOptions } from './options.js';
 import { ChildHandle, moduleUrl } from './child-handle.js';
 import { delay } from './waiting.js';
+import type { Ledger } from './rows.js';
 
 export interface StartedWorker {
   worker: Worker;
@@ -35,6 +36,20 @@ interface TrackedChild {
 
 /** Fast polling for tests: workers notice new or due rows within milliseconds. */
 export const FAST = { pollMinMs: 2, pollMaxMs: 20 } as const;
+
+/** A worker of 4 slots that drains the `jobs` table, recording each run in `ledger`, and exits once it is empty. */
+export function drainingJobs(store: Store, ledger: Ledger): WorkerOptions {
+  return {
+    store,
+    table: { table: 'jobs' },
+    concurrency: 4,
+    exitWhenEmpty: true,
+    ...FAST,
+    handler: async (job) => {
+      ledger.record(job);
+    },
+  };
+}
 
 export class TestEnv {
   private readonly stores: TrackedStore[] = [];

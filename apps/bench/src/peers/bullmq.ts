@@ -104,142 +104,125 @@ async function redisDurability(): Promise<string> {
   }
 }
 
+/**
+ * One measured run on a queue of its own: any worker's error fails it (`fail`, then `failed` fires), and
+ * `withRun` tears every worker and the queue down after the body, whatever happened.
+ */
 interface Run {
   kit: Kit;
   name: string;
+  queue: Queue;
+  workers: Worker[];
+  errors: unknown[];
+  failed: Latch;
+  fail: (error: unknown) => void;
 }
 
-function openRun(backend: Backend, url: string): Run {
+async function withRun<T>(backend: Backend, url: string, body: (run: Run) => Promise<T>): Promise<T> {
+  assertLocalUrl(url);
   const name = uniqueSchema('bullmq_bench');
-  return { kit: backend === 'redis' ? redisKit() : postgresKit(url, name), name };
-}
-
-async function teardown(run: Run, queue: Queue | undefined, workers: readonly Worker[]): Promise<void> {
-  const by = performance.now() + TEARDOWN_MS;
-  await beforeDeadline(Promise.allSettled(workers.map((w) => w.close())), by);
+  const kit = backend === 'redis' ? redisKit() : postgresKit(url, name);
+  const errors: unknown[] = [];
+  const failed = new Latch();
+  const run: Run = {
+    kit,
+    name,
+    queue: kit.queue(name),
+    workers: [],
+    errors,
+    failed,
+    fail: (error) => {
+      errors.push(error);
+      failed.fire();
+    },
+  };
   try {
-    if (queue) await run.kit.cleanUp(queue);
-  } catch (error) {
-    console.warn(`[bullmq] could not remove queue ${run.name}: ${String(error)}`);
+    await run.queue.waitUntilReady();
+    return await body(run);
   } finally {
-    await queue?.close().catch(() => undefined);
+    await teardown(run);
   }
 }
 
-async function startWorkers(run: Run, count: number, concurrency: number, processor: (job: Job) => Promise<void>, errors: unknown[], failed: Latch): Promise<Worker[]> {
+async function teardown(run: Run): Promise<void> {
+  const by = performance.now() + TEARDOWN_MS;
+  await beforeDeadline(Promise.allSettled(run.workers.map((w) => w.close())), by);
+  try {
+    await run.kit.cleanUp(run.queue);
+  } catch (error) {
+    console.warn(`[bullmq] could not remove queue ${run.name}: ${String(error)}`);
+  } finally {
+    await run.queue.close().catch(() => undefined);
+  }
+}
+
+/** Starts `count` workers into `run.workers`, each reporting its errors and failed jobs to the run. */
+async function startWorkers(run: Run, count: number, concurrency: number, processor: (job: Job) => Promise<void>): Promise<Worker[]> {
   const workers = Array.from({ length: count }, () => run.kit.worker(run.name, processor, concurrency, count));
+  run.workers.push(...workers);
   for (const worker of workers) {
     // A Worker is an EventEmitter: an 'error' without a listener would throw out of its loop.
-    worker.on('error', (error) => {
-      errors.push(error);
-      failed.fire();
-    });
-    worker.on('failed', (_job, error) => {
-      errors.push(error);
-      failed.fire();
-    });
+    worker.on('error', run.fail);
+    worker.on('failed', (_job, error) => run.fail(error));
   }
   await Promise.all(workers.map((w) => w.waitUntilReady()));
   return workers;
 }
 
-async function burnDown(backend: Backend, options: BurnDownOptions): Promise<BurnDownResult> {
-  assertLocalUrl(options.url);
-  const run = openRun(backend, options.url);
-  const errors: unknown[] = [];
-  const failed = new Latch();
-  let queue: Queue | undefined;
-  let workers: Worker[] = [];
-  try {
-    queue = run.kit.queue(run.name);
-    await queue.waitUntilReady();
+function burnDown(backend: Backend, options: BurnDownOptions): Promise<BurnDownResult> {
+  return withRun(backend, options.url, async (run) => {
     for (let from = 0; from < options.jobs; from += ADD_CHUNK) {
       const count = Math.min(ADD_CHUNK, options.jobs - from);
-      await queue.addBulk(Array.from({ length: count }, (_, k) => ({ name: 'bench', data: { i: from + k } })));
+      await run.queue.addBulk(Array.from({ length: count }, (_, k) => ({ name: 'bench', data: { i: from + k } })));
     }
     const tally = new Tally(options.jobs);
     const delayMs = options.handlerDelayMs;
-    workers = await startWorkers(
-      run,
-      options.workers,
-      options.concurrency,
-      async () => {
-        tally.started();
-        if (delayMs > 0) await sleep(delayMs);
-      },
-      errors,
-      failed,
-    );
+    const workers = await startWorkers(run, options.workers, options.concurrency, async () => {
+      tally.started();
+      if (delayMs > 0) await sleep(delayMs);
+    });
     for (const worker of workers) worker.on('completed', () => tally.finished());
 
     // Like statusq's runs, the timeout bounds the work, not the setup: it starts as the workers do.
     const launchedAt = performance.now();
     const deadline = launchedAt + options.timeoutMs;
-    for (const worker of workers) {
-      worker.run().catch((error: unknown) => {
-        errors.push(error);
-        failed.fire();
-      });
-    }
-    const settled = await beforeDeadline(Promise.race([tally.allHandled.promise, failed.promise]), deadline);
+    for (const worker of workers) worker.run().catch(run.fail);
+    const settled = await beforeDeadline(Promise.race([tally.allHandled.promise, run.failed.promise]), deadline);
     const end = performance.now();
-    if (failed.fired) throw firstError(errors) ?? new Error('bullmq worker failed');
+    if (run.failed.fired) throw firstError(run.errors) ?? new Error('bullmq worker failed');
     const timedOut = !settled;
     if (!timedOut) {
-      const counts = await queue.getJobCounts('completed');
+      const counts = await run.queue.getJobCounts('completed');
       if (counts.completed !== options.jobs) throw new Error(`bullmq ${backend} settled with ${counts.completed} of ${options.jobs} jobs completed (handled ${tally.handled})`);
     }
     return { handled: tally.handled, seconds: (end - (tally.firstStart ?? launchedAt)) / 1000, timedOut };
-  } finally {
-    await teardown(run, queue, workers);
-  }
+  });
 }
 
-async function pickup(backend: Backend, options: PickupOptions): Promise<PickupResult> {
-  assertLocalUrl(options.url);
+function pickup(backend: Backend, options: PickupOptions): Promise<PickupResult> {
   const setupDeadline = performance.now() + options.timeoutMs;
-  const run = openRun(backend, options.url);
-  const errors: unknown[] = [];
-  const failed = new Latch();
-  let queue: Queue | undefined;
-  let workers: Worker[] = [];
-  try {
-    queue = run.kit.queue(run.name);
-    await queue.waitUntilReady();
-    const producer = queue;
+  return withRun(backend, options.url, async (run) => {
+    const producer = run.queue;
     const startedAt: number[] = [];
     let received = 0;
     const allReceived = new Latch();
-    workers = await startWorkers(
-      run,
-      1,
-      PICKUP_CONCURRENCY,
-      async (job) => {
-        const now = performance.now();
-        const seq = payloadSeq(job.data);
-        if (startedAt[seq] === undefined) {
-          startedAt[seq] = now;
-          if (++received >= options.rows) allReceived.fire();
-        }
-        await Promise.resolve();
-      },
-      errors,
-      failed,
-    );
-    const [worker] = workers;
+    const [worker] = await startWorkers(run, 1, PICKUP_CONCURRENCY, async (job) => {
+      const now = performance.now();
+      const seq = payloadSeq(job.data);
+      if (startedAt[seq] === undefined) {
+        startedAt[seq] = now;
+        if (++received >= options.rows) allReceived.fire();
+      }
+      await Promise.resolve();
+    });
     // Idle means the worker is blocked waiting for a job (BZPOPMIN on Redis, LISTEN on PostgreSQL).
     const idle = new Latch();
     worker!.once('drained', () => idle.fire());
-    worker!.run().catch((error: unknown) => {
-      errors.push(error);
-      failed.fire();
-    });
-    if (!(await beforeDeadline(Promise.race([idle.promise, failed.promise]), setupDeadline))) throw new Error('bullmq pickup: the worker did not become idle before the timeout');
+    worker!.run().catch(run.fail);
+    if (!(await beforeDeadline(Promise.race([idle.promise, run.failed.promise]), setupDeadline))) throw new Error('bullmq pickup: the worker did not become idle before the timeout');
 
-    return await pacedPickup(options, { failed, allReceived, errors, startedAt }, (seq) => producer.add('bench', { seq }));
-  } finally {
-    await teardown(run, queue, workers);
-  }
+    return await pacedPickup(options, { failed: run.failed, allReceived, errors: run.errors, startedAt }, (seq) => producer.add('bench', { seq }));
+  });
 }
 
 function peer(backend: Backend, variant: string): Peer {

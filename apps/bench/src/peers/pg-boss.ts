@@ -122,15 +122,31 @@ async function startWorkers(bosses: readonly PgBoss[], variant: Variant, batchSi
   );
 }
 
-async function burnDown(variant: Variant, options: BurnDownOptions): Promise<BurnDownResult> {
-  assertLocalUrl(options.url);
-  const schema = uniqueSchema('pgboss_bench');
-  const errors: unknown[] = [];
-  const failed = new Latch();
-  const admin = await newClient(options.url, 'bench-pgboss-admin');
-  const bosses: PgBoss[] = [];
-  const batchSize = variant.batchSize ?? options.concurrency;
+/**
+ * One measured run in a schema of its own: every boss pushed to `bosses` reports its errors there, and
+ * `withRun` stops them all and drops the schema after the body, whatever happened.
+ */
+interface Run {
+  schema: string;
+  admin: pg.Client;
+  bosses: PgBoss[];
+  errors: unknown[];
+  failed: Latch;
+}
+
+async function withRun<T>(url: string, body: (run: Run) => Promise<T>): Promise<T> {
+  assertLocalUrl(url);
+  const run: Run = { schema: uniqueSchema('pgboss_bench'), admin: await newClient(url, 'bench-pgboss-admin'), bosses: [], errors: [], failed: new Latch() };
   try {
+    return await body(run);
+  } finally {
+    await teardown(run.bosses, run.admin, run.schema);
+  }
+}
+
+function burnDown(variant: Variant, options: BurnDownOptions): Promise<BurnDownResult> {
+  const batchSize = variant.batchSize ?? options.concurrency;
+  return withRun(options.url, async ({ schema, admin, bosses, errors, failed }) => {
     const producer = await setUp(options.url, schema, errors, false);
     bosses.push(producer);
     for (let from = 0; from < options.jobs; from += INSERT_CHUNK) {
@@ -179,19 +195,11 @@ async function burnDown(variant: Variant, options: BurnDownOptions): Promise<Bur
       if (completed !== options.jobs) throw new Error(`pg-boss settled with ${completed} of ${options.jobs} jobs completed (handled ${handled})`);
     }
     return { handled, seconds: (end - (tally.firstStart ?? launchedAt)) / 1000, timedOut, slotsPerWorker: batchSize * variant.localConcurrency };
-  } finally {
-    await teardown(bosses, admin, schema);
-  }
+  });
 }
 
-async function pickup(variant: Variant, options: PickupOptions): Promise<PickupResult> {
-  assertLocalUrl(options.url);
-  const schema = uniqueSchema('pgboss_bench');
-  const errors: unknown[] = [];
-  const failed = new Latch();
-  const admin = await newClient(options.url, 'bench-pgboss-admin');
-  const bosses: PgBoss[] = [];
-  try {
+function pickup(variant: Variant, options: PickupOptions): Promise<PickupResult> {
+  return withRun(options.url, async ({ schema, bosses, errors, failed }) => {
     const producer = await setUp(options.url, schema, errors, true);
     bosses.push(producer);
     const worker = newBoss(options.url, schema, workerPoolSize(variant.localConcurrency, 1), 'bench-pgboss-pickup', false, errors, failed, true);
@@ -215,9 +223,7 @@ async function pickup(variant: Variant, options: PickupOptions): Promise<PickupR
     // No idle signal to wait for: the first insert lands at some point of the worker's poll cycle (NOTIFY
     // wakes it early), which is what every later one does too. As in statusq's pickup, the timeout starts here.
     return await pacedPickup(options, { failed, allReceived, errors, startedAt }, (seq) => producer.send(QUEUE, { seq }));
-  } finally {
-    await teardown(bosses, admin, schema);
-  }
+  });
 }
 
 function peer(variant: Variant): Peer {

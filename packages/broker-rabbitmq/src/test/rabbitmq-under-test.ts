@@ -10,8 +10,7 @@ export const rabbitmqUnderTest: BrokerUnderTest = {
   dropQueue: (url, queue) => deleteQueues([queue], url),
   readDeadLetters,
   privateBroker: async () => {
-    const node = new PrivateRabbitMQ();
-    await node.start();
+    const node = await PrivateRabbitMQ.start();
     return {
       url: node.url,
       restart: () => node.restart(),
@@ -19,7 +18,7 @@ export const rabbitmqUnderTest: BrokerUnderTest = {
         await node.kill();
         await node.start();
       },
-      stop: () => node.destroy(),
+      stop: () => node.dispose(),
     };
   },
 };

@@ -1,8 +1,23 @@
 import { describe, expect, it } from 'vitest';
-import { Queue, type Job } from '@statusq/core';
+import { Queue, type Job, type Store } from '@statusq/core';
 import { FAST, deferred, nextEvent, readRow, statusOf, waitFor, withDeadline, type TestEnv } from '../harness.js';
 import { createJobs, enqueueJobs, retoken } from '../tables.js';
 import { claimAndReap } from './state-machine.js';
+
+/** Worker options under which only a rival moves a claim: a lease that outlasts the test, and no reaping of its own. */
+const ONLY_THE_RIVAL_MOVES_CLAIMS = { table: { table: 'jobs' }, leaseMs: 60_000, reapIntervalMs: 60_000, ...FAST } as const;
+
+/**
+ * A worker's store and a rival's (connections of its own) on one `jobs` table holding `payloads`: the rival
+ * reaps and claims again from under the worker.
+ */
+async function workerAndRival(env: () => TestEnv, payloads: readonly string[]): Promise<{ workerStore: Store; rivalStore: Store; rival: Queue; queue: Queue; ids: string[] }> {
+  const workerStore = await env().store('worker store');
+  const rivalStore = await env().store('rival store');
+  const queue = await createJobs(workerStore);
+  const ids = await enqueueJobs(queue, payloads);
+  return { workerStore, rivalStore, queue, ids, rival: await Queue.open(rivalStore, { table: 'jobs' }) };
+}
 
 export function fencingCases(env: () => TestEnv): void {
   describe('guarded settles with fencing tokens', () => {
@@ -37,23 +52,16 @@ export function fencingCases(env: () => TestEnv): void {
     });
 
     it('a Worker whose lease was taken over emits claim-lost on settle, and its settle changes nothing', async () => {
-      const workerStore = await env().store('worker store');
-      const rivalStore = await env().store('rival store');
-      const queue = await createJobs(workerStore);
-      const [id] = await enqueueJobs(queue, ['slow']);
-      const rival = await Queue.open(rivalStore, { table: 'jobs' });
+      const { workerStore, rivalStore, rival, queue, ids: [id] } = await workerAndRival(env, ['slow']);
       const started = deferred<Job>();
       const gate = deferred();
       env().cleanups.push(() => gate.resolve());
       // The worker's own lease is long and it never heartbeats during the test: only the rival moves the row.
       const w = await env().startWorker({
         store: workerStore,
-        table: { table: 'jobs' },
+        ...ONLY_THE_RIVAL_MOVES_CLAIMS,
         concurrency: 1,
-        leaseMs: 60_000,
         heartbeatMs: 60_000,
-        reapIntervalMs: 60_000,
-        ...FAST,
         handler: async (job) => {
           started.resolve(job);
           await gate.promise;
@@ -89,10 +97,7 @@ export function fencingCases(env: () => TestEnv): void {
     });
 
     it('completions grouped into one UPDATE report each row exactly: rows taken over are claim-lost, the rest done', async () => {
-      const workerStore = await env().store('worker store');
-      const rivalStore = await env().store('rival store');
-      const queue = await createJobs(workerStore);
-      const ids = await enqueueJobs(queue, ['a', 'b', 'c', 'd']);
+      const { workerStore, rivalStore, rival, queue, ids } = await workerAndRival(env, ['a', 'b', 'c', 'd']);
       const gate = deferred();
       env().cleanups.push(() => gate.resolve());
       let running = 0;
@@ -100,13 +105,10 @@ export function fencingCases(env: () => TestEnv): void {
       // No result is returned, so the four completions under one claim token share one guarded UPDATE.
       const w = await env().startWorker({
         store: workerStore,
-        table: { table: 'jobs' },
+        ...ONLY_THE_RIVAL_MOVES_CLAIMS,
         concurrency: 4,
         batch: 4,
-        leaseMs: 60_000,
         heartbeatMs: 60_000,
-        reapIntervalMs: 60_000,
-        ...FAST,
         handler: async () => {
           if (++running === 4) allStarted.resolve();
           await gate.promise;
@@ -116,7 +118,7 @@ export function fencingCases(env: () => TestEnv): void {
       const tokens = new Set((await Promise.all(ids.map((id) => readRow(rivalStore, 'jobs', id)))).map((r) => String(r.worker_id)));
       expect(tokens.size).toBe(1);
       const stolen = ids.slice(0, 2);
-      await retoken(await Queue.open(rivalStore, { table: 'jobs' }), stolen, 'B');
+      await retoken(rival, stolen, 'B');
 
       const lost: string[] = [];
       w.worker.on('claim-lost', ({ job }) => lost.push(String(job.id)));
@@ -137,11 +139,7 @@ export function fencingCases(env: () => TestEnv): void {
     });
 
     it('a heartbeat that finds its claim taken over emits claim-lost and aborts the job signal', async () => {
-      const workerStore = await env().store('worker store');
-      const rivalStore = await env().store('rival store');
-      const queue = await createJobs(workerStore);
-      const [id] = await enqueueJobs(queue, ['long']);
-      const rival = await Queue.open(rivalStore, { table: 'jobs' });
+      const { workerStore, rivalStore, rival, queue, ids: [id] } = await workerAndRival(env, ['long']);
       const started = deferred();
       const aborted = deferred<unknown>();
       // The handler holds its slot until the end, so the worker cannot claim the reaped row again before the rival.
@@ -149,12 +147,9 @@ export function fencingCases(env: () => TestEnv): void {
       env().cleanups.push(() => gate.resolve());
       const w = await env().startWorker({
         store: workerStore,
-        table: { table: 'jobs' },
+        ...ONLY_THE_RIVAL_MOVES_CLAIMS,
         concurrency: 1,
-        leaseMs: 60_000,
         heartbeatMs: 20,
-        reapIntervalMs: 60_000,
-        ...FAST,
         handler: async (_job, ctx) => {
           started.resolve();
           ctx.signal.addEventListener('abort', () => aborted.resolve(ctx.signal.reason), { once: true });

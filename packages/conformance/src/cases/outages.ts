@@ -2,7 +2,7 @@ import { skipFor } from '../skips.js';
 import { describe, expect, it, type TestContext } from 'vitest';
 import { StoreError, type Store } from '@statusq/core';
 import type { ExecResult, Statement } from '@statusq/core/adapter';
-import { FAST, Ledger, countsOf, waitFor, withDeadline, type TestEnv } from '../harness.js';
+import { Ledger, drainingJobs, countsOf, waitFor, withDeadline, type TestEnv } from '../harness.js';
 import type { ChildWorkerResult } from '../child-worker.js';
 import type { ConformanceOptions, DisposableServer } from '../options.js';
 import { checkTableARun, countLedgerLines, readWorkerLog, startTableARun, type TableARun } from '../supervised-run.js';
@@ -132,16 +132,7 @@ export function outageCases(env: () => TestEnv, options: ConformanceOptions): vo
       const ids = await enqueueJobs(await createJobs(setup), Array.from({ length: 20 }, (_, n) => ({ n })));
       const store = losingConnectionAfterEmptyClaim(await env().store('worker store'), 3);
       const ledger = new Ledger();
-      const w = await env().startWorker({
-        store,
-        table: { table: 'jobs' },
-        concurrency: 4,
-        exitWhenEmpty: true,
-        ...FAST,
-        handler: async (job) => {
-          ledger.record(job);
-        },
-      });
+      const w = await env().startWorker(drainingJobs(store, ledger));
       const counters = await withDeadline(w.done, 20_000, 'the worker to finish');
       expect(store.failed()).toBe(3);
       expect(counters.completed).toBe(20);

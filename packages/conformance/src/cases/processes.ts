@@ -7,7 +7,7 @@ import type { ColumnGroup } from '@statusq/core/adapter';
 import { expectedStatus, generateTableARows, handlerPath, type TableARow } from '@statusq/test-fixtures';
 import type { ChildWorkerArgs, ChildWorkerResult } from '../child-worker.js';
 import type { ChildSessionArgs } from '../child-session.js';
-import { FAST, Ledger, childScript, countsOf, deferred, idKey, readRows, statusOf, waitFor, withDeadline, type TestEnv } from '../harness.js';
+import { FAST, Ledger, drainingJobs, childScript, countsOf, deferred, idKey, readRows, statusOf, waitFor, withDeadline, type TestEnv } from '../harness.js';
 import type { ConformanceOptions } from '../options.js';
 import { checkTableARun, expectedAttempts, readLedgerFile, startTableARun, superviseChildWorkers, tally, writeSlowFixtureHandler } from '../supervised-run.js';
 import { createJobs, createTableA, enqueueJobs } from '../tables.js';
@@ -31,6 +31,11 @@ function writeHangingHandler(dir: string): string {
     ].join('\n'),
   );
   return path;
+}
+
+/** A child worker process of 4 slots on `table_a`, running `handlerPath` with the suite's fast timings and `worker` over them. */
+function tableAChild(env: () => TestEnv, handlerPath: string, worker: ChildWorkerArgs['worker']): ChildWorkerArgs {
+  return { adapterModule: env().adapterModulePath, url: env().url, table: { table: 'table_a' }, handlerPath, concurrency: 4, worker: { ...FAST, ...worker } };
 }
 
 export function processCases(env: () => TestEnv, options: ConformanceOptions): void {
@@ -189,14 +194,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       await createTableA(env().fixtures, setup, rows, { migrate: ['leases', 'retries'] });
       const dir = env().tempDir();
       const ledgerPath = join(dir, 'ledger.txt');
-      const args: ChildWorkerArgs = {
-        adapterModule: env().adapterModulePath,
-        url: env().url,
-        table: { table: 'table_a' },
-        handlerPath: writeSlowFixtureHandler(dir),
-        concurrency: 4,
-        worker: { maxAttempts: 3, retryDelayMs: 20, maxRetryDelayMs: 100, leaseMs: 60_000, exitWhenEmpty: false, ...FAST },
-      };
+      const args = tableAChild(env, writeSlowFixtureHandler(dir), { maxAttempts: 3, retryDelayMs: 20, maxRetryDelayMs: 100, leaseMs: 60_000, exitWhenEmpty: false });
       const supervisor = superviseChildWorkers(env(), args, ledgerPath, { processes: 2, gracePeriodMs: 30_000 });
       const finished = supervisor.run();
       await waitFor('the first rows to be done', async () => (await countsOf(setup, 'table_a')).done >= 100, { timeoutMs: 60_000 });
@@ -223,14 +221,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       await createTableA(env().fixtures, setup, rows);
       const dir = env().tempDir();
       const ledgerPath = join(dir, 'ledger.txt');
-      const args: ChildWorkerArgs = {
-        adapterModule: env().adapterModulePath,
-        url: env().url,
-        table: { table: 'table_a' },
-        handlerPath: writeHangingHandler(dir),
-        concurrency: 4,
-        worker: { ...FAST },
-      };
+      const args = tableAChild(env, writeHangingHandler(dir), {});
       const { hanging } = await killWhileHolding(args, ledgerPath);
 
       // Without leases nothing can tell a dead worker's row from a live one: a survivor finishes the rest and
@@ -256,14 +247,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       const dir = env().tempDir();
       const ledgerPath = join(dir, 'ledger.txt');
       const hangingHandler = writeHangingHandler(dir);
-      const args = (lease: number): ChildWorkerArgs => ({
-        adapterModule: env().adapterModulePath,
-        url: env().url,
-        table: { table: 'table_a' },
-        handlerPath: hangingHandler,
-        concurrency: 4,
-        worker: { leaseMs: lease, reapIntervalMs: 50, maxAttempts: 3, ...FAST },
-      });
+      const args = (lease: number) => tableAChild(env, hangingHandler, { leaseMs: lease, reapIntervalMs: 50, maxAttempts: 3 });
       const { hanging, exit } = await killWhileHolding(args(60_000), ledgerPath);
       expect(exit.signal).toBe('SIGKILL');
       expect((await countsOf(setup, 'table_a')).processing).toBe(4);
@@ -321,16 +305,7 @@ export function processCases(env: () => TestEnv, options: ConformanceOptions): v
       const ledger = new Ledger();
       const busySeen = deferred();
       const w = await env().startWorker(
-        {
-          store: impatient,
-          table: { table: 'jobs' },
-          concurrency: 4,
-          exitWhenEmpty: true,
-          ...FAST,
-          handler: async (job) => {
-            ledger.record(job);
-          },
-        },
+        drainingJobs(impatient, ledger),
         'impatient worker',
         (worker) =>
           worker.on('error', ({ error: e }) => {
