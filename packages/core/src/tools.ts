@@ -25,7 +25,8 @@ export { READ_ONLY_CHECK_MAX_MS } from './worker/read-only-wait.js';
 export { redactUrl } from './store/urls.js';
 export type { WorkerEventName } from './worker/events.js';
 // The doctor's view of a table: what a claim of it runs, and what its claims table keeps.
-export { claimPlanStatements, countOrphanedClaims } from './sql/claim.js';
+export { claimPlanStatements } from './sql/claim.js';
+export { countOrphanedClaims } from './features/prune.js';
 // What the CLI, dashboard and bench read of a table and a store beyond the application face.
 export { BESIDE_COLUMNS, configuredColumns, DEFAULT_OPTIONAL_COLUMN_NAMES, isBesideColumn, resolveTable } from './protocol/table.js';
 export { derivedName, splitTableName, validateTableName } from './protocol/identifiers.js';

@@ -9,11 +9,21 @@
  */
 import { ConfigError, SchemaError } from '../protocol/errors.js';
 import { validateIdentifier, validateTableName } from '../protocol/identifiers.js';
-import { Params } from '../sql/transition-sql.js';
+import { Params, TransitionSql } from '../sql/transition-sql.js';
 import type { Queue } from '../queue/queue.js';
 import { STORE_RETRY, sleep, withStoreRetry } from '../store/retry.js';
 import { statusCode, type StatusName } from '../protocol/status.js';
-import type { ExecResult, JobId, Statement } from '../store/store.js';
+import type { ExecResult, JobId, Statement, Store } from '../store/store.js';
+import type { ResolvedTable } from '../protocol/table.js';
+
+/**
+ * How many rows of a claims table (a table whose claim state is beside it) belong to rows the application has
+ * deleted: never claimed again, only kept until a prune removes them (what its dry run reports, and the doctor).
+ */
+export async function countOrphanedClaims(store: Store, table: ResolvedTable): Promise<number> {
+  const { rows } = await store.execute(new TransitionSql(table, store.dialect).countOrphanedClaims());
+  return Number(rows[0]?.n ?? 0);
+}
 
 /** The states a prune may remove: the finished ones. */
 export const PRUNABLE_STATUSES: readonly StatusName[] = ['done', 'abuse', 'failed'];
@@ -146,7 +156,7 @@ export async function pruneRows(queue: Queue, options: PruneOptions): Promise<Pr
     const p = new Params(d);
     report.removed = await count(candidates(p), p.values);
     if (finished && !byOrder) report.withoutFinishedAt = await count(`${status} AND ${finished} IS NULL`, []);
-    if (t.beside !== null) report.orphansRemoved = Number((await store.execute(queue.sql.countOrphanedClaims())).rows[0]?.n ?? 0);
+    if (t.beside !== null) report.orphansRemoved = await countOrphanedClaims(store, t);
     return report;
   }
   const archive = options.archive === undefined ? null : await prepareArchive(queue, options.archive, report);

@@ -211,15 +211,6 @@ export function claimPlanStatements(store: Store, table: ResolvedTable, limit = 
   return { ordered, aged: agesFirst(sql, agedRequest) ? candidateStatements(sql, agedRequest, options)[0]! : null };
 }
 
-/**
- * How many rows of a claims table (a table whose claim state is beside it) belong to rows the application has
- * deleted: never claimed again, only kept until prune removes them.
- */
-export async function countOrphanedClaims(store: Store, table: ResolvedTable): Promise<number> {
-  const { rows } = await store.execute(new TransitionSql(table, store.dialect).countOrphanedClaims());
-  return Number(rows[0]?.n ?? 0);
-}
-
 /** Concatenates candidate lists in order, without duplicates, up to `limit`. */
 export function mergeCandidates(lists: readonly Row[][], limit: number, idColumn: string): Row[] {
   const seen = new Set<string>();
