@@ -161,6 +161,10 @@ if ((await step('build', ...npx('turbo', 'run', 'build', '--output-logs=errors-o
         step('bench --quick --dialects sqlite,mysql', 'timeout', ['600', 'node', 'apps/bench/dist/bench.js', '--quick', '--dialects', 'sqlite,mysql']),
         step('scale --quick --dialects postgres', 'timeout', ['900', 'node', 'apps/bench/dist/scale/scale.js', '--quick', '--dialects', 'postgres']),
         step('scale --quick --dialects mysql', 'timeout', ['900', 'node', 'apps/bench/dist/scale/scale.js', '--quick', '--dialects', 'mysql']),
+        // The documentation site: built with 0 dead links or anchors, the guides' CLI flags held to the help,
+        // their TypeScript compiled against these tarballs, their runnable shell blocks run on SQLite, and three
+        // pages shot into artifacts/ (docs/scripts/check.mjs).
+        step('docs', 'node', ['docs/scripts/check.mjs', '--packs', packs]),
       ]);
       // The other Node lines users run (22 and 24), side by side: the unit tier, the conformance kit on the three
       // databases and the packed CLI, each line fetched from the npm registry (scripts/check-node-line.mjs). A
