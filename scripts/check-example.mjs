@@ -3,8 +3,8 @@
 // SQLite and on MariaDB (a database of its own, dropped afterwards): seed 500 rows, work until empty, check
 // every row is done or abuse as the example's rule says; seed a larger backlog, SIGTERM the worker mid-way,
 // check it exits 0 within its stop timeout with no row left in processing, and drain the rest; and run the
-// example's conformance file. Prints the example's own output. First, README.md's From code block must be the
-// example's src/worker.ts.
+// example's conformance file. Prints the example's own output. First, docs/guide/from-code.md's From code block must
+// be the example's src/worker.ts.
 // Run after the build: node scripts/check-example.mjs [--packs DIR] (DIR: tarballs check-packages.mjs packed).
 import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -32,10 +32,10 @@ const show = (label, text) => {
   for (const line of text.trimEnd().split('\n')) if (line) console.info(`  [${label}] ${line}`);
 };
 
-// One source of truth: the README's "From code" block is the example's worker, character for character.
-const readme = readFileSync(join(root, 'README.md'), 'utf8');
-const block = /^## From code\n[\s\S]*?^```ts\n([\s\S]*?)^```$/m.exec(readme)?.[1];
-expect(block === readFileSync(join(EXAMPLE, 'src/worker.ts'), 'utf8'), "README.md's From code block is not examples/table-a-worker/src/worker.ts: copy the file into it");
+// One source of truth: the docs' "From code" block (docs/guide/from-code.md) is the example's worker, character for character.
+const page = readFileSync(join(root, 'docs/guide/from-code.md'), 'utf8');
+const block = /^# From code\n[\s\S]*?^```ts\n([\s\S]*?)^```$/m.exec(page)?.[1];
+expect(block === readFileSync(join(EXAMPLE, 'src/worker.ts'), 'utf8'), "docs/guide/from-code.md's From code block is not examples/table-a-worker/src/worker.ts: copy the file into it");
 
 const work = mkdtempSync(join(tmpdir(), 'statusq-example-'));
 let dropDatabase = async () => {};
