@@ -1,4 +1,4 @@
-// The documentation as a reader meets it, checked: `pnpm docs:check [--packs DIR]` (after the build).
+// The documentation as a reader meets it, checked: `pnpm docs:check [--packs DIR] [--only STEPS]` (after the build).
 // 1. Builds the site (generate.mjs, then VitePress, which fails on a dead internal link).
 // 2. Every internal link of the built pages, anchors included, lands on a page and an id that exist.
 // 3. Every flag a guide names for a `statusq` command is in that command's --help, and every flag the help
@@ -85,7 +85,7 @@ function checkLinks() {
       if (/^[a-z]+:/i.test(href) || href.startsWith('//')) continue;
       links++;
       const [path, anchor] = href.split('#');
-      const target = path === '' ? url : posix.normalize(path.startsWith('/') ? path : posix.join(posix.dirname(url), path)).replace(/\.html$/, '');
+      const target = path === '' ? url : posix.normalize(path.startsWith('/') ? path : posix.join(url.endsWith('/') ? url : posix.dirname(url), path)).replace(/\.html$/, '');
       if (target.startsWith('/assets/') || /\.[a-z0-9]+$/i.test(target)) {
         if (!existsSync(join(DIST, target))) fail(`${url}: ${href} is not a file of the site`);
         continue;
@@ -96,6 +96,27 @@ function checkLinks() {
     }
   }
   console.info(`docs: ${links} internal links on ${pages.size} pages`);
+  checkReadmeLinks(ids);
+}
+
+/** The README's relative links (GitHub renders it; the site does not): a file that exists, a docs page's anchor that exists. */
+function checkReadmeLinks(ids) {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  for (const [, href] of readme.matchAll(/\]\(([^)\s]+)\)/g)) {
+    if (/^[a-z]+:/i.test(href)) continue;
+    const [path, anchor] = href.split('#');
+    if (path && !existsSync(join(ROOT, path))) {
+      fail(`README.md: ${href}: no file ${path}`);
+      continue;
+    }
+    if (!anchor) continue;
+    if (!path.startsWith('docs/') || !path.endsWith('.md')) {
+      fail(`README.md: ${href}: an anchor into a file the site does not build cannot be checked; link the page`);
+      continue;
+    }
+    const url = `/${path.slice('docs/'.length, -'.md'.length)}`.replace(/\/index$/, '/');
+    if (!ids.get(url)?.has(decodeURIComponent(anchor))) fail(`README.md: ${href}: ${url} has no anchor #${anchor}`);
+  }
 }
 
 function decodeHtml(text) {
@@ -146,6 +167,10 @@ function checkFlags() {
 const FOREIGN_FLAGS = new Map([
   ['--frozen-lockfile', 'pnpm install'],
   ['--filter', 'pnpm'],
+  ['--quick', 'pnpm bench and pnpm scale'],
+  ['--render', 'pnpm bench'],
+  ['--sysdate-is-now', 'mariadbd'],
+  ['--strategy', "statusq work's former spelling of --claim-strategy, named where the guide says it is refused"],
 ]);
 
 /** A project outside the workspace with the packed packages, their drivers and TypeScript, installed by npm. */
@@ -175,13 +200,14 @@ function checkTypeScript(app) {
   const dir = join(app, 'blocks');
   mkdirSync(dir);
   const origins = new Map();
+  const coreNames = publicNames(join(app, 'node_modules', '@statusq', 'core', 'dist', 'index.d.ts'));
   for (const page of guidePages()) {
     const blocks = fencedBlocks(readFileSync(join(DOCS, page), 'utf8')).filter((b) => /^(ts|typescript)\b/.test(b.info));
     blocks.forEach((block, n) => {
       const file = `${page.replace(/^\.\.\//, '').replace(/[/.]/g, '_')}_${n + 1}.ts`;
       origins.set(file, `${page} block ${n + 1}`);
       // `export {}` makes every block a module of its own: top-level await, and no name shared between blocks.
-      writeFileSync(join(dir, file), `${block.body}\nexport {};\n`);
+      writeFileSync(join(dir, file), `${snippetContext(block.body, coreNames)}${block.body}\nexport {};\n`);
     });
   }
   writeFileSync(
@@ -199,6 +225,40 @@ function checkTypeScript(app) {
     if (!/error TS/.test(output)) fail(`tsc failed: ${output.slice(0, 2000)}`);
   }
   console.info(`docs: ${origins.size} TypeScript blocks`);
+}
+
+/** The names an entry's declaration file exports (its explicit `export { ... }` lists), each with whether it is a type only. */
+function publicNames(declarations) {
+  const names = new Map();
+  for (const [, typeList, list] of readFileSync(declarations, 'utf8').matchAll(/export (type )?\{([^}]*)\}/g)) {
+    for (const item of list.split(',')) {
+      const typeOnly = Boolean(typeList) || /^\s*type\s/.test(item);
+      const name = item.trim().replace(/^type\s+/, '').split(/\s+as\s+/).pop()?.trim();
+      if (name) names.set(name, typeOnly);
+    }
+  }
+  return names;
+}
+
+/**
+ * A block with no import line is a snippet, read in the guides' standing context: `store`, `queue` and `worker`
+ * are an application's open Store, Queue (of `jobs`) and Worker, and the @statusq/core names it uses are
+ * imported. What it declares itself it keeps. A block with imports is a whole module and gets nothing.
+ */
+function snippetContext(body, coreNames) {
+  if (/^\s*import\s/m.test(body)) return '';
+  const declares = (name) => new RegExp(`\\b(?:const|let|var|function|class)\\s+${name}\\b|\\{[^}]*\\b${name}\\b[^}]*\\}\\s*=`).test(body);
+  const context = [
+    ['store', 'Store'],
+    ['queue', 'Queue'],
+    ['worker', 'Worker'],
+  ].filter(([name]) => new RegExp(`\\b${name}\\b`).test(body) && !declares(name));
+  const used = new Set([...coreNames.keys()].filter((name) => new RegExp(`\\b${name}\\b`).test(body)));
+  for (const [, type] of context) used.add(type);
+  const spelled = [...used].sort().map((name) => (coreNames.get(name) || (!new RegExp(`\\b${name}\\b`).test(body) && context.some(([, t]) => t === name)) ? `type ${name}` : name));
+  const lines = used.size > 0 ? [`import { ${spelled.join(', ')} } from '@statusq/core';`] : [];
+  for (const [name, type] of context) lines.push(`declare const ${name}: ${type};`);
+  return lines.length > 0 ? `${lines.join(' ')}\n` : '';
 }
 
 function checkRunnableShell(app) {
@@ -264,18 +324,25 @@ async function waitForServer(url) {
   throw new Error(`vitepress preview did not answer at ${url} within 10 s`);
 }
 
-build();
-checkLinks();
-checkFlags();
-const work = mkdtempSync(join(tmpdir(), 'statusq-docs-'));
-try {
-  const app = userProject(work);
-  checkTypeScript(app);
-  checkRunnableShell(app);
-} finally {
-  rmSync(work, { recursive: true, force: true });
+// `--only build,links,flags,code,screenshots` runs those steps alone (links, flags and screenshots read the last build).
+const STEPS = ['build', 'links', 'flags', 'code', 'screenshots'];
+const onlyAt = process.argv.indexOf('--only');
+const only = onlyAt === -1 ? STEPS : process.argv[onlyAt + 1].split(',');
+for (const name of only) if (!STEPS.includes(name)) throw new Error(`--only takes ${STEPS.join(', ')}; not ${name}`);
+if (only.includes('build')) build();
+if (only.includes('links')) checkLinks();
+if (only.includes('flags')) checkFlags();
+if (only.includes('code')) {
+  const work = mkdtempSync(join(tmpdir(), 'statusq-docs-'));
+  try {
+    const app = userProject(work);
+    checkTypeScript(app);
+    checkRunnableShell(app);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
 }
-await screenshots();
+if (only.includes('screenshots')) await screenshots();
 
 step(failures.length === 0 ? 'passed' : `${failures.length} problem(s)`);
 for (const failure of failures) console.error(`  ${failure}`);
