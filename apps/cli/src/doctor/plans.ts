@@ -68,7 +68,12 @@ export async function planChecks(store: Store, table: ResolvedTable, migrate: st
     verdicts.push({ plan, served });
     // A table served for its configured order but not for aging still works; aging is off unless asked for.
     const status = served === true ? 'pass' : served === null || name !== 'claim plan' ? 'warn' : 'fail';
-    checks.push({ name, status, detail: `${what}: ${plan.text.replace(/\s+/g, ' ')}`, ...(served === true ? {} : { fix }) });
+    // With the pending index in place, migrate has nothing to add: the planner preferred another index on this
+    // table's statistics (a small table's, or stale ones), so the fix is the statistics, or the other index.
+    const planFix = own && plan.index !== null && plan.index.toLowerCase() !== own.toLowerCase()
+      ? `${own} exists, but the planner chose ${plan.index}: refresh the table's statistics (ANALYZE) once it holds its real rows, or drop ${plan.index} if nothing else reads by it`
+      : fix;
+    checks.push({ name, status, detail: `${what}: ${plan.text.replace(/\s+/g, ' ')}`, ...(served === true ? {} : { fix: planFix }) });
   }
 
   const [first] = verdicts;
