@@ -171,6 +171,9 @@ if ((await step('build', ...npx('turbo', 'run', 'build', '--output-logs=errors-o
       // phase of their own: beside the chaos files (2026-12-05) their installs and races took both cores, the
       // private RabbitMQ restarts missed their deadlines and the chaos run failed.
       await Promise.all(OTHER_NODE_LINES.map((line) => step(`node ${line}: unit, conformance kit, packed packages`, 'node', ['scripts/check-node-line.mjs', String(line), '--packs', packs])));
+    } else if (tiers.includes('system')) {
+      // Without the servers the documentation is still checked: it needs SQLite only, and packs for itself.
+      await step('docs', 'node', ['docs/scripts/check.mjs']);
     }
   } finally {
     if (packs) rmSync(packs, { recursive: true, force: true });
