@@ -9,13 +9,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StoreError, Worker, initTable } from '@statusq/core';
 import { runConformance, type ConformanceGroup } from '@statusq/conformance';
 import { connect, type MysqlStore } from './index.js';
 import { mysqlConformance } from './testing.js';
 import { mysqlSuite } from './test/mysql-test-db.js';
-import { startPrivateMariadb, type PrivateMariadb } from './test/private-mariadb.js';
+import type { PrivateMariadb } from './test/private-mariadb.js';
+import { privateServer } from './test/setting-servers.js';
 
 const adapterModule = fileURLToPath(new URL('../dist/index.js', import.meta.url));
 /** The groups a binary log setting can break: every write path, under contention, with leases and retries. */
@@ -30,17 +31,7 @@ const SETUP = [
 
 /** A private server with a binary log in `format`, started before the describe block's tests and stopped after them. */
 function serverLogging(format: 'STATEMENT' | 'MIXED'): () => PrivateMariadb {
-  let server: PrivateMariadb | undefined;
-  beforeAll(async () => {
-    server = await startPrivateMariadb('', { serverArgs: (dir) => [`--log-bin=${dir}/binlog`, `--binlog-format=${format}`, '--server-id=1'], setup: SETUP });
-  }, 60_000);
-  afterAll(async () => {
-    await server?.stop();
-  }, 30_000);
-  return () => {
-    if (!server) throw new Error('the private MariaDB server did not start');
-    return server;
-  };
+  return privateServer({ serverArgs: (dir) => [`--log-bin=${dir}/binlog`, `--binlog-format=${format}`, '--server-id=1'], setup: SETUP });
 }
 
 /** A fresh database on `server`, and its URL for `account` (root, or user:password) with `query`. */

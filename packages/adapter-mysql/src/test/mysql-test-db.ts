@@ -1,11 +1,13 @@
 /**
  * The adapter's own suites run only where a MySQL/MariaDB server answers (see mysql-test-databases.ts, which
  * the `./testing` entry publishes): skipped with `[needs mysqlServer]` in every title and the reason printed,
- * or, when STATUSQ_REQUIRE_DATABASES=1 (CI), one failing test that says why.
+ * or, when STATUSQ_REQUIRE_DATABASES=1 (CI), one failing test that says why. Each test gets a database of its
+ * own, and a raw connection to it when it must play a session outside statusq (hold a lock, read a log).
  */
 import { afterEach, describe, it } from 'vitest';
+import mysql from 'mysql2/promise';
 import { TestEnv } from '@statusq/conformance';
-import { connect } from '../index.js';
+import { connect, optionsFromUrl } from '../index.js';
 import { createDatabase, dropDatabase, mysqlUnavailable } from '../mysql-test-databases.js';
 import { mysqlFixtures } from '../testing.js';
 
@@ -55,4 +57,10 @@ export function mysqlEnvEachTest(): () => Promise<TestEnv> {
     env = new TestEnv({ name: 'mysql', adapterModule: new URL('../../dist/index.js', import.meta.url).href, url: () => url, createStore: (u) => connect(u), fixtures: mysqlFixtures }, url);
     return env;
   };
+}
+
+/** A raw mysql2 connection to the test database, outside any store (for provoking conflicts). */
+export async function rawConnection(url: string): Promise<mysql.Connection> {
+  const { host, port, user, password, database } = optionsFromUrl(url);
+  return mysql.createConnection({ host, port, user, password, database });
 }
