@@ -34,6 +34,7 @@ import { orderCases } from './cases/order.js';
 import { retryCases } from './cases/retries.js';
 import { delayCases } from './cases/delays.js';
 import { priorityCases } from './cases/priority.js';
+import { kindCases } from './cases/kinds.js';
 import { dedupeCases } from './cases/dedupe.js';
 import { scheduleCases } from './cases/schedules.js';
 import { pruneCases } from './cases/prune.js';
@@ -134,6 +135,7 @@ export function runConformance(options: ConformanceOptions): void {
       retries: () => retryCases(env),
       delays: () => delayCases(env),
       priority: () => priorityCases(env),
+      kinds: () => kindCases(env),
       dedupe: () => dedupeCases(env),
       schedules: () => scheduleCases(env),
       prune: () => pruneCases(env),

@@ -106,6 +106,7 @@ export const CONFORMANCE_GROUPS = [
   'retries',
   'delays',
   'priority',
+  'kinds',
   'dedupe',
   'schedules',
   'prune',

@@ -83,6 +83,7 @@ export {
   IDLE_PROBE_WAIT_MS,
   type JobId,
   type KeyIndexSpec,
+  type KindIndexSpec,
   type NativeClaim,
   type PendingIndexSpec,
   type PriorityIndexSpec,
@@ -166,6 +167,6 @@ export {
 } from './store/pooled-connection.js';
 // The broker contract and its message codec (a broker package), and the names of the tables and indexes statusq
 // makes (an adapter's checks and tests).
-export { besideTableName, type ColumnGroup, dispatchIndexName, hasIndex, keyIndexName, pendingIndexName, priorityIndexName } from './sql/schema.js';
+export { besideTableName, type ColumnGroup, dispatchIndexName, hasIndex, keyIndexName, kindIndexName, pendingIndexName, priorityIndexName } from './sql/schema.js';
 export { type Broker, type BrokerConnectOptions, BrokerError, type BrokerErrorKind, type BrokerModule, type ConsumeOptions, type DeadLetter, decodeDispatch, type Delivery, type DispatchMessage, encodeDeadLetter, encodeDispatch, type MalformedDelivery, type Subscription } from './broker/broker.js';
 export { ensureSideTable } from './sql/side-tables.js';

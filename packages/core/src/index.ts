@@ -5,7 +5,7 @@
  * Adapter and broker authors import `@statusq/core/adapter`; statusq's own tools (the CLI, its dashboard, the bench,
  * the conformance kit) import `@statusq/core/tools`, which carries no promise to applications.
  */
-export { type AbuseRule, type Handler, type HandlerModule, type Job, type JobContext, loadHandler, SettleDirective } from './worker/handler.js';
+export { type AbuseRule, type Handler, type HandlerModule, type Job, type JobContext, type KindHandlers, loadHandler, SettleDirective } from './worker/handler.js';
 export { ConfigError, describeError, EnqueueError, HandlerResultError, isRetryableStoreError, JobTimeoutError, SchemaError, StatusqError, StoreError, type StoreErrorKind } from './protocol/errors.js';
 export { connect, connectBroker, type ConnectBrokerOptions, type ConnectUrlOptions } from './connect.js';
 export { DEFAULT_STATUS_CODES, statusCode, type StatusName, statusName } from './protocol/status.js';

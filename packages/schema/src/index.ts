@@ -45,7 +45,7 @@ const DEFAULT_KINDS: Readonly<Record<Exclude<ColumnKind, 'time'>, AddColumn>> = 
   longText: (t, name) => t.text(name),
 };
 
-export type KnexStatements = Pick<SchemaSupport, 'createTable' | 'addColumns' | 'createPendingIndex' | 'createPriorityIndex' | 'createKeyIndex' | 'createDispatchIndex'>;
+export type KnexStatements = Pick<SchemaSupport, 'createTable' | 'addColumns' | 'createPendingIndex' | 'createPriorityIndex' | 'createKeyIndex' | 'createDispatchIndex' | 'createKindIndex'>;
 
 /**
  * SchemaSupport's statement builders for `ddl`. knex is imported on the first call, not with the adapter:
@@ -64,6 +64,17 @@ export function knexStatements(ddl: KnexDdl): KnexStatements {
     }
     if (spec.default === 'now') column.defaultTo(knex.raw(ddl.nowDefault));
     else if (spec.default !== undefined) column.defaultTo(spec.default);
+  };
+
+  /** An index of pending rows over `columns`: partial (only pending rows enter it) or led by the status column. */
+  const pendingRowsIndex = async (table: string, name: string, statusColumn: string, columns: string[]): Promise<Statement[]> => {
+    const knex = await knexOf();
+    return statementsOf(
+      knex.schema.alterTable(table, (t) => {
+        if (ddl.pendingIndex === 'partial') t.index(columns, name, { predicate: knex.whereNull(statusColumn) });
+        else t.index([statusColumn, ...columns], name);
+      }),
+    );
   };
 
   return {
@@ -86,15 +97,7 @@ export function knexStatements(ddl: KnexDdl): KnexStatements {
         }),
       );
     },
-    async createPendingIndex(table, { name, statusColumn, orderColumn }) {
-      const knex = await knexOf();
-      return statementsOf(
-        knex.schema.alterTable(table, (t) => {
-          if (ddl.pendingIndex === 'partial') t.index([orderColumn], name, { predicate: knex.whereNull(statusColumn) });
-          else t.index([statusColumn, orderColumn], name);
-        }),
-      );
-    },
+    createPendingIndex: (table, { name, statusColumn, orderColumn }) => pendingRowsIndex(table, name, statusColumn, [orderColumn]),
     async createPriorityIndex(table, { name, statusColumn, orderColumn, priorityColumn, direction }) {
       const knex = await knexOf();
       // knex has no per-column direction; a raw column with `??` is quoted by knex as any other name.
@@ -106,15 +109,8 @@ export function knexStatements(ddl: KnexDdl): KnexStatements {
         }),
       );
     },
-    async createDispatchIndex(table, { name, statusColumn, orderColumn, dispatchedColumn }) {
-      const knex = await knexOf();
-      return statementsOf(
-        knex.schema.alterTable(table, (t) => {
-          if (ddl.pendingIndex === 'partial') t.index([dispatchedColumn, orderColumn], name, { predicate: knex.whereNull(statusColumn) });
-          else t.index([statusColumn, dispatchedColumn, orderColumn], name);
-        }),
-      );
-    },
+    createDispatchIndex: (table, { name, statusColumn, orderColumn, dispatchedColumn }) => pendingRowsIndex(table, name, statusColumn, [dispatchedColumn, orderColumn]),
+    createKindIndex: (table, { name, statusColumn, orderColumn, kindColumn }) => pendingRowsIndex(table, name, statusColumn, [kindColumn, orderColumn]),
     async createKeyIndex(table, { name, statusColumn, keyColumn, processingCode }) {
       const knex = await knexOf();
       // DDL takes no parameters: the code is inlined, and checked to be an integer before it is.

@@ -17,6 +17,7 @@ export const OPTIONAL_COLUMNS = [
   'dedupeKey',
   'progress',
   'dispatchedAt',
+  'kind',
 ] as const;
 export type OptionalColumn = (typeof OPTIONAL_COLUMNS)[number];
 
@@ -46,6 +47,7 @@ export const DEFAULT_OPTIONAL_COLUMN_NAMES: Readonly<Record<OptionalColumn, stri
   dedupeKey: 'dedupe_key',
   progress: 'progress',
   dispatchedAt: 'dispatched_at',
+  kind: 'kind',
 };
 
 export type Order = 'newest' | 'oldest';
@@ -113,6 +115,12 @@ export interface ResolvedTable {
    */
   readonly returned: readonly string[] | null;
   /**
+   * The kinds a claim through this view takes (a worker's handlers by kind), or null for every row. Every
+   * statement that asks which rows are claimable (the claim, its guards, an idle worker's look-ahead and probe)
+   * then asks for these kinds only: rows of other kinds stay pending for the workers that have them.
+   */
+  readonly claimKinds: readonly string[] | null;
+  /**
    * The claims table (`<table>_statusq`) when the table keeps its claim state beside it (BESIDE_COLUMNS: every
    * one of them present in `columns` is that table's column, keyed by the same id); null when every column is
    * the table's own. See TransitionSql for how each move writes both.
@@ -121,8 +129,8 @@ export interface ResolvedTable {
 }
 
 /** The optional columns statusq fills with text: JSON payloads and results, failure reasons, deduplication keys. */
-export type TextColumn = 'payload' | 'result' | 'lastError' | 'dedupeKey' | 'progress';
-const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', 'dedupeKey', 'progress'];
+export type TextColumn = 'payload' | 'result' | 'lastError' | 'dedupeKey' | 'progress' | 'kind';
+const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', 'dedupeKey', 'progress', 'kind'];
 
 /**
  * Features follow from the columns present:
@@ -136,6 +144,8 @@ const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', '
  * - dedupe: `dedupe_key` -> enqueue with a key inserts nothing while a row with that key is pending or processing.
  * - progress: `progress` -> a handler's ctx.progress(value) is kept on the row while it runs.
  * - dispatch: `dispatched_at` -> a relay hands due rows to a message broker (relay.ts); with leases and fencing.
+ * - kinds: `kind` (a text column) -> many job types in one table: enqueue names a row's kind, and a worker with
+ *   handlers by kind claims only the kinds it has handlers for.
  */
 export interface QueueFeatures {
   leases: boolean;
@@ -147,6 +157,7 @@ export interface QueueFeatures {
   dedupe: boolean;
   progress: boolean;
   dispatch: boolean;
+  kinds: boolean;
 }
 
 /**
@@ -252,11 +263,15 @@ export function resolveTable(
       if (key === 'priority' && !column.integer) {
         throw new SchemaError(`table ${JSON.stringify(config.table)}: priority column ${JSON.stringify(column.name)} is ${column.type}, not an integer type`);
       }
+      if (key === 'kind' && column.integer) {
+        throw new SchemaError(`table ${JSON.stringify(config.table)}: kind column ${JSON.stringify(column.name)} is ${column.type}; kinds are names, so it must be a text type (VARCHAR)`);
+      }
       optional[key] = column.name;
     } else {
       const found = byName.get(DEFAULT_OPTIONAL_COLUMN_NAMES[key]);
-      // An application's own `priority` that holds text (low/high) is its business, not a claim order.
-      if (found && (key !== 'priority' || found.integer)) optional[key] = found.name;
+      // An application's own `priority` that holds text (low/high) is its business, not a claim order; so is
+      // an integer `kind` (a code of its own), which names no handler.
+      if (found && (key !== 'priority' || found.integer) && (key !== 'kind' || !found.integer)) optional[key] = found.name;
     }
   }
   const limits: Partial<Record<TextColumn, ColumnLimit>> = {};
@@ -292,9 +307,38 @@ export function resolveTable(
       dedupe: optional.dedupeKey !== undefined,
       progress: optional.progress !== undefined,
       dispatch: optional.dispatchedAt !== undefined,
+      kinds: optional.kind !== undefined,
     },
     limits,
     returned,
+    claimKinds: null,
     beside: beside?.table ?? null,
   };
+}
+
+/**
+ * What a kind may be called: letters, digits and `_ . : / -`, 1 to 100 characters. Kinds name handlers (a
+ * module file per kind on the CLI) and appear in SQL as literals of this alphabet, which nothing can break out of.
+ */
+const KIND_NAME = /^[A-Za-z0-9_.:/-]{1,100}$/;
+
+/** A kind name, checked (see KIND_NAME); anything else is a ConfigError saying the form. */
+export function validateKind(kind: unknown, what = 'kind'): string {
+  if (typeof kind !== 'string' || !KIND_NAME.test(kind)) {
+    throw new ConfigError(`${what} must be 1 to 100 letters, digits or _ . : / - (email, report.daily), got ${JSON.stringify(kind)}`);
+  }
+  return kind;
+}
+
+/**
+ * `table` as a worker with handlers for `kinds` claims it: only rows of those kinds (ResolvedTable.claimKinds).
+ * A table without a kind column is a SchemaError naming the migration.
+ */
+export function scopeToKinds(table: ResolvedTable, kinds: readonly string[]): ResolvedTable {
+  if (kinds.length === 0) throw new ConfigError('handlers by kind need at least one kind');
+  for (const kind of kinds) validateKind(kind, 'a handler\'s kind');
+  if (!table.features.kinds) {
+    throw new SchemaError(`table ${table.table} has no kind column, which handlers by kind need (statusq migrate --with kinds adds it; an application's own column: columns.kind, --kind-column)`);
+  }
+  return { ...table, claimKinds: [...new Set(kinds)].sort() };
 }

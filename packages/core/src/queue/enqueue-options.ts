@@ -37,6 +37,12 @@ export interface EnqueueOptions {
    */
   priority?: number | undefined;
   /**
+   * The rows' kind: which handler runs them (a worker's `handlers` by kind). 1 to 100 letters, digits or
+   * `_ . : / -`. Rows enqueued without one have none, and only a worker with a single `handler` claims them.
+   * Needs a kind column (`migrate --with kinds`, or the application's own through `columns.kind`).
+   */
+  kind?: string | undefined;
+  /**
    * Deduplication key: while a row with this key is pending or processing, enqueueing it again inserts nothing
    * and reports that row's id (EnqueueOutcome.duplicate); once the row settles (done, abuse, failed) the key is
    * free. A string is the key of the one item of the call; for several items, a function gives each item's key

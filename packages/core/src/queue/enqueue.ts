@@ -9,7 +9,7 @@ import { integerIdOf } from '../store/caller-transaction.js';
 import { validateIdentifier } from '../protocol/identifiers.js';
 import { STORE_RETRY, withStoreRetry } from '../store/retry.js';
 import type { ExecResult, JobId, SqlValue, Statement, Store } from '../store/store.js';
-import { idValueIn, type ResolvedTable } from '../protocol/table.js';
+import { idValueIn, validateKind, type ResolvedTable } from '../protocol/table.js';
 import { columnOverflow, type ColumnInfo } from '../protocol/columns.js';
 import { executeAll, executeOne, runStatement } from '../sql/side-writes.js';
 import type { NotBefore, Params, TransitionSql } from '../sql/transition-sql.js';
@@ -189,7 +189,7 @@ export class Enqueuer {
    * INSERT selects its values from it), so a claim lost to someone else inserts nothing. A schedule's tick is
    * claimed this way (scheduler.ts). `item` and `options` are enqueue's; the key, when given, is set on the row.
    */
-  async enqueueIfClaimed(item: unknown, options: Pick<EnqueueOptions, 'priority' | 'key'>, claim: { update: Statement; onlyWhere: (p: Params) => string }): Promise<{ claimed: boolean; id: JobId | null }> {
+  async enqueueIfClaimed(item: unknown, options: Pick<EnqueueOptions, 'priority' | 'key' | 'kind'>, claim: { update: Statement; onlyWhere: (p: Params) => string }): Promise<{ claimed: boolean; id: JobId | null }> {
     const describe = () => 'the scheduled row';
     const stamp = this.stampOf(options);
     const row = this.rowFor(item, 0, describe, undefined, stamp, this.keysOf([item], options)?.(0));
@@ -313,7 +313,7 @@ export class Enqueuer {
   }
 
   /**
-   * The column values enqueue's options set on every row (the priority), checked against the table: an option
+   * The column values enqueue's options set on every row (the priority, the kind), checked against the table: an option
    * whose column the table lacks is a SchemaError before anything is written.
    */
   private stampOf(options: EnqueueOptions): Record<string, SqlValue> {
@@ -326,6 +326,14 @@ export class Enqueuer {
       const column = this.table.columns.priority;
       if (column === undefined) throw missingColumnError(this.table.table, 'priority', "a job's priority");
       stamp[column] = priority;
+    }
+    if (options.kind !== undefined) {
+      const kind = validateKind(options.kind, 'enqueue: kind');
+      const column = this.table.columns.kind;
+      if (column === undefined) throw missingColumnError(this.table.table, 'kind', "a job's kind");
+      const overflow = columnOverflow(kind, this.table.limits.kind);
+      if (overflow !== null) throw new ConfigError(`enqueue: kind ${JSON.stringify(kind)} does not fit ${this.table.table}.${column}: ${overflow}`);
+      stamp[column] = kind;
     }
     return stamp;
   }

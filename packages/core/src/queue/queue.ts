@@ -3,7 +3,7 @@ import { ConfigError, StoreError } from '../protocol/errors.js';
 import { STORE_RETRY, withStoreRetry } from '../store/retry.js';
 import { requeueCause, statusName, type StatusName } from '../protocol/status.js';
 import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, Statement, Store } from '../store/store.js';
-import { resolveTable, validateTableConfig, type ResolvedTable, type TableConfig } from '../protocol/table.js';
+import { resolveTable, scopeToKinds, validateTableConfig, type ResolvedTable, type TableConfig } from '../protocol/table.js';
 import { idFitsColumn, type ColumnInfo } from '../protocol/columns.js';
 import { INSPECT_CLOCK, InspectTimes, asDate, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
 import { executeAll, executeOne } from '../sql/side-writes.js';
@@ -74,7 +74,7 @@ export class Queue {
   private constructor(
     readonly store: Store,
     readonly table: ResolvedTable,
-    columns: readonly ColumnInfo[],
+    private readonly columns: readonly ColumnInfo[],
   ) {
     this.idColumn = columns.find((c) => c.name === table.id) ?? { name: table.id, type: '', unique: true, integer: false, maxLength: null };
     this.sql = new TransitionSql(table, store.dialect);
@@ -91,6 +91,14 @@ export class Queue {
     const besideColumns = columns === null ? null : await store.describeTable(besideName);
     const beside = besideColumns === null ? null : { table: besideName, columns: besideColumns };
     return new Queue(store, resolveTable(config, columns, (c) => store.orderTimeEncoding(c), beside), columns ?? []);
+  }
+
+  /**
+   * This queue as a worker with handlers for `kinds` sees it: its claims, guards and look-ahead ask for those
+   * kinds only (ResolvedTable.claimKinds). A table without a kind column is a SchemaError naming the migration.
+   */
+  forKinds(kinds: readonly string[]): Queue {
+    return new Queue(this.store, scopeToKinds(this.table, kinds), this.columns);
   }
 
   async claim(request: ClaimRequest, strategy: ClaimStrategy = 'native'): Promise<ClaimResult> {
@@ -365,7 +373,7 @@ export class Queue {
    * INSERT selects its values from it), so a claim lost to someone else inserts nothing. A schedule's tick is
    * claimed this way (scheduler.ts). `item` and `options` are enqueue's; the key, when given, is set on the row.
    */
-  enqueueIfClaimed(item: unknown, options: Pick<EnqueueOptions, 'priority' | 'key'>, claim: { update: Statement; onlyWhere: (p: Params) => string }): Promise<{ claimed: boolean; id: JobId | null }> {
+  enqueueIfClaimed(item: unknown, options: Pick<EnqueueOptions, 'priority' | 'key' | 'kind'>, claim: { update: Statement; onlyWhere: (p: Params) => string }): Promise<{ claimed: boolean; id: JobId | null }> {
     return this.enqueuer.enqueueIfClaimed(item, options, claim);
   }
 }

@@ -135,7 +135,7 @@ export class ReadStatements extends TableSql {
     const due = this.read('nextAttemptAt');
     const ahead = this.dialect.quoteIdentifier('statusq_ahead');
     // Only rows still to come due: one due already (another worker is claiming it) must not hide a later one.
-    const pending = `SELECT ${due} AS due FROM ${this.q.table} WHERE ${this.guard('claim')} AND ${due} > ${this.dialect.now} ORDER BY ${this.queueOrder()} LIMIT ${LOOK_AHEAD_ROWS}`;
+    const pending = `SELECT ${due} AS due FROM ${this.q.table} WHERE ${this.guard('claim')}${this.kindsCondition()} AND ${due} > ${this.dialect.now} ORDER BY ${this.queueOrder()} LIMIT ${LOOK_AHEAD_ROWS}`;
     return { sql: `SELECT MIN(${ahead}.due) AS due, ${this.dialect.now} AS now FROM (${pending}) ${ahead}`, params: [] };
   }
 
@@ -144,10 +144,14 @@ export class ReadStatements extends TableSql {
     return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${this.dueCondition()} LIMIT 1`, params: [] };
   }
 
-  /** A row whose status holds any of `codes` (null: pending), in one statement: one snapshot of the table. */
+  /**
+   * A row whose status holds any of `codes` (null: pending), in one statement: one snapshot of the table. Of the
+   * view's kinds only, on a view of some kinds.
+   */
   anyRowWithStatus(...codes: Array<number | null>): Statement {
     const holds = codes.map((code) => this.statusHolds(code));
     const where = holds.length === 1 ? holds[0]! : `(${holds.join(' OR ')})`;
-    return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${where} LIMIT 1`, params: [] };
+    // A view of some kinds (a worker with handlers by kind) asks about its own rows: others' are not its work.
+    return { sql: `SELECT 1 AS found FROM ${this.q.table} WHERE ${where}${this.kindsCondition()} LIMIT 1`, params: [] };
   }
 }

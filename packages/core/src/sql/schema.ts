@@ -1,7 +1,7 @@
 import { ConfigError, SchemaError, StoreError } from '../protocol/errors.js';
 import { derivedName, splitTableName, validateIdentifier, validateTableName } from '../protocol/identifiers.js';
 import { resolveStatusCodes, type StatusCodes } from '../protocol/status.js';
-import type { ColumnSpec, DispatchIndexSpec, KeyIndexSpec, PriorityIndexSpec, SchemaSupport, Statement, Store } from '../store/store.js';
+import type { ColumnSpec, DispatchIndexSpec, KeyIndexSpec, KindIndexSpec, PriorityIndexSpec, SchemaSupport, Statement, Store } from '../store/store.js';
 import { BESIDE_COLUMNS, DEFAULT_OPTIONAL_COLUMN_NAMES, isBesideColumn, type OptionalColumn, type Order, type ResolvedTable } from '../protocol/table.js';
 import { type ColumnInfo } from '../protocol/columns.js';
 
@@ -31,6 +31,11 @@ export const COLUMN_GROUPS = {
    * sets it back to NULL). Consumers need leases too: a dead consumer's rows come back by lease.
    */
   dispatch: ['dispatchedAt'],
+  /**
+   * kind, with its index: many job types in one table, each row naming its kind; a worker with handlers by kind
+   * claims those kinds only, through the index. Not in a table `init` makes unless asked.
+   */
+  kinds: ['kind'],
 } as const satisfies Record<string, readonly OptionalColumn[]>;
 
 /**
@@ -106,6 +111,11 @@ export interface MigrateOptions {
   beside?: boolean;
   /** The table's id column, which the claims table is keyed by (`beside`). Default `id`. */
   idColumn?: string;
+  /**
+   * An application's own column that names each row's kind (a `type` column), for `with: ['kinds']`: the kind
+   * index is built on it and no `kind` column is added. Default `kind`.
+   */
+  kindColumn?: string;
 }
 
 export interface MigrateReport {
@@ -120,6 +130,8 @@ export interface MigrateReport {
   createdKeyIndex: string | null;
   /** Name of the relay's index created (`with: ['dispatch']`), or null when it existed, was not asked for or the store has none. */
   createdDispatchIndex: string | null;
+  /** Name of the kind index created (`with: ['kinds']`), or null when it existed, was not asked for or the store has none. */
+  createdKindIndex: string | null;
   /** True when the status column itself was added: every existing row is now pending. */
   addedStatus: boolean;
   /** The claims table (`beside`): its name, whether this call created it, and the columns it added to it. Null without `beside`. */
@@ -158,6 +170,11 @@ export function dispatchIndexName(table: string): string {
   return derivedName(`${table.replace('.', '_')}_statusq_dispatch`, table);
 }
 
+/** The kind index's name (KindIndexSpec): pending rows by kind, then the order column. */
+export function kindIndexName(table: string): string {
+  return derivedName(`${table.replace('.', '_')}_statusq_kind`, table);
+}
+
 /** The priority index's name: one per table, built for the order given at migrate time (PriorityIndexSpec). */
 export function priorityIndexName(table: string): string {
   return derivedName(`${table.replace('.', '_')}_statusq_priority`, table);
@@ -176,6 +193,7 @@ const OPTIONAL_COLUMN_SPECS: Readonly<Record<OptionalColumn, Omit<ColumnSpec, 'n
   dedupeKey: { kind: 'token', nullable: true },
   progress: { kind: 'text', nullable: true },
   dispatchedAt: { kind: 'time', nullable: true },
+  kind: { kind: 'token', nullable: true },
 };
 
 const optionalColumn = (column: OptionalColumn): ColumnSpec => ({ name: DEFAULT_OPTIONAL_COLUMN_NAMES[column], ...OPTIONAL_COLUMN_SPECS[column] });
@@ -245,6 +263,7 @@ export async function initTable(store: Store, table = 'jobs', options: InitOptio
     await ensurePriorityIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', priorityColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.priority, direction: options.order ?? 'newest' });
   }
   if (groups.includes('dispatch')) await ensureDispatchIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', dispatchedColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt });
+  if (groups.includes('kinds')) await ensureKindIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', kindColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.kind });
   await schema.installWakeUps?.(store, table, 'status');
   return { table, created: true, migrated: null };
 }
@@ -286,7 +305,14 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
       );
     }
   }
+  // An application's own kind column (kindColumn) stands in for statusq's: it gets the index, and no `kind` is added.
+  const ownKind = options.kindColumn === undefined ? null : validateIdentifier(options.kindColumn, 'kind column');
+  if (ownKind !== null && !groups.includes('kinds')) throw new ConfigError(`a kind column (${ownKind}) is for migrate --with kinds`);
+  const ownKindInfo = ownKind === null ? undefined : columns.find((c) => c.name.toLowerCase() === ownKind.toLowerCase());
+  if (ownKind !== null && !ownKindInfo) throw new SchemaError(`table ${JSON.stringify(table)} has no kind column ${JSON.stringify(ownKind)} (columns: ${columns.map((c) => c.name).join(', ')})`);
+  if (ownKindInfo?.integer) throw new SchemaError(`table ${JSON.stringify(table)}: kind column ${JSON.stringify(ownKindInfo.name)} is ${ownKindInfo.type}; kinds are names, so it must be a text type (VARCHAR)`);
   const wanted = columnsOf(groups)
+    .filter((column) => column !== 'kind' || ownKind === null)
     .filter((column) => beside === null || !isBesideColumn(column))
     .map(optionalColumn)
     .filter((c) => !present.has(c.name));
@@ -301,8 +327,10 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   const createdKeyIndex = keyColumn === null ? null : await ensureKeyIndex(store, schema, table, { statusColumn, keyColumn, processingCode });
   const dispatchedColumn = groups.includes('dispatch') ? (columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt) : null;
   const createdDispatchIndex = dispatchedColumn === null ? null : await ensureDispatchIndex(store, schema, table, { statusColumn, orderColumn, dispatchedColumn });
+  const kindColumn = groups.includes('kinds') ? (ownKindInfo?.name ?? columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.kind)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.kind) : null;
+  const createdKindIndex = kindColumn === null ? null : await ensureKindIndex(store, schema, table, { statusColumn, orderColumn, kindColumn });
   await schema.installWakeUps?.(store, table, statusColumn);
-  return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, createdKeyIndex, createdDispatchIndex, addedStatus, beside };
+  return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, createdKeyIndex, createdDispatchIndex, createdKindIndex, addedStatus, beside };
 }
 
 /**
@@ -366,26 +394,32 @@ export async function hasIndex(store: Store, schema: SchemaSupport, table: strin
   return rows.some((r) => String(r.name).toLowerCase() === name.toLowerCase());
 }
 
-/** The relay's index (DispatchIndexSpec); a store without one still relays, reading the pending rows it passes over. */
-async function ensureDispatchIndex(store: Store, schema: SchemaSupport, table: string, spec: Omit<DispatchIndexSpec, 'name'>): Promise<string | null> {
-  if (!schema.createDispatchIndex) return null;
-  const name = dispatchIndexName(table);
-  if (await hasIndex(store, schema, table, name)) return null;
-  await runAll(store, schema.createDispatchIndex(table, { name, ...spec }));
-  return name;
+/**
+ * Creates the index `name` on `table` with `create` unless the table has it; null when it had it, or when the
+ * store cannot build that index (`create` absent). A store without the relay's index still relays, and one
+ * without the kind index still claims by kind, each reading the pending index instead.
+ */
+async function ensureIndex<Spec extends { name: string }>(
+  store: Store,
+  schema: SchemaSupport,
+  table: string,
+  spec: Spec,
+  create: ((table: string, spec: Spec) => Promise<Statement[]>) | undefined,
+): Promise<string | null> {
+  if (!create) return null;
+  if (await hasIndex(store, schema, table, spec.name)) return null;
+  await runAll(store, create.call(schema, table, spec));
+  return spec.name;
 }
 
-async function ensurePriorityIndex(store: Store, schema: SchemaSupport, table: string, spec: Omit<PriorityIndexSpec, 'name'>): Promise<string | null> {
-  if (!schema.createPriorityIndex) return null;
-  const name = priorityIndexName(table);
-  if (await hasIndex(store, schema, table, name)) return null;
-  await runAll(store, schema.createPriorityIndex(table, { name, ...spec }));
-  return name;
-}
+const ensureDispatchIndex = (store: Store, schema: SchemaSupport, table: string, spec: Omit<DispatchIndexSpec, 'name'>) =>
+  ensureIndex(store, schema, table, { name: dispatchIndexName(table), ...spec }, schema.createDispatchIndex);
 
-async function ensurePendingIndex(store: Store, schema: SchemaSupport, table: string, statusColumn: string, orderColumn: string): Promise<string | null> {
-  const name = pendingIndexName(table);
-  if (await hasIndex(store, schema, table, name)) return null;
-  await runAll(store, schema.createPendingIndex(table, { name, statusColumn, orderColumn }));
-  return name;
-}
+const ensureKindIndex = (store: Store, schema: SchemaSupport, table: string, spec: Omit<KindIndexSpec, 'name'>) =>
+  ensureIndex(store, schema, table, { name: kindIndexName(table), ...spec }, schema.createKindIndex);
+
+const ensurePriorityIndex = (store: Store, schema: SchemaSupport, table: string, spec: Omit<PriorityIndexSpec, 'name'>) =>
+  ensureIndex(store, schema, table, { name: priorityIndexName(table), ...spec }, schema.createPriorityIndex);
+
+const ensurePendingIndex = (store: Store, schema: SchemaSupport, table: string, statusColumn: string, orderColumn: string) =>
+  ensureIndex(store, schema, table, { name: pendingIndexName(table), statusColumn, orderColumn }, schema.createPendingIndex);

@@ -5,9 +5,10 @@
  * The statements themselves are grouped by operation beside it (claim-sql.ts, settle-sql.ts, recovery-sql.ts,
  * dispatch-sql.ts, read-sql.ts, insert-sql.ts) and put together as TransitionSql (transition-sql.ts).
  */
+import { ConfigError } from '../protocol/errors.js';
 import { assertTransition, sourcesOf, statusCode, type StatusName, type TransitionCause } from '../protocol/status.js';
 import type { JobId, SqlDialect, SqlParam, SqlValue, Statement, Upsert } from '../store/store.js';
-import { BESIDE_COLUMNS, isBesideColumn, type BesideColumn, type OptionalColumn, type ResolvedTable } from '../protocol/table.js';
+import { BESIDE_COLUMNS, isBesideColumn, validateKind, type BesideColumn, type OptionalColumn, type ResolvedTable } from '../protocol/table.js';
 import { columnOverflow, type ColumnLimit } from '../protocol/columns.js';
 
 /** Collects parameters and hands out the dialect's placeholders in order. */
@@ -46,6 +47,7 @@ export interface QuotedTable {
   readonly dedupeKey?: string;
   readonly progress?: string;
   readonly dispatchedAt?: string;
+  readonly kind?: string;
   /** The claims table (ResolvedTable.beside), whose columns are the ones of BESIDE_COLUMNS above. */
   readonly beside?: string;
 }
@@ -273,11 +275,23 @@ export class TableSql {
    * expression (an `idleProbe` store's probe needs one that moves within a statement).
    */
   dueCondition(now = this.dialect.now): string {
-    const pending = this.guard('claim');
+    const pending = this.guard('claim') + this.kindsCondition();
     if (!this.q.nextAttemptAt) return pending;
     // Not "read(...) IS NULL OR ... <= now": the claims-table row is looked up once, and one without a time is due.
     if (this.isBeside('nextAttemptAt')) return `${pending} AND NOT ${this.besideHas(`${this.besideColumn('nextAttemptAt')} > ${now}`)}`;
     return `${pending} AND (${this.q.nextAttemptAt} IS NULL OR ${this.q.nextAttemptAt} <= ${now})`;
+  }
+
+  /**
+   * ` AND kind IN (...)` for a view that claims some kinds only (ResolvedTable.claimKinds), else nothing. The
+   * kinds are literals: validated names (validateKind) whose alphabet has no quote, and one list serves every
+   * statement that asks what is claimable, the reusable (prepared) claim among them.
+   */
+  protected kindsCondition(): string {
+    const kinds = this.table.claimKinds;
+    if (kinds === null) return '';
+    if (!this.q.kind) throw new ConfigError(`table ${this.table.table} has no kind column to claim kinds by`);
+    return ` AND ${this.q.kind} IN (${kinds.map((kind) => `'${validateKind(kind)}'`).join(', ')})`;
   }
 
   /** The claim's order: highest priority first where the table has a priority column, then the order column. */

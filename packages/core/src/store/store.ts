@@ -564,6 +564,14 @@ export interface DispatchIndexSpec extends PendingIndexSpec {
 }
 
 /**
+ * The index of a table with a kind column: pending rows by kind, then the order column, so a worker that
+ * claims some kinds reads only theirs.
+ */
+export interface KindIndexSpec extends PendingIndexSpec {
+  readonly kindColumn: string;
+}
+
+/**
  * The index that makes deduplication keys race-safe: unique over `keyColumn` among live rows only (pending:
  * status NULL, or processing: `processingCode`), so a second live row with a key is refused by the database
  * itself while a settled row frees its key. Rows without a key are not in it, or hold NULL, which a unique index
@@ -609,6 +617,8 @@ export interface SchemaSupport {
    * still works, but each of its passes reads every pending row already waiting in the broker.
    */
   createDispatchIndex?(table: string, index: DispatchIndexSpec): Promise<Statement[]>;
+  /** The kind index (see KindIndexSpec), made by `migrate --with kinds`. Optional: without it a claim by kind walks the pending index. */
+  createKindIndex?(table: string, index: KindIndexSpec): Promise<Statement[]>;
   /**
    * A query for the names of the indexes on table `name` in `schema` (null: the connection's default),
    * one row per index with the name in column `name`.

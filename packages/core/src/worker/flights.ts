@@ -56,7 +56,7 @@ export class Flights {
     private readonly hooks: FlightHooks,
   ) {
     this.settler = new Settler(queue, settings.settleBatch, (error) => hooks.emit('error', { error, during: 'settle' }), plugs.refusedWrites);
-    this.outcomes = new JobOutcomes(queue, settings, options, plugs.progress);
+    this.outcomes = new JobOutcomes(queue, settings, options, settings.routes, plugs.progress);
   }
 
   get size(): number {

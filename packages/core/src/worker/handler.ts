@@ -11,7 +11,8 @@ import type { JobId, Row } from '../store/store.js';
  */
 export type IdOf<R> = R extends { readonly id: infer I } ? (I extends JobId ? I : JobId) : JobId;
 
-export interface Job<R extends object = Row, Id extends JobId = IdOf<R>> {
+/** `P`: the payload's type, as the caller declares it for a kind (`Worker.create`'s kinds); not checked. */
+export interface Job<R extends object = Row, Id extends JobId = IdOf<R>, P = unknown> {
   /** The id column's value as the database returned it (typed by the caller, not checked). */
   readonly id: Id;
   /** The row's columns as the database returned them after the claim. */
@@ -19,7 +20,9 @@ export interface Job<R extends object = Row, Id extends JobId = IdOf<R>> {
   /** 1 for the first attempt; attempt_count + 1 when the table counts attempts. */
   readonly attempt: number;
   /** The payload column parsed as JSON, when the table has one (undefined otherwise). */
-  readonly payload: unknown;
+  readonly payload: P;
+  /** The row's kind, when the table has a kind column (null for a row enqueued without one, or no column). */
+  readonly kind: string | null;
 }
 
 /**
@@ -43,7 +46,15 @@ export interface JobContext {
   readonly workerId: string;
 }
 
-export type Handler<R extends object = Row, Id extends JobId = IdOf<R>> = (job: Job<R, Id>, ctx: JobContext) => unknown;
+export type Handler<R extends object = Row, Id extends JobId = IdOf<R>, P = unknown> = (job: Job<R, Id, P>, ctx: JobContext) => unknown;
+
+/**
+ * Handlers by kind (WorkerOptions.handlers): each kind's handler sees that kind's payload type, `Kinds[kind]`,
+ * as the caller declares it (`Worker.create<Row, Id, { email: { to: string } }>`).
+ */
+export type KindHandlers<R extends object = Row, Id extends JobId = IdOf<R>, Kinds extends object = Record<string, unknown>> = {
+  readonly [K in keyof Kinds & string]: Handler<R, Id, Kinds[K]>;
+};
 export type AbuseRule<R extends object = Row> = (row: R) => boolean | Promise<boolean>;
 
 /** The outcome a handler chose through its context. */

@@ -8,6 +8,7 @@ import type { ResolvedTable } from '../protocol/table.js';
 import type { TransitionSql } from '../sql/transition-sql.js';
 import { columnOverflow } from '../protocol/columns.js';
 import type { WorkerOptions, WorkerSettings } from './worker-options.js';
+import type { HandlerRoutes } from './handler-routes.js';
 
 /**
  * Where one claimed job stands, and so who decides its row's fate.
@@ -121,7 +122,8 @@ export function jobFromRow(table: ResolvedTable, row: Row): Job {
       }
     }
   }
-  return { id: row[id] as JobId, row, attempt: attempts + 1, payload };
+  const kind = columns.kind === undefined ? null : ((row[columns.kind] as string | null | undefined) ?? null);
+  return { id: row[id] as JobId, row, attempt: attempts + 1, payload, kind };
 }
 
 /** The guarded UPDATE that settles `flight` with `outcome`. */
@@ -197,7 +199,8 @@ export class JobOutcomes {
   constructor(
     private readonly queue: Queue,
     private readonly settings: WorkerSettings,
-    private readonly options: Pick<WorkerOptions, 'handler' | 'isAbuse'>,
+    private readonly options: Pick<WorkerOptions, 'isAbuse'>,
+    private readonly handlers: HandlerRoutes,
     private readonly progressWriter: ProgressSink,
   ) {}
 
@@ -211,7 +214,7 @@ export class JobOutcomes {
     if (this.options.isAbuse) return this.decideAfterAbuseRule(flight, ctx);
     let result: unknown;
     try {
-      result = this.options.handler(flight.job, ctx);
+      result = this.handlers.handlerFor(flight.job)(flight.job, ctx);
     } catch (error) {
       return this.fromThrown(flight.job, ctx, error);
     }
@@ -227,7 +230,7 @@ export class JobOutcomes {
   private async decideAfterAbuseRule(flight: InFlight, ctx: FlightContext): Promise<Outcome> {
     try {
       if (await this.options.isAbuse!(flight.job.row)) return { kind: 'abuse', reason: 'isAbuse rule' };
-      return this.fromReturned(flight.job, ctx, await this.options.handler(flight.job, ctx));
+      return this.fromReturned(flight.job, ctx, await this.handlers.handlerFor(flight.job)(flight.job, ctx));
     } catch (error) {
       return this.fromThrown(flight.job, ctx, error);
     }

@@ -1,7 +1,8 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { ConfigError } from '../protocol/errors.js';
-import type { AbuseRule, Handler, IdOf } from './handler.js';
+import type { AbuseRule, Handler, IdOf, KindHandlers } from './handler.js';
+import { handlerRoutes, type HandlerRoutes } from './handler-routes.js';
 import { DEFAULT_LEASE_MS } from '../queue/queue.js';
 import { DEFAULT_READ_ONLY_WAIT_MS } from './read-only-wait.js';
 import { assertDispatchColumns } from '../sql/schema.js';
@@ -14,10 +15,18 @@ import type { ResolvedTable, TableConfig } from '../protocol/table.js';
  * `R`: the type of a claimed row (`job.row`), e.g. an interface of the table's columns; default any columns.
  * `Id`: the type of `job.id`; default the row type's `id`, else any JobId.
  */
-export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R>> {
+export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R>, Kinds extends object = Record<string, unknown>> {
   store: Store;
   table: TableConfig;
-  handler: Handler<R, Id>;
+  /** The one handler of every row. Give this or `handlers`. */
+  handler?: Handler<R, Id> | undefined;
+  /**
+   * Handlers by kind (`{ email: async (job) => ..., report: ... }`), on a table with a kind column (`migrate --with
+   * kinds`): the worker claims only rows of these kinds, and runs each with its kind's handler; rows of other
+   * kinds (and rows without one) stay pending for workers that have them. `Kinds` types each kind's payload
+   * (`Worker.create<Row, Id, { email: { to: string } }>`). Give this or `handler`.
+   */
+  handlers?: KindHandlers<R, Id, Kinds> | undefined;
   /** Business rule run on each claimed row before the handler; true settles the row to abuse (2). */
   isAbuse?: AbuseRule<R> | undefined;
   /**
@@ -137,6 +146,8 @@ export interface WorkerSettings {
   settleBatch: number;
   readOnlyWaitMs: number;
   prefetch: number;
+  /** Which handler runs a job, and the kinds the worker claims (null: every row). */
+  routes: HandlerRoutes;
 }
 
 /** Checks every option (ConfigError naming the first bad one) before the worker touches a row. */
@@ -168,14 +179,17 @@ export function resolveWorkerOptions(options: WorkerOptions, table: Pick<Resolve
   const jobTimeoutMs = options.jobTimeoutMs === undefined ? null : nonNegative(options.jobTimeoutMs, 0, 'jobTimeout');
   if (jobTimeoutMs !== null && jobTimeoutMs < 1) throw new ConfigError('jobTimeout must be at least 1 ms');
   const jobTimeoutGraceMs = nonNegative(options.jobTimeoutGraceMs, 5_000, 'jobTimeoutGrace');
-  if (typeof options.handler !== 'function') throw new ConfigError('handler must be a function');
+  const routes = handlerRoutes(options);
+  if (routes.kinds !== null && options.from !== undefined) {
+    throw new ConfigError('handlers by kind take their rows from the table: a worker taking jobs from a broker (from) runs one handler');
+  }
   const random = options.random ?? Math.random;
   const workerId = options.workerId ?? defaultWorkerId();
   const settleBatch = positiveInteger(options.settleBatch, Math.max(200, batch), 'settleBatch');
   const readOnlyWaitMs = nonNegative(options.readOnlyWaitMs, DEFAULT_READ_ONLY_WAIT_MS, 'readOnlyWait');
   const prefetch = positiveInteger(options.prefetch, Math.max(2 * concurrency, batch), 'prefetch', 65_535);
   if (options.from !== undefined) assertDispatchColumns(table, 'a worker taking jobs from a broker');
-  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch, readOnlyWaitMs, prefetch };
+  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch, readOnlyWaitMs, prefetch, routes };
 }
 
 function positiveInteger(value: number | undefined, fallback: number, what: string, max = 10_000): number {

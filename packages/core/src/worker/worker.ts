@@ -82,15 +82,17 @@ export class Worker extends TypedEmitter {
   }
 
   /** Validates options and the table (missing table or column: SchemaError) before any row is touched. */
-  static async create<R extends object = Row, Id extends JobId = IdOf<R>>(options: WorkerOptions<R, Id>): Promise<Worker> {
+  static async create<R extends object = Row, Id extends JobId = IdOf<R>, Kinds extends object = Record<string, unknown>>(options: WorkerOptions<R, Id, Kinds>): Promise<Worker> {
     if (!options || typeof options !== 'object') throw new ConfigError('worker options must be an object');
     if (!options.store) throw new ConfigError('worker needs a store');
     // The row type is the caller's promise about its table; inside, a row is whatever the database returned.
     const untyped = options as unknown as WorkerOptions;
     const rate = rateLimitOption(untyped);
-    const queue = await Queue.open(options.store, options.table);
+    const table = await Queue.open(options.store, options.table);
     // Options are checked before the budget's table is made: bad input touches nothing.
-    const settings = resolveWorkerOptions(untyped, queue.table);
+    const settings = resolveWorkerOptions(untyped, table.table);
+    // Handlers by kind: every claim and look-ahead of this worker asks for its kinds only.
+    const queue = settings.routes.kinds === null ? table : table.forKinds(settings.routes.kinds);
     // The plugs are made before the worker they report to: they say nothing until its run starts.
     let worker: Worker | null = null;
     const plugs = await openPlugs(queue, untyped, settings, rate, {
