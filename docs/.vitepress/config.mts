@@ -58,6 +58,7 @@ const guides: DefaultTheme.SidebarItem[] = [
   {
     text: 'Features',
     items: [
+      { text: 'Kinds', link: '/features/kinds' },
       { text: 'Delayed jobs', link: '/features/delays' },
       { text: 'Priorities', link: '/features/priorities' },
       { text: 'Deduplication keys', link: '/features/keys' },

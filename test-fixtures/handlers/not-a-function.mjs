@@ -1,1 +1,1 @@
-export default { handle() {} };
+export default { handle: true };

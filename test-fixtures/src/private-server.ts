@@ -34,6 +34,12 @@ export interface ServerSpec {
   stopSignal: NodeJS.Signals;
   /** Whether the server accepts connections on `host`:`port` now. */
   ready(port: number, host: string): Promise<boolean>;
+  /**
+   * Longest wait for it to accept connections after a start, and to exit after its stop signal, for a server
+   * slower than most (default START_TIMEOUT_MS and STOP_TIMEOUT_MS).
+   */
+  startTimeoutMs?: number;
+  stopTimeoutMs?: number;
 }
 
 /**
@@ -189,7 +195,7 @@ export class PrivateServer {
         if (gone) throw new Error(`the private ${this.spec.name} server exited while starting: ${this.logTail()}`);
         return this.spec.ready(this.port, this.host);
       },
-      { timeoutMs: START_TIMEOUT_MS, intervalMs: 25 },
+      { timeoutMs: this.spec.startTimeoutMs ?? START_TIMEOUT_MS, intervalMs: 25 },
     );
   }
 
@@ -198,7 +204,7 @@ export class PrivateServer {
     if (!child) return;
     child.kill(signal);
     try {
-      await withDeadline(this.exited, STOP_TIMEOUT_MS, `the private ${this.spec.name} server to ${signal === this.spec.stopSignal ? 'shut down' : `exit on ${signal}`}`);
+      await withDeadline(this.exited, this.spec.stopTimeoutMs ?? STOP_TIMEOUT_MS, `the private ${this.spec.name} server to ${signal === this.spec.stopSignal ? 'shut down' : `exit on ${signal}`}`);
     } catch (error) {
       child.kill('SIGKILL');
       await this.exited;

@@ -6,19 +6,19 @@ import { ADAPTER_VARIABLE } from './adapters.js';
 /** The flags each command accepts; anything else is a usage error (exit 2). */
 export const COMMAND_FLAGS = {
   init: ['db', 'adapter', 'table', 'with', 'order'],
-  migrate: ['db', 'adapter', 'table', 'with', 'beside', 'id-column', 'status-column', 'order-column', 'order'],
-  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'delay', 'run-at', 'priority', 'key', 'progress', 'to', 'queue'],
+  migrate: ['db', 'adapter', 'table', 'with', 'beside', 'id-column', 'status-column', 'order-column', 'order', 'kind-column'],
+  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'delay', 'run-at', 'priority', 'key', 'kind', 'kind-column', 'progress', 'to', 'queue'],
   work: [
-    'db', 'listen-db', 'adapter', 'table', 'handler', 'id-column', 'status-column', 'order-column', 'order', 'select', 'concurrency', 'batch',
+    'db', 'listen-db', 'adapter', 'table', 'handler', 'handlers', 'id-column', 'status-column', 'order-column', 'kind-column', 'order', 'select', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'poll-max', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
     'read-only-wait', 'log-level', 'log-format', 'processes', 'metrics-port', 'metrics-host', 'progress', 'schedule',
     'max-instances', 'wait', 'instance-lease', 'rate', 'from', 'prefetch', 'queue',
   ],
   relay: ['db', 'adapter', 'table', 'to', 'queue', 'id-column', 'status-column', 'order-column', 'order', 'batch', 'redispatch-after', 'poll-max', 'exit-when-empty', 'log-level', 'log-format', 'verbose', 'metrics-port', 'metrics-host'],
-  stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'json'],
+  stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'kind-column', 'json'],
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
   prune: ['db', 'adapter', 'table', 'status', 'older-than', 'by-order-column', 'batch', 'pause', 'dry-run', 'archive', 'id-column', 'status-column', 'order-column'],
-  inspect: ['db', 'adapter', 'table', 'status', 'limit', 'id', 'id-column', 'status-column', 'order-column', 'order', 'json'],
+  inspect: ['db', 'adapter', 'table', 'status', 'limit', 'id', 'id-column', 'status-column', 'order-column', 'kind-column', 'order', 'json'],
   doctor: ['db', 'listen-db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'race-jobs', 'race-workers', 'json'],
   dashboard: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'lease', 'port', 'host', 'read-only', 'token'],
 } as const;
@@ -160,6 +160,8 @@ export function tableConfig(flags: Flags, command: Command, defaultTable?: strin
   if (statusColumn !== undefined) config.statusColumn = statusColumn;
   if (orderColumn !== undefined) config.orderColumn = orderColumn;
   if (order !== undefined) config.order = order;
+  const kindColumn = optionalString(flags, 'kind-column');
+  if (kindColumn !== undefined) config.columns = { kind: kindColumn };
   const select = optionalString(flags, 'select');
   if (select !== undefined) {
     const names = select.split(',').map((name) => name.trim());

@@ -14,18 +14,20 @@ const PROGRESS = '  --progress auto|on|off      a live status line on stderr (de
 const COLUMNS = '  --id-column C               the primary key (default id)\n' +
   '  --status-column C           the status column (default status)\n' +
   '  --order-column C            the queue order column (default date)';
+const KIND_COLUMN = '  --kind-column C             the column naming each row\'s kind (default kind)';
 
 export const COMMAND_HELP: Readonly<Record<Command, string>> = {
-  init: `usage: statusq init --db URL [--table jobs] [--with priority,progress] [--order newest|oldest]
+  init: `usage: statusq init --db URL [--table jobs] [--with priority,progress,kinds] [--order newest|oldest]
 Creates a managed queue table (id, date, status, payload, the leases, retries, results, delays and dedupe
 columns, the pending and key indexes). On an existing table it adds what is missing.
 
 ${DB}
   --table T                   the table to create (default jobs)
   --with GROUPS               priority (a priority column with its index, for enqueue --priority), progress (a
-                              progress column, for ctx.progress)
+                              progress column, for ctx.progress), kinds (a kind column with its index, for
+                              enqueue --kind and work --handlers)
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
-  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch] [--beside [--id-column C]] [--order newest|oldest]
+  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch,kinds] [--beside [--id-column C]] [--kind-column C] [--order newest|oldest]
 Prepares an existing table: adds the status column if missing (every row then pending), the optional column
 groups asked for and the pending-row index. Data is untouched; a second run changes nothing.
 With --beside the table gains no column: a claims table T_statusq keyed by its id holds claimed_at,
@@ -40,12 +42,15 @@ ${DB}
                               index, for enqueue --priority), dedupe (dedupe_key and its unique index over
                               pending and processing rows, for enqueue --key), progress (for ctx.progress),
                               dispatch (dispatched_at and the relay's index, for statusq relay and work
-                              --from); default none
+                              --from), kinds (kind and its index, for enqueue --kind and work --handlers);
+                              default none
   --beside                    keep the claim state in the claims table T_statusq instead of new columns of
                               T (not on a table that has claim-state columns of its own)
   --id-column C               with --beside: the id column the claims table is keyed by (default id)
   --status-column C           the status column (default status)
   --order-column C            the queue order column (default date)
+  --kind-column C             with --with kinds: a text column of the table's own that names each row's kind
+                              (a type column): it gets the kind index, and no kind column is added
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
   enqueue: `usage: statusq enqueue --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--delay D | --run-at T]
 Inserts pending rows: payloads on a managed table, column values on an application's own table.
@@ -61,6 +66,9 @@ ${DB}
                               (2026-12-01T10:00:00Z), as the database's clock reads it
   --priority N                higher is claimed first (default 0); needs a priority column (migrate
                               --with priority)
+  --kind K                    the rows' kind: only workers with a handler for K claim them (work --handlers);
+                              letters, digits and _ . : / -; needs a kind column (migrate --with kinds)
+${KIND_COLUMN}
   --key K                     deduplication key of the one row (--payload, or a file of one line): while a
                               row with key K is pending or processing, nothing is inserted and its id is
                               printed (exit 0); needs dedupe_key (migrate --with dedupe)
@@ -71,14 +79,18 @@ ${DB}
                               rows to the relay: a warning, exit 0
   --queue NAME                with --to: the broker queue (default statusq.<table>)
 ${PROGRESS}`,
-  work: `usage: statusq work --db URL --table T --handler PATH [flags]
+  work: `usage: statusq work --db URL --table T (--handler PATH | --handlers DIR) [flags]
 Claims pending rows and runs the handler on each until stopped (SIGTERM/SIGINT), or until the queue is empty.
 
 ${DB}
 ${LISTEN_DB}
   --table T                   the table (required)
-  --handler PATH              an ES module whose default export handles one job (required)
+  --handler PATH              an ES module whose default export handles one job, or is an object of such
+                              functions by kind (export default { email, report }: handlers by kind)
+  --handlers DIR              handlers by kind: each DIR/<kind>.mjs (or .js) handles rows of that kind. With
+                              handlers by kind the worker claims only those kinds; other rows stay pending
 ${COLUMNS}
+${KIND_COLUMN}
   --order newest|oldest       which rows first (default newest)
   --select C1,C2              the columns job.row carries besides statusq's own (id, status, order and optional
                               columns); default every column. Fewer make each claim cheaper
@@ -158,6 +170,7 @@ the dispatch column also dispatched: pending rows published to a broker and not 
 ${DB}
   --table T                   the table (required)
 ${COLUMNS}
+${KIND_COLUMN}
   --json                      one JSON object instead of a table`,
   requeue: `usage: statusq requeue --db URL --table T --status failed|abuse|processing [--id ID ...]
 Puts rows back to pending: every row of that status, or only the --id rows (exit 5 when some were not).
@@ -200,6 +213,7 @@ ${DB}
   --limit N                   at most N rows (default 20, at most 1000)
   --id ID                     one row, every column
 ${COLUMNS}
+${KIND_COLUMN}
   --order newest|oldest       the claim order pending rows are listed in (default newest)
   --json                      a JSON array of rows (one object with --id), times as ISO 8601 UTC`,
   doctor: `usage: statusq doctor --db URL [--listen-db URL] [--table T] [--race-jobs N] [--race-workers N] [--json]

@@ -5,7 +5,7 @@
  */
 import { rmSync } from 'node:fs';
 import { connect, type SqliteStore } from '@statusq/adapter-sqlite';
-import { Queue, Worker, describeError, loadHandler, type HandlerModule } from '@statusq/core';
+import { Queue, Worker, describeError, loadHandler, type Handler, type HandlerModule } from '@statusq/core';
 import { generateTableARows, handlerPath, type TableARow } from '@statusq/test-fixtures';
 import { verifyRun } from './checks.js';
 import { TABLE, createDemoDatabase, readFinalRows, sqliteUrl } from './database.js';
@@ -51,7 +51,10 @@ async function main(options: DemoOptions): Promise<boolean> {
   };
   try {
     if (options.processes) return await mainWithProcesses(options, rows, openStore);
-    const fixture = await loadHandler(handlerPath('table-a.mjs'));
+    const { handler, isAbuse } = await loadHandler(handlerPath('table-a.mjs'));
+    // The fixture exports one function; a map by kind here would be a broken fixture, not a demo to run.
+    if (!handler) throw new Error('the table_a fixture handler exports no function');
+    const fixture = { handler, isAbuse };
     const ledger = new Ledger();
     const workers: DemoWorker[] = [];
     for (let i = 1; i <= options.workers; i++) workers.push(await createWorker(`w${i}`, await openStore(), fixture, ledger, options));
@@ -134,7 +137,7 @@ async function mainWithProcesses(options: DemoOptions, rows: readonly TableARow[
   return verdict.passed && run.exitCode === 0 && !interrupted;
 }
 
-async function createWorker(label: string, store: SqliteStore, fixture: HandlerModule, ledger: Ledger, options: DemoOptions): Promise<DemoWorker> {
+async function createWorker(label: string, store: SqliteStore, fixture: { handler: Handler; isAbuse?: HandlerModule['isAbuse'] }, ledger: Ledger, options: DemoOptions): Promise<DemoWorker> {
   const worker = await Worker.create({
     store,
     table: { table: TABLE },

@@ -127,6 +127,10 @@ function rabbitmqServerSpec(nodeName: string, distPort: number): ServerSpec {
       },
     }),
     stopSignal: 'SIGTERM',
+    // A node boots its Erlang applications and recovers its queues before it listens: on the 2-core CI machine,
+    // busy with other suites, a restart took over 30 s (2026-12-07); its orderly stop closes every queue first.
+    startTimeoutMs: 90_000,
+    stopTimeoutMs: 30_000,
     // The AMQP port opens late in the boot; a connection that completes its handshake means the node serves.
     ready: async (port, host) => (await rabbitmqUnavailable(`amqp://guest:guest@${host}:${port}`)) === null,
   };

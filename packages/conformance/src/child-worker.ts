@@ -50,13 +50,14 @@ async function main(): Promise<void> {
   const store = await adapter.connect(args.url);
   const from = args.broker ? await openChildBroker(args.table, args.broker) : undefined;
   try {
-    const { handler, isAbuse } = await loadHandler(args.handlerPath);
+    const { handler, handlers, isAbuse } = await loadHandler(args.handlerPath);
     const worker = await Worker.create({
       ...args.worker,
       from,
       store,
       table: args.table,
       handler,
+      handlers,
       isAbuse,
       concurrency: args.concurrency ?? 4,
       exitWhenEmpty: args.worker?.exitWhenEmpty ?? true,

@@ -4,6 +4,7 @@
  * Not for applications: these names may change with any release. Applications import `@statusq/core`.
  */
 export { assertAdapterInstalled, assertBrokerInstalled } from './connect.js';
+export { loadKindHandlers } from './worker/handler.js';
 export { assertDispatchColumns, besideTableName, hasIndex, keyIndexName, kindIndexName, parseColumnGroups, pendingIndexName, priorityIndexName } from './sql/schema.js';
 export { type Broker, BrokerError, type DeadLetter, deadLetterFor } from './broker/broker.js';
 export { type ChargeReport, type DeadWorkerReport, DEFAULT_LEASE_MS, type GivenUpRow } from './queue/queue.js';

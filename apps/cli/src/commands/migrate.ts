@@ -9,6 +9,7 @@ export async function migrate(flags: Flags, io: Io): Promise<number> {
   const statusColumn = optionalString(flags, 'status-column');
   const orderColumn = optionalString(flags, 'order-column');
   const idColumn = optionalString(flags, 'id-column');
+  const kindColumn = optionalString(flags, 'kind-column');
   const beside = flags.beside === true;
   if (idColumn !== undefined && !beside) throw new ConfigError('--id-column applies to migrate --beside only (the claims table is keyed by it)');
   const order = orderFlag(flags);
@@ -20,6 +21,7 @@ export async function migrate(flags: Flags, io: Io): Promise<number> {
       ...(statusColumn !== undefined ? { statusColumn } : {}),
       ...(orderColumn !== undefined ? { orderColumn } : {}),
       ...(order && { order }),
+      ...(kindColumn !== undefined && { kindColumn }),
     });
     if (!hasAdditions(report)) io.out(`table ${table} is up to date; nothing to do`);
     else io.out(`migrated ${table}: added ${describeAdditions(report)}`);

@@ -12,8 +12,15 @@ export async function stats(flags: Flags, io: Io): Promise<number> {
     // On a table fed to a broker: how many of the pending rows wait in the broker's queue.
     const dispatched = await queue.dispatchedCount();
     const shown = dispatched === null ? counts : { ...counts, dispatched };
-    if (flags.json === true) io.out(JSON.stringify(shown));
-    else io.out(Object.entries(shown).map(([name, n]) => `${name} ${n}`).join('  '));
+    // On a table with kinds, the same counts per kind: a kind whose rows only wait has no worker handling it.
+    const kinds = await queue.countsByKind();
+    const line = (values: object) => Object.entries(values).map(([name, n]) => `${name} ${String(n)}`).join('  ');
+    if (flags.json === true) {
+      io.out(JSON.stringify(kinds === null ? shown : { ...shown, kinds }));
+      return 0;
+    }
+    io.out(line(shown));
+    for (const [kind, byStatus] of Object.entries(kinds ?? {}).sort(([a], [b]) => a.localeCompare(b))) io.out(`  ${kind === '' ? '(no kind)' : `kind ${kind}`}: ${line(byStatus)}`);
     return 0;
   });
 }

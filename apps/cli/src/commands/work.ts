@@ -1,6 +1,7 @@
 import { ConfigError, Worker, loadHandler, type InstanceSlot, type Store } from '@statusq/core';
+import { loadKindHandlers } from '@statusq/core/tools';
 import { DEFAULT_POLL_MIN_MS, EXIT, STOP_MARGIN_MS, parseRateLimit, validateProcessCount, validateTableConfig, type ClaimStrategy } from '@statusq/core/tools';
-import { adapterOf, LISTEN_DATABASE_URL_VARIABLE, WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, databaseUrl, isBooleanFlag, listenDatabaseUrl, metricsSettings, optionalDuration, optionalInteger, optionalString, required, tableConfig, type Flags } from '../args.js';
+import { adapterOf, LISTEN_DATABASE_URL_VARIABLE, WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, databaseUrl, isBooleanFlag, listenDatabaseUrl, metricsSettings, optionalDuration, optionalInteger, optionalString, tableConfig, type Flags } from '../args.js';
 import { ADAPTER_VARIABLE, openStore } from '../adapters.js';
 import { errorFields, logSettings } from '../log.js';
 import { logSummary, logWorkerEvents } from '../log-events.js';
@@ -18,7 +19,11 @@ const MIN_POLL_MAX_MS = 10;
 export async function work(flags: Flags, io: Io, argv: readonly string[] = []): Promise<number> {
   const config = tableConfig(flags, 'work');
   validateTableConfig(config);
-  const handlerFile = required(flags, 'handler', 'work');
+  const handlerFile = optionalString(flags, 'handler');
+  const handlersDir = optionalString(flags, 'handlers');
+  if ((handlerFile === undefined) === (handlersDir === undefined)) {
+    throw new ConfigError(handlerFile === undefined ? 'work: --handler (a module) or --handlers (a directory of <kind>.mjs modules) is required' : 'work: give --handler or --handlers, not both');
+  }
   const claimStrategy = optionalString(flags, 'claim-strategy');
   if (claimStrategy !== undefined && claimStrategy !== 'native' && claimStrategy !== 'conditional-update') {
     throw new ConfigError(`--claim-strategy must be native or conditional-update, got ${JSON.stringify(claimStrategy)}`);
@@ -59,12 +64,12 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   const brokerQueue = brokerQueueName(flags);
   if ((prefetch !== undefined || brokerQueue !== undefined) && fromUrl === undefined) throw new ConfigError(`--${prefetch !== undefined ? 'prefetch' : 'queue'} needs --from (a broker to take jobs from)`);
   // The handler is loaded before the database is opened: a bad handler touches nothing.
-  const { handler, isAbuse } = await loadHandler(handlerFile);
+  const { handler, handlers, isAbuse } = handlersDir === undefined ? await loadHandler(handlerFile!) : { handlers: await loadKindHandlers(handlersDir), handler: undefined, isAbuse: undefined };
   if (processes !== undefined) {
     // Everything a child would reject is rejected here first, once, before any child starts; the
     // connection used to check the table is closed before forking, so children open their own.
     // The listening URL is checked here too (the adapter's connect checks it), though only children listen.
-    const checked = await withStore(flags, 'work', false, (store) => withBroker(store, config, fromUrl, brokerQueue, (from) => Worker.create({ store, table: config, handler, isAbuse, ...options, from, prefetch })), { listenUrl });
+    const checked = await withStore(flags, 'work', false, (store) => withBroker(store, config, fromUrl, brokerQueue, (from) => Worker.create({ store, table: config, handler, handlers, isAbuse, ...options, from, prefetch })), { listenUrl });
     const url = databaseUrl(flags, 'work');
     // The URL reaches the children through the environment, never their argv (visible in `ps`).
     const adapter = adapterOf(flags);
@@ -88,7 +93,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       }
       launcher = metrics === null ? null : await serveLauncherMetrics(metrics, recovery, log);
       if (lostSlot.signal.aborted) return EXIT.ok;
-      log.info({ table: config.table, handler: handlerFile, processes }, `starting ${processes} worker process${processes === 1 ? '' : 'es'} on ${config.table}`);
+      log.info({ table: config.table, handler: handlerFile ?? handlersDir, processes }, `starting ${processes} worker process${processes === 1 ? '' : 'es'} on ${config.table}`);
       const code = await supervise(args, processes, stopTimeoutMs, env, io, log, recovery, lostSlot.signal, (event) => {
         launcher?.observe(event);
         shown.observe(event);
@@ -107,7 +112,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   }
   const storeWarnings = storeWarningsToLog();
   return withStore(flags, 'work', false, (store) => withBroker(store, config, fromUrl, brokerQueue, async (from) => {
-    const worker = await Worker.create({ store, table: config, handler, isAbuse, ...options, from, prefetch });
+    const worker = await Worker.create({ store, table: config, handler, handlers, isAbuse, ...options, from, prefetch });
     reportToLauncher(worker);
     const supervised = process.env.STATUSQ_SUPERVISED === '1';
     const shown = workProgress(progress, worker, options.exitWhenEmpty);
@@ -175,7 +180,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       }
     });
     log.info(
-      { table: config.table, handler: handlerFile, concurrency: options.concurrency, maxAttempts: worker.maxAttempts, exitWhenEmpty: options.exitWhenEmpty },
+      { table: config.table, handler: handlerFile ?? handlersDir, ...(handlers && { kinds: Object.keys(handlers).sort() }), concurrency: options.concurrency, maxAttempts: worker.maxAttempts, exitWhenEmpty: options.exitWhenEmpty },
       `worker started on ${config.table}`,
     );
     let schedulerFailure: ConfigError | null = null;

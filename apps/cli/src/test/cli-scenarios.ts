@@ -9,6 +9,7 @@ import { dashboardScenarios } from './cli-dashboard-scenarios.js';
 import { doctorScenarios } from './cli-doctor-scenarios.js';
 import { enqueueScenarios } from './cli-enqueue-scenarios.js';
 import { inspectScenarios } from './cli-inspect-scenarios.js';
+import { kindScenarios } from './cli-kind-scenarios.js';
 import { lifecycleScenarios } from './cli-lifecycle-scenarios.js';
 import { logScenarios } from './cli-log-scenarios.js';
 import { metricsScenarios } from './cli-metrics-scenarios.js';
@@ -91,6 +92,7 @@ export function cliScenarios(title: string, target: CliTarget, groups: readonly 
 function commandScenarios(ctx: () => CliContext, target: CliTarget): void {
   tableScenarios(ctx, target);
   enqueueScenarios(ctx, target);
+  kindScenarios(ctx);
   workScenarios(ctx, target);
   configScenarios(ctx);
   secretsScenarios(ctx);

@@ -2,7 +2,7 @@ import { claimRows } from '../sql/claim.js';
 import { ConfigError, StoreError } from '../protocol/errors.js';
 import { STORE_RETRY, withStoreRetry } from '../store/retry.js';
 import { requeueCause, statusName, type StatusName } from '../protocol/status.js';
-import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, Statement, Store } from '../store/store.js';
+import type { ClaimRequest, ClaimResult, ClaimStrategy, ExecResult, JobId, Row, Statement, Store } from '../store/store.js';
 import { resolveTable, scopeToKinds, validateTableConfig, type ResolvedTable, type TableConfig } from '../protocol/table.js';
 import { idFitsColumn, type ColumnInfo } from '../protocol/columns.js';
 import { INSPECT_CLOCK, InspectTimes, asDate, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
@@ -66,6 +66,10 @@ export interface RequeueReport {
  * One queue table on one store: the table checked against the database once, and every operation on its
  * rows. The worker and the CLI both go through this.
  */
+function emptyCounts(): StatusCounts {
+  return { pending: 0, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 };
+}
+
 export class Queue {
   readonly sql: TransitionSql;
   private readonly enqueuer: Enqueuer;
@@ -128,13 +132,26 @@ export class Queue {
   }
 
   async counts(): Promise<StatusCounts> {
-    const counts: StatusCounts = { pending: 0, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 };
+    const counts = emptyCounts();
     const { rows } = await this.store.execute(this.sql.countByStatus());
-    for (const row of rows) {
-      const code = statusCodeOf(row.status);
-      counts[statusName(code, this.table.codes) ?? 'other'] += Number(row.n);
-    }
+    for (const row of rows) this.tally(counts, row);
     return counts;
+  }
+
+  /**
+   * Rows by status for each kind, on a table with a kind column (rows without a kind under the key ''); null on a
+   * table without one. Every kind that has rows is there, a kind no worker handles included: what waits for it.
+   */
+  async countsByKind(): Promise<Record<string, StatusCounts> | null> {
+    if (!this.table.features.kinds) return null;
+    const byKind: Record<string, StatusCounts> = {};
+    const { rows } = await this.store.execute(this.sql.countByKindAndStatus());
+    for (const row of rows) this.tally((byKind[row.kind === null || row.kind === undefined ? '' : String(row.kind)] ??= emptyCounts()), row);
+    return byKind;
+  }
+
+  private tally(counts: StatusCounts, row: Row): void {
+    counts[statusName(statusCodeOf(row.status), this.table.codes) ?? 'other'] += Number(row.n);
   }
 
   /**

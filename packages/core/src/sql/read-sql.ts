@@ -91,6 +91,12 @@ export class ReadStatements extends TableSql {
     return { sql: `SELECT ${this.q.status} AS status, COUNT(*) AS n FROM ${this.q.table} GROUP BY ${this.q.status}`, params: [] };
   }
 
+  /** Rows by kind and status, on a table with a kind column (a whole-table count, as countByStatus). */
+  countByKindAndStatus(): Statement {
+    if (!this.q.kind) throw new ConfigError(`table ${this.table.table} has no kind column to count by`);
+    return { sql: `SELECT ${this.q.kind} AS kind, ${this.q.status} AS status, COUNT(*) AS n FROM ${this.q.table} GROUP BY ${this.q.kind}, ${this.q.status}`, params: [] };
+  }
+
   /** The rows whose status holds `code` (null: pending), as a bare SELECT to plan, estimate or count. */
   rowsWithStatus(code: number | null): Statement {
     return { sql: `SELECT 1 AS one FROM ${this.q.table} WHERE ${this.statusHolds(code)}`, params: [] };

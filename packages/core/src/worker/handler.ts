@@ -1,5 +1,5 @@
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { HandlerError } from '../protocol/errors.js';
 import type { JobId, Row } from '../store/store.js';
@@ -66,28 +66,65 @@ export class SettleDirective {
 }
 
 export interface HandlerModule {
-  handler: Handler;
+  /** The module's one handler (a default export that is a function); absent when it exports handlers by kind. */
+  handler?: Handler;
+  /** Handlers by kind: a default export that is an object of functions (`export default { email, report }`). */
+  handlers?: Readonly<Record<string, Handler>>;
   /** A named export `isAbuse(row)` in the module, if any; runs before the handler. */
   isAbuse?: AbuseRule;
 }
 
 /**
- * Loads a handler module: its default export is `async (job, ctx) => ...`, and an optional named export
- * `isAbuse(row)` is the business rule. The module needs no import from statusq.
+ * Loads a handler module: its default export is `async (job, ctx) => ...`, or an object of such functions by
+ * kind (`export default { email, report }`), and an optional named export `isAbuse(row)` is the business rule.
+ * The module needs no import from statusq. Anything else is a HandlerError naming the export.
  */
 export async function loadHandler(path: string): Promise<HandlerModule> {
+  const module = await importModule(path);
+  const exported = module.default;
+  if (exported === undefined) throw new HandlerError(`handler ${path} has no default export; export default async (job, ctx) => { ... }, or an object of such functions by kind`);
+  const isAbuse = module.isAbuse;
+  if (isAbuse !== undefined && typeof isAbuse !== 'function') throw new HandlerError(`handler ${path}: the isAbuse export is not a function`);
+  const rule = isAbuse ? { isAbuse: isAbuse as AbuseRule } : {};
+  if (typeof exported === 'function') return { handler: exported as Handler, ...rule };
+  if (exported === null || typeof exported !== 'object' || Array.isArray(exported)) {
+    throw new HandlerError(`handler ${path}: the default export is ${exported === null ? 'null' : Array.isArray(exported) ? 'an array' : `a ${typeof exported}`}, not a function or an object of functions by kind`);
+  }
+  const entries = Object.entries(exported as Record<string, unknown>);
+  if (entries.length === 0) throw new HandlerError(`handler ${path}: the default export is an empty object; give it a function per kind ({ email: async (job) => ... })`);
+  for (const [kind, fn] of entries) {
+    if (typeof fn !== 'function') throw new HandlerError(`handler ${path}: the default export's ${JSON.stringify(kind)} is a ${fn === null ? 'null' : typeof fn}, not a function`);
+  }
+  return { handlers: Object.fromEntries(entries) as Record<string, Handler>, ...rule };
+}
+
+/**
+ * Handlers by kind from a directory: each `<kind>.mjs` or `<kind>.js` file's default export (a function) is that
+ * kind's handler (`handlers/email.mjs` handles kind `email`). Other files are ignored; a directory with none,
+ * or a kind file whose default export is not a function, is a HandlerError naming the file.
+ */
+export async function loadKindHandlers(dir: string): Promise<Readonly<Record<string, Handler>>> {
+  const absolute = resolve(dir);
+  if (!existsSync(absolute) || !statSync(absolute).isDirectory()) throw new HandlerError(`handlers directory not found: ${dir}`);
+  const files = readdirSync(absolute).filter((name) => /\.m?js$/.test(name)).sort();
+  if (files.length === 0) throw new HandlerError(`handlers directory ${dir} has no .mjs or .js file; each <kind>.mjs handles that kind`);
+  const handlers: Record<string, Handler> = {};
+  for (const file of files) {
+    const kind = file.replace(/\.m?js$/, '');
+    if (kind in handlers) throw new HandlerError(`handlers directory ${dir} has two files for kind ${JSON.stringify(kind)}`);
+    const exported = (await importModule(join(dir, file))).default;
+    if (typeof exported !== 'function') throw new HandlerError(`handler ${join(dir, file)}: the default export is ${exported === undefined ? 'missing' : `a ${exported === null ? 'null' : typeof exported}`}, not a function (it handles kind ${JSON.stringify(kind)})`);
+    handlers[kind] = exported as Handler;
+  }
+  return handlers;
+}
+
+async function importModule(path: string): Promise<Record<string, unknown>> {
   const absolute = resolve(path);
   if (!existsSync(absolute)) throw new HandlerError(`handler file not found: ${path}`);
-  let module: Record<string, unknown>;
   try {
-    module = (await import(pathToFileURL(absolute).href)) as Record<string, unknown>;
+    return (await import(pathToFileURL(absolute).href)) as Record<string, unknown>;
   } catch (error) {
     throw new HandlerError(`handler ${path} could not be loaded: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
-  const handler = module.default;
-  if (handler === undefined) throw new HandlerError(`handler ${path} has no default export; export default async (job, ctx) => { ... }`);
-  if (typeof handler !== 'function') throw new HandlerError(`handler ${path}: the default export is a ${typeof handler}, not a function`);
-  const isAbuse = module.isAbuse;
-  if (isAbuse !== undefined && typeof isAbuse !== 'function') throw new HandlerError(`handler ${path}: the isAbuse export is not a function`);
-  return isAbuse ? { handler: handler as Handler, isAbuse: isAbuse as AbuseRule } : { handler: handler as Handler };
 }
