@@ -15,7 +15,7 @@ import { PUBLIC, root } from './packs.mjs';
 const BUDGETS = {
   '@statusq/core': 62,
   '@statusq/core/adapter': 177,
-  '@statusq/core/tools': 73,
+  '@statusq/core/tools': 74,
   '@statusq/conformance': 48,
   '@statusq/schema': 4,
   '@statusq/adapter-sqlite': 8,

@@ -89,6 +89,8 @@ ${LISTEN_DB}
                               functions by kind (export default { email, report }: handlers by kind)
   --handlers DIR              handlers by kind: each DIR/<kind>.mjs (or .js) handles rows of that kind. With
                               handlers by kind the worker claims only those kinds; other rows stay pending
+  --kind-concurrency K=N,...  with handlers by kind: at most N rows of kind K processing at once across every
+                              worker, process and host given the same limit (report=2,email=10); default none
 ${COLUMNS}
 ${KIND_COLUMN}
   --order newest|oldest       which rows first (default newest)

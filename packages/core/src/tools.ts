@@ -5,6 +5,7 @@
  */
 export { assertAdapterInstalled, assertBrokerInstalled } from './connect.js';
 export { loadKindHandlers } from './worker/handler.js';
+export { parseKindLimits } from './limits/kind-concurrency.js';
 export { assertDispatchColumns, besideTableName, hasIndex, keyIndexName, kindIndexName, parseColumnGroups, pendingIndexName, priorityIndexName } from './sql/schema.js';
 export { type Broker, BrokerError, type DeadLetter, deadLetterFor } from './broker/broker.js';
 export { type ChargeReport, type DeadWorkerReport, DEFAULT_LEASE_MS, type GivenUpRow } from './queue/queue.js';

@@ -110,7 +110,18 @@ export function knexStatements(ddl: KnexDdl): KnexStatements {
       );
     },
     createDispatchIndex: (table, { name, statusColumn, orderColumn, dispatchedColumn }) => pendingRowsIndex(table, name, statusColumn, [dispatchedColumn, orderColumn]),
-    createKindIndex: (table, { name, statusColumn, orderColumn, kindColumn }) => pendingRowsIndex(table, name, statusColumn, [kindColumn, orderColumn]),
+    async createKindIndex(table, { name, statusColumn, orderColumn, kindColumn, processingCode }) {
+      const knex = await knexOf();
+      // DDL takes no parameters: the code is inlined, and checked to be an integer before it is.
+      if (!Number.isSafeInteger(processingCode)) throw new Error(`kind index: processing code must be an integer, got ${String(processingCode)}`);
+      return statementsOf(
+        knex.schema.alterTable(table, (t) => {
+          // Pending rows for claims by kind, processing ones for a kind's limit to count; finished rows never enter.
+          if (ddl.pendingIndex === 'partial') t.index([kindColumn, statusColumn, orderColumn], name, { predicate: knex.whereRaw(`(?? IS NULL OR ?? = ${processingCode})`, [statusColumn, statusColumn]) });
+          else t.index([statusColumn, kindColumn, orderColumn], name);
+        }),
+      );
+    },
     async createKeyIndex(table, { name, statusColumn, keyColumn, processingCode }) {
       const knex = await knexOf();
       // DDL takes no parameters: the code is inlined, and checked to be an integer before it is.

@@ -1,5 +1,5 @@
 import { ConfigError, Worker, loadHandler, type InstanceSlot, type Store } from '@statusq/core';
-import { loadKindHandlers } from '@statusq/core/tools';
+import { loadKindHandlers, parseKindLimits } from '@statusq/core/tools';
 import { DEFAULT_POLL_MIN_MS, EXIT, STOP_MARGIN_MS, parseRateLimit, validateProcessCount, validateTableConfig, type ClaimStrategy } from '@statusq/core/tools';
 import { adapterOf, LISTEN_DATABASE_URL_VARIABLE, WORK_FROM_VARIABLE, brokerQueueName, brokerUrl, databaseUrl, isBooleanFlag, listenDatabaseUrl, metricsSettings, optionalDuration, optionalInteger, optionalString, tableConfig, type Flags } from '../args.js';
 import { ADAPTER_VARIABLE, openStore } from '../adapters.js';
@@ -30,6 +30,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   }
   const pollMaxMs = optionalDuration(flags, 'poll-max');
   const rateFlag = optionalString(flags, 'rate');
+  const kindLimitsFlag = optionalString(flags, 'kind-concurrency');
   // Below this an idle worker would claim in a tight loop; a wake-up (a store with listenNotify: a notification, a watch on its file) is the way to sub-10 ms pick-up.
   if (pollMaxMs !== undefined && pollMaxMs < MIN_POLL_MAX_MS) throw new ConfigError(`--poll-max must be at least ${MIN_POLL_MAX_MS}ms, got ${flags['poll-max'] as string}`);
   const options = {
@@ -47,6 +48,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     claimStrategy: claimStrategy as ClaimStrategy | undefined,
     exitWhenEmpty: flags['exit-when-empty'] === true,
     rateLimit: rateFlag === undefined ? undefined : parseRateLimit(rateFlag, '--rate'),
+    kindConcurrency: kindLimitsFlag === undefined ? undefined : Object.fromEntries(parseKindLimits(kindLimitsFlag, '--kind-concurrency')),
   };
   const stopTimeoutMs = optionalDuration(flags, 'stop-timeout') ?? 30_000;
   const logging = logSettings(flags);

@@ -18,7 +18,8 @@ export function kindScenarios(ctx: () => CliContext): void {
     mkdirSync(handlers);
     writeFileSync(join(handlers, 'email.mjs'), 'export default async (job) => ({ sent: job.payload.n, kind: job.kind });');
     writeFileSync(join(handlers, 'report.daily.mjs'), 'export default async (job) => ({ made: job.payload.n, kind: job.kind });');
-    const run = await statusq('work', '--db', db.url, '--handlers', handlers, '--table', 'jobs', '--exit-when-empty', '--poll-max', '50ms');
+    // A fleet-wide limit of one email at a time still drains them (one by one), and leaves the other kinds free.
+    const run = await statusq('work', '--db', db.url, '--handlers', handlers, '--table', 'jobs', '--kind-concurrency', 'email=1', '--exit-when-empty', '--poll-max', '50ms');
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/done 5, failed 0, abuse 0/);
     const results = await db.query<{ kind: string; result: string }>("SELECT kind, result FROM jobs WHERE status = 1 ORDER BY id");
@@ -54,6 +55,10 @@ export function kindScenarios(ctx: () => CliContext): void {
     expect(await statusq('work', '--db', db.url, '--handlers', handlers, '--handler', notFunctions, '--table', 'jobs')).toMatchObject({ code: 2, stderr: 'statusq: work: give --handler or --handlers, not both' });
     expect(await statusq('work', '--db', db.url, '--handlers', handlers, '--table', 'plain', '--exit-when-empty')).toMatchObject({ code: 2, stderr: expect.stringMatching(/table plain has no kind column, which handlers by kind need/) });
     expect(await statusq('migrate', '--db', db.url, '--table', 'plain', '--with', 'kinds', '--kind-column', 'nope')).toMatchObject({ code: 2, stderr: expect.stringMatching(/has no kind column "nope"/) });
+    for (const [limit, message] of [['email=0', /email's limit must be a whole number from 1 to 100000, got 0/], ['email', /takes kind=N pairs/], ['a;b=1', /kind must be 1 to 100 letters/]] as const) {
+      expect(await statusq('work', '--db', db.url, '--handlers', handlers, '--table', 'jobs', '--kind-concurrency', limit, '--exit-when-empty')).toMatchObject({ code: 2, stderr: expect.stringMatching(message) });
+    }
+    expect(await statusq('work', '--db', db.url, '--handler', file('one.mjs', 'export default async () => undefined;'), '--table', 'jobs', '--kind-concurrency', 'email=1', '--exit-when-empty')).toMatchObject({ code: 2, stderr: expect.stringMatching(/kindConcurrency limits kinds: it needs handlers by kind/) });
     expect(await stats('jobs')).toMatchObject({ pending: 1, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
   });
 }

@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, Queue, StoreError, SchemaError, initTable, migrateTable, type Handler, type Store } from '@statusq/core';
-import { kindIndexName } from '@statusq/core/adapter';
-import { FAST, Ledger, countsOf, deferred, readRows, statusOf, withDeadline, type StartedWorker, type TestEnv } from '../harness.js';
+import { ConfigError, Queue, Scheduler, StoreError, loadHandler, SchemaError, initTable, migrateTable, type Handler, type Store } from '@statusq/core';
+import { FAST, Ledger, countsOf, deferred, readRows, statusOf, waitFor, withDeadline, type StartedWorker, type TestEnv } from '../harness.js';
+import { ensureSideTable, kindIndexName } from '@statusq/core/adapter';
 import { withLatency } from '../latency.js';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { childScript } from '../child-handle.js';
+import type { ChildWorkerArgs, ChildWorkerResult } from '../child-worker.js';
 import { createTableA } from '../tables.js';
 import { generateTableARows } from '@statusq/test-fixtures';
 
@@ -58,6 +62,64 @@ export function kindCases(env: () => TestEnv): void {
       await env().closeStores();
     });
 
+    it('a fleet-wide limit per kind holds under 4 worker processes of 8 slots and 4 workers in this one: never more than 2 report rows running at once, every row once, and the unlimited kind is not held up', { timeout: 120_000 }, async () => {
+      const setup = await env().store('setup store');
+      const queue = await kindJobs(setup);
+      const reports = await queue.enqueue(Array.from({ length: 40 }, (_, n) => ({ n })), { kind: 'report' });
+      const emails = await queue.enqueue(Array.from({ length: 80 }, (_, n) => ({ n })), { kind: 'email' });
+      // Made here: the latency wrappers of this process's workers carry no schema support.
+      await ensureSideTable(setup, 'jobs', 'statusq_kind_limits');
+      const dir = env().tempDir();
+      const ledgerPath = join(dir, 'runs.txt');
+      // Each run's start and end, by the wall clock every process of this machine shares; a run lasts long
+      // enough (15 ms) for runs of one kind to overlap when nothing holds them apart.
+      const handlerPath = join(dir, 'kinds.mjs');
+      writeFileSync(
+        handlerPath,
+        [
+          "import { appendFileSync } from 'node:fs';",
+          // The same file from the child processes and from this one, which runs the module too.
+          `const LEDGER = ${JSON.stringify(ledgerPath)};`,
+          'const run = async (job) => {',
+          '  appendFileSync(LEDGER, `${job.kind} ${job.id} start ${Date.now()}\\n`);',
+          '  await new Promise((resolve) => setTimeout(resolve, 15));',
+          '  appendFileSync(LEDGER, `${job.kind} ${job.id} end ${Date.now()}\\n`);',
+          '};',
+          'export default { report: run, email: run };',
+          '',
+        ].join('\n'),
+      );
+      const worker = { ...FAST, kindConcurrency: { report: 2 }, exitWhenEmpty: true };
+      const children = Array.from({ length: 4 }, (_, i) =>
+        env().spawnChild(childScript('child-worker.js'), { adapterModule: env().adapterModulePath, url: env().url, table: { table: 'jobs' }, handlerPath, concurrency: 8, worker } satisfies ChildWorkerArgs, { STATUSQ_LEDGER: ledgerPath }, `kind worker process ${i + 1}`),
+      );
+      const { handlers } = await loadHandler(handlerPath);
+      const local: StartedWorker[] = [];
+      for (let i = 0; i < 4; i++) local.push(await env().startWorker({ store: withLatency(await env().store(`worker store ${i + 1}`)), table: { table: 'jobs' }, handlers, concurrency: 4, ...worker }));
+      await Promise.all(children.map((child) => child.result<ChildWorkerResult>(100_000)));
+      await withDeadline(Promise.all(local.map((w) => w.done)), 100_000, 'the workers in this process');
+
+      const runs = readFileSync(ledgerPath, 'utf8').trim().split('\n').map((line) => line.split(' ')) as Array<[string, string, 'start' | 'end', string]>;
+      const mostAtOnce = (kind: string) => {
+        // Ends before starts at the same millisecond: a run that starts as another ends did not overlap it.
+        const events = runs.filter(([k]) => k === kind).map(([, , what, at]) => [Number(at), what === 'start' ? 1 : -1] as const).sort((a, b) => a[0] - b[0] || a[1] - b[1]);
+        let now = 0;
+        let most = 0;
+        for (const [, step] of events) most = Math.max(most, (now += step));
+        return most;
+      };
+      expect(mostAtOnce('report')).toBeLessThanOrEqual(2);
+      expect(mostAtOnce('report')).toBeGreaterThanOrEqual(1);
+      // Not held to the report limit: emails ran several at once.
+      expect(mostAtOnce('email')).toBeGreaterThan(2);
+      const started = runs.filter(([, , what]) => what === 'start').map(([, id]) => id);
+      expect(started.length).toBe(new Set(started).size);
+      expect(new Set(started)).toEqual(new Set([...reports, ...emails].map(String)));
+      expect(local.flatMap((w) => w.errors).filter((e) => !(e.error instanceof StoreError && e.error.kind === 'WriteConflict'))).toEqual([]);
+      expect(await countsOf(setup, 'jobs')).toMatchObject({ pending: 0, processing: 0, done: 120 });
+      await env().closeStores();
+    });
+
     it('migrate --with kinds adds the kind column and its index, once; an application\'s own text column can be the kind column instead', async () => {
       const store = await env().store();
       await initTable(store, 'plain');
@@ -86,6 +148,29 @@ export function kindCases(env: () => TestEnv): void {
       expect(typed.table.columns.kind).toBe('url_type');
       await expect(migrateTable(store, { table: 'plain', with: ['kinds'], kindColumn: 'nope' })).rejects.toThrow(SchemaError);
       await expect(migrateTable(store, { table: 'plain', with: ['leases'], kindColumn: 'url_type' })).rejects.toThrow(ConfigError);
+      await env().closeStores();
+    });
+
+    it('a schedule with a kind enqueues rows of that kind, which a worker with that kind runs; a kind on a table without the column, or a malformed one, is refused when the scheduler is made', async () => {
+      const store = await env().store();
+      await kindJobs(store);
+      await ensureSideTable(store, 'jobs', 'statusq_schedules');
+      const scheduler = await Scheduler.create({ store, table: { table: 'jobs' }, schedules: [{ name: 'daily-report', cron: '* * * * * *', kind: 'report', payload: { from: 'schedule' } }] });
+      const running = scheduler.run();
+      await waitFor('a scheduled row', async () => (await countsOf(store, 'jobs')).pending >= 1, { timeoutMs: 10_000, intervalMs: 50 });
+      await scheduler.stop();
+      await running;
+      const kinds = new Set((await readRows(store, 'jobs')).map((row) => row.kind));
+      expect([...kinds]).toEqual(['report']);
+      const ran: string[] = [];
+      const worker = await env().startWorker({ store, table: { table: 'jobs' }, handlers: { report: async (job) => void ran.push(String(job.kind)) }, exitWhenEmpty: true, ...FAST });
+      await withDeadline(worker.done, 10_000, 'the report worker');
+      expect(ran.length).toBeGreaterThan(0);
+      expect(new Set(ran)).toEqual(new Set(['report']));
+
+      await initTable(store, 'plain');
+      await expect(Scheduler.create({ store, table: { table: 'plain' }, schedules: [{ name: 'r', cron: '* * * * *', kind: 'report' }] })).rejects.toThrow(/has no kind column, which schedule r's kind needs \(statusq migrate --with kinds adds it\)/);
+      await expect(Scheduler.create({ store, table: { table: 'jobs' }, schedules: [{ name: 'r', cron: '* * * * *', kind: 'two words' }] })).rejects.toThrow(ConfigError);
       await env().closeStores();
     });
 

@@ -21,7 +21,8 @@ import { STORE_RETRY, sleep, withStoreRetry } from '../store/retry.js';
 import { SCHEDULE_COLUMNS, ensureSideTable, insertSideRow } from '../sql/side-tables.js';
 import type { JobId, Statement, Store } from '../store/store.js';
 import { Params } from '../sql/transition-sql.js';
-import { idValueIn, type TableConfig } from '../protocol/table.js';
+import { idValueIn, validateKind, type TableConfig } from '../protocol/table.js';
+import { missingColumnError } from '../sql/schema.js';
 
 /** One recurring schedule, as a schedule file or the library gives it. */
 export interface ScheduleDefinition {
@@ -40,6 +41,8 @@ export interface ScheduleDefinition {
   row?: Record<string, unknown>;
   /** The rows' priority (a priority column). */
   priority?: number;
+  /** The rows' kind (a kind column): only workers with a handler for it claim them. */
+  kind?: string;
   /**
    * Ticks missed while no scheduler ran that start-up enqueues, newest first: 0 none, default 1 (the latest
    * missed tick only), at most MAX_CATCH_UP.
@@ -95,7 +98,7 @@ export function parseSchedules(input: unknown, source = 'schedules'): ScheduleDe
     const where = `${source}: schedule ${index + 1}`;
     if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) throw new ConfigError(`${where} is not an object`);
     const s = entry as Record<string, unknown>;
-    const known = new Set(['name', 'cron', 'timezone', 'payload', 'row', 'priority', 'catchUp']);
+    const known = new Set(['name', 'cron', 'timezone', 'payload', 'row', 'priority', 'kind', 'catchUp']);
     const unknown = Object.keys(s).filter((k) => !known.has(k));
     if (unknown.length > 0) throw new ConfigError(`${where}: unknown field${unknown.length === 1 ? '' : 's'} ${unknown.join(', ')}; the fields are ${[...known].join(', ')}`);
     if (typeof s.name !== 'string' || !NAME.test(s.name)) throw new ConfigError(`${where}: name must be 1 to 100 of A-Z a-z 0-9 _ . : -, got ${JSON.stringify(s.name) ?? String(s.name)}`);
@@ -106,6 +109,7 @@ export function parseSchedules(input: unknown, source = 'schedules'): ScheduleDe
     if (s.timezone !== undefined && (typeof s.timezone !== 'string' || !isTimeZone(s.timezone))) throw new ConfigError(`${named}: timezone must be an IANA time zone such as Europe/Paris, got ${JSON.stringify(s.timezone)}`);
     cronOf(s as unknown as ScheduleDefinition, Date.now(), named);
     if (s.payload !== undefined && s.row !== undefined) throw new ConfigError(`${named}: give payload or row, not both`);
+    if (s.kind !== undefined) validateKind(s.kind, `${named}: kind`);
     if (s.row !== undefined && (s.row === null || typeof s.row !== 'object' || Array.isArray(s.row))) throw new ConfigError(`${named}: row must be an object of column values`);
     if (s.catchUp !== undefined && (typeof s.catchUp !== 'number' || !Number.isInteger(s.catchUp) || s.catchUp < 0 || s.catchUp > MAX_CATCH_UP)) {
       throw new ConfigError(`${named}: catchUp must be a whole number from 0 to ${MAX_CATCH_UP}, got ${JSON.stringify(s.catchUp)}`);
@@ -185,6 +189,9 @@ export class Scheduler {
     if (!options || typeof options !== 'object') throw new ConfigError('scheduler options must be an object');
     const definitions = parseSchedules(options.schedules);
     const queue = await Queue.open(options.store, options.table);
+    // A kind with nowhere to go would fail at its first tick, maybe in the middle of the night: refused now.
+    const kinded = definitions.find((definition) => definition.kind !== undefined);
+    if (kinded && !queue.table.features.kinds) throw missingColumnError(queue.table.table, 'kind', `schedule ${kinded.name}'s kind`);
     const schedules = definitions.map((definition) => ({
       definition,
       item: itemOf(queue, definition),
@@ -258,7 +265,7 @@ export class Scheduler {
     for (const tick of ticks) {
       const iso = new Date(tick).toISOString();
       try {
-        const { claimed, id } = await this.queue.enqueueIfClaimed(schedule.item, { ...(schedule.definition.priority !== undefined && { priority: schedule.definition.priority }), ...(this.queue.table.features.dedupe && { key: `schedule:${name}:${iso}` }) }, this.tickClaim(name, iso));
+        const { claimed, id } = await this.queue.enqueueIfClaimed(schedule.item, { ...(schedule.definition.priority !== undefined && { priority: schedule.definition.priority }), ...(schedule.definition.kind !== undefined && { kind: schedule.definition.kind }), ...(this.queue.table.features.dedupe && { key: `schedule:${name}:${iso}` }) }, this.tickClaim(name, iso));
         if (claimed) this.options.onEnqueued?.({ schedule: name, tick: iso, id, caughtUp });
         schedule.since = tick;
       } catch (error) {

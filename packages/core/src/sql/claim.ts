@@ -335,6 +335,21 @@ export function sortByQueueOrder(rows: Row[], table: ResolvedTable): Row[] {
 }
 
 /**
+ * Claims up to `request.limit` due rows inside the caller's open transaction `tx` (a fleet-wide limit's claim,
+ * made while the limit's lock is held: limits/kind-concurrency.ts), one guarded UPDATE per candidate in
+ * ascending id order, so what this claim owns is exact without RETURNING or a token. Rows in queue order.
+ */
+export async function claimInOpenTransaction(tx: StatementRunner, store: Store, table: ResolvedTable, request: ClaimRequest): Promise<Row[]> {
+  const sql = new TransitionSql(table, store.dialect);
+  const candidates = await selectCandidates(tx, candidateStatements(sql, request, { columns: 'id' }), request.limit, table.id);
+  const claimed: JobId[] = [];
+  for (const id of sortIds(candidates.map((row) => row[table.id] as JobId))) {
+    if ((await runStatement(tx, sql.claimByIds([id], request.token, false))).affected === 1) claimed.push(id);
+  }
+  return claimed.length === 0 ? [] : sortByQueueOrder(await selectByIds(tx, sql, claimed, store), table);
+}
+
+/**
  * The claim of rows named from outside the table (a broker's messages): the same guarded UPDATE as the
  * conditional-update claim, of just those ids, so a row already claimed, settled or not yet due changes
  * nothing. Needs a fencing token: without RETURNING the rows read back are the ones holding it. Returns the

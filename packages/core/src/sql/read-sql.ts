@@ -82,9 +82,9 @@ export class ReadStatements extends TableSql {
     return { sql: `SELECT COUNT(*) AS n FROM ${this.q.beside!} WHERE ${this.orphanedClaim()}`, params: [] };
   }
 
-  /** How many rows hold one non-pending status code. */
+  /** How many rows hold one non-pending status code; of the view's kinds on a view of some kinds (a kind's limit counts its own). */
   countWithStatus(code: number): Statement {
-    return { sql: `SELECT COUNT(*) AS n FROM ${this.q.table} WHERE ${this.q.status} = ${code}`, params: [] };
+    return { sql: `SELECT COUNT(*) AS n FROM ${this.q.table} WHERE ${this.q.status} = ${code}${this.kindsCondition()}`, params: [] };
   }
 
   countByStatus(): Statement {

@@ -263,7 +263,7 @@ export async function initTable(store: Store, table = 'jobs', options: InitOptio
     await ensurePriorityIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', priorityColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.priority, direction: options.order ?? 'newest' });
   }
   if (groups.includes('dispatch')) await ensureDispatchIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', dispatchedColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt });
-  if (groups.includes('kinds')) await ensureKindIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', kindColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.kind });
+  if (groups.includes('kinds')) await ensureKindIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', kindColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.kind, processingCode: resolveStatusCodes(undefined).processing });
   await schema.installWakeUps?.(store, table, 'status');
   return { table, created: true, migrated: null };
 }
@@ -328,7 +328,7 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   const dispatchedColumn = groups.includes('dispatch') ? (columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt) : null;
   const createdDispatchIndex = dispatchedColumn === null ? null : await ensureDispatchIndex(store, schema, table, { statusColumn, orderColumn, dispatchedColumn });
   const kindColumn = groups.includes('kinds') ? (ownKindInfo?.name ?? columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.kind)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.kind) : null;
-  const createdKindIndex = kindColumn === null ? null : await ensureKindIndex(store, schema, table, { statusColumn, orderColumn, kindColumn });
+  const createdKindIndex = kindColumn === null ? null : await ensureKindIndex(store, schema, table, { statusColumn, orderColumn, kindColumn, processingCode });
   await schema.installWakeUps?.(store, table, statusColumn);
   return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, createdKeyIndex, createdDispatchIndex, createdKindIndex, addedStatus, beside };
 }

@@ -14,7 +14,7 @@ export function sideTableName(queueTable: string, side: SideTable): string {
   return schema === null ? side : `${schema}.${side}`;
 }
 
-export type SideTable = 'statusq_schedules' | 'statusq_instances' | 'statusq_rate_limits';
+export type SideTable = 'statusq_schedules' | 'statusq_instances' | 'statusq_rate_limits' | 'statusq_kind_limits';
 
 /** The columns of the schedules table: the last tick is UTC ISO 8601 text, which sorts as time on every database. */
 export const SCHEDULE_COLUMNS = { queueTable: 'queue_table', name: 'name', lastTick: 'last_tick', claimedBy: 'claimed_by' } as const;
@@ -24,6 +24,12 @@ export const INSTANCE_COLUMNS = { queueTable: 'queue_table', slot: 'slot', holde
 
 /** The columns of the rate-limits table: a queue table's shared budget, as the decimal text of epoch milliseconds (limits/rate-budget.ts). */
 export const RATE_LIMIT_COLUMNS = { queueTable: 'queue_table', tat: 'tat' } as const;
+
+/**
+ * The columns of the kind-limits table: a row per queue table and limited kind, whose UPDATE is the lock every
+ * claimer of that kind takes before it counts and claims (limits/kind-concurrency.ts); `claimed_by` says who last did.
+ */
+export const KIND_LIMIT_COLUMNS = { queueTable: 'queue_table', kind: 'kind', claimedBy: 'claimed_by' } as const;
 
 const SIDE_TABLE_COLUMNS: Readonly<Record<SideTable, readonly ColumnSpec[]>> = {
   statusq_schedules: [
@@ -42,6 +48,11 @@ const SIDE_TABLE_COLUMNS: Readonly<Record<SideTable, readonly ColumnSpec[]>> = {
   statusq_rate_limits: [
     { name: RATE_LIMIT_COLUMNS.queueTable, kind: 'token', nullable: false, primaryKey: true },
     { name: RATE_LIMIT_COLUMNS.tat, kind: 'token', nullable: false },
+  ],
+  statusq_kind_limits: [
+    { name: KIND_LIMIT_COLUMNS.queueTable, kind: 'token', nullable: false, primaryKey: true },
+    { name: KIND_LIMIT_COLUMNS.kind, kind: 'token', nullable: false, primaryKey: true },
+    { name: KIND_LIMIT_COLUMNS.claimedBy, kind: 'token', nullable: true },
   ],
 };
 

@@ -564,11 +564,13 @@ export interface DispatchIndexSpec extends PendingIndexSpec {
 }
 
 /**
- * The index of a table with a kind column: pending rows by kind, then the order column, so a worker that
- * claims some kinds reads only theirs.
+ * The index of a table with a kind column: live rows (pending, and processing: `processingCode`) by kind, then
+ * status and the order column, so a worker that claims some kinds reads only theirs, and a kind's fleet-wide
+ * limit counts its processing rows without reading the finished ones.
  */
 export interface KindIndexSpec extends PendingIndexSpec {
   readonly kindColumn: string;
+  readonly processingCode: number;
 }
 
 /**

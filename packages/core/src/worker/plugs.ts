@@ -12,6 +12,8 @@ import type { ClaimGate } from '../limits/claim-gate.js';
 import type { ProgressSink } from './job-run.js';
 import type { ClaimSource, RefusedWrites, SettleStep } from './seams.js';
 import { TableClaims } from './table-claims.js';
+import { KindConcurrency } from '../limits/kind-concurrency.js';
+import { KindLimitedClaims } from './kind-limited-claims.js';
 import type { WorkerEvents } from './events.js';
 import type { WorkerOptions, WorkerSettings } from './worker-options.js';
 
@@ -52,7 +54,16 @@ export async function openPlugs(queue: Queue, options: WorkerOptions, settings: 
     source = broker;
     afterSettle.push(broker);
   } else {
-    source = new TableClaims(queue, { strategy: settings.claimStrategy, agingMs: options.agingMs }, nextToken, (error) => hooks.emit('error', { error, during: 'claim (retrying)' }));
+    const retrying = (error: unknown) => hooks.emit('error', { error, during: 'claim (retrying)' });
+    const how = { strategy: settings.claimStrategy, agingMs: options.agingMs };
+    const limited = [...settings.kindLimits.keys()];
+    if (limited.length === 0) source = new TableClaims(queue, how, nextToken, retrying);
+    else {
+      const others = (settings.routes.kinds ?? []).filter((kind) => !settings.kindLimits.has(kind));
+      const unlimited = others.length === 0 ? null : new TableClaims(queue.forKinds(others), how, nextToken, retrying);
+      const limits = await KindConcurrency.open(queue.store, queue.table, settings.kindLimits);
+      source = new KindLimitedClaims(limits, unlimited, queue.table.features.fencing, nextToken, settings.workerId, retrying);
+    }
   }
   const limiter = rate === null ? null : await RateLimiter.open(queue.store, queue.table.table, rate);
   const gate = limiter && new RateBudgetGate(limiter, () => queue.hasDueRow(), (error) => hooks.emit('error', { error, during: 'rate limit' }));

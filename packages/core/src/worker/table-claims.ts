@@ -15,8 +15,12 @@ export class TableClaims implements ClaimSource {
 
   async start(): Promise<void> {}
 
-  async claim(limit: number): Promise<ClaimedBatch> {
-    const token = this.queue.table.features.fencing ? this.nextToken() : null;
+  claim(limit: number): Promise<ClaimedBatch> {
+    return this.claimWith(limit, this.queue.table.features.fencing ? this.nextToken() : null);
+  }
+
+  /** A claim under a token the caller chose (one batch made of several claims shares one). */
+  async claimWith(limit: number, token: string | null): Promise<ClaimedBatch> {
     const { rows, candidatesLost, interruptedBy } = await withStoreRetry(() => this.queue.claim({ limit, token, agingMs: this.how.agingMs }, this.how.strategy), {
       ...STORE_RETRY.claim,
       onRetry: this.retrying,

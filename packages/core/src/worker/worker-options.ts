@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { ConfigError } from '../protocol/errors.js';
 import type { AbuseRule, Handler, IdOf, KindHandlers } from './handler.js';
 import { handlerRoutes, type HandlerRoutes } from './handler-routes.js';
+import { parseKindLimits } from '../limits/kind-concurrency.js';
 import { DEFAULT_LEASE_MS } from '../queue/queue.js';
 import { DEFAULT_READ_ONLY_WAIT_MS } from './read-only-wait.js';
 import { assertDispatchColumns } from '../sql/schema.js';
@@ -45,6 +46,13 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
    * Default: no limit.
    */
   rateLimit?: RateLimit | string | undefined;
+  /**
+   * Fleet-wide limits per kind, with handlers by kind: `{ report: 2 }` (or `'report=2,email=5'`) keeps at most 2
+   * rows of kind `report` processing at once across every worker, process and host that runs with the same limit
+   * (limits/kind-concurrency.ts). Give every worker of the table the same. A limit of a kind this worker has no
+   * handler for changes nothing here. Default: none.
+   */
+  kindConcurrency?: Readonly<Record<string, number>> | string | undefined;
   /**
    * `native` (default): the store's best safe claim; `conditional-update`: the seed's portable claim. A
    * store set to conditional-update (an adapter's own claimStrategy option) declares no native claim, so conditional-update
@@ -148,6 +156,8 @@ export interface WorkerSettings {
   prefetch: number;
   /** Which handler runs a job, and the kinds the worker claims (null: every row). */
   routes: HandlerRoutes;
+  /** The fleet-wide limits of the kinds this worker handles (kindConcurrency); empty: none. */
+  kindLimits: ReadonlyMap<string, number>;
 }
 
 /** Checks every option (ConfigError naming the first bad one) before the worker touches a row. */
@@ -183,13 +193,16 @@ export function resolveWorkerOptions(options: WorkerOptions, table: Pick<Resolve
   if (routes.kinds !== null && options.from !== undefined) {
     throw new ConfigError('handlers by kind take their rows from the table: a worker taking jobs from a broker (from) runs one handler');
   }
+  const kindLimits = options.kindConcurrency === undefined ? new Map<string, number>() : parseKindLimits(options.kindConcurrency, 'kindConcurrency');
+  if (kindLimits.size > 0 && routes.kinds === null) throw new ConfigError('kindConcurrency limits kinds: it needs handlers by kind (handlers: { report: ... })');
+  const ownLimits = new Map([...kindLimits].filter(([kind]) => routes.kinds?.includes(kind)));
   const random = options.random ?? Math.random;
   const workerId = options.workerId ?? defaultWorkerId();
   const settleBatch = positiveInteger(options.settleBatch, Math.max(200, batch), 'settleBatch');
   const readOnlyWaitMs = nonNegative(options.readOnlyWaitMs, DEFAULT_READ_ONLY_WAIT_MS, 'readOnlyWait');
   const prefetch = positiveInteger(options.prefetch, Math.max(2 * concurrency, batch), 'prefetch', 65_535);
   if (options.from !== undefined) assertDispatchColumns(table, 'a worker taking jobs from a broker');
-  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch, readOnlyWaitMs, prefetch, routes };
+  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch, readOnlyWaitMs, prefetch, routes, kindLimits: ownLimits };
 }
 
 function positiveInteger(value: number | undefined, fallback: number, what: string, max = 10_000): number {

@@ -1,0 +1,98 @@
+/**
+ * At most N rows of a kind processing at once across every worker, process and host (`--kind-concurrency
+ * report=2`): a report that loads the database, an API that takes two calls at a time. Nothing is counted in
+ * memory or in a counter that a crash could leave wrong: the limit is the table's own processing rows of that
+ * kind, counted under a lock every claimer of the kind takes first. Each claim of a limited kind is one short
+ * transaction: UPDATE the kind's row of the kind-limits table (the lock: a row lock on PostgreSQL and
+ * MySQL/MariaDB, the database's write lock on SQLite), COUNT its processing rows, claim at most N minus that,
+ * commit. Two claimers of the kind therefore take turns, and the second counts what the first committed. A row
+ * a dead worker left processing counts until its lease brings it back, which is what "at most N at once" means
+ * for a job that may still be running.
+ *
+ * The cost is that claims of one limited kind run one at a time, fleet-wide; claims of other kinds do not wait.
+ */
+import { ConfigError, StoreError } from '../protocol/errors.js';
+import { scopeToKinds, validateKind, type ResolvedTable } from '../protocol/table.js';
+import { claimInOpenTransaction } from '../sql/claim.js';
+import { KIND_LIMIT_COLUMNS, ensureSideTable, insertSideRow } from '../sql/side-tables.js';
+import { Params, TransitionSql } from '../sql/transition-sql.js';
+import type { Row, Store } from '../store/store.js';
+
+/** The most a kind's limit may be: a cap above any fleet's slots means no cap. */
+export const MAX_KIND_CONCURRENCY = 100_000;
+
+/** `report=2,email=5` (or a record) as a checked map of kind limits; anything else is a ConfigError saying the form. */
+export function parseKindLimits(value: string | Readonly<Record<string, number>>, what: string): Map<string, number> {
+  const entries: Array<[string, unknown]> =
+    typeof value === 'string'
+      ? value.split(',').map((part) => {
+          const match = /^\s*([^=\s]+)\s*=\s*(\S+)\s*$/.exec(part);
+          if (!match) throw new ConfigError(`${what} takes kind=N pairs separated by commas (report=2,email=5), got ${JSON.stringify(value)}`);
+          return [match[1]!, /^\d+$/.test(match[2]!) ? Number(match[2]) : match[2]];
+        })
+      : value !== null && typeof value === 'object' && !Array.isArray(value)
+        ? Object.entries(value)
+        : (() => {
+            throw new ConfigError(`${what} must be an object of kind limits ({ report: 2 }), got ${JSON.stringify(value)}`);
+          })();
+  const limits = new Map<string, number>();
+  for (const [kind, limit] of entries) {
+    validateKind(kind, `${what}: a kind`);
+    if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_KIND_CONCURRENCY) {
+      throw new ConfigError(`${what}: ${kind}'s limit must be a whole number from 1 to ${MAX_KIND_CONCURRENCY}, got ${JSON.stringify(limit)}`);
+    }
+    if (limits.has(kind)) throw new ConfigError(`${what} names ${kind} twice`);
+    limits.set(kind, limit);
+  }
+  if (limits.size === 0) throw new ConfigError(`${what} names no kind`);
+  return limits;
+}
+
+/** The fleet-wide limits of one table's kinds, as one worker claims under them. */
+export class KindConcurrency {
+  /** Makes each lock's write a change: a server that counts changed rows (MySQL) reports 0 for a write of the same value. */
+  private locks = 0;
+
+  private constructor(
+    private readonly store: Store,
+    private readonly limitsTable: string,
+    private readonly table: ResolvedTable,
+    private readonly limits: ReadonlyMap<string, number>,
+  ) {}
+
+  /** Makes the kind-limits table and each limited kind's row if missing. A kind no row has yet is accepted: it may come. */
+  static async open(store: Store, table: ResolvedTable, limits: ReadonlyMap<string, number>): Promise<KindConcurrency> {
+    if (!store.transaction) throw new ConfigError(`the ${store.dialect.name} store has no transactions, which a kind's limit needs (its count and its claim are one)`);
+    const limitsTable = await ensureSideTable(store, table.table, 'statusq_kind_limits');
+    for (const kind of limits.keys()) await insertSideRow(store, limitsTable, { [KIND_LIMIT_COLUMNS.queueTable]: table.table, [KIND_LIMIT_COLUMNS.kind]: kind });
+    return new KindConcurrency(store, limitsTable, table, limits);
+  }
+
+  get kinds(): string[] {
+    return [...this.limits.keys()];
+  }
+
+  /**
+   * Claims up to `wanted` due rows of `kind`, never so many that more than its limit are processing at once
+   * (counted in the same transaction, under the kind's lock); [] when the limit is reached or nothing is due.
+   */
+  async claim(kind: string, wanted: number, token: string | null, claimer: string): Promise<Row[]> {
+    const limit = this.limits.get(kind);
+    if (limit === undefined) throw new ConfigError(`kind ${kind} has no limit here`);
+    const view = scopeToKinds(this.table, [kind]);
+    const sql = new TransitionSql(view, this.store.dialect);
+    const d = this.store.dialect;
+    const p = new Params(d);
+    const lock = {
+      sql: `UPDATE ${d.quoteIdentifier(this.limitsTable)} SET ${d.quoteIdentifier(KIND_LIMIT_COLUMNS.claimedBy)} = ${p.add(`${claimer}:${++this.locks}`)} WHERE ${d.quoteIdentifier(KIND_LIMIT_COLUMNS.queueTable)} = ${p.add(this.table.table)} AND ${d.quoteIdentifier(KIND_LIMIT_COLUMNS.kind)} = ${p.add(kind)}`,
+      params: p.values,
+    };
+    return this.store.transaction!(async (tx) => {
+      // The lock first: whoever holds it counts and claims; the others wait here, then count what it committed.
+      if ((await tx.execute(lock)).affected !== 1) throw new StoreError('Unknown', `the limit row of kind ${kind} in ${this.limitsTable} is gone (dropped while workers ran?)`, 'KIND_LIMIT_ROW');
+      const processing = Number((await tx.execute(sql.countWithStatus(view.codes.processing))).rows[0]?.n ?? 0);
+      const allowed = Math.min(wanted, limit - processing);
+      return allowed <= 0 ? [] : claimInOpenTransaction(tx, this.store, view, { limit: allowed, token });
+    });
+  }
+}
