@@ -5,13 +5,16 @@
 import { mkdtempSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Store } from '@statusq/core';
+import { isRetryableStoreError, type Store } from '@statusq/core';
 import type { BenchDatabase } from '../databases.js';
 import type { ServerDialect } from './db-host.js';
 import { reapedChildrenCpuSeconds } from '../cpu.js';
 import { readLedgers, verifyLedger, type FinalRow } from './ledger-check.js';
 import type { ScaleContext, ScaleRecord } from './records.js';
 import type { Sidecar } from './sidecar.js';
+
+/** The pause before reading the done rows again after the server refused the read for a moment. */
+const COUNT_RETRY_MS = 100;
 import type { Topology } from './topology.js';
 import { WorkerHost, type ProcessCounters } from './worker-hosts.js';
 
@@ -183,10 +186,23 @@ export class RunKit {
     };
   }
 
+  /**
+   * The done rows, read through `store`. A read the server refuses for a moment is read again: a Galera node
+   * answers 1047 to every statement while the cluster re-forms its primary component (a node isolated or killed
+   * beside it), and the watcher of a fault run must see through that, as the workers do (2026-12-07, a clean-clone
+   * run's `scale --quick` failed on it once).
+   */
   async countDone(store: Store): Promise<number> {
     const q = (name: string) => store.dialect.quoteIdentifier(name);
-    const { rows } = await store.execute({ sql: `SELECT COUNT(*) AS n FROM ${q(TABLE)} WHERE ${q('status')} = 1`, params: [] });
-    return Number(rows[0]?.n ?? 0);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const { rows } = await store.execute({ sql: `SELECT COUNT(*) AS n FROM ${q(TABLE)} WHERE ${q('status')} = 1`, params: [] });
+        return Number(rows[0]?.n ?? 0);
+      } catch (error) {
+        if (!isRetryableStoreError(error) || attempt * COUNT_RETRY_MS >= this.runTimeoutMs) throw error;
+        await sleep(COUNT_RETRY_MS);
+      }
+    }
   }
 
   /** Resolves once `share` of `jobs` rows are done (polled every 50 ms, within the run timeout). */
