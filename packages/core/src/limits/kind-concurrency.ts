@@ -3,8 +3,8 @@
  * report=2`): a report that loads the database, an API that takes two calls at a time. Nothing is counted in
  * memory or in a counter that a crash could leave wrong: the limit is the table's own processing rows of that
  * kind, counted under a lock every claimer of the kind takes first. Each claim of a limited kind is one short
- * transaction: UPDATE the kind's row of the kind-limits table (the lock: a row lock on PostgreSQL and
- * MySQL/MariaDB, the database's write lock on SQLite), COUNT its processing rows, claim at most N minus that,
+ * transaction: UPDATE the kind's row of the kind-limits table (the lock: that row's lock, or the whole database's
+ * write lock on a store that has only that), COUNT its processing rows, claim at most N minus that,
  * commit. Two claimers of the kind therefore take turns, and the second counts what the first committed. A row
  * a dead worker left processing counts until its lease brings it back, which is what "at most N at once" means
  * for a job that may still be running.
@@ -50,7 +50,7 @@ export function parseKindLimits(value: string | Readonly<Record<string, number>>
 
 /** The fleet-wide limits of one table's kinds, as one worker claims under them. */
 export class KindConcurrency {
-  /** Makes each lock's write a change: a server that counts changed rows (MySQL) reports 0 for a write of the same value. */
+  /** Makes each lock's write a change: a server that counts changed rows, not matched ones, reports 0 for a write of the same value. */
   private locks = 0;
 
   private constructor(
