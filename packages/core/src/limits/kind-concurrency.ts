@@ -53,12 +53,20 @@ export class KindConcurrency {
   /** Makes each lock's write a change: a server that counts changed rows, not matched ones, reports 0 for a write of the same value. */
   private locks = 0;
 
+  /** Each limited kind's limit and its view of the table, made once: every claim round of the worker uses them. */
+  private readonly byKind: ReadonlyMap<string, { limit: number; view: ResolvedTable; sql: TransitionSql }>;
+
   private constructor(
     private readonly store: Store,
     private readonly limitsTable: string,
     private readonly table: ResolvedTable,
-    private readonly limits: ReadonlyMap<string, number>,
-  ) {}
+    limits: ReadonlyMap<string, number>,
+  ) {
+    this.byKind = new Map([...limits].map(([kind, limit]) => {
+      const view = scopeToKinds(table, [kind]);
+      return [kind, { limit, view, sql: new TransitionSql(view, store.dialect) }];
+    }));
+  }
 
   /** Makes the kind-limits table and each limited kind's row if missing. A kind no row has yet is accepted: it may come. */
   static async open(store: Store, table: ResolvedTable, limits: ReadonlyMap<string, number>): Promise<KindConcurrency> {
@@ -69,7 +77,7 @@ export class KindConcurrency {
   }
 
   get kinds(): string[] {
-    return [...this.limits.keys()];
+    return [...this.byKind.keys()];
   }
 
   /**
@@ -77,10 +85,9 @@ export class KindConcurrency {
    * (counted in the same transaction, under the kind's lock); [] when the limit is reached or nothing is due.
    */
   async claim(kind: string, wanted: number, token: string | null, claimer: string): Promise<Row[]> {
-    const limit = this.limits.get(kind);
-    if (limit === undefined) throw new ConfigError(`kind ${kind} has no limit here`);
-    const view = scopeToKinds(this.table, [kind]);
-    const sql = new TransitionSql(view, this.store.dialect);
+    const limited = this.byKind.get(kind);
+    if (limited === undefined) throw new ConfigError(`kind ${kind} has no limit here`);
+    const { limit, view, sql } = limited;
     const d = this.store.dialect;
     const p = new Params(d);
     const lock = {
