@@ -14,7 +14,7 @@ import { PUBLIC, root } from './packs.mjs';
  */
 const BUDGETS = {
   '@statusq/core': 62,
-  '@statusq/core/adapter': 177,
+  '@statusq/core/adapter': 179,
   '@statusq/core/tools': 74,
   '@statusq/conformance': 48,
   '@statusq/schema': 4,

@@ -6,16 +6,16 @@ import { ADAPTER_VARIABLE } from './adapters.js';
 /** The flags each command accepts; anything else is a usage error (exit 2). */
 export const COMMAND_FLAGS = {
   init: ['db', 'adapter', 'table', 'with', 'order'],
-  migrate: ['db', 'adapter', 'table', 'with', 'beside', 'id-column', 'status-column', 'order-column', 'order', 'kind-column'],
-  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'delay', 'run-at', 'priority', 'key', 'kind', 'kind-column', 'progress', 'to', 'queue'],
+  migrate: ['db', 'adapter', 'table', 'with', 'beside', 'id-column', 'status-column', 'order-column', 'order', 'kind-column', 'group-column'],
+  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'delay', 'run-at', 'priority', 'key', 'kind', 'kind-column', 'group', 'group-column', 'progress', 'to', 'queue'],
   work: [
     'db', 'listen-db', 'adapter', 'table', 'handler', 'handlers', 'id-column', 'status-column', 'order-column', 'kind-column', 'order', 'select', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'poll-max', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
     'read-only-wait', 'log-level', 'log-format', 'processes', 'metrics-port', 'metrics-host', 'progress', 'schedule',
-    'max-instances', 'wait', 'instance-lease', 'rate', 'kind-concurrency', 'from', 'prefetch', 'queue',
+    'max-instances', 'wait', 'instance-lease', 'rate', 'kind-concurrency', 'group-column', 'group-concurrency', 'group-rate', 'from', 'prefetch', 'queue',
   ],
   relay: ['db', 'adapter', 'table', 'to', 'queue', 'id-column', 'status-column', 'order-column', 'order', 'batch', 'redispatch-after', 'poll-max', 'exit-when-empty', 'log-level', 'log-format', 'verbose', 'metrics-port', 'metrics-host'],
-  stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'kind-column', 'json'],
+  stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'kind-column', 'group-column', 'json'],
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
   prune: ['db', 'adapter', 'table', 'status', 'older-than', 'by-order-column', 'batch', 'pause', 'dry-run', 'archive', 'id-column', 'status-column', 'order-column'],
   inspect: ['db', 'adapter', 'table', 'status', 'limit', 'id', 'id-column', 'status-column', 'order-column', 'kind-column', 'order', 'json'],
@@ -161,7 +161,10 @@ export function tableConfig(flags: Flags, command: Command, defaultTable?: strin
   if (orderColumn !== undefined) config.orderColumn = orderColumn;
   if (order !== undefined) config.order = order;
   const kindColumn = optionalString(flags, 'kind-column');
-  if (kindColumn !== undefined) config.columns = { kind: kindColumn };
+  const groupColumn = optionalString(flags, 'group-column');
+  if (kindColumn !== undefined || groupColumn !== undefined) {
+    config.columns = { ...(kindColumn !== undefined && { kind: kindColumn }), ...(groupColumn !== undefined && { group: groupColumn }) };
+  }
   const select = optionalString(flags, 'select');
   if (select !== undefined) {
     const names = select.split(',').map((name) => name.trim());

@@ -15,9 +15,10 @@ const COLUMNS = '  --id-column C               the primary key (default id)\n' +
   '  --status-column C           the status column (default status)\n' +
   '  --order-column C            the queue order column (default date)';
 const KIND_COLUMN = '  --kind-column C             the column naming each row\'s kind (default kind)';
+const GROUP_COLUMN = '  --group-column C            the column holding each row\'s group (default group_key)';
 
 export const COMMAND_HELP: Readonly<Record<Command, string>> = {
-  init: `usage: statusq init --db URL [--table jobs] [--with priority,progress,kinds] [--order newest|oldest]
+  init: `usage: statusq init --db URL [--table jobs] [--with priority,progress,kinds,groups] [--order newest|oldest]
 Creates a managed queue table (id, date, status, payload, the leases, retries, results, delays and dedupe
 columns, the pending and key indexes). On an existing table it adds what is missing.
 
@@ -25,9 +26,10 @@ ${DB}
   --table T                   the table to create (default jobs)
   --with GROUPS               priority (a priority column with its index, for enqueue --priority), progress (a
                               progress column, for ctx.progress), kinds (a kind column with its index, for
-                              enqueue --kind and work --handlers)
+                              enqueue --kind and work --handlers), groups (a group_key column with its index,
+                              for enqueue --group and work --group-concurrency / --group-rate)
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
-  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch,kinds] [--beside [--id-column C]] [--kind-column C] [--order newest|oldest]
+  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch,kinds,groups] [--beside [--id-column C]] [--kind-column C] [--group-column C] [--order newest|oldest]
 Prepares an existing table: adds the status column if missing (every row then pending), the optional column
 groups asked for and the pending-row index. Data is untouched; a second run changes nothing.
 With --beside the table gains no column: a claims table T_statusq keyed by its id holds claimed_at,
@@ -42,8 +44,9 @@ ${DB}
                               index, for enqueue --priority), dedupe (dedupe_key and its unique index over
                               pending and processing rows, for enqueue --key), progress (for ctx.progress),
                               dispatch (dispatched_at and the relay's index, for statusq relay and work
-                              --from), kinds (kind and its index, for enqueue --kind and work --handlers);
-                              default none
+                              --from), kinds (kind and its index, for enqueue --kind and work --handlers),
+                              groups (group_key and its index, for enqueue --group and work
+                              --group-concurrency / --group-rate); default none
   --beside                    keep the claim state in the claims table T_statusq instead of new columns of
                               T (not on a table that has claim-state columns of its own)
   --id-column C               with --beside: the id column the claims table is keyed by (default id)
@@ -51,6 +54,9 @@ ${DB}
   --order-column C            the queue order column (default date)
   --kind-column C             with --with kinds: a text column of the table's own that names each row's kind
                               (a type column): it gets the kind index, and no kind column is added
+  --group-column C            with --with groups: a column of the table's own (text or integer: a host column the
+                              application fills, a tenant id) that holds each row's group: it gets the group
+                              index, and no group_key column is added
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
   enqueue: `usage: statusq enqueue --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--delay D | --run-at T]
 Inserts pending rows: payloads on a managed table, column values on an application's own table.
@@ -69,6 +75,10 @@ ${DB}
   --kind K                    the rows' kind: only workers with a handler for K claim them (work --handlers);
                               letters, digits and _ . : / -; needs a kind column (migrate --with kinds)
 ${KIND_COLUMN}
+  --group G                   the rows' group (a URL's host, a tenant): workers with --group-concurrency or
+                              --group-rate keep each group within its limit; needs a group column (migrate
+                              --with groups)
+${GROUP_COLUMN}
   --key K                     deduplication key of the one row (--payload, or a file of one line): while a
                               row with key K is pending or processing, nothing is inserted and its id is
                               printed (exit 0); needs dedupe_key (migrate --with dedupe)
@@ -91,8 +101,14 @@ ${LISTEN_DB}
                               handlers by kind the worker claims only those kinds; other rows stay pending
   --kind-concurrency K=N,...  with handlers by kind: at most N rows of kind K processing at once across every
                               worker, process and host given the same limit (report=2,email=10); default none
+  --group-concurrency N       at most N rows of one group processing at once across every worker, process and
+                              host given the same limit (1: each group runs serially, in queue order); rows
+                              without a group are not limited; needs a group column (migrate --with groups)
+  --group-rate N/s|N/m|N/h    at most N starts of one group per second, minute or hour across every worker, process
+                              and host (per-host politeness); needs a group column
 ${COLUMNS}
 ${KIND_COLUMN}
+${GROUP_COLUMN}
   --order newest|oldest       which rows first (default newest)
   --select C1,C2              the columns job.row carries besides statusq's own (id, status, order and optional
                               columns); default every column. Fewer make each claim cheaper
@@ -173,6 +189,7 @@ ${DB}
   --table T                   the table (required)
 ${COLUMNS}
 ${KIND_COLUMN}
+${GROUP_COLUMN}
   --json                      one JSON object instead of a table`,
   requeue: `usage: statusq requeue --db URL --table T --status failed|abuse|processing [--id ID ...]
 Puts rows back to pending: every row of that status, or only the --id rows (exit 5 when some were not).

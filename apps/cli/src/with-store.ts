@@ -90,7 +90,7 @@ export function hasAdditions(report: MigrateReport): boolean {
 }
 
 function createdIndexes(report: MigrateReport): string[] {
-  return [report.createdIndex, report.createdPriorityIndex, report.createdKeyIndex, report.createdDispatchIndex, report.createdKindIndex].filter((name): name is string => name !== null);
+  return [report.createdIndex, report.createdPriorityIndex, report.createdKeyIndex, report.createdDispatchIndex, report.createdKindIndex, report.createdGroupIndex].filter((name): name is string => name !== null);
 }
 
 export function describeAdditions(report: MigrateReport): string {

@@ -164,7 +164,7 @@ whenPostgresAnswers('PostgreSQL-specific tests', () => {
         ['statusq_notify_update', channel],
       ]);
       // A second init changes nothing, triggers included.
-      expect((await initTable(writer, 'jobs')).migrated).toEqual({ table: 'jobs', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, addedStatus: false, beside: null });
+      expect((await initTable(writer, 'jobs')).migrated).toEqual({ table: 'jobs', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, createdGroupIndex: null, addedStatus: false, beside: null });
 
       const waiter = await store();
       await Queue.open(waiter, { table: 'jobs' });

@@ -35,6 +35,7 @@ import { retryCases } from './cases/retries.js';
 import { delayCases } from './cases/delays.js';
 import { priorityCases } from './cases/priority.js';
 import { kindCases } from './cases/kinds.js';
+import { groupCases } from './cases/groups.js';
 import { dedupeCases } from './cases/dedupe.js';
 import { scheduleCases } from './cases/schedules.js';
 import { pruneCases } from './cases/prune.js';
@@ -136,6 +137,7 @@ export function runConformance(options: ConformanceOptions): void {
       delays: () => delayCases(env),
       priority: () => priorityCases(env),
       kinds: () => kindCases(env),
+      groups: () => groupCases(env),
       dedupe: () => dedupeCases(env),
       schedules: () => scheduleCases(env),
       prune: () => pruneCases(env),

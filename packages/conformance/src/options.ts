@@ -107,6 +107,7 @@ export const CONFORMANCE_GROUPS = [
   'delays',
   'priority',
   'kinds',
+  'groups',
   'dedupe',
   'schedules',
   'prune',

@@ -84,6 +84,7 @@ export {
   type JobId,
   type KeyIndexSpec,
   type KindIndexSpec,
+  type GroupIndexSpec,
   type NativeClaim,
   type PendingIndexSpec,
   type PriorityIndexSpec,
@@ -167,6 +168,6 @@ export {
 } from './store/pooled-connection.js';
 // The broker contract and its message codec (a broker package), and the names of the tables and indexes statusq
 // makes (an adapter's checks and tests).
-export { besideTableName, type ColumnGroup, dispatchIndexName, hasIndex, keyIndexName, kindIndexName, pendingIndexName, priorityIndexName } from './sql/schema.js';
+export { besideTableName, type ColumnGroup, dispatchIndexName, hasIndex, keyIndexName, kindIndexName, groupIndexName, pendingIndexName, priorityIndexName } from './sql/schema.js';
 export { type Broker, type BrokerConnectOptions, BrokerError, type BrokerErrorKind, type BrokerModule, type ConsumeOptions, type DeadLetter, decodeDispatch, type Delivery, type DispatchMessage, encodeDeadLetter, encodeDispatch, type MalformedDelivery, type Subscription } from './broker/broker.js';
 export { ensureSideTable } from './sql/side-tables.js';

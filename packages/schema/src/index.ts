@@ -45,7 +45,7 @@ const DEFAULT_KINDS: Readonly<Record<Exclude<ColumnKind, 'time'>, AddColumn>> = 
   longText: (t, name) => t.text(name),
 };
 
-export type KnexStatements = Pick<SchemaSupport, 'createTable' | 'addColumns' | 'createPendingIndex' | 'createPriorityIndex' | 'createKeyIndex' | 'createDispatchIndex' | 'createKindIndex'>;
+export type KnexStatements = Pick<SchemaSupport, 'createTable' | 'addColumns' | 'createPendingIndex' | 'createPriorityIndex' | 'createKeyIndex' | 'createDispatchIndex' | 'createKindIndex' | 'createGroupIndex'>;
 
 /**
  * SchemaSupport's statement builders for `ddl`. knex is imported on the first call, not with the adapter:
@@ -119,6 +119,18 @@ export function knexStatements(ddl: KnexDdl): KnexStatements {
           // Pending rows for claims by kind, processing ones for a kind's limit to count; finished rows never enter.
           if (ddl.pendingIndex === 'partial') t.index([kindColumn, statusColumn, orderColumn], name, { predicate: knex.whereRaw(`(?? IS NULL OR ?? = ${processingCode})`, [statusColumn, statusColumn]) });
           else t.index([statusColumn, kindColumn, orderColumn], name);
+        }),
+      );
+    },
+    async createGroupIndex(table, { name, statusColumn, groupColumn, processingCode }) {
+      const knex = await knexOf();
+      // DDL takes no parameters: the code is inlined, and checked to be an integer before it is.
+      if (!Number.isSafeInteger(processingCode)) throw new Error(`group index: processing code must be an integer, got ${String(processingCode)}`);
+      return statementsOf(
+        knex.schema.alterTable(table, (t) => {
+          // Processing rows only: a group limit counts them at every claim; pending and finished rows never enter.
+          if (ddl.pendingIndex === 'partial') t.index([groupColumn], name, { predicate: knex.whereRaw(`?? = ${processingCode}`, [statusColumn]) });
+          else t.index([statusColumn, groupColumn], name);
         }),
       );
     },

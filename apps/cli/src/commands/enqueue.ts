@@ -103,6 +103,7 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
   const when = enqueueTime(flags);
   const priority = optionalInteger(flags, 'priority');
   const kind = optionalString(flags, 'kind');
+  const group = optionalString(flags, 'group');
   const key = optionalString(flags, 'key');
   const toUrl = brokerUrl(flags, 'to', ENQUEUE_TO_VARIABLE);
   const brokerQueue = brokerQueueName(flags);
@@ -124,7 +125,7 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
           dispatchTo: publishing,
           onDispatchError: (error) => io.err(`warning: publishing to ${publishing.name} failed; the rows stay pending for statusq relay: ${errorFields(error).message as string}`),
         };
-        const outcomes = await queue.enqueueDetailed(items, { chunk, describeItem: where, ...when, ...dispatch, ...(priority !== undefined && { priority }), ...(kind !== undefined && { kind }), ...(key !== undefined && { key, describeKey: '--key' }) });
+        const outcomes = await queue.enqueueDetailed(items, { chunk, describeItem: where, ...when, ...dispatch, ...(priority !== undefined && { priority }), ...(kind !== undefined && { kind }), ...(group !== undefined && { group }), ...(key !== undefined && { key, describeKey: '--key' }) });
         shown?.line.stop();
         return enqueued(io, config.table, outcomes, key, publishing === undefined ? '' : publishedNote(outcomes, publishing));
       } finally {

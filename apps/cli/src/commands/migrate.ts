@@ -10,6 +10,7 @@ export async function migrate(flags: Flags, io: Io): Promise<number> {
   const orderColumn = optionalString(flags, 'order-column');
   const idColumn = optionalString(flags, 'id-column');
   const kindColumn = optionalString(flags, 'kind-column');
+  const groupColumn = optionalString(flags, 'group-column');
   const beside = flags.beside === true;
   if (idColumn !== undefined && !beside) throw new ConfigError('--id-column applies to migrate --beside only (the claims table is keyed by it)');
   const order = orderFlag(flags);
@@ -22,6 +23,7 @@ export async function migrate(flags: Flags, io: Io): Promise<number> {
       ...(orderColumn !== undefined ? { orderColumn } : {}),
       ...(order && { order }),
       ...(kindColumn !== undefined && { kindColumn }),
+      ...(groupColumn !== undefined && { groupColumn }),
     });
     if (!hasAdditions(report)) io.out(`table ${table} is up to date; nothing to do`);
     else io.out(`migrated ${table}: added ${describeAdditions(report)}`);

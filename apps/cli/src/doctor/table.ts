@@ -21,6 +21,7 @@ const OPTIONAL_COLUMN_ROLES: Readonly<Record<OptionalColumn, string>> = {
   progress: "a running handler's last ctx.progress",
   dispatchedAt: 'dispatch to a broker: statusq relay publishes due rows, work --from consumes them',
   kind: 'kinds: each row names its handler, and a worker with handlers by kind claims only those',
+  group: 'groups: fleet-wide limits per group (work --group-concurrency, --group-rate)',
 };
 
 /** The checks of the user's table. A database error on the way is that check's failure, not an escape. */

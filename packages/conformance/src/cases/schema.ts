@@ -78,10 +78,10 @@ export function schemaCases(env: () => TestEnv): void {
       });
 
       const second = await migrateTable(store, { table: 'table_a', with: [...ALL_GROUPS] });
-      expect(second).toEqual({ table: 'table_a', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, addedStatus: false, beside: null });
+      expect(second).toEqual({ table: 'table_a', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, createdGroupIndex: null, addedStatus: false, beside: null });
       const queue = await Queue.open(store, { table: 'table_a' });
       // The fixtures' table_a has a text column `kind` of its own (ok, poison, ...): by its name, the kind column.
-      expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: false, progress: false, dispatch: false, kinds: true });
+      expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: false, progress: false, dispatch: false, kinds: true, groups: false });
       await env().closeStores();
     });
 
@@ -110,7 +110,7 @@ export function schemaCases(env: () => TestEnv): void {
       for (const c of ['id', 'date', 'status', 'payload', ...OPTIONAL]) expect(columns).toContain(c);
       const second = await initTable(store, 'jobs');
       expect(second.created).toBe(false);
-      expect(second.migrated).toEqual({ table: 'jobs', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, addedStatus: false, beside: null });
+      expect(second.migrated).toEqual({ table: 'jobs', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, createdGroupIndex: null, addedStatus: false, beside: null });
       expect((await store.describeTable('jobs'))!.map((c) => c.name)).toEqual(columns);
       await env().closeStores();
     });

@@ -17,6 +17,7 @@ import { claimInOpenTransaction } from '../sql/claim.js';
 import { KIND_LIMIT_COLUMNS, ensureSideTable, insertSideRow } from '../sql/side-tables.js';
 import { Params, TransitionSql } from '../sql/transition-sql.js';
 import type { Row, Store } from '../store/store.js';
+import type { GroupLimits } from './group-limits.js';
 
 /** The most a kind's limit may be: a cap above any fleet's slots means no cap. */
 export const MAX_KIND_CONCURRENCY = 100_000;
@@ -61,6 +62,8 @@ export class KindConcurrency {
     private readonly limitsTable: string,
     private readonly table: ResolvedTable,
     limits: ReadonlyMap<string, number>,
+    /** The table's group limits, which a limited kind's claim keeps too (its lock taken after the kind's). */
+    private readonly groups: GroupLimits | null,
   ) {
     this.byKind = new Map([...limits].map(([kind, limit]) => {
       const view = scopeToKinds(table, [kind]);
@@ -69,11 +72,11 @@ export class KindConcurrency {
   }
 
   /** Makes the kind-limits table and each limited kind's row if missing. A kind no row has yet is accepted: it may come. */
-  static async open(store: Store, table: ResolvedTable, limits: ReadonlyMap<string, number>): Promise<KindConcurrency> {
+  static async open(store: Store, table: ResolvedTable, limits: ReadonlyMap<string, number>, groups: GroupLimits | null = null): Promise<KindConcurrency> {
     if (!store.transaction) throw new ConfigError(`the ${store.dialect.name} store has no transactions, which a kind's limit needs (its count and its claim are one)`);
     const limitsTable = await ensureSideTable(store, table.table, 'statusq_kind_limits');
     for (const kind of limits.keys()) await insertSideRow(store, limitsTable, { [KIND_LIMIT_COLUMNS.queueTable]: table.table, [KIND_LIMIT_COLUMNS.kind]: kind });
-    return new KindConcurrency(store, limitsTable, table, limits);
+    return new KindConcurrency(store, limitsTable, table, limits, groups);
   }
 
   get kinds(): string[] {
@@ -82,9 +85,10 @@ export class KindConcurrency {
 
   /**
    * Claims up to `wanted` due rows of `kind`, never so many that more than its limit are processing at once
-   * (counted in the same transaction, under the kind's lock); [] when the limit is reached or nothing is due.
+   * (counted in the same transaction, under the kind's lock); none when nothing is due, or with `heldBack` when
+   * the limit (or a group's) held due rows back.
    */
-  async claim(kind: string, wanted: number, token: string | null, claimer: string): Promise<Row[]> {
+  async claim(kind: string, wanted: number, token: string | null, claimer: string): Promise<{ rows: Row[]; heldBack: boolean }> {
     const limited = this.byKind.get(kind);
     if (limited === undefined) throw new ConfigError(`kind ${kind} has no limit here`);
     const { limit, view, sql } = limited;
@@ -94,12 +98,19 @@ export class KindConcurrency {
       sql: `UPDATE ${d.quoteIdentifier(this.limitsTable)} SET ${d.quoteIdentifier(KIND_LIMIT_COLUMNS.claimedBy)} = ${p.add(`${claimer}:${++this.locks}`)} WHERE ${d.quoteIdentifier(KIND_LIMIT_COLUMNS.queueTable)} = ${p.add(this.table.table)} AND ${d.quoteIdentifier(KIND_LIMIT_COLUMNS.kind)} = ${p.add(kind)}`,
       params: p.values,
     };
+    await this.groups?.beforeClaim();
     return this.store.transaction!(async (tx) => {
       // The lock first: whoever holds it counts and claims; the others wait here, then count what it committed.
       if ((await tx.execute(lock)).affected !== 1) throw new StoreError('Unknown', `the limit row of kind ${kind} in ${this.limitsTable} is gone (dropped while workers ran?)`, 'KIND_LIMIT_ROW');
+      // Every lock before the first read (GroupLimits.takeLock says why), always the kind's first: no two claimers wait on each other in a circle.
+      await this.groups?.takeLock(tx, claimer);
       const processing = Number((await tx.execute(sql.countWithStatus(view.codes.processing))).rows[0]?.n ?? 0);
       const allowed = Math.min(wanted, limit - processing);
-      return allowed <= 0 ? [] : claimInOpenTransaction(tx, this.store, view, { limit: allowed, token });
+      if (allowed <= 0) return { rows: [], heldBack: true };
+      const request = { limit: allowed, token };
+      if (this.groups === null) return { rows: await claimInOpenTransaction(tx, this.store, view, request), heldBack: false };
+      const claimed = await this.groups.claimLocked(tx, view, request);
+      return { rows: claimed.rows, heldBack: claimed.skipped };
     });
   }
 }

@@ -56,10 +56,35 @@ export interface Grant {
   waitMs: number;
 }
 
+/** A rate as the cell-rate arithmetic uses it: the spacing of starts, and how many an idle budget holds. */
+export interface Cadence {
+  intervalMs: number;
+  burst: number;
+}
+
+export function cadenceOf(rate: RateLimit): Cadence {
+  const intervalMs = rate.periodMs / rate.count;
+  return { intervalMs, burst: Math.max(1, Math.floor(BURST_WINDOW_MS / intervalMs)) };
+}
+
+/**
+ * The cell-rate (GCRA) step, the same for the table's budget and each group's: up to `wanted` starts at `now`
+ * from a budget whose theoretical arrival time is `tat` (null: never spent), and the `tat` that spends them. A
+ * budget idle for long holds at most `burst` starts. A spend never moves `tat` past now, so one far ahead was
+ * written on a clock that was wrong (a failed clock read): it would stall every worker, and is read as now.
+ */
+export function spendBudget(tat: number | null, now: number, cadence: Cadence, wanted: number): Grant & { tat: number } {
+  const { intervalMs, burst } = cadence;
+  const sane = tat === null ? now - burst * intervalMs : tat > now + Math.max(1_000, intervalMs) ? now : tat;
+  const base = Math.max(sane, now - burst * intervalMs);
+  const available = Math.floor((now - base) / intervalMs + 1e-9);
+  const tokens = Math.max(0, Math.min(wanted, available));
+  return tokens > 0 ? { tokens, waitMs: 0, tat: base + tokens * intervalMs } : { tokens: 0, waitMs: Math.max(1, Math.ceil(base + intervalMs - now)), tat: base };
+}
+
 /** One worker's view of its table's shared budget. */
 export class RateLimiter {
-  private readonly intervalMs: number;
-  private readonly burst: number;
+  private readonly cadence: Cadence;
   private readonly clock: DatabaseClock;
   private clockSyncedAt = 0;
 
@@ -69,8 +94,7 @@ export class RateLimiter {
     private readonly queueTable: string,
     rate: RateLimit,
   ) {
-    this.intervalMs = rate.periodMs / rate.count;
-    this.burst = Math.max(1, Math.floor(BURST_WINDOW_MS / this.intervalMs));
+    this.cadence = cadenceOf(rate);
     this.clock = new DatabaseClock(store);
   }
 
@@ -87,17 +111,11 @@ export class RateLimiter {
     await this.syncClockEvery();
     for (let swap = 0; swap < MAX_SWAPS; swap++) {
       const read = await this.read();
-      const now = this.clock.now();
-      // A budget idle for long holds at most `burst` starts. A take never moves tat past now, so one far ahead was
-      // written on a clock that was wrong (a failed clock read): it would stall every worker, and is read as now.
-      const tat = read.tat > now + Math.max(1_000, this.intervalMs) ? now : read.tat;
-      const base = Math.max(tat, now - this.burst * this.intervalMs);
-      const available = Math.floor((now - base) / this.intervalMs + 1e-9);
-      const tokens = Math.min(wanted, available);
-      if (tokens <= 0) return { tokens: 0, waitMs: Math.max(1, Math.ceil(base + this.intervalMs - now)) };
-      if (await this.swap(read.text, base + tokens * this.intervalMs)) return { tokens, waitMs: 0 };
+      const grant = spendBudget(read.tat, this.clock.now(), this.cadence, wanted);
+      if (grant.tokens <= 0) return { tokens: 0, waitMs: grant.waitMs };
+      if (await this.swap(read.text, grant.tat)) return { tokens: grant.tokens, waitMs: 0 };
     }
-    return { tokens: 0, waitMs: Math.max(1, Math.ceil(this.intervalMs)) };
+    return { tokens: 0, waitMs: Math.max(1, Math.ceil(this.cadence.intervalMs)) };
   }
 
   /** Gives back starts taken but not used; best effort (a lost swap leaves them spent, which errs below the limit). */
@@ -106,7 +124,8 @@ export class RateLimiter {
     for (let swap = 0; swap < 3; swap++) {
       const read = await this.read();
       // Not below now minus the burst: what an idle budget holds anyway.
-      const back = Math.max(read.tat - tokens * this.intervalMs, this.clock.now() - this.burst * this.intervalMs);
+      const { intervalMs, burst } = this.cadence;
+      const back = Math.max(read.tat - tokens * intervalMs, this.clock.now() - burst * intervalMs);
       if (back >= read.tat || (await this.swap(read.text, back))) return;
     }
   }
@@ -150,7 +169,7 @@ export class RateLimiter {
     const p = new Params(this.store.dialect);
     const { rows } = await this.store.execute({ sql: `SELECT 1 AS present FROM ${this.q(this.limits)} WHERE ${this.where(p)}`, params: p.values });
     if (rows.length > 0) return;
-    await insertSideRow(this.store, this.limits, { [RATE_LIMIT_COLUMNS.queueTable]: this.queueTable, [RATE_LIMIT_COLUMNS.tat]: String(this.clock.now() - this.burst * this.intervalMs) });
+    await insertSideRow(this.store, this.limits, { [RATE_LIMIT_COLUMNS.queueTable]: this.queueTable, [RATE_LIMIT_COLUMNS.tat]: String(this.clock.now() - this.cadence.burst * this.cadence.intervalMs) });
   }
 
   /** Reads the database's clock every CLOCK_SYNC_MS, and at every take until a read has succeeded. */

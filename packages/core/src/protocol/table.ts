@@ -18,6 +18,7 @@ export const OPTIONAL_COLUMNS = [
   'progress',
   'dispatchedAt',
   'kind',
+  'group',
 ] as const;
 export type OptionalColumn = (typeof OPTIONAL_COLUMNS)[number];
 
@@ -48,6 +49,7 @@ export const DEFAULT_OPTIONAL_COLUMN_NAMES: Readonly<Record<OptionalColumn, stri
   progress: 'progress',
   dispatchedAt: 'dispatched_at',
   kind: 'kind',
+  group: 'group_key',
 };
 
 export type Order = 'newest' | 'oldest';
@@ -129,8 +131,8 @@ export interface ResolvedTable {
 }
 
 /** The optional columns statusq fills with text: JSON payloads and results, failure reasons, deduplication keys. */
-export type TextColumn = 'payload' | 'result' | 'lastError' | 'dedupeKey' | 'progress' | 'kind';
-const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', 'dedupeKey', 'progress', 'kind'];
+export type TextColumn = 'payload' | 'result' | 'lastError' | 'dedupeKey' | 'progress' | 'kind' | 'group';
+const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', 'dedupeKey', 'progress', 'kind', 'group'];
 
 /**
  * Features follow from the columns present:
@@ -146,6 +148,8 @@ const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', '
  * - dispatch: `dispatched_at` -> a relay hands due rows to a message broker (relay.ts); with leases and fencing.
  * - kinds: `kind` (a text column) -> many job types in one table: enqueue names a row's kind, and a worker with
  *   handlers by kind claims only the kinds it has handlers for.
+ * - groups: `group_key` (text or integer: a host, a tenant) -> fleet-wide limits per group (a serial group, at
+ *   most N at once, a pace per group: limits/group-limits.ts). Rows without a group are not limited by it.
  */
 export interface QueueFeatures {
   leases: boolean;
@@ -158,6 +162,7 @@ export interface QueueFeatures {
   progress: boolean;
   dispatch: boolean;
   kinds: boolean;
+  groups: boolean;
 }
 
 /**
@@ -308,6 +313,7 @@ export function resolveTable(
       progress: optional.progress !== undefined,
       dispatch: optional.dispatchedAt !== undefined,
       kinds: optional.kind !== undefined,
+      groups: optional.group !== undefined,
     },
     limits,
     returned,
@@ -328,6 +334,19 @@ export function validateKind(kind: unknown, what = 'kind'): string {
     throw new ConfigError(`${what} must be 1 to 100 letters, digits or _ . : / - (email, report.daily), got ${JSON.stringify(kind)}`);
   }
   return kind;
+}
+
+/** The longest text a group may be: it is kept in a side table's key column when the group is paced. */
+export const MAX_GROUP_LENGTH = 255;
+
+/**
+ * A row's group, checked: text of 1 to MAX_GROUP_LENGTH characters (a host name, a tenant's key) or a safe
+ * integer (a tenant id). Groups travel as bound parameters, never as SQL text, so any characters may appear.
+ */
+export function validateGroup(group: unknown, what = 'group'): string | number {
+  if (typeof group === 'number' && Number.isSafeInteger(group)) return group;
+  if (typeof group === 'string' && group.length >= 1 && group.length <= MAX_GROUP_LENGTH) return group;
+  throw new ConfigError(`${what} must be text of 1 to ${MAX_GROUP_LENGTH} characters or a whole number (a host, a tenant), got ${JSON.stringify(group) ?? String(group)}`);
 }
 
 /**

@@ -43,6 +43,12 @@ export interface EnqueueOptions {
    */
   kind?: string | undefined;
   /**
+   * The rows' group (a URL's host, a tenant): workers with a group limit (`groupConcurrency`, `groupRate`) keep
+   * each group within it fleet-wide. Text of 1 to 255 characters or a whole number. Needs a group column
+   * (`migrate --with groups`, or the application's own through `columns.group`).
+   */
+  group?: string | number | undefined;
+  /**
    * Deduplication key: while a row with this key is pending or processing, enqueueing it again inserts nothing
    * and reports that row's id (EnqueueOutcome.duplicate); once the row settles (done, abuse, failed) the key is
    * free. A string is the key of the one item of the call; for several items, a function gives each item's key

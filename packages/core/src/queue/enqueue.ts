@@ -9,7 +9,7 @@ import { integerIdOf } from '../store/caller-transaction.js';
 import { validateIdentifier } from '../protocol/identifiers.js';
 import { STORE_RETRY, withStoreRetry } from '../store/retry.js';
 import type { ExecResult, JobId, SqlValue, Statement, Store } from '../store/store.js';
-import { idValueIn, validateKind, type ResolvedTable } from '../protocol/table.js';
+import { idValueIn, validateGroup, validateKind, type ResolvedTable } from '../protocol/table.js';
 import { columnOverflow, type ColumnInfo } from '../protocol/columns.js';
 import { executeAll, executeOne, runStatement } from '../sql/side-writes.js';
 import type { NotBefore, Params, TransitionSql } from '../sql/transition-sql.js';
@@ -189,7 +189,7 @@ export class Enqueuer {
    * INSERT selects its values from it), so a claim lost to someone else inserts nothing. A schedule's tick is
    * claimed this way (scheduler.ts). `item` and `options` are enqueue's; the key, when given, is set on the row.
    */
-  async enqueueIfClaimed(item: unknown, options: Pick<EnqueueOptions, 'priority' | 'key' | 'kind'>, claim: { update: Statement; onlyWhere: (p: Params) => string }): Promise<{ claimed: boolean; id: JobId | null }> {
+  async enqueueIfClaimed(item: unknown, options: Pick<EnqueueOptions, 'priority' | 'key' | 'kind' | 'group'>, claim: { update: Statement; onlyWhere: (p: Params) => string }): Promise<{ claimed: boolean; id: JobId | null }> {
     const describe = () => 'the scheduled row';
     const stamp = this.stampOf(options);
     const row = this.rowFor(item, 0, describe, undefined, stamp, this.keysOf([item], options)?.(0));
@@ -334,6 +334,14 @@ export class Enqueuer {
       const overflow = columnOverflow(kind, this.table.limits.kind);
       if (overflow !== null) throw new ConfigError(`enqueue: kind ${JSON.stringify(kind)} does not fit ${this.table.table}.${column}: ${overflow}`);
       stamp[column] = kind;
+    }
+    if (options.group !== undefined) {
+      const group = validateGroup(options.group, 'enqueue: group');
+      const column = this.table.columns.group;
+      if (column === undefined) throw missingColumnError(this.table.table, 'group', "a job's group");
+      const overflow = typeof group === 'string' ? columnOverflow(group, this.table.limits.group) : null;
+      if (overflow !== null) throw new ConfigError(`enqueue: group ${JSON.stringify(group)} does not fit ${this.table.table}.${column}: ${overflow}`);
+      stamp[column] = group;
     }
     return stamp;
   }

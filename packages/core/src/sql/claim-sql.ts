@@ -12,8 +12,10 @@ export class ClaimStatements extends TableSql {
    * first (aging takes these before the configured order). Both shapes are served by the pending index.
    * `columns`: the id alone, or the claimed row's columns (rowColumns).
    */
-  candidates(p: Params, options: { limit: number; columns: 'id' | 'row'; agedMs?: number | undefined; clock?: string | undefined; alsoWhere?: string; now?: string }): string {
+  candidates(p: Params, options: { limit: number; columns: 'id' | 'row'; agedMs?: number | undefined; clock?: string | undefined; alsoWhere?: string | undefined; now?: string; group?: string }): string {
     let what = options.columns === 'id' ? this.q.id : this.rowColumns;
+    // Each candidate's group beside it, for a claim under a group limit that decides row by row (limits/group-limits.ts).
+    if (options.group !== undefined) what += `, ${this.groupColumn()} AS ${this.dialect.quoteIdentifier(options.group)}`;
     // The database's own time alongside the candidates, for a claim that writes it back as claimed_at.
     if (options.clock !== undefined) what += `, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(options.clock)}`;
     let where = this.dueCondition(options.now);
@@ -26,6 +28,21 @@ export class ClaimStatements extends TableSql {
       orderBy = `${this.q.order} ASC`;
     }
     return `SELECT ${what} FROM ${this.q.table} WHERE ${where} ORDER BY ${orderBy} LIMIT ${p.add(options.limit)}`;
+  }
+
+  /**
+   * Rows outside `groups` (rows without a group included): a claim under a group limit skips the groups at their
+   * limit in SQL, so one busy group's rows at the head of the queue do not fill every page of candidates.
+   */
+  outsideGroups(p: Params, groups: readonly SqlValue[]): string | undefined {
+    if (groups.length === 0) return undefined;
+    const column = this.groupColumn();
+    return `(${column} IS NULL OR ${column} NOT IN (${groups.map((group) => p.add(group)).join(', ')}))`;
+  }
+
+  protected groupColumn(): string {
+    if (!this.q.group) throw new ConfigError(`table ${this.table.table} has no group column`);
+    return this.q.group;
   }
 
   /**

@@ -335,16 +335,50 @@ export function sortByQueueOrder(rows: Row[], table: ResolvedTable): Row[] {
 }
 
 /**
- * Claims up to `request.limit` due rows inside the caller's open transaction `tx` (a fleet-wide limit's claim,
- * made while the limit's lock is held: limits/kind-concurrency.ts), one guarded UPDATE per candidate in
- * ascending id order, so what this claim owns is exact without RETURNING or a token. Rows in queue order.
+ * How a claim under a limit that decides row by row (limits/group-limits.ts) takes its candidates: a condition
+ * that skips what is known to be over the limit, and a choice among each page of candidates.
  */
-export async function claimInOpenTransaction(tx: StatementRunner, store: Store, table: ResolvedTable, request: ClaimRequest): Promise<Row[]> {
+export interface CandidatePicker {
+  /** The column the candidates carry their group in (ClaimStatements.candidates' `group`). */
+  readonly groupAlias: string;
+  /** A condition ANDed to the candidate SELECT, its parameters added to `p`; undefined for none. */
+  where(p: Params): string | undefined;
+  /** Of a page of candidates (queue order), the ones to claim. */
+  pick(candidates: readonly Row[]): Row[];
+  /** A picked candidate whose guarded UPDATE changed nothing: another claimer had it. */
+  lost(candidate: Row): void;
+}
+
+/** Pages of candidates a picked claim reads at most: each page after the first skips the groups the one before filled. */
+const MAX_PICKED_PAGES = 4;
+
+/**
+ * Claims up to `request.limit` due rows inside the caller's open transaction `tx` (a fleet-wide limit's claim,
+ * made while the limit's lock is held: limits/kind-concurrency.ts, limits/group-limits.ts), one guarded UPDATE
+ * per candidate in ascending id order, so what this claim owns is exact without RETURNING or a token. With a
+ * `picker`, the candidates are read a page at a time and claimed as it picks them. Rows in queue order.
+ */
+export async function claimInOpenTransaction(tx: StatementRunner, store: Store, table: ResolvedTable, request: ClaimRequest, picker?: CandidatePicker): Promise<Row[]> {
   const sql = new TransitionSql(table, store.dialect);
-  const candidates = await selectCandidates(tx, candidateStatements(sql, request, { columns: 'id' }), request.limit, table.id);
   const claimed: JobId[] = [];
-  for (const id of sortIds(candidates.map((row) => row[table.id] as JobId))) {
-    if ((await runStatement(tx, sql.claimByIds([id], request.token, false))).affected === 1) claimed.push(id);
+  const claim = async (candidates: readonly Row[], lost: (candidate: Row) => void) => {
+    const byId = new Map(candidates.map((row) => [keyOf(row[table.id]), row]));
+    for (const id of sortIds(candidates.map((row) => row[table.id] as JobId))) {
+      if ((await runStatement(tx, sql.claimByIds([id], request.token, false))).affected === 1) claimed.push(id);
+      else lost(byId.get(keyOf(id))!);
+    }
+  };
+  if (picker === undefined) {
+    await claim(await selectCandidates(tx, candidateStatements(sql, request, { columns: 'id' }), request.limit, table.id), () => {});
+  } else {
+    for (let page = 0; page < MAX_PICKED_PAGES && claimed.length < request.limit; page++) {
+      const wanted = request.limit - claimed.length;
+      const p = new Params(sql.dialect);
+      const { rows } = await tx.execute({ sql: sql.candidates(p, { limit: wanted, columns: 'id', alsoWhere: picker.where(p), group: picker.groupAlias }), params: p.values });
+      await claim(picker.pick(rows), (candidate) => picker.lost(candidate));
+      // A short page: nothing more is due outside the groups skipped.
+      if (rows.length < wanted) break;
+    }
   }
   return claimed.length === 0 ? [] : sortByQueueOrder(await selectByIds(tx, sql, claimed, store), table);
 }

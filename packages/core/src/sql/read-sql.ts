@@ -87,6 +87,15 @@ export class ReadStatements extends TableSql {
     return { sql: `SELECT COUNT(*) AS n FROM ${this.q.table} WHERE ${this.q.status} = ${code}${this.kindsCondition()}`, params: [] };
   }
 
+  /** Processing rows per group (rows without one left out), the count a group limit is held to; read through the group index. */
+  processingByGroup(groupAlias: string): Statement {
+    if (!this.q.group) throw new ConfigError(`table ${this.table.table} has no group column to count by`);
+    return {
+      sql: `SELECT ${this.q.group} AS ${this.dialect.quoteIdentifier(groupAlias)}, COUNT(*) AS n FROM ${this.q.table} WHERE ${this.q.status} = ${this.table.codes.processing} AND ${this.q.group} IS NOT NULL GROUP BY ${this.q.group}`,
+      params: [],
+    };
+  }
+
   countByStatus(): Statement {
     return { sql: `SELECT ${this.q.status} AS status, COUNT(*) AS n FROM ${this.q.table} GROUP BY ${this.q.status}`, params: [] };
   }

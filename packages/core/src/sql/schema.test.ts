@@ -71,20 +71,20 @@ describe('initTable and migrateTable over a SchemaSupport', () => {
       'installWakeUps jobs.status on the store',
     ]);
     const queue = await Queue.open(store, { table: 'jobs' });
-    expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: true, progress: false, dispatch: false, kinds: false });
+    expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: true, progress: false, dispatch: false, kinds: false, groups: false });
     expect(await queue.enqueue([{ n: 1 }])).toHaveLength(1);
     expect(store.rows('SELECT status, attempt_count, date > 0 AS dated FROM jobs')).toEqual([{ status: null, attempt_count: 0, dated: 1 }]);
 
     calls.length = 0;
     // The index is found though the listing spells it in upper case.
-    expect(await initTable(store, 'jobs')).toEqual({ table: 'jobs', created: false, migrated: { table: 'jobs', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, addedStatus: false, beside: null } });
+    expect(await initTable(store, 'jobs')).toEqual({ table: 'jobs', created: false, migrated: { table: 'jobs', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, createdGroupIndex: null, addedStatus: false, beside: null } });
     expect(calls).toEqual(['installWakeUps jobs.status on the store']);
   });
 
   it('migrate adds a missing status column first, then only the missing columns of the chosen groups; existing rows become pending', async () => {
     const { store, calls } = await storeWithSchema('CREATE TABLE legacy (id INTEGER PRIMARY KEY, created INTEGER NOT NULL, worker_id TEXT); INSERT INTO legacy VALUES (1, 10, NULL), (2, 20, NULL)');
     const report = await migrateTable(store, { table: 'legacy', orderColumn: 'created', with: parseColumnGroups('leases, results') });
-    expect(report).toEqual({ table: 'legacy', addedColumns: ['status', 'claimed_at', 'result', 'finished_at'], createdIndex: 'legacy_statusq_pending', createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, addedStatus: true, beside: null });
+    expect(report).toEqual({ table: 'legacy', addedColumns: ['status', 'claimed_at', 'result', 'finished_at'], createdIndex: 'legacy_statusq_pending', createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, createdGroupIndex: null, addedStatus: true, beside: null });
     expect(calls).toEqual([
       'addColumns legacy: status, claimed_at, result, finished_at',
       'createPendingIndex legacy: legacy_statusq_pending (status, created)',
@@ -95,7 +95,7 @@ describe('initTable and migrateTable over a SchemaSupport', () => {
       { id: 2, status: null },
     ]);
     calls.length = 0;
-    expect(await migrateTable(store, { table: 'legacy', orderColumn: 'created', with: ['leases', 'results'] })).toEqual({ table: 'legacy', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, addedStatus: false, beside: null });
+    expect(await migrateTable(store, { table: 'legacy', orderColumn: 'created', with: ['leases', 'results'] })).toEqual({ table: 'legacy', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, createdGroupIndex: null, addedStatus: false, beside: null });
     expect(calls).toEqual(['installWakeUps legacy.status on the store']);
   });
 
@@ -126,7 +126,7 @@ describe('names and groups', () => {
   it('parseColumnGroups: a comma list or an array, trimmed and deduplicated; unknown groups are a ConfigError', () => {
     expect(parseColumnGroups(undefined)).toEqual([]);
     expect(parseColumnGroups(' leases ,retries,leases,')).toEqual(['leases', 'retries']);
-    expect(parseColumnGroups(Object.keys(COLUMN_GROUPS))).toEqual(['leases', 'retries', 'results', 'delays', 'priority', 'dedupe', 'progress', 'dispatch', 'kinds']);
+    expect(parseColumnGroups(Object.keys(COLUMN_GROUPS))).toEqual(['leases', 'retries', 'results', 'delays', 'priority', 'dedupe', 'progress', 'dispatch', 'kinds', 'groups']);
     expect(() => parseColumnGroups('leases,everything')).toThrow(ConfigError);
   });
 });

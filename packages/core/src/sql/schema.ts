@@ -1,7 +1,7 @@
 import { ConfigError, SchemaError, StoreError } from '../protocol/errors.js';
 import { derivedName, splitTableName, validateIdentifier, validateTableName } from '../protocol/identifiers.js';
 import { resolveStatusCodes, type StatusCodes } from '../protocol/status.js';
-import type { ColumnSpec, DispatchIndexSpec, KeyIndexSpec, KindIndexSpec, PriorityIndexSpec, SchemaSupport, Statement, Store } from '../store/store.js';
+import type { ColumnSpec, DispatchIndexSpec, GroupIndexSpec, KeyIndexSpec, KindIndexSpec, PriorityIndexSpec, SchemaSupport, Statement, Store } from '../store/store.js';
 import { BESIDE_COLUMNS, DEFAULT_OPTIONAL_COLUMN_NAMES, isBesideColumn, type OptionalColumn, type Order, type ResolvedTable } from '../protocol/table.js';
 import { type ColumnInfo } from '../protocol/columns.js';
 
@@ -36,6 +36,11 @@ export const COLUMN_GROUPS = {
    * claims those kinds only, through the index. Not in a table `init` makes unless asked.
    */
   kinds: ['kind'],
+  /**
+   * group_key, with an index of processing rows by group: fleet-wide limits per group (a URL's host, a tenant),
+   * which count a group's processing rows at every claim. Not in a table `init` makes unless asked.
+   */
+  groups: ['group'],
 } as const satisfies Record<string, readonly OptionalColumn[]>;
 
 /**
@@ -116,6 +121,11 @@ export interface MigrateOptions {
    * index is built on it and no `kind` column is added. Default `kind`.
    */
   kindColumn?: string;
+  /**
+   * An application's own column that holds each row's group (a host column the application fills, a tenant id),
+   * for `with: ['groups']`: the group index is built on it and no `group_key` column is added. Default `group_key`.
+   */
+  groupColumn?: string;
 }
 
 export interface MigrateReport {
@@ -132,6 +142,8 @@ export interface MigrateReport {
   createdDispatchIndex: string | null;
   /** Name of the kind index created (`with: ['kinds']`), or null when it existed, was not asked for or the store has none. */
   createdKindIndex: string | null;
+  /** Name of the group index created (`with: ['groups']`), or null when it existed, was not asked for or the store has none. */
+  createdGroupIndex: string | null;
   /** True when the status column itself was added: every existing row is now pending. */
   addedStatus: boolean;
   /** The claims table (`beside`): its name, whether this call created it, and the columns it added to it. Null without `beside`. */
@@ -175,6 +187,11 @@ export function kindIndexName(table: string): string {
   return derivedName(`${table.replace('.', '_')}_statusq_kind`, table);
 }
 
+/** The group index's name (GroupIndexSpec): processing rows by group, which a group's limit counts. */
+export function groupIndexName(table: string): string {
+  return derivedName(`${table.replace('.', '_')}_statusq_group`, table);
+}
+
 /** The priority index's name: one per table, built for the order given at migrate time (PriorityIndexSpec). */
 export function priorityIndexName(table: string): string {
   return derivedName(`${table.replace('.', '_')}_statusq_priority`, table);
@@ -194,6 +211,7 @@ const OPTIONAL_COLUMN_SPECS: Readonly<Record<OptionalColumn, Omit<ColumnSpec, 'n
   progress: { kind: 'text', nullable: true },
   dispatchedAt: { kind: 'time', nullable: true },
   kind: { kind: 'token', nullable: true },
+  group: { kind: 'token', nullable: true },
 };
 
 const optionalColumn = (column: OptionalColumn): ColumnSpec => ({ name: DEFAULT_OPTIONAL_COLUMN_NAMES[column], ...OPTIONAL_COLUMN_SPECS[column] });
@@ -264,6 +282,7 @@ export async function initTable(store: Store, table = 'jobs', options: InitOptio
   }
   if (groups.includes('dispatch')) await ensureDispatchIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', dispatchedColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt });
   if (groups.includes('kinds')) await ensureKindIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', kindColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.kind, processingCode: resolveStatusCodes(undefined).processing });
+  if (groups.includes('groups')) await ensureGroupIndex(store, schema, table, { statusColumn: 'status', groupColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.group, processingCode: resolveStatusCodes(undefined).processing });
   await schema.installWakeUps?.(store, table, 'status');
   return { table, created: true, migrated: null };
 }
@@ -305,14 +324,14 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
       );
     }
   }
-  // An application's own kind column (kindColumn) stands in for statusq's: it gets the index, and no `kind` is added.
-  const ownKind = options.kindColumn === undefined ? null : validateIdentifier(options.kindColumn, 'kind column');
-  if (ownKind !== null && !groups.includes('kinds')) throw new ConfigError(`a kind column (${ownKind}) is for migrate --with kinds`);
-  const ownKindInfo = ownKind === null ? undefined : columns.find((c) => c.name.toLowerCase() === ownKind.toLowerCase());
-  if (ownKind !== null && !ownKindInfo) throw new SchemaError(`table ${JSON.stringify(table)} has no kind column ${JSON.stringify(ownKind)} (columns: ${columns.map((c) => c.name).join(', ')})`);
+  // An application's own kind or group column (kindColumn, groupColumn) stands in for statusq's: it gets the
+  // index, and no `kind` or `group_key` is added.
+  const ownKindInfo = ownColumnFor(table, columns, groups, options.kindColumn, 'kinds', 'kind');
   if (ownKindInfo?.integer) throw new SchemaError(`table ${JSON.stringify(table)}: kind column ${JSON.stringify(ownKindInfo.name)} is ${ownKindInfo.type}; kinds are names, so it must be a text type (VARCHAR)`);
+  const ownGroupInfo = ownColumnFor(table, columns, groups, options.groupColumn, 'groups', 'group');
   const wanted = columnsOf(groups)
-    .filter((column) => column !== 'kind' || ownKind === null)
+    .filter((column) => column !== 'kind' || ownKindInfo === undefined)
+    .filter((column) => column !== 'group' || ownGroupInfo === undefined)
     .filter((column) => beside === null || !isBesideColumn(column))
     .map(optionalColumn)
     .filter((c) => !present.has(c.name));
@@ -329,8 +348,20 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   const createdDispatchIndex = dispatchedColumn === null ? null : await ensureDispatchIndex(store, schema, table, { statusColumn, orderColumn, dispatchedColumn });
   const kindColumn = groups.includes('kinds') ? (ownKindInfo?.name ?? columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.kind)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.kind) : null;
   const createdKindIndex = kindColumn === null ? null : await ensureKindIndex(store, schema, table, { statusColumn, orderColumn, kindColumn, processingCode });
+  const groupColumn = groups.includes('groups') ? (ownGroupInfo?.name ?? columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.group)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.group) : null;
+  const createdGroupIndex = groupColumn === null ? null : await ensureGroupIndex(store, schema, table, { statusColumn, groupColumn, processingCode });
   await schema.installWakeUps?.(store, table, statusColumn);
-  return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, createdKeyIndex, createdDispatchIndex, createdKindIndex, addedStatus, beside };
+  return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, createdKeyIndex, createdDispatchIndex, createdKindIndex, createdGroupIndex, addedStatus, beside };
+}
+
+/** The application's own column named for `group`'s column (MigrateOptions.kindColumn, groupColumn), checked to exist; undefined when none is named. */
+function ownColumnFor(table: string, columns: readonly ColumnInfo[], groups: readonly ColumnGroup[], name: string | undefined, group: 'kinds' | 'groups', role: 'kind' | 'group'): ColumnInfo | undefined {
+  if (name === undefined) return undefined;
+  const own = validateIdentifier(name, `${role} column`);
+  if (!groups.includes(group)) throw new ConfigError(`a ${role} column (${own}) is for migrate --with ${group}`);
+  const found = columns.find((c) => c.name.toLowerCase() === own.toLowerCase());
+  if (!found) throw new SchemaError(`table ${JSON.stringify(table)} has no ${role} column ${JSON.stringify(own)} (columns: ${columns.map((c) => c.name).join(', ')})`);
+  return found;
 }
 
 /**
@@ -417,6 +448,9 @@ const ensureDispatchIndex = (store: Store, schema: SchemaSupport, table: string,
 
 const ensureKindIndex = (store: Store, schema: SchemaSupport, table: string, spec: Omit<KindIndexSpec, 'name'>) =>
   ensureIndex(store, schema, table, { name: kindIndexName(table), ...spec }, schema.createKindIndex);
+
+const ensureGroupIndex = (store: Store, schema: SchemaSupport, table: string, spec: Omit<GroupIndexSpec, 'name'>) =>
+  ensureIndex(store, schema, table, { name: groupIndexName(table), ...spec }, schema.createGroupIndex);
 
 const ensurePriorityIndex = (store: Store, schema: SchemaSupport, table: string, spec: Omit<PriorityIndexSpec, 'name'>) =>
   ensureIndex(store, schema, table, { name: priorityIndexName(table), ...spec }, schema.createPriorityIndex);

@@ -14,7 +14,7 @@ export function sideTableName(queueTable: string, side: SideTable): string {
   return schema === null ? side : `${schema}.${side}`;
 }
 
-export type SideTable = 'statusq_schedules' | 'statusq_instances' | 'statusq_rate_limits' | 'statusq_kind_limits';
+export type SideTable = 'statusq_schedules' | 'statusq_instances' | 'statusq_rate_limits' | 'statusq_kind_limits' | 'statusq_group_rates';
 
 /** The columns of the schedules table: the last tick is UTC ISO 8601 text, which sorts as time on every database. */
 export const SCHEDULE_COLUMNS = { queueTable: 'queue_table', name: 'name', lastTick: 'last_tick', claimedBy: 'claimed_by' } as const;
@@ -28,8 +28,15 @@ export const RATE_LIMIT_COLUMNS = { queueTable: 'queue_table', tat: 'tat' } as c
 /**
  * The columns of the kind-limits table: a row per queue table and limited kind, whose UPDATE is the lock every
  * claimer of that kind takes before it counts and claims (limits/kind-concurrency.ts); `claimed_by` says who last did.
+ * The row whose kind is `#groups` (no kind can be called so) is the table's group lock (limits/group-limits.ts).
  */
 export const KIND_LIMIT_COLUMNS = { queueTable: 'queue_table', kind: 'kind', claimedBy: 'claimed_by' } as const;
+
+/**
+ * The columns of the group-rates table: the pacing of each recently started group of a queue table, as zero-padded
+ * text of epoch milliseconds (text order is time order); a group idle long enough has no row (limits/group-limits.ts).
+ */
+export const GROUP_RATE_COLUMNS = { queueTable: 'queue_table', group: 'group_key', tat: 'tat' } as const;
 
 const SIDE_TABLE_COLUMNS: Readonly<Record<SideTable, readonly ColumnSpec[]>> = {
   statusq_schedules: [
@@ -53,6 +60,11 @@ const SIDE_TABLE_COLUMNS: Readonly<Record<SideTable, readonly ColumnSpec[]>> = {
     { name: KIND_LIMIT_COLUMNS.queueTable, kind: 'token', nullable: false, primaryKey: true },
     { name: KIND_LIMIT_COLUMNS.kind, kind: 'token', nullable: false, primaryKey: true },
     { name: KIND_LIMIT_COLUMNS.claimedBy, kind: 'token', nullable: true },
+  ],
+  statusq_group_rates: [
+    { name: GROUP_RATE_COLUMNS.queueTable, kind: 'token', nullable: false, primaryKey: true },
+    { name: GROUP_RATE_COLUMNS.group, kind: 'token', nullable: false, primaryKey: true },
+    { name: GROUP_RATE_COLUMNS.tat, kind: 'token', nullable: false },
   ],
 };
 

@@ -48,6 +48,7 @@ export interface QuotedTable {
   readonly progress?: string;
   readonly dispatchedAt?: string;
   readonly kind?: string;
+  readonly group?: string;
   /** The claims table (ResolvedTable.beside), whose columns are the ones of BESIDE_COLUMNS above. */
   readonly beside?: string;
 }

@@ -574,6 +574,17 @@ export interface KindIndexSpec extends PendingIndexSpec {
 }
 
 /**
+ * The index of a table with a group column: its processing rows (`processingCode`) by group, which every claim
+ * under a group limit counts (limits/group-limits.ts) without reading pending or finished rows.
+ */
+export interface GroupIndexSpec {
+  readonly name: string;
+  readonly statusColumn: string;
+  readonly groupColumn: string;
+  readonly processingCode: number;
+}
+
+/**
  * The index that makes deduplication keys race-safe: unique over `keyColumn` among live rows only (pending:
  * status NULL, or processing: `processingCode`), so a second live row with a key is refused by the database
  * itself while a settled row frees its key. Rows without a key are not in it, or hold NULL, which a unique index
@@ -621,6 +632,8 @@ export interface SchemaSupport {
   createDispatchIndex?(table: string, index: DispatchIndexSpec): Promise<Statement[]>;
   /** The kind index (see KindIndexSpec), made by `migrate --with kinds`. Optional: without it a claim by kind walks the pending index. */
   createKindIndex?(table: string, index: KindIndexSpec): Promise<Statement[]>;
+  /** The group index (see GroupIndexSpec), made by `migrate --with groups`. Optional: without it a group limit's count reads the processing rows another way. */
+  createGroupIndex?(table: string, index: GroupIndexSpec): Promise<Statement[]>;
   /**
    * A query for the names of the indexes on table `name` in `schema` (null: the connection's default),
    * one row per index with the name in column `name`.

@@ -14,6 +14,9 @@ import type { ClaimSource, RefusedWrites, SettleStep } from './seams.js';
 import { TableClaims } from './table-claims.js';
 import { KindConcurrency } from '../limits/kind-concurrency.js';
 import { KindLimitedClaims } from './kind-limited-claims.js';
+import { GroupLimits } from '../limits/group-limits.js';
+import { GroupLimitedClaims } from './group-limited-claims.js';
+import { HeldBackWait } from './held-back-wait.js';
 import type { WorkerEvents } from './events.js';
 import type { WorkerOptions, WorkerSettings } from './worker-options.js';
 
@@ -56,13 +59,16 @@ export async function openPlugs(queue: Queue, options: WorkerOptions, settings: 
   } else {
     const retrying = (error: unknown) => hooks.emit('error', { error, during: 'claim (retrying)' });
     const how = { strategy: settings.claimStrategy, agingMs: options.agingMs };
-    const limited = [...settings.kindLimits.keys()];
-    if (limited.length === 0) source = new TableClaims(queue, how, nextToken, retrying);
+    const fencing = queue.table.features.fencing;
+    const heldBack = new HeldBackWait(settings);
+    const groups = settings.groupLimits === null ? null : await GroupLimits.open(queue.store, queue.table, settings.groupLimits);
+    // The claim of rows no kind limit holds: the usual one, or the one under the table's group limits.
+    const plain = (of: Queue) => (groups === null ? new TableClaims(of, how, nextToken, retrying) : new GroupLimitedClaims(groups, of.table, fencing, nextToken, settings.workerId, retrying, heldBack));
+    if (settings.kindLimits.size === 0) source = plain(queue);
     else {
       const others = (settings.routes.kinds ?? []).filter((kind) => !settings.kindLimits.has(kind));
-      const unlimited = others.length === 0 ? null : new TableClaims(queue.forKinds(others), how, nextToken, retrying);
-      const limits = await KindConcurrency.open(queue.store, queue.table, settings.kindLimits);
-      source = new KindLimitedClaims(limits, unlimited, queue.table.features.fencing, nextToken, settings.workerId, retrying);
+      const limits = await KindConcurrency.open(queue.store, queue.table, settings.kindLimits, groups);
+      source = new KindLimitedClaims(limits, others.length === 0 ? null : plain(queue.forKinds(others)), fencing, nextToken, settings.workerId, retrying, heldBack);
     }
   }
   const limiter = rate === null ? null : await RateLimiter.open(queue.store, queue.table.table, rate);

@@ -4,6 +4,7 @@ import { ConfigError } from '../protocol/errors.js';
 import type { AbuseRule, Handler, IdOf, KindHandlers } from './handler.js';
 import { handlerRoutes, type HandlerRoutes } from './handler-routes.js';
 import { parseKindLimits } from '../limits/kind-concurrency.js';
+import { resolveGroupLimits } from '../limits/group-limits.js';
 import { DEFAULT_LEASE_MS } from '../queue/queue.js';
 import { DEFAULT_READ_ONLY_WAIT_MS } from './read-only-wait.js';
 import { assertDispatchColumns } from '../sql/schema.js';
@@ -53,6 +54,17 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
    * handler for changes nothing here. Default: none.
    */
   kindConcurrency?: Readonly<Record<string, number>> | string | undefined;
+  /**
+   * At most this many rows of one group processing at once across every worker, process and host (1: each group
+   * runs serially, in queue order), on a table with a group column (`migrate --with groups`); rows without a
+   * group are not limited. Give every worker of the table the same (limits/group-limits.ts). Default: none.
+   */
+  groupConcurrency?: number | undefined;
+  /**
+   * At most this many starts of one group per period, fleet-wide (`'2/s'` or `{ count: 2, periodMs: 1000 }`):
+   * per-host politeness for a table grouped by host. Give every worker of the table the same. Default: none.
+   */
+  groupRate?: RateLimit | string | undefined;
   /**
    * `native` (default): the store's best safe claim; `conditional-update`: the seed's portable claim. A
    * store set to conditional-update (an adapter's own claimStrategy option) declares no native claim, so conditional-update
@@ -158,6 +170,8 @@ export interface WorkerSettings {
   routes: HandlerRoutes;
   /** The fleet-wide limits of the kinds this worker handles (kindConcurrency); empty: none. */
   kindLimits: ReadonlyMap<string, number>;
+  /** The table's group limits (groupConcurrency, groupRate); null: none. */
+  groupLimits: { concurrency: number | null; rate: RateLimit | null } | null;
 }
 
 /** Checks every option (ConfigError naming the first bad one) before the worker touches a row. */
@@ -196,13 +210,18 @@ export function resolveWorkerOptions(options: WorkerOptions, table: Pick<Resolve
   const kindLimits = options.kindConcurrency === undefined ? new Map<string, number>() : parseKindLimits(options.kindConcurrency, 'kindConcurrency');
   if (kindLimits.size > 0 && routes.kinds === null) throw new ConfigError('kindConcurrency limits kinds: it needs handlers by kind (handlers: { report: ... })');
   const ownLimits = new Map([...kindLimits].filter(([kind]) => routes.kinds?.includes(kind)));
+  const groupLimits = resolveGroupLimits({ concurrency: options.groupConcurrency, rate: options.groupRate });
+  if (groupLimits !== null && options.from !== undefined) throw new ConfigError('group limits hold claims from the table: a worker taking jobs from a broker (from) has none to hold');
+  if (groupLimits !== null && !features.groups) {
+    throw new ConfigError(`group limits need a group column: table ${table.table} has none (statusq migrate --with groups adds group_key; an application's own column: columns.group, --group-column)`);
+  }
   const random = options.random ?? Math.random;
   const workerId = options.workerId ?? defaultWorkerId();
   const settleBatch = positiveInteger(options.settleBatch, Math.max(200, batch), 'settleBatch');
   const readOnlyWaitMs = nonNegative(options.readOnlyWaitMs, DEFAULT_READ_ONLY_WAIT_MS, 'readOnlyWait');
   const prefetch = positiveInteger(options.prefetch, Math.max(2 * concurrency, batch), 'prefetch', 65_535);
   if (options.from !== undefined) assertDispatchColumns(table, 'a worker taking jobs from a broker');
-  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch, readOnlyWaitMs, prefetch, routes, kindLimits: ownLimits };
+  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch, readOnlyWaitMs, prefetch, routes, kindLimits: ownLimits, groupLimits };
 }
 
 function positiveInteger(value: number | undefined, fallback: number, what: string, max = 10_000): number {
