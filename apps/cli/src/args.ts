@@ -12,7 +12,7 @@ export const COMMAND_FLAGS = {
     'db', 'listen-db', 'adapter', 'table', 'handler', 'handlers', 'id-column', 'status-column', 'order-column', 'kind-column', 'order', 'select', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'poll-max', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',
     'read-only-wait', 'log-level', 'log-format', 'processes', 'metrics-port', 'metrics-host', 'progress', 'schedule',
-    'max-instances', 'wait', 'instance-lease', 'rate', 'kind-concurrency', 'group-column', 'group-concurrency', 'group-rate', 'from', 'prefetch', 'queue',
+    'max-instances', 'wait', 'instance-lease', 'rate', 'kind-concurrency', 'kind-rate', 'group-column', 'group-concurrency', 'group-rate', 'from', 'prefetch', 'queue',
   ],
   relay: ['db', 'adapter', 'table', 'to', 'queue', 'id-column', 'status-column', 'order-column', 'order', 'batch', 'redispatch-after', 'poll-max', 'exit-when-empty', 'log-level', 'log-format', 'verbose', 'metrics-port', 'metrics-host'],
   stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'kind-column', 'group-column', 'json'],

@@ -101,6 +101,8 @@ ${LISTEN_DB}
                               handlers by kind the worker claims only those kinds; other rows stay pending
   --kind-concurrency K=N,...  with handlers by kind: at most N rows of kind K processing at once across every
                               worker, process and host given the same limit (report=2,email=10); default none
+  --kind-rate K=R,...         with handlers by kind: at most R starts of kind K (N/s, N/m or N/h) across every worker,
+                              process and host given the same (email=50/s,report=1/m); default none
   --group-concurrency N       at most N rows of one group processing at once across every worker, process and
                               host given the same limit (1: each group runs serially, in queue order); rows
                               without a group are not limited; needs a group column (migrate --with groups)

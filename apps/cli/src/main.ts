@@ -49,7 +49,7 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
            [--read-only-wait DURATION] [--exit-when-empty] [--log-level error|warn|info|debug] [--log-format json|pretty] [--verbose]
            [--processes P] [--metrics-port PORT] [--metrics-host H] [--progress auto|on|off] [--schedule FILE]
            [--max-instances N [--wait] [--instance-lease DURATION]] [--rate N/s|N/m|N/h] [--kind-concurrency K=N,...]
-           [--group-concurrency N] [--group-rate N/s|N/m|N/h]
+           [--kind-rate K=N/s,...] [--group-concurrency N] [--group-rate N/s|N/m|N/h]
            [--from amqp://...|nats://... [--prefetch N] [--queue NAME]]
   relay    --db URL --table T --to amqp://...|nats://... [--queue NAME] [--batch N] [--redispatch-after DURATION] [--poll-max DURATION]
            [--exit-when-empty] [--log-level L] [--log-format json|pretty] [--verbose] [--metrics-port PORT] [--metrics-host H]

@@ -32,6 +32,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
   const rateFlag = optionalString(flags, 'rate');
   const kindLimitsFlag = optionalString(flags, 'kind-concurrency');
   const groupRateFlag = optionalString(flags, 'group-rate');
+  const kindRatesFlag = optionalString(flags, 'kind-rate');
   // Below this an idle worker would claim in a tight loop; a wake-up (a store with listenNotify: a notification, a watch on its file) is the way to sub-10 ms pick-up.
   if (pollMaxMs !== undefined && pollMaxMs < MIN_POLL_MAX_MS) throw new ConfigError(`--poll-max must be at least ${MIN_POLL_MAX_MS}ms, got ${flags['poll-max'] as string}`);
   const options = {
@@ -50,6 +51,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
     exitWhenEmpty: flags['exit-when-empty'] === true,
     rateLimit: rateFlag === undefined ? undefined : parseRateLimit(rateFlag, '--rate'),
     kindConcurrency: kindLimitsFlag === undefined ? undefined : Object.fromEntries(parseKindLimits(kindLimitsFlag, '--kind-concurrency')),
+    kindRate: kindRatesFlag === undefined ? undefined : Object.fromEntries(parseKindLimits(kindRatesFlag, '--kind-rate', (rate, what) => parseRateLimit(String(rate), what), 'email=50/s,report=1/m')),
     groupConcurrency: optionalInteger(flags, 'group-concurrency'),
     groupRate: groupRateFlag === undefined ? undefined : parseRateLimit(groupRateFlag, '--group-rate'),
   };

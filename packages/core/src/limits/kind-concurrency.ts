@@ -18,35 +18,52 @@ import { KIND_LIMIT_COLUMNS, ensureSideTable, insertSideRow } from '../sql/side-
 import { Params, TransitionSql } from '../sql/transition-sql.js';
 import type { Row, Store } from '../store/store.js';
 import type { GroupLimits } from './group-limits.js';
+import { parseRateLimit, validateRateLimit, type RateLimit } from './rate-budget.js';
 
 /** The most a kind's limit may be: a cap above any fleet's slots means no cap. */
 export const MAX_KIND_CONCURRENCY = 100_000;
 
-/** `report=2,email=5` (or a record) as a checked map of kind limits; anything else is a ConfigError saying the form. */
-export function parseKindLimits(value: string | Readonly<Record<string, number>>, what: string): Map<string, number> {
+/** A kind's concurrency limit, checked: a whole number from 1 to MAX_KIND_CONCURRENCY (as a number, or its digits in a flag). */
+function kindConcurrencyOf(value: unknown, what: string): number {
+  const limit = typeof value === 'string' && /^\d+$/.test(value) ? Number(value) : value;
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_KIND_CONCURRENCY) {
+    throw new ConfigError(`${what} must be a whole number from 1 to ${MAX_KIND_CONCURRENCY}, got ${JSON.stringify(value)}`);
+  }
+  return limit;
+}
+
+/**
+ * `report=2,email=5` (or a record) as a checked map of kind limits; anything else is a ConfigError saying the
+ * form. Each limit is read by `limitOf` (default: a concurrency, a whole number); `form` shows one in messages.
+ */
+export function parseKindLimits(value: string | Readonly<Record<string, unknown>>, what: string): Map<string, number>;
+export function parseKindLimits<T>(value: string | Readonly<Record<string, unknown>>, what: string, limitOf: (value: unknown, what: string) => T, form: string): Map<string, T>;
+export function parseKindLimits(value: string | Readonly<Record<string, unknown>>, what: string, limitOf: (value: unknown, what: string) => unknown = kindConcurrencyOf, form = 'report=2,email=5'): Map<string, unknown> {
   const entries: Array<[string, unknown]> =
     typeof value === 'string'
       ? value.split(',').map((part) => {
           const match = /^\s*([^=\s]+)\s*=\s*(\S+)\s*$/.exec(part);
-          if (!match) throw new ConfigError(`${what} takes kind=N pairs separated by commas (report=2,email=5), got ${JSON.stringify(value)}`);
-          return [match[1]!, /^\d+$/.test(match[2]!) ? Number(match[2]) : match[2]];
+          if (!match) throw new ConfigError(`${what} takes kind=limit pairs separated by commas (${form}), got ${JSON.stringify(value)}`);
+          return [match[1]!, match[2]!];
         })
       : value !== null && typeof value === 'object' && !Array.isArray(value)
         ? Object.entries(value)
         : (() => {
-            throw new ConfigError(`${what} must be an object of kind limits ({ report: 2 }), got ${JSON.stringify(value)}`);
+            throw new ConfigError(`${what} must be an object of kind limits ({ ${form.split(',')[0]!.replace('=', ': ')} }), got ${JSON.stringify(value)}`);
           })();
-  const limits = new Map<string, number>();
+  const limits = new Map<string, unknown>();
   for (const [kind, limit] of entries) {
     validateKind(kind, `${what}: a kind`);
-    if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_KIND_CONCURRENCY) {
-      throw new ConfigError(`${what}: ${kind}'s limit must be a whole number from 1 to ${MAX_KIND_CONCURRENCY}, got ${JSON.stringify(limit)}`);
-    }
     if (limits.has(kind)) throw new ConfigError(`${what} names ${kind} twice`);
-    limits.set(kind, limit);
+    limits.set(kind, limitOf(limit, `${what}: ${kind}'s limit`));
   }
   if (limits.size === 0) throw new ConfigError(`${what} names no kind`);
   return limits;
+}
+
+/** `email=50/s,report=1/m` (or a record of rates) as a checked map of per-kind rates (kindRate). */
+export function parseKindRates(value: string | Readonly<Record<string, unknown>>, what: string): Map<string, RateLimit> {
+  return parseKindLimits(value, what, (rate, where) => (typeof rate === 'string' ? parseRateLimit(rate, where) : validateRateLimit(rate)), 'email=50/s,report=1/m');
 }
 
 /** The fleet-wide limits of one table's kinds, as one worker claims under them. */
@@ -77,6 +94,10 @@ export class KindConcurrency {
     const limitsTable = await ensureSideTable(store, table.table, 'statusq_kind_limits');
     for (const kind of limits.keys()) await insertSideRow(store, limitsTable, { [KIND_LIMIT_COLUMNS.queueTable]: table.table, [KIND_LIMIT_COLUMNS.kind]: kind });
     return new KindConcurrency(store, limitsTable, table, limits, groups);
+  }
+
+  has(kind: string): boolean {
+    return this.byKind.has(kind);
   }
 
   get kinds(): string[] {

@@ -82,7 +82,15 @@ export function spendBudget(tat: number | null, now: number, cadence: Cadence, w
   return tokens > 0 ? { tokens, waitMs: 0, tat: base + tokens * intervalMs } : { tokens: 0, waitMs: Math.max(1, Math.ceil(base + intervalMs - now)), tat: base };
 }
 
-/** One worker's view of its table's shared budget. */
+/**
+ * The key of a kind's budget (`--kind-rate email=50/s`) in the rate-limits table, beside the table's own: `#` is
+ * in no table name (identifiers are validated) and in no kind, so no two budgets share a key.
+ */
+export function kindBudgetKey(queueTable: string, kind: string): string {
+  return `${queueTable}#kind:${kind}`;
+}
+
+/** One worker's view of a shared budget: its table's, or one kind's of it. */
 export class RateLimiter {
   private readonly cadence: Cadence;
   private readonly clock: DatabaseClock;
@@ -91,7 +99,8 @@ export class RateLimiter {
   private constructor(
     private readonly store: Store,
     private readonly limits: string,
-    private readonly queueTable: string,
+    /** The budget's key: the queue table's name, or a kind's budget of it (kindBudgetKey). */
+    private readonly budget: string,
     rate: RateLimit,
   ) {
     this.cadence = cadenceOf(rate);
@@ -99,9 +108,9 @@ export class RateLimiter {
   }
 
   /** Makes the rate-limits table and the table's row if missing (a new budget grants its burst at once). */
-  static async open(store: Store, queueTable: string, rate: RateLimit): Promise<RateLimiter> {
+  static async open(store: Store, queueTable: string, rate: RateLimit, budget = queueTable): Promise<RateLimiter> {
     const checked = validateRateLimit(rate);
-    const limiter = new RateLimiter(store, await ensureSideTable(store, queueTable, 'statusq_rate_limits'), queueTable, checked);
+    const limiter = new RateLimiter(store, await ensureSideTable(store, queueTable, 'statusq_rate_limits'), budget, checked);
     await limiter.ensureRow();
     return limiter;
   }
@@ -131,7 +140,7 @@ export class RateLimiter {
   }
 
   private where(p: Params): string {
-    return `${this.q(RATE_LIMIT_COLUMNS.queueTable)} = ${p.add(this.queueTable)}`;
+    return `${this.q(RATE_LIMIT_COLUMNS.queueTable)} = ${p.add(this.budget)}`;
   }
 
   private q(name: string): string {
@@ -152,7 +161,7 @@ export class RateLimiter {
     const text = rows[0]?.tat;
     const tat = typeof text === 'string' ? Number(text) : Number.NaN;
     if (typeof text !== 'string' || !Number.isFinite(tat)) {
-      throw new StoreError('Unknown', `${this.limits} holds ${JSON.stringify(text ?? null)} as the rate budget of ${this.queueTable}, which is not a time; delete that row to start the budget afresh`);
+      throw new StoreError('Unknown', `${this.limits} holds ${JSON.stringify(text ?? null)} as the rate budget of ${this.budget}, which is not a time; delete that row to start the budget afresh`);
     }
     return { text, tat };
   }
@@ -169,7 +178,7 @@ export class RateLimiter {
     const p = new Params(this.store.dialect);
     const { rows } = await this.store.execute({ sql: `SELECT 1 AS present FROM ${this.q(this.limits)} WHERE ${this.where(p)}`, params: p.values });
     if (rows.length > 0) return;
-    await insertSideRow(this.store, this.limits, { [RATE_LIMIT_COLUMNS.queueTable]: this.queueTable, [RATE_LIMIT_COLUMNS.tat]: String(this.clock.now() - this.cadence.burst * this.cadence.intervalMs) });
+    await insertSideRow(this.store, this.limits, { [RATE_LIMIT_COLUMNS.queueTable]: this.budget, [RATE_LIMIT_COLUMNS.tat]: String(this.clock.now() - this.cadence.burst * this.cadence.intervalMs) });
   }
 
   /** Reads the database's clock every CLOCK_SYNC_MS, and at every take until a read has succeeded. */

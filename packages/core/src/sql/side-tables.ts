@@ -22,7 +22,10 @@ export const SCHEDULE_COLUMNS = { queueTable: 'queue_table', name: 'name', lastT
 /** The columns of the instances table: a row per slot of a queue table's --max-instances cap, held until `expires_at` (the database's clock). */
 export const INSTANCE_COLUMNS = { queueTable: 'queue_table', slot: 'slot', holder: 'holder', expiresAt: 'expires_at', host: 'host' } as const;
 
-/** The columns of the rate-limits table: a queue table's shared budget, as the decimal text of epoch milliseconds (limits/rate-budget.ts). */
+/**
+ * The columns of the rate-limits table: a queue table's shared budget, as the decimal text of epoch milliseconds
+ * (limits/rate-budget.ts); a kind's budget is the row keyed `<table>#kind:<kind>` (kindBudgetKey).
+ */
 export const RATE_LIMIT_COLUMNS = { queueTable: 'queue_table', tat: 'tat' } as const;
 
 /**

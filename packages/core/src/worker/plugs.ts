@@ -4,7 +4,7 @@
  * here; worker.ts does not change.
  */
 import type { Queue } from '../queue/queue.js';
-import { RateBudgetGate, RateLimiter, parseRateLimit, validateRateLimit, type RateLimit } from '../limits/rate-budget.js';
+import { RateBudgetGate, RateLimiter, kindBudgetKey, parseRateLimit, validateRateLimit, type RateLimit } from '../limits/rate-budget.js';
 import { BrokerClaims } from './broker-claims.js';
 import { ProgressWriter } from './progress-writer.js';
 import { ReadOnlyWait } from './read-only-wait.js';
@@ -13,7 +13,8 @@ import type { ProgressSink } from './job-run.js';
 import type { ClaimSource, RefusedWrites, SettleStep } from './seams.js';
 import { TableClaims } from './table-claims.js';
 import { KindConcurrency } from '../limits/kind-concurrency.js';
-import { KindLimitedClaims } from './kind-limited-claims.js';
+import { KindLimitedClaims, type LimitedKind, type TokenClaims } from './kind-limited-claims.js';
+import { STORE_RETRY, withStoreRetry } from '../store/retry.js';
 import { GroupLimits } from '../limits/group-limits.js';
 import { GroupLimitedClaims } from './group-limited-claims.js';
 import { HeldBackWait } from './held-back-wait.js';
@@ -43,6 +44,16 @@ export function rateLimitOption(options: WorkerOptions): RateLimit | null {
   return rate === undefined ? null : typeof rate === 'string' ? parseRateLimit(rate, 'rateLimit') : validateRateLimit(rate);
 }
 
+/** A limited kind's claims under its concurrency's lock (KindConcurrency), retried as every claim is. */
+function underKindLock(concurrency: KindConcurrency, kind: string, claimer: string, retrying: (error: unknown) => void): TokenClaims {
+  return {
+    async claimWith(limit, token) {
+      const { rows, heldBack } = await withStoreRetry(() => concurrency.claim(kind, limit, token, claimer), { ...STORE_RETRY.claim, onRetry: retrying });
+      return { rows, token, candidatesLost: 0, heldBack };
+    },
+  };
+}
+
 /** Opens the plugs `options` ask for; `rate` is rateLimitOption's answer. */
 export async function openPlugs(queue: Queue, options: WorkerOptions, settings: WorkerSettings, rate: RateLimit | null, hooks: PlugHooks): Promise<WorkerPlugs> {
   let claimSequence = 0;
@@ -64,11 +75,23 @@ export async function openPlugs(queue: Queue, options: WorkerOptions, settings: 
     const groups = settings.groupLimits === null ? null : await GroupLimits.open(queue.store, queue.table, settings.groupLimits);
     // The claim of rows no kind limit holds: the usual one, or the one under the table's group limits.
     const plain = (of: Queue) => (groups === null ? new TableClaims(of, how, nextToken, retrying) : new GroupLimitedClaims(groups, of.table, fencing, nextToken, settings.workerId, retrying, heldBack));
-    if (settings.kindLimits.size === 0) source = plain(queue);
+    const limitedKinds = [...new Set([...settings.kindLimits.keys(), ...settings.kindRates.keys()])].sort();
+    if (limitedKinds.length === 0) source = plain(queue);
     else {
-      const others = (settings.routes.kinds ?? []).filter((kind) => !settings.kindLimits.has(kind));
-      const limits = await KindConcurrency.open(queue.store, queue.table, settings.kindLimits, groups);
-      source = new KindLimitedClaims(limits, others.length === 0 ? null : plain(queue.forKinds(others)), fencing, nextToken, settings.workerId, retrying, heldBack);
+      const others = (settings.routes.kinds ?? []).filter((kind) => !limitedKinds.includes(kind));
+      const concurrency = settings.kindLimits.size === 0 ? null : await KindConcurrency.open(queue.store, queue.table, settings.kindLimits, groups);
+      const limited: LimitedKind[] = [];
+      for (const kind of limitedKinds) {
+        const rate = settings.kindRates.get(kind);
+        const ofKind = queue.forKinds([kind]);
+        limited.push({
+          kind,
+          claims: concurrency?.has(kind) ? underKindLock(concurrency, kind, settings.workerId, retrying) : plain(ofKind),
+          rate: rate === undefined ? null : await RateLimiter.open(queue.store, queue.table.table, rate, kindBudgetKey(queue.table.table, kind)),
+          hasDueRow: () => ofKind.hasDueRow(),
+        });
+      }
+      source = new KindLimitedClaims(limited, others.length === 0 ? null : plain(queue.forKinds(others)), fencing, nextToken, heldBack, (error) => hooks.emit('error', { error, during: 'rate limit' }));
     }
   }
   const limiter = rate === null ? null : await RateLimiter.open(queue.store, queue.table.table, rate);

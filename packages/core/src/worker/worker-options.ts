@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { ConfigError } from '../protocol/errors.js';
 import type { AbuseRule, Handler, IdOf, KindHandlers } from './handler.js';
 import { handlerRoutes, type HandlerRoutes } from './handler-routes.js';
-import { parseKindLimits } from '../limits/kind-concurrency.js';
+import { parseKindLimits, parseKindRates } from '../limits/kind-concurrency.js';
 import { resolveGroupLimits } from '../limits/group-limits.js';
 import { DEFAULT_LEASE_MS } from '../queue/queue.js';
 import { DEFAULT_READ_ONLY_WAIT_MS } from './read-only-wait.js';
@@ -54,6 +54,12 @@ export interface WorkerOptions<R extends object = Row, Id extends JobId = IdOf<R
    * handler for changes nothing here. Default: none.
    */
   kindConcurrency?: Readonly<Record<string, number>> | string | undefined;
+  /**
+   * Fleet-wide rates per kind, with handlers by kind: `{ email: '50/s' }` (or `'email=50/s,report=1/m'`) starts at
+   * most 50 `email` rows a second across every worker, process and host given the same; a budget per kind beside
+   * the table's (`rateLimit`). Kinds without one are not held to it. Default: none.
+   */
+  kindRate?: Readonly<Record<string, RateLimit | string>> | string | undefined;
   /**
    * At most this many rows of one group processing at once across every worker, process and host (1: each group
    * runs serially, in queue order), on a table with a group column (`migrate --with groups`); rows without a
@@ -170,6 +176,8 @@ export interface WorkerSettings {
   routes: HandlerRoutes;
   /** The fleet-wide limits of the kinds this worker handles (kindConcurrency); empty: none. */
   kindLimits: ReadonlyMap<string, number>;
+  /** The fleet-wide rates of the kinds this worker handles (kindRate); empty: none. */
+  kindRates: ReadonlyMap<string, RateLimit>;
   /** The table's group limits (groupConcurrency, groupRate); null: none. */
   groupLimits: { concurrency: number | null; rate: RateLimit | null } | null;
 }
@@ -210,6 +218,9 @@ export function resolveWorkerOptions(options: WorkerOptions, table: Pick<Resolve
   const kindLimits = options.kindConcurrency === undefined ? new Map<string, number>() : parseKindLimits(options.kindConcurrency, 'kindConcurrency');
   if (kindLimits.size > 0 && routes.kinds === null) throw new ConfigError('kindConcurrency limits kinds: it needs handlers by kind (handlers: { report: ... })');
   const ownLimits = new Map([...kindLimits].filter(([kind]) => routes.kinds?.includes(kind)));
+  const kindRates = options.kindRate === undefined ? new Map<string, RateLimit>() : parseKindRates(options.kindRate, 'kindRate');
+  if (kindRates.size > 0 && routes.kinds === null) throw new ConfigError('kindRate paces kinds: it needs handlers by kind (handlers: { email: ... })');
+  const ownRates = new Map([...kindRates].filter(([kind]) => routes.kinds?.includes(kind)));
   const groupLimits = resolveGroupLimits({ concurrency: options.groupConcurrency, rate: options.groupRate });
   if (groupLimits !== null && options.from !== undefined) throw new ConfigError('group limits hold claims from the table: a worker taking jobs from a broker (from) has none to hold');
   if (groupLimits !== null && !features.groups) {
@@ -221,7 +232,7 @@ export function resolveWorkerOptions(options: WorkerOptions, table: Pick<Resolve
   const readOnlyWaitMs = nonNegative(options.readOnlyWaitMs, DEFAULT_READ_ONLY_WAIT_MS, 'readOnlyWait');
   const prefetch = positiveInteger(options.prefetch, Math.max(2 * concurrency, batch), 'prefetch', 65_535);
   if (options.from !== undefined) assertDispatchColumns(table, 'a worker taking jobs from a broker');
-  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch, readOnlyWaitMs, prefetch, routes, kindLimits: ownLimits, groupLimits };
+  return { concurrency, batch, claimStrategy, maxAttempts, retryDelayMs, maxRetryDelayMs, leaseMs, heartbeatMs, reapIntervalMs, pollMinMs, pollMaxMs, jobTimeoutMs, jobTimeoutGraceMs, random, workerId, settleBatch, readOnlyWaitMs, prefetch, routes, kindLimits: ownLimits, kindRates: ownRates, groupLimits };
 }
 
 function positiveInteger(value: number | undefined, fallback: number, what: string, max = 10_000): number {
