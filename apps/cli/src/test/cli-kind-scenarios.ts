@@ -55,7 +55,7 @@ export function kindScenarios(ctx: () => CliContext): void {
     expect(await statusq('work', '--db', db.url, '--handlers', handlers, '--handler', notFunctions, '--table', 'jobs')).toMatchObject({ code: 2, stderr: 'statusq: work: give --handler or --handlers, not both' });
     expect(await statusq('work', '--db', db.url, '--handlers', handlers, '--table', 'plain', '--exit-when-empty')).toMatchObject({ code: 2, stderr: expect.stringMatching(/table plain has no kind column, which handlers by kind need/) });
     expect(await statusq('migrate', '--db', db.url, '--table', 'plain', '--with', 'kinds', '--kind-column', 'nope')).toMatchObject({ code: 2, stderr: expect.stringMatching(/has no kind column "nope"/) });
-    for (const [limit, message] of [['email=0', /email's limit must be a whole number from 1 to 100000, got 0/], ['email', /takes kind=N pairs/], ['a;b=1', /kind must be 1 to 100 letters/]] as const) {
+    for (const [limit, message] of [['email=0', /email's limit must be a whole number from 1 to 100000, got "0"/], ['email', /takes kind=limit pairs/], ['a;b=1', /kind must be 1 to 100 letters/]] as const) {
       expect(await statusq('work', '--db', db.url, '--handlers', handlers, '--table', 'jobs', '--kind-concurrency', limit, '--exit-when-empty')).toMatchObject({ code: 2, stderr: expect.stringMatching(message) });
     }
     expect(await statusq('work', '--db', db.url, '--handler', file('one.mjs', 'export default async () => undefined;'), '--table', 'jobs', '--kind-concurrency', 'email=1', '--exit-when-empty')).toMatchObject({ code: 2, stderr: expect.stringMatching(/kindConcurrency limits kinds: it needs handlers by kind/) });

@@ -10,6 +10,7 @@ import { doctorScenarios } from './cli-doctor-scenarios.js';
 import { enqueueScenarios } from './cli-enqueue-scenarios.js';
 import { inspectScenarios } from './cli-inspect-scenarios.js';
 import { kindScenarios } from './cli-kind-scenarios.js';
+import { groupScenarios } from './cli-group-scenarios.js';
 import { lifecycleScenarios } from './cli-lifecycle-scenarios.js';
 import { logScenarios } from './cli-log-scenarios.js';
 import { metricsScenarios } from './cli-metrics-scenarios.js';
@@ -93,6 +94,7 @@ function commandScenarios(ctx: () => CliContext, target: CliTarget): void {
   tableScenarios(ctx, target);
   enqueueScenarios(ctx, target);
   kindScenarios(ctx);
+  groupScenarios(ctx);
   workScenarios(ctx, target);
   configScenarios(ctx);
   secretsScenarios(ctx);
