@@ -6,7 +6,8 @@
 // more requests in flight than the limit (and one reached it, so the limit held back concurrency that was
 // there), that every row ended in the status the example's rule gives for what the server answered, that each
 // URL was fetched once and the blocked host's never. Then one worker without the limit, on one host, must go
-// past it: the count can see a breach.
+// past it: the count can see a breach. Last, two processes with GROUP_RATE on two hosts: each host's requests
+// no faster than the rate.
 // Run after the build: node scripts/check-url-fetcher.mjs [--packs DIR] (DIR: tarballs check-packages.mjs packed).
 import { spawn } from 'node:child_process';
 import { cpSync, mkdtempSync, rmSync } from 'node:fs';
@@ -32,6 +33,10 @@ if (!(FETCHED_HOSTS * LIMIT > SLOTS && FETCHED_HOSTS * LIMIT < PROCESSES * SLOTS
 const BLOCKED_HOST = 'blocked.test'; // the example's rule: never fetched, abuse
 /** How long the server holds each response: long enough that a host's fetches overlap when nothing holds them back. */
 const HOLD_MS = 50;
+/** The paced round's GROUP_RATE: slow enough that an unpaced run (two at once, HOLD_MS each) would break it many times over. */
+const PACE_PER_S = 10;
+const PACED_PER_HOST = 20;
+const GROUP_RATE_TEXT = `GROUP_RATE=${PACE_PER_S}/s`;
 /** Bounds one run of the worker processes, from start to exit. */
 const RUN_BOUND_MS = 120_000;
 
@@ -66,7 +71,7 @@ function statusByRule(url) {
 function startServer() {
   let stats;
   const reset = () => {
-    stats = { inFlight: new Map(), max: new Map(), fetched: new Map(), workers: new Map(), requests: 0 };
+    stats = { inFlight: new Map(), max: new Map(), fetched: new Map(), workers: new Map(), starts: new Map(), requests: 0 };
   };
   reset();
   const server = createServer((request, response) => {
@@ -74,6 +79,7 @@ function startServer() {
     const now = (stats.inFlight.get(host) ?? 0) + 1;
     stats.inFlight.set(host, now);
     stats.max.set(host, Math.max(now, stats.max.get(host) ?? 0));
+    stats.starts.set(host, [...(stats.starts.get(host) ?? []), performance.now()]);
     const url = `http://${host}${request.url}`;
     stats.fetched.set(url, (stats.fetched.get(url) ?? 0) + 1);
     const worker = /\((.*)\)/.exec(request.headers['user-agent'] ?? '')?.[1] ?? '?';
@@ -175,7 +181,24 @@ try {
     show(label, `without the limit: at most ${control} requests in flight to g.test`);
     expect(control > LIMIT, `${label}: without the limit g.test had at most ${control} requests in flight, not past ${LIMIT}: the server's count cannot show a breach`);
     expectByRule(label, report(), server.stats(), ROWS + CONTROL);
-    console.info(`${label}: ${ROWS} rows worked by ${PROCESSES} processes, at most ${LIMIT} fetches per host at once; without the limit, ${control} (${seconds(step)})`);
+
+    // Paced: GROUP_RATE on two hosts, two processes; each host's requests must come no faster than the rate.
+    server.reset();
+    const PACED = 2 * PACED_PER_HOST;
+    show(label, npm(['run', '--silent', 'seed', '--', String(PACED), 'h.test', 'i.test'], env));
+    for (const { code, output } of await runWorkers(app, { ...env, GROUP_RATE: `${PACE_PER_S}/s` }, PROCESSES, label)) {
+      show(label, output);
+      expect(code === 0, `${label}: a paced worker exited ${code}, not 0`);
+    }
+    for (const host of ['h.test', 'i.test']) {
+      const starts = server.stats().starts.get(host) ?? [];
+      const spanMs = Math.round(starts.at(-1) - starts[0]);
+      show(label, `${GROUP_RATE_TEXT}: ${starts.length} requests to ${host} over ${spanMs} ms`);
+      const early = paceBreach(starts);
+      expect(early === null, `${label}: ${host} got requests faster than ${PACE_PER_S}/s: ${early}`);
+    }
+    expectByRule(label, report(), server.stats(), ROWS + CONTROL + PACED);
+    console.info(`${label}: ${ROWS} rows worked by ${PROCESSES} processes, at most ${LIMIT} fetches per host at once; without the limit, ${control}; ${GROUP_RATE_TEXT} held (${seconds(step)})`);
   }
 } catch (error) {
   failures.push(`${error.message}\n${error.stdout ?? ''}${error.stderr ?? ''}`);
@@ -188,6 +211,23 @@ console.info(`examples/url-fetcher: ${failures.length === 0 ? 'passed' : 'FAILED
 if (failures.length > 0) {
   console.error(failures.join('\n'));
   process.exit(1);
+}
+
+/**
+ * Where the requests `starts` (milliseconds, in order) came faster than PACE_PER_S allows, or null. The budget may
+ * grant a tenth of a second's worth at once after an idle spell (core's BURST_WINDOW_MS, at least one start), and a
+ * grant reaches the server a moment after the claim: 150 ms of slack over any span, as statusq's conformance case.
+ */
+function paceBreach(starts) {
+  const intervalMs = 1000 / PACE_PER_S;
+  const burst = Math.max(1, Math.floor(PACE_PER_S / 10));
+  for (let i = 0; i < starts.length; i++) {
+    for (let j = i + burst + 2; j < starts.length; j++) {
+      const span = starts[j] - starts[i];
+      if (span < (j - i - burst) * intervalMs - 150) return `requests ${i} and ${j} only ${Math.round(span)} ms apart`;
+    }
+  }
+  return null;
 }
 
 /** information_schema's EXTRA of table_a.host on the MariaDB server at `url` ('STORED GENERATED' for a generated column), read with the app's own driver. */
