@@ -1,8 +1,9 @@
 // `pnpm test [TIER ...] [-- VITEST ARGS]`: builds, then runs the test tiers (scripts/test-tiers.mjs). With no
 // tier it runs all of them, with lint and typecheck, which is what `.ci/run` runs, in four phases: the
 // unit, conformance and browser files beside lint and typecheck, the packed-package check and the README's
-// demo (both cores busy); then the chaos files beside the example app; then the benchmark and scale-out, each
-// as two processes (PostgreSQL, and the other databases); then the checks on Node 22 and 24.
+// demo (both cores busy); then the chaos files beside the two example apps (one after the other); then the
+// benchmark and scale-out, each as two processes (PostgreSQL, and the other databases); then the checks on
+// Node 22 and 24.
 // CONTRIBUTING.md's timing table says where the time goes.
 // Each step's time goes to artifacts/test-steps.json, which scripts/test-timings.mjs turns into that table.
 // Exit: 0 all passed, 1 a step failed, 2 a bad tier name, STATUSQ_DIALECTS or STATUSQ_TEST_WORKERS.
@@ -124,7 +125,7 @@ async function systemServersMissing() {
 // A failed step is in `steps`; every later step still runs, so one run reports every failure.
 if ((await step('build', ...npx('turbo', 'run', 'build', '--output-logs=errors-only'))) === 0) {
   const missing = tiers.includes('system') ? await systemServersMissing() : null;
-  if (missing) console.log(`[system] skipped check-packages, check-example, bench --quick and scale --quick: ${missing}`);
+  if (missing) console.log(`[system] skipped check-packages, check-example, check-url-fetcher, bench --quick and scale --quick: ${missing}`);
   const packs = tiers.includes('system') && !missing ? mkdtempSync(join(tmpdir(), 'statusq-packs-')) : null;
   try {
     // Three phases, each a few steps side by side; the machine's two cores are busy in the first, and the
@@ -147,7 +148,9 @@ if ((await step('build', ...npx('turbo', 'run', 'build', '--output-logs=errors-o
     // The chaos files (private servers restarted and killed, proxies, brokers), beside the example app from
     // the same tarballs on SQLite and MariaDB; neither shares a server with the other's faults.
     const second = laterTiers.length > 0 ? [vitestRun(laterTiers, 'chaos')] : [];
-    if (packs) second.push(step('check-example', 'node', ['scripts/check-example.mjs', '--packs', packs]));
+    // Then the URL-fetching example against a local HTTP server, per-host limits across two worker processes:
+    // after the first example rather than beside it, so that the chaos files keep the company they were tuned with.
+    if (packs) second.push(step('check-example', 'node', ['scripts/check-example.mjs', '--packs', packs]).then(() => step('check-url-fetcher', 'node', ['scripts/check-url-fetcher.mjs', '--packs', packs])));
     await Promise.all(second);
     if (packs) {
       // The benchmark harness, small, so it never rots (its numbers are not judged here), and scale-out on
