@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { StoreError } from '@statusq/core';
+import { StoreError, Worker, migrateTable } from '@statusq/core';
 import Database from 'better-sqlite3';
 import { SqliteStore } from './index.js';
 import { toStoreError } from './sqlite-errors.js';
@@ -139,4 +139,22 @@ it('a cached SELECT * follows the table through ALTER TABLE: added, renamed and 
   const withProto = await read();
   expect(Object.getPrototypeOf(withProto)).toBe(Object.prototype);
   expect(Object.keys(withProto!)).toEqual(['id', 'v', '__proto__']);
+});
+
+it('a generated column is one of the table\'s columns (a group column computed from a URL), and a serial group holds on it', async () => {
+  dir = mkdtempSync(join(tmpdir(), 'statusq-sqlite-generated-'));
+  store = new SqliteStore({ filename: join(dir, 'q.db') });
+  await store.execute({ sql: "CREATE TABLE pages (id INTEGER PRIMARY KEY, date TEXT NOT NULL, url TEXT NOT NULL, status INTEGER, host TEXT GENERATED ALWAYS AS (substr(url, 9, instr(substr(url, 9), '/') - 1)) STORED)", params: [] });
+  expect((await store.describeTable('pages'))?.map((column) => column.name)).toEqual(['id', 'date', 'url', 'status', 'host']);
+  await migrateTable(store, { table: 'pages', with: ['groups'], groupColumn: 'host' });
+  for (const [id, url] of [[1, 'https://a.test/1'], [2, 'https://a.test/2'], [3, 'https://b.test/1']] as const) {
+    await store.execute({ sql: 'INSERT INTO pages (id, date, url) VALUES (?, ?, ?)', params: [id, `2026-01-01 00:00:0${id}`, url] });
+  }
+  const worker = await Worker.create({ store, table: { table: 'pages', order: 'oldest', columns: { group: 'host' } }, concurrency: 3, groupConcurrency: 1, exitWhenEmpty: true, pollMaxMs: 20, handler: async () => undefined });
+  const claimed: string[] = [];
+  worker.on('claimed', ({ jobs }) => claimed.push(jobs.map((job) => String(job.id)).join(',')));
+  await worker.run();
+  // The first claim takes one row of each host; a.test's second waits for its first to finish.
+  expect(claimed[0]).toBe('1,3');
+  expect((await store.execute({ sql: 'SELECT COUNT(*) AS n FROM pages WHERE status = 1', params: [] })).rows[0]?.n).toBe(3);
 });

@@ -192,7 +192,9 @@ export class SqliteStore implements Store {
             `SELECT ti.name AS name, ti.type AS type, ti.pk AS pk, (ti.dflt_value IS NOT NULL AND upper(ti.dflt_value) <> 'NULL') AS has_default, EXISTS (SELECT 1 FROM pragma_index_list(@name, @schema) il ` +
               `WHERE il."unique" AND NOT il.partial AND (SELECT COUNT(*) FROM pragma_index_info(il.name, @schema)) = 1 ` +
               `AND (SELECT ii.name FROM pragma_index_info(il.name, @schema) ii) = ti.name COLLATE NOCASE) AS uniq ` +
-              `FROM pragma_table_info(@name, @schema) ti ORDER BY ti.cid`,
+              // table_xinfo, not table_info: generated columns (hidden 2 virtual, 3 stored) are columns a queue may
+              // read, a group column computed from a URL among them; hidden 1 is a virtual table's own, never one.
+              `FROM pragma_table_xinfo(@name, @schema) ti WHERE ti.hidden IN (0, 2, 3) ORDER BY ti.cid`,
           )
           .all({ name, schema }) as Array<{ name: string; type: string; pk: number; has_default: number; uniq: number }>,
     );
