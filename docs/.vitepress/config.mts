@@ -59,6 +59,7 @@ const guides: DefaultTheme.SidebarItem[] = [
     text: 'Features',
     items: [
       { text: 'Kinds', link: '/features/kinds' },
+      { text: 'Groups', link: '/features/groups' },
       { text: 'Delayed jobs', link: '/features/delays' },
       { text: 'Priorities', link: '/features/priorities' },
       { text: 'Deduplication keys', link: '/features/keys' },

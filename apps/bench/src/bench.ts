@@ -16,7 +16,7 @@ import type { ClaimStrategy } from '@statusq/core/tools';
 import { DIALECTS, openBenchDatabase, type Dialect } from './databases.js';
 import { OBSERVABILITY_VARIANTS, type BenchRecord, type ObservabilityVariant } from './records.js';
 import { broker } from './broker-scenario.js';
-import { claimShapes, costGrowth } from './claim-cost-scenarios.js';
+import { claimLimits, claimShapes, costGrowth } from './claim-cost-scenarios.js';
 import { claimLatency, claimers } from './claimer-scenarios.js';
 import { claimState, pruneAlongside, rateLimit } from './feature-scenarios.js';
 import { observability } from './observability.js';
@@ -216,6 +216,7 @@ async function main(args: Args): Promise<void> {
     else if (scenario === 'idle-pickup') await idlePickup(ctx);
     else if (scenario === 'cost-growth') await costGrowth(ctx);
     else if (scenario === 'claim-shapes') await claimShapes(ctx);
+    else if (scenario === 'claim-limits') await claimLimits(ctx);
     else if (scenario === 'prune-alongside') await pruneAlongside(ctx);
     else if (scenario === 'claim-state') await claimState(ctx);
     else if (scenario === 'claimers') await claimers(ctx);

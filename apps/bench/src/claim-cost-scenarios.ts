@@ -3,16 +3,24 @@
  * without it), and on the table shapes issue 15's features make (a priority column, delayed rows ahead).
  */
 import type { Worker } from '@statusq/core';
-import type { BenchDatabase } from './databases.js';
-import { quantile, round, type ClaimShapeRecord, type ClaimTiming, type CostRecord } from './records.js';
+import type { BenchDatabase, TableOptions } from './databases.js';
+import { quantile, round, type ClaimLimitRecord, type ClaimShapeRecord, type ClaimTiming, type CostRecord } from './records.js';
 import { withDatabase, type BenchContext, type Plan } from './scenarios.js';
-import { burnDownInProcess } from './statusq-runs.js';
+import { burnDownInProcess, type StatusqRunOptions } from './statusq-runs.js';
 
 /** Without its index a claim scans the whole history; these runs are cut short rather than left to crawl. */
 const UNINDEXED_TIMEOUT_MS = 15_000;
 
-/** Times each claim of `worker` (each Queue.claim call: one attempt of the whole claim pipeline) into `samples`. */
-function timingClaims(worker: Worker, samples: number[]): void {
+/**
+ * Times each claim of `worker` into `samples`: at the store (`store`: each Queue.claim call, one attempt of the
+ * whole claim pipeline), or as the worker's loop saw each claim that took rows (`loop`: the `claimed` event's
+ * duration, retries included), which is what a claim under kind or group limits can be timed by.
+ */
+function timingClaims(worker: Worker, samples: number[], at: 'store' | 'loop' = 'store'): void {
+  if (at === 'loop') {
+    worker.on('claimed', ({ durationMs }) => samples.push(durationMs));
+    return;
+  }
   const queue = worker.queue;
   const claim = queue.claim.bind(queue);
   queue.claim = async (...args) => {
@@ -81,6 +89,37 @@ export async function claimShapes(ctx: BenchContext): Promise<void> {
   }
 }
 
+/** The shapes of the claim-limits scenario: the plain claim, by kind, and under group limits of 10 and 10,000 groups. */
+const LIMIT_SHAPES: ReadonlyArray<{ shape: ClaimLimitRecord['shape']; table: TableOptions; worker: Pick<StatusqRunOptions, 'kinds' | 'groupConcurrency'>; share: number }> = [
+  { shape: 'plain', table: {}, worker: {}, share: 1 },
+  { shape: 'kinds: 2 of 4 handled', table: { kinds: 4 }, worker: { kinds: ['0', '1'] }, share: 0.5 },
+  { shape: '10 groups, 4 at once each', table: { groups: 10 }, worker: { groupConcurrency: 4 }, share: 1 },
+  { shape: '10 groups, serial', table: { groups: 10 }, worker: { groupConcurrency: 1 }, share: 1 },
+  { shape: '10,000 groups, 4 at once each', table: { groups: 10_000 }, worker: { groupConcurrency: 4 }, share: 1 },
+];
+
+/**
+ * The claim with kinds and under group limits beside the plain claim (ClaimLimitRecord): costPendingRows pending
+ * rows, one worker of 64 slots, every claim that took rows timed as the loop saw it (a claim under group limits
+ * is one transaction that counts, paces and picks, not Queue.claim). A worker with handlers for 2 of 4 kinds
+ * stops once it ran its half.
+ */
+export async function claimLimits(ctx: BenchContext): Promise<void> {
+  const { plan } = ctx;
+  const table = 'bench_limits';
+  for (const dialect of ctx.dialects) {
+    await withDatabase(dialect, async (db) => {
+      for (const { shape, table: options, worker, share } of LIMIT_SHAPES) {
+        await db.createTable(table, { pending: plan.costPendingRows, finished: 0 }, options);
+        const jobs = Math.round(plan.costPendingRows * share);
+        const timing = await timedClaimRun(db, table, jobs, plan.runTimeoutMs, { stopWhenDone: true, at: 'loop', worker });
+        ctx.record({ scenario: 'claim-limits', system: 'statusq', dialect, shape, pendingRows: plan.costPendingRows, ...timing });
+      }
+      await db.dropTable(table);
+    });
+  }
+}
+
 async function measureClaimCost(db: BenchDatabase, table: string, finishedRows: number, pendingIndex: boolean, plan: Plan): Promise<CostRecord> {
   const timeoutMs = pendingIndex ? plan.runTimeoutMs : Math.min(plan.runTimeoutMs, UNINDEXED_TIMEOUT_MS);
   const timing = await timedClaimRun(db, table, plan.costPendingRows, timeoutMs);
@@ -92,10 +131,16 @@ async function measureClaimCost(db: BenchDatabase, table: string, finishedRows: 
  * `stopWhenDone` it stops after `jobs` completions: rows left pending (not due yet, or more than the run's
  * share) would keep exitWhenEmpty waiting.
  */
-async function timedClaimRun(db: BenchDatabase, table: string, jobs: number, timeoutMs: number, options: { stopWhenDone?: boolean } = {}): Promise<ClaimTiming> {
+async function timedClaimRun(
+  db: BenchDatabase,
+  table: string,
+  jobs: number,
+  timeoutMs: number,
+  options: { stopWhenDone?: boolean; at?: 'store' | 'loop'; worker?: Pick<StatusqRunOptions, 'kinds' | 'groupConcurrency'> } = {},
+): Promise<ClaimTiming> {
   const samples: number[] = [];
-  const result = await burnDownInProcess(db, { table, workers: 1, concurrency: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs }, (worker) => {
-    timingClaims(worker, samples);
+  const result = await burnDownInProcess(db, { table, workers: 1, concurrency: 64, strategy: 'native', handlerDelayMs: 0, timeoutMs, ...options.worker }, (worker) => {
+    timingClaims(worker, samples, options.at);
     if (!options.stopWhenDone) return;
     let completed = 0;
     worker.on('completed', () => {

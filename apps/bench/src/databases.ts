@@ -41,6 +41,10 @@ export interface TableOptions {
   dispatch?: boolean;
   /** The claim state in a claims table beside the table (`migrate --beside`) instead of its own columns. */
   beside?: boolean;
+  /** A kind column (`--with kinds`) whose values run '0' .. kinds-1 by id, mixed. */
+  kinds?: number;
+  /** A group column (`--with groups`) whose values run '0' .. groups-1 by id, mixed. */
+  groups?: number;
 }
 
 export interface BenchDatabase {
@@ -135,7 +139,12 @@ abstract class BaseBench implements BenchDatabase {
   async createTable(table: string, counts: FillCounts, options: TableOptions = {}): Promise<void> {
     validateTableName(table);
     await this.dropTable(table);
-    const groups = [...(options.priorityLevels ? (['priority'] as const) : []), ...(options.dispatch ? (['dispatch'] as const) : [])];
+    const groups = [
+      ...(options.priorityLevels ? (['priority'] as const) : []),
+      ...(options.dispatch ? (['dispatch'] as const) : []),
+      ...(options.kinds ? (['kinds'] as const) : []),
+      ...(options.groups ? (['groups'] as const) : []),
+    ];
     await initTable(this.admin, table, { ...(groups.length > 0 && { with: groups }), ...(options.beside && { beside: true }) });
     // Finished rows are older than pending ones: the claim's newest-first walk meets pending rows first
     // only because of the pending index, not because the history happens to sit behind them.
@@ -143,9 +152,13 @@ abstract class BaseBench implements BenchDatabase {
     const finishedEnd = now - counts.pending - 1 - (counts.finishedAgoMs ?? 0);
     for (const [offset, count] of chunks(counts.finished)) await this.fill(table, count, 1, finishedEnd - offset);
     for (const [offset, count] of chunks(counts.pending)) await this.fill(table, count, null, now - offset);
-    if (options.priorityLevels) {
+    // Spread by id, so every value is mixed through the queue order. An integer into a text column is an
+    // assignment every dialect converts ('0', '1', ...): digits are valid kinds and groups.
+    const spread = { priority: options.priorityLevels, kind: options.kinds, group_key: options.groups };
+    for (const [column, values] of Object.entries(spread)) {
+      if (!values) continue;
       const q = (name: string) => this.admin.dialect.quoteIdentifier(name);
-      await this.admin.execute({ sql: `UPDATE ${q(table)} SET ${q('priority')} = ${q('id')} % ${Math.floor(options.priorityLevels)}`, params: [] });
+      await this.admin.execute({ sql: `UPDATE ${q(table)} SET ${q(column)} = ${q('id')} % ${Math.floor(values)}`, params: [] });
     }
     this.nextEndMs.set(table, now);
     await this.analyze(table);

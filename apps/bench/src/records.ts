@@ -115,6 +115,15 @@ export interface ClaimShapeRecord extends ClaimTiming {
   delayedRows: number;
 }
 
+/** The claim with kinds and under group limits beside the plain claim (claim-cost-scenarios.ts claimLimits). */
+export interface ClaimLimitRecord extends ClaimTiming {
+  scenario: 'claim-limits';
+  system: 'statusq';
+  dialect: Dialect;
+  shape: 'plain' | 'kinds: 2 of 4 handled' | '10 groups, 4 at once each' | '10 groups, serial' | '10,000 groups, 4 at once each';
+  pendingRows: number;
+}
+
 /** Workers burning down pending rows alone, or while a prune deletes the table's old finished rows (feature-scenarios.ts pruneAlongside). */
 export interface PruneRecord {
   scenario: 'prune-alongside';
@@ -234,7 +243,7 @@ export interface ObservabilityRecord {
   sideBySideWith?: ObservabilityVariant;
 }
 
-export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ClaimShapeRecord | PruneRecord | ClaimStateRecord | ClaimersRecord | ClaimLatencyRecord | RateLimitRecord | IdlePickupRecord | ObservabilityRecord;
+export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ClaimShapeRecord | ClaimLimitRecord | PruneRecord | ClaimStateRecord | ClaimersRecord | ClaimLatencyRecord | RateLimitRecord | IdlePickupRecord | ObservabilityRecord;
 
 /** The q-th quantile (0..1) by nearest rank; NaN for no samples. */
 export function quantile(samples: readonly number[], q: number): number {

@@ -2,7 +2,7 @@
  * Turns bench records into tables, one or more per scenario (plain text for the terminal, Markdown for
  * docs/benchmarks.md). The lines above them are report-ratios.ts and report-ceiling.ts; the chart report-chart.ts.
  */
-import { STATUS_ONLY_VARIANT, round, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type CostRecord, type IdlePickupRecord, type PickupRecord, type PruneRecord, type ClaimStateRecord, type ClaimersRecord, type ClaimLatencyRecord, type RateLimitRecord } from './records.js';
+import { STATUS_ONLY_VARIANT, round, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type ClaimLimitRecord, type CostRecord, type IdlePickupRecord, type PickupRecord, type PruneRecord, type ClaimStateRecord, type ClaimersRecord, type ClaimLatencyRecord, type RateLimitRecord } from './records.js';
 import { brokerSections } from './report-broker.js';
 import { targetChecks } from './report-ceiling.js';
 import { fastest, format, markdownTable, percent, systemLabel, textTable, type Cell, type Section } from './report-format.js';
@@ -122,6 +122,14 @@ function sections(records: readonly BenchRecord[]): Section[] {
       title: 'Claim by table shape (plain; a priority column, ten levels mixed; rows due in a day ahead of the due ones, newest first; 1 worker x 64 slots)',
       header: ['dialect', 'shape', 'pending rows', 'of them delayed', 'jobs', 'claims', 'claim p50 ms', 'claim p99 ms', 'jobs/s'],
       rows: shapes.map((r) => [r.dialect, r.shape, r.pendingRows, r.delayedRows, r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.claimCalls, r.claimP50Ms, r.claimP99Ms, r.jobsPerSec]),
+    });
+  }
+  const limits = records.filter((r): r is ClaimLimitRecord => r.scenario === 'claim-limits');
+  if (limits.length > 0) {
+    out.push({
+      title: 'Claims with kinds and under group limits (the plain claim; a worker with handlers for 2 of 4 kinds; group limits over 10 and 10,000 groups; 1 worker x 64 slots, claims that took rows timed by the loop)',
+      header: ['dialect', 'shape', 'pending rows', 'jobs', 'claims', 'claim p50 ms', 'claim p99 ms', 'jobs/s'],
+      rows: limits.map((r) => [r.dialect, r.shape, r.pendingRows, r.timedOut ? `${format(r.handled)} of ${format(r.jobs)} (cut off)` : r.handled, r.claimCalls, r.claimP50Ms, r.claimP99Ms, r.jobsPerSec]),
     });
   }
   const prunes = records.filter((r): r is PruneRecord => r.scenario === 'prune-alongside');

@@ -149,8 +149,8 @@ export const QUICK_PLAN: Plan = {
   latencyJobs: 640,
 };
 
-export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'prune-alongside' | 'claim-state' | 'claimers' | 'claim-latency' | 'rate-limit' | 'handler-5ms' | 'observability' | 'broker';
-export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'prune-alongside', 'claim-state', 'claimers', 'claim-latency', 'rate-limit', 'handler-5ms', 'observability', 'broker'];
+export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'claim-limits' | 'prune-alongside' | 'claim-state' | 'claimers' | 'claim-latency' | 'rate-limit' | 'handler-5ms' | 'observability' | 'broker';
+export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'claim-limits', 'prune-alongside', 'claim-state', 'claimers', 'claim-latency', 'rate-limit', 'handler-5ms', 'observability', 'broker'];
 
 export interface BenchContext {
   plan: Plan;

@@ -44,6 +44,10 @@ export interface StatusqRunOptions {
   urlParameters?: Record<string, string>;
   /** The URL the workers connect with instead of the database's own (through a TCP proxy); default: the database's. */
   url?: string;
+  /** Handlers by kind for these kinds (each the same no-op handler), instead of one handler for every row. */
+  kinds?: readonly string[];
+  /** The workers' group concurrency (`--group-concurrency`); default none. */
+  groupConcurrency?: number;
 }
 
 export type BenchColumns = 'all' | 'status only';
@@ -139,7 +143,8 @@ async function createBenchWorker(store: Store, broker: Broker | null, options: S
     ...(broker && { from: broker }),
     store,
     table: { table: options.table, ...(options.columns === 'status only' && { columns: STATUS_ONLY, select: [] }) },
-    handler: handlerFor(options.handlerDelayMs),
+    ...(options.kinds ? { handlers: Object.fromEntries(options.kinds.map((kind) => [kind, handlerFor(options.handlerDelayMs)])) } : { handler: handlerFor(options.handlerDelayMs) }),
+    ...(options.groupConcurrency !== undefined && { groupConcurrency: options.groupConcurrency }),
     concurrency: options.concurrency,
     ...(options.batch !== undefined && { batch: options.batch }),
     claimStrategy: options.strategy,
