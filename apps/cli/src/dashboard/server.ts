@@ -9,7 +9,7 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import { serveStatic } from '@hono/node-server/serve-static';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
-import { ConfigError, StatusqError, StoreError, type JobId, type Queue, type StatusName } from '@statusq/core';
+import { ConfigError, StatusqError, StoreError, type JobId, type Queue, type StatusCounts, type StatusName } from '@statusq/core';
 import { DEFAULT_LEASE_MS, resolveInspectOptions, type InspectStatus } from '@statusq/core/tools';
 import { parseId } from '../with-store.js';
 import { toJson } from '../json.js';
@@ -97,8 +97,12 @@ export function dashboardApp(options: DashboardAppOptions): Hono<DashboardEnv> {
   );
 
   // As `statusq stats --json` prints them: on a table with a kind column, the same counts per kind under `kinds`.
-  const countsWithKinds = async () => {
-    const [counts, kinds] = await Promise.all([queue.counts(), queue.countsByKind()]);
+  // There the totals are the sums of the kinds' counts: one GROUP BY per poll of each open page, not two.
+  const countsWithKinds = async (): Promise<{ counts: StatusCounts; kinds: Record<string, StatusCounts> | null }> => {
+    const kinds = await queue.countsByKind();
+    if (kinds === null) return { counts: await queue.counts(), kinds: null };
+    const counts: StatusCounts = { pending: 0, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 };
+    for (const byStatus of Object.values(kinds)) for (const status of Object.keys(counts) as Array<keyof StatusCounts>) counts[status] += byStatus[status];
     return { counts, kinds };
   };
 

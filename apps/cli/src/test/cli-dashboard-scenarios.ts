@@ -147,7 +147,10 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
     expect(run.code, run.stderr).toBe(0);
     const { api, stop } = await startDashboard(c, [], {}, c.db.url, 'table_a');
     try {
-      expect((await api('GET', '/api/stats')).json).toEqual({ pending: 0, processing: 0, done: 16, abuse: 0, failed: 4, other: 0 });
+      // table_a's text column `kind` (ok, poison) is its kind column: /api/stats counts by it, as stats --json does.
+      const stats = (await api('GET', '/api/stats')).json;
+      expect(stats).toMatchObject({ pending: 0, processing: 0, done: 16, abuse: 0, failed: 4, other: 0, kinds: { ok: { done: 16 }, poison: { failed: 4 } } });
+      expect(stats).toEqual(JSON.parse((await c.statusq('stats', '--db', c.db.url, '--table', 'table_a', '--json')).stdout));
       const failed = (await api('GET', '/api/rows?status=failed')).json as { columns: string[]; rows: Array<Record<string, unknown>> };
       expect(failed.columns).toEqual(expect.arrayContaining(['attempt_count', 'last_error', 'finished_at']));
       expect(failed.rows.map((r) => [Number(r.attempt_count), /unreachable host/.test(String(r.last_error))])).toEqual(Array.from({ length: 4 }, () => [3, true]));

@@ -111,7 +111,8 @@ export function metricsScenarios(ctx: () => CliContext): void {
     }
   });
 
-  it('on a table with kinds, statusq_queue_kind_rows counts the pending and processing rows of each kind, a kind no worker handles and rows without a kind included', async () => {
+  // Under --processes the launcher reads the gauge once for its children, on its own connection.
+  it.each([['one process', []], ['--processes 2', ['--processes', '2']]] as const)('on a table with kinds (%s), statusq_queue_kind_rows counts the pending and processing rows of each kind, a kind no worker handles and rows without a kind included', async (_, processes) => {
     const c = ctx();
     expect((await c.statusq('init', '--db', c.db.url, '--with', 'kinds')).code).toBe(0);
     for (const kind of ['email', 'email', 'archive']) expect((await c.statusq('enqueue', '--db', c.db.url, '--kind', kind, '--payload', '{"n":0}')).code).toBe(0);
@@ -121,7 +122,7 @@ export function metricsScenarios(ctx: () => CliContext): void {
     mkdirSync(handlers);
     // Emails run until the test creates `release` (bounded), so no row finishes while the gauge is read.
     writeFileSync(join(handlers, 'email.mjs'), handler(release).replace('job.payload.n !== 6', 'false'));
-    const run = launchCli(c.dir, ['work', '--db', c.db.url, '--table', 'jobs', '--handlers', handlers, '--metrics-port', '0']);
+    const run = launchCli(c.dir, ['work', '--db', c.db.url, '--table', 'jobs', '--handlers', handlers, '--metrics-port', '0', ...processes]);
     const stdout = collectStdout(run);
     try {
       const { get } = await metricsEndpoint(run, stdout);
