@@ -141,4 +141,29 @@ export function kindScenarios(ctx: () => CliContext, target: CliTarget): void {
     expect(busy.kinds).toMatchObject({ archive: { pending: 1, processing: 1 }, email: { done: 2 } });
     expect(kindChecks(busy).map((check) => check.name)).toEqual(['kinds']);
   });
+
+  it("an application's own kind column (--kind-column) is read the same way by inspect, doctor (its fix line keeps the flag) and work's warning", async () => {
+    const { statusq, db, dir } = ctx();
+    expect((await statusq('init', '--db', db.url, '--table', 'urls')).code).toBe(0);
+    await db.query('ALTER TABLE urls ADD url_type VARCHAR(50)');
+    expect((await statusq('migrate', '--db', db.url, '--table', 'urls', '--with', 'kinds', '--kind-column', 'url_type')).code).toBe(0);
+    for (const kind of ['feed', 'page']) expect((await statusq('enqueue', '--db', db.url, '--table', 'urls', '--kind-column', 'url_type', '--kind', kind, '--payload', '{}')).code).toBe(0);
+    await db.query(`UPDATE urls SET date = ${target.dateLiteral(new Date(Date.now() - 3 * 3_600_000).toISOString())} WHERE id = 2`);
+
+    const pages = await statusq('inspect', '--db', db.url, '--table', 'urls', '--kind-column', 'url_type', '--status', 'pending', '--kind', 'page', '--json');
+    expect((JSON.parse(pages.stdout) as Array<Record<string, unknown>>).map((row) => [Number(row.id), row.url_type])).toEqual([[2, 'page']]);
+    const report = JSON.parse((await statusq('doctor', '--db', db.url, '--table', 'urls', '--kind-column', 'url_type', '--race-jobs', '0', '--json')).stdout) as DoctorReport;
+    expect(report.kinds).toMatchObject({ feed: { pending: 1 }, page: { pending: 1 } });
+    expect(report.checks.filter((check) => check.name.startsWith('kind '))).toEqual([
+      expect.objectContaining({ name: 'kind page', status: 'warn', fix: expect.stringMatching(/statusq work --db \S+ --table urls --kind-column url_type --handlers DIR \(DIR\/page\.mjs\)/) }),
+    ]);
+
+    const handlers = join(dir, 'handlers');
+    mkdirSync(handlers);
+    writeFileSync(join(handlers, 'feed.mjs'), 'export default async () => undefined;');
+    const run = await statusq('work', '--db', db.url, '--table', 'urls', '--kind-column', 'url_type', '--handlers', handlers, '--exit-when-empty', '--poll-max', '50ms');
+    expect(run.code, run.stderr).toBe(0);
+    expect(logLines(run.stdout).filter((line) => line.level === 'warn').map((line) => [line.kind, line.pending])).toEqual([['page', 1]]);
+    expect(await ctx().stats('urls')).toMatchObject({ pending: 1, done: 1 });
+  });
 }
