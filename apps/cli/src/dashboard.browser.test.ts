@@ -341,6 +341,8 @@ describe('statusq dashboard in Chromium', () => {
       expect(await page.getByTestId('kind-email').getAttribute('class')).toBeNull();
       expect(await text(page, 'kind-archive-pending')).toBe('1');
       expect(await page.getByTestId('kind-archive').innerText()).toContain('(none processing)');
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.screenshot({ path: join(SCREENSHOTS, 'kinds-dashboard.png'), fullPage: true });
       expect(pageErrors).toEqual([]);
     });
   }

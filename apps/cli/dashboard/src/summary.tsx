@@ -60,8 +60,8 @@ export function Kinds({ kinds }: { kinds: Record<string, Counts> }) {
                 const waiting = Number(counts.pending) > 0 && Number(counts.processing) === 0;
                 return (
                   <tr key={kind} data-testid={`kind-${kind}`} class={waiting ? 'waiting' : undefined}>
-                    <th scope="row" class="mono">
-                      {kind === '' ? '(no kind)' : kind}
+                    <th scope="row">
+                      <span class="mono">{kind === '' ? '(no kind)' : kind}</span>
                       {waiting && <span class="hint"> (none processing)</span>}
                     </th>
                     {STATUSES.map((status) => (
