@@ -26,6 +26,7 @@ export const TEST_FILES = {
     { files: 'apps/bench/src/report.test.ts' },
     { files: 'apps/bench/src/scale/ledger-check*.test.ts' },
     { files: 'apps/cli/src/dashboard/*.test.ts' },
+    { files: 'apps/cli/src/metrics.test.ts' },
     { files: 'apps/demo/src/*.test.ts' },
   ],
   // Real databases and brokers, nothing broken on purpose: the shared conformance suite (both MySQL claim

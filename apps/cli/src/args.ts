@@ -18,9 +18,9 @@ export const COMMAND_FLAGS = {
   stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'kind-column', 'group-column', 'json'],
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
   prune: ['db', 'adapter', 'table', 'status', 'older-than', 'by-order-column', 'batch', 'pause', 'dry-run', 'archive', 'id-column', 'status-column', 'order-column'],
-  inspect: ['db', 'adapter', 'table', 'status', 'limit', 'id', 'id-column', 'status-column', 'order-column', 'kind-column', 'order', 'json'],
-  doctor: ['db', 'listen-db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'race-jobs', 'race-workers', 'json'],
-  dashboard: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'order', 'lease', 'port', 'host', 'read-only', 'token'],
+  inspect: ['db', 'adapter', 'table', 'status', 'limit', 'id', 'kind', 'id-column', 'status-column', 'order-column', 'kind-column', 'order', 'json'],
+  doctor: ['db', 'listen-db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'kind-column', 'order', 'stalled-after', 'race-jobs', 'race-workers', 'json'],
+  dashboard: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'kind-column', 'order', 'lease', 'port', 'host', 'read-only', 'token'],
 } as const;
 
 export type Command = keyof typeof COMMAND_FLAGS;

@@ -236,6 +236,8 @@ describe('statusq dashboard in Chromium', () => {
       const failedRow = page.locator('[data-testid="failed-row"][data-id="4"]');
       await failedRow.waitFor({ timeout: PAGE_WAIT_MS });
       expect(await failedRow.getByTestId('last-error').innerText()).toContain('upstream answered 502 Bad Gateway for row 4');
+      // A table without a kind column has no table by kind.
+      expect(await page.getByTestId('kinds').count()).toBe(0);
       expect(await page.locator('[data-testid="abuse-row"][data-id="5"]').innerText()).toContain('rate limit: 120 requests in a minute');
 
       // The gate opens: the done count the page shows goes up by the four released rows.
@@ -300,6 +302,47 @@ describe('statusq dashboard in Chromium', () => {
       expect(await banner.innerText()).toContain('The database is not answering (503)');
       expect(await text(page, 'count-done')).toBe('10');
       expect(await page.getByTestId('requeue-row').count()).toBe(0);
+      expect(pageErrors).toEqual([]);
+    });
+  }
+
+  const sqlite = targets[0]!;
+  const kindsTitle = `${sqlite.dialect}: on a table with kinds the page counts rows by kind, follows a worker that handles one kind, and marks the kind that waits with none processing`;
+  if (missingBrowser !== null) {
+    if (!required) it.skip(`[needs chromium] ${kindsTitle}: ${missingBrowser}`, () => undefined);
+  } else {
+    it(kindsTitle, async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'statusq-dash-kinds-'));
+      cleanup.push(async () => rmSync(dir, { recursive: true, force: true }));
+      const db = await sqlite.create(dir);
+      const statusq = (...args: string[]) => runCliInProcess(dir, args);
+      expect((await statusq('init', '--db', db.url, '--with', 'kinds')).code).toBe(0);
+      for (const kind of ['email', 'email', 'email', 'archive']) expect((await statusq('enqueue', '--db', db.url, '--kind', kind, '--payload', '{}')).code).toBe(0);
+      const dashboard = await startDashboard(dir, db.url);
+      cleanup.push(() => stop(dashboard.run));
+      const page = await browser!.newPage();
+      cleanup.push(() => page.close());
+      shown = { page, file: 'failed-kinds-dashboard.png' };
+      const pageErrors: string[] = [];
+      page.on('pageerror', (error) => pageErrors.push(error.message));
+      await page.goto(dashboard.url);
+
+      await untilText(page, 'kind-email-pending', '3');
+      expect(await text(page, 'kind-archive-pending')).toBe('1');
+      expect(await page.getByTestId('kind-archive').getAttribute('class')).toBe('waiting');
+
+      // A worker with a handler for email only: the emails end done, the archive row still waits, marked.
+      const handlers = join(dir, 'handlers');
+      mkdirSync(handlers);
+      writeFileSync(join(handlers, 'email.mjs'), 'export default async () => undefined;');
+      expect((await statusq('work', '--db', db.url, '--table', 'jobs', '--handlers', handlers, '--exit-when-empty', '--poll-max', '50ms')).code).toBe(0);
+      await untilText(page, 'kind-email-done', '3');
+      expect(await text(page, 'kind-email-pending')).toBe('0');
+      expect(await page.getByTestId('kind-email').getAttribute('class')).toBeNull();
+      expect(await text(page, 'kind-archive-pending')).toBe('1');
+      expect(await page.getByTestId('kind-archive').innerText()).toContain('(none processing)');
+      mkdirSync(SCREENSHOTS, { recursive: true });
+      await page.screenshot({ path: join(SCREENSHOTS, 'kinds-dashboard.png'), fullPage: true });
       expect(pageErrors).toEqual([]);
     });
   }

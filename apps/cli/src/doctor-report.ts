@@ -1,4 +1,5 @@
 // What `statusq doctor` found, as one object (`--json`) and as the text an operator reads.
+import type { StatusCounts } from '@statusq/core';
 import type { StoreCapabilities } from '@statusq/core/tools';
 
 export type Verdict = 'pass' | 'warn' | 'fail';
@@ -61,6 +62,8 @@ export interface DoctorReport {
   checks: Check[];
   /** Null when the race was not run (--race-jobs 0, or the server could not be reached). */
   race: RaceReport | null;
+  /** On a table with a kind column: rows by status per kind (rows without a kind under ''), as `stats --json` has them. */
+  kinds?: Record<string, StatusCounts>;
 }
 
 const LABEL: Readonly<Record<Verdict, string>> = { pass: 'pass', warn: 'WARN', fail: 'FAIL' };

@@ -222,15 +222,16 @@ ${DB}
 ${COLUMNS}
 
 Durations need a unit: 250ms, 30s, 5m, 1h, 30d.`,
-  inspect: `usage: statusq inspect --db URL --table T [--status failed|abuse|processing|pending] [--limit N] [--json]
+  inspect: `usage: statusq inspect --db URL --table T [--status failed|abuse|processing|pending] [--kind K] [--limit N] [--json]
        statusq inspect --db URL --table T --id ID [--json]
-Shows rows without writing SQL: id, order column, status and whichever of attempt_count, claimed_at, worker_id,
+Shows rows without writing SQL: id, order column, status and whichever of kind, attempt_count, claimed_at, worker_id,
 next_attempt_at, last_error, finished_at the table has. failed and abuse: newest finished first; processing:
 oldest claim first (the stuck ones); pending: in claim order. --id shows one row whole (exit 5 when no row has it).
 
 ${DB}
   --table T                   the table (required)
   --status S                  failed (default), abuse, processing or pending
+  --kind K                    only rows of kind K (a table with a kind column)
   --limit N                   at most N rows (default 20, at most 1000)
   --id ID                     one row, every column
 ${COLUMNS}
@@ -239,7 +240,8 @@ ${KIND_COLUMN}
   --json                      a JSON array of rows (one object with --id), times as ISO 8601 UTC`,
   doctor: `usage: statusq doctor --db URL [--listen-db URL] [--table T] [--race-jobs N] [--race-workers N] [--json]
 Checks a database before going live: the server's version, settings, wake-ups, claim and clock; with --table, that
-table's columns, pending index, claim plan (EXPLAIN) and privileges; then a short race of workers on a
+table's columns, pending index, claim plan (EXPLAIN) and privileges, and on a table with kinds its rows by kind and
+the kinds no worker seems to claim; then a short race of workers on a
 scratch table it creates and drops (statusq_doctor_<random>). Changes no row of your tables.
 Exit 0 every check passed (warnings allowed), 1 a check failed, 2 bad input (a bad URL, a missing table).
 
@@ -247,7 +249,10 @@ ${DB}
 ${LISTEN_DB}
   --table T                   the table to check (default: none, only the server and the race)
 ${COLUMNS}
+${KIND_COLUMN}
   --order newest|oldest       the order whose claim plan is checked (default newest)
+  --stalled-after DURATION    warn about a kind whose oldest due pending row has waited longer than this (by its
+                              order column's time) while none of its rows is processing (default 10m)
   --race-jobs N               rows in the race (default ${RACE_DEFAULTS.jobs}; 0 skips the race; at most 100000)
   --race-workers N            workers racing, each with its own connections (default ${RACE_DEFAULTS.workers}; at most 32)
   --json                      one JSON object: { ok, server, checks: [{ name, status, detail, fix? }], race }`,
@@ -259,6 +264,7 @@ Runs until SIGINT or SIGTERM (exit 0). Logs one line with the URL it serves (the
 ${DB}
   --table T                   the table (required)
 ${COLUMNS}
+${KIND_COLUMN}
   --order newest|oldest       the claim order pending rows are listed in (default newest)
   --lease DURATION            processing rows count as expired (requeueable) past this lease (default 5m)
   --port P                    the port to listen on (default 4300; 0: any free port)

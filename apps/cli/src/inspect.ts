@@ -5,7 +5,7 @@ import { resolveInspectOptions, validateTableConfig, type InspectStatus, type Re
 import { optionalInteger, optionalString, tableConfig, type Flags } from './args.js';
 import { parseId, withStore, type Io } from './with-store.js';
 import { toJson } from './json.js';
-import { clip } from './text.js';
+import { clip, wholeUnits } from './text.js';
 
 /** Widest a listing cell gets; last_error gets more, being the column read most. */
 const CELL_WIDTH = 40;
@@ -17,12 +17,13 @@ export async function inspect(flags: Flags, io: Io): Promise<number> {
   const ids = flags.id as string[] | undefined;
   const statusFlag = optionalString(flags, 'status');
   const limitFlag = optionalInteger(flags, 'limit');
+  const kindFlag = optionalString(flags, 'kind');
   if (ids !== undefined) {
     if (ids.length > 1) throw new ConfigError('inspect: --id shows one row; give it once');
-    if (statusFlag !== undefined || limitFlag !== undefined) throw new ConfigError('inspect: --id shows one row whole; --status and --limit choose a listing; give one or the other');
+    if (statusFlag !== undefined || limitFlag !== undefined || kindFlag !== undefined) throw new ConfigError('inspect: --id shows one row whole; --status, --kind and --limit choose a listing; give one or the other');
   }
   // Checked before the database is opened: bad input touches nothing.
-  const options = resolveInspectOptions({ status: statusFlag as InspectStatus | undefined, limit: limitFlag });
+  const options = resolveInspectOptions({ status: statusFlag as InspectStatus | undefined, limit: limitFlag, kind: kindFlag });
   const json = flags.json === true;
   return withStore(flags, 'inspect', false, async (store) => {
     const queue = await Queue.open(store, config);
@@ -44,9 +45,10 @@ export async function inspect(flags: Flags, io: Io): Promise<number> {
       io.out(toJson(report.rows));
       return 0;
     }
-    const what = `${options.status} row${report.rows.length === 1 ? '' : 's'} of ${config.table}`;
+    const ofKind = options.kind === undefined ? '' : ` of kind ${options.kind}`;
+    const what = `${options.status} row${report.rows.length === 1 ? '' : 's'}${ofKind} of ${config.table}`;
     if (report.rows.length === 0) {
-      io.out(`no ${options.status} rows in ${config.table}`);
+      io.out(`no ${options.status} rows${ofKind} in ${config.table}`);
       return 0;
     }
     const shown = report.rows.length < options.limit ? `${report.rows.length}` : `first ${report.rows.length} (--limit ${options.limit})`;
@@ -98,9 +100,7 @@ function formatTime(date: Date, ms: boolean): string {
 function age(date: Date, clock: Date | null): string {
   if (clock === null) return 'age unknown';
   const ms = clock.getTime() - date.getTime();
-  const abs = Math.abs(ms);
-  const [size, unit] = abs >= 172_800_000 ? [86_400_000, 'd'] : abs >= 3_600_000 ? [3_600_000, 'h'] : abs >= 60_000 ? [60_000, 'm'] : [1000, 's'];
-  const amount = `${Math.floor(abs / size)}${unit}`;
+  const amount = wholeUnits(Math.abs(ms));
   return ms >= 0 ? `${amount} ago` : `in ${amount}`;
 }
 

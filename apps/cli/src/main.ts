@@ -59,12 +59,12 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
            [--id-column C] [--status-column C] [--order-column C]
   prune    --db URL --table T --status done[,abuse,failed] --older-than DURATION [--by-order-column] [--batch N] [--pause D] [--archive TABLE] [--dry-run]
            [--id-column C] [--status-column C] [--order-column C]
-  inspect  --db URL --table T [--status failed|abuse|processing|pending] [--limit N] [--json]
+  inspect  --db URL --table T [--status failed|abuse|processing|pending] [--kind K] [--limit N] [--json]
            [--id ID] [--id-column C] [--status-column C] [--order-column C] [--kind-column C] [--order newest|oldest]
-  doctor   --db URL [--listen-db URL] [--table T] [--id-column C] [--status-column C] [--order-column C]
-           [--order newest|oldest] [--race-jobs N] [--race-workers N] [--json]
+  doctor   --db URL [--listen-db URL] [--table T] [--id-column C] [--status-column C] [--order-column C] [--kind-column C]
+           [--order newest|oldest] [--stalled-after DURATION] [--race-jobs N] [--race-workers N] [--json]
   dashboard --db URL --table T [--port 4300] [--host 127.0.0.1] [--read-only] [--token TOKEN] [--lease DURATION]
-           [--id-column C] [--status-column C] [--order-column C] [--order newest|oldest]
+           [--id-column C] [--status-column C] [--order-column C] [--kind-column C] [--order newest|oldest]
 
 --db may be left out when STATUSQ_DATABASE_URL (or else DATABASE_URL) holds the URL; prefer that for a
 URL with a password, which --db shows to every user through ps. --listen-db (a store that listens for new

@@ -2,8 +2,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AggregatorRegistry, Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type MetricObjectWithValues, type MetricValue } from 'prom-client';
-import { ConfigError, type Job, type Worker } from '@statusq/core';
-import { DEFAULT_COUNT_UP_TO, DEFAULT_EXACT_BELOW_ROWS, type MonitoringCounts, raceDeadline } from '@statusq/core/tools';
+import { ConfigError, type Job, type Queue, type Worker } from '@statusq/core';
+import { DEFAULT_COUNT_UP_TO, DEFAULT_EXACT_BELOW_ROWS, raceDeadline } from '@statusq/core/tools';
 import type { MetricsSettings } from './args.js';
 import { errorFields, type Logger } from './log.js';
 
@@ -14,6 +14,18 @@ const thousands = (n: number) => n.toLocaleString('en-US');
 const QUEUE_ROWS_HELP =
   `Rows of the table by status, read every ${QUEUE_ROWS_INTERVAL_MS / 1000} s. pending and processing are exact up to ${thousands(DEFAULT_COUNT_UP_TO)} each; ` +
   `on a table past ${thousands(DEFAULT_EXACT_BELOW_ROWS)} rows done, abuse, failed and other are the planner's estimates where the store can read them, unless an index serves their count.`;
+const KIND_ROWS_HELP =
+  `Pending and processing rows of each kind, on a table with a kind column, read every ${QUEUE_ROWS_INTERVAL_MS / 1000} s with statusq_queue_rows; rows without a kind under kind="". ` +
+  'A kind whose pending rows grow while none is processing has no worker with a handler for it.';
+
+/**
+ * statusq_queue_kind_rows in `registry`: made only for a table with a kind column, so the exposition of any other
+ * table stays what it was (not even its HELP line).
+ */
+export function kindRowsGauge(registry: Registry): Gauge {
+  return new Gauge({ name: 'statusq_queue_kind_rows', help: KIND_ROWS_HELP, labelNames: ['table', 'kind', 'status'], registers: [registry] });
+}
+
 /** How long /readyz waits for the database before it answers 503. */
 export const READY_DEADLINE_MS = 2_000;
 /** How often a worker process under `--processes` sends its registry to the launcher. */
@@ -94,14 +106,25 @@ export function observeWorker(worker: Worker, metrics: WorkerMetrics, table: str
  * stop is called, never overlapping itself. On a table of millions of finished rows an exact GROUP BY reads
  * all of them (110-125 ms a million, measured on two adapters' servers); monitoringCounts counts pending and
  * processing and takes the finished statuses from the planner's estimate where no index serves their count.
+ * On a table with kinds, `kindRows` (statusq_queue_kind_rows) too, from Queue.liveCountsByKind: the live rows
+ * only, which the kind index holds, so it costs what the pending and processing counts cost. A kind whose rows
+ * are all gone reads 0 rather than vanishing, so an alert on it resolves.
  */
-export function refreshQueueRows(queue: { monitoringCounts(): Promise<MonitoringCounts> }, gauge: Gauge, table: string, log: Logger, intervalMs = QUEUE_ROWS_INTERVAL_MS): () => void {
+export function refreshQueueRows(queue: Pick<Queue, 'monitoringCounts' | 'liveCountsByKind'>, gauge: Gauge, table: string, log: Logger, intervalMs = QUEUE_ROWS_INTERVAL_MS, kindRows: Gauge | null = null): () => void {
   let running: Promise<void> | null = null;
+  const kindsSeen = new Set<string>();
   const refresh = () => {
     running ??= queue
       .monitoringCounts()
-      .then(({ counts }) => {
+      .then(async ({ counts }) => {
         for (const [status, n] of Object.entries(counts)) gauge.set({ table, status }, n);
+        if (!kindRows) return;
+        const byKind = (await queue.liveCountsByKind()) ?? {};
+        for (const kind of Object.keys(byKind)) kindsSeen.add(kind);
+        for (const kind of kindsSeen) {
+          const live = byKind[kind] ?? { pending: 0, processing: 0 };
+          for (const [status, n] of Object.entries(live)) kindRows.set({ table, kind, status }, n);
+        }
       })
       .catch((error: unknown) => log.debug({ err: errorFields(error) }, 'statusq_queue_rows: counting rows failed; the gauge keeps its last values'))
       .finally(() => (running = null));

@@ -18,6 +18,8 @@ export interface Overview {
   /** Resolved column names: id, status, order, and the optional ones present (claimedAt, workerId, lastError...). */
   columns: Record<string, string | undefined>;
   counts: Counts;
+  /** On a table with a kind column only: counts per kind, rows without a kind under ''. */
+  kinds?: Record<string, Counts>;
   /** Pending rows published to a broker and not claimed since; null on a table without dispatched_at. */
   dispatched: number | null;
   oldestPending: { id: RowId; order: unknown; ageMs: number | null } | null;

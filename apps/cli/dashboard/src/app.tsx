@@ -1,4 +1,4 @@
-// The dashboard page: counts, throughput, the oldest pending row, rows in processing, recent failures and
+// The dashboard page: counts (by kind too, on a table with kinds), throughput, the oldest pending row, rows in processing, recent failures and
 // abuse rows, and the requeue actions (each confirmed in a dialog, its outcome shown), unless read-only.
 import { useState } from 'preact/hooks';
 import { ApiError, api } from './api.ts';
@@ -7,7 +7,7 @@ import { usePoll } from './poll.ts';
 import { Processing } from './processing.tsx';
 import { ConfirmDialog, Result, type Action, type Outcome } from './requeue.tsx';
 import { Settled } from './settled.tsx';
-import { OldestPending, Throughput, Tiles } from './summary.tsx';
+import { Kinds, OldestPending, Throughput, Tiles } from './summary.tsx';
 
 export function App() {
   const { snapshot, problem, refresh } = usePoll();
@@ -54,6 +54,7 @@ export function App() {
       ) : (
         <main>
           <Tiles counts={snapshot.overview.counts} />
+          {snapshot.overview.kinds && <Kinds kinds={snapshot.overview.kinds} />}
           <div class="grid">
             <Throughput snapshot={snapshot} />
             <OldestPending overview={snapshot.overview} />

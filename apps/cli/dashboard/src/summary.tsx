@@ -1,4 +1,5 @@
-// The figures at the top of the page: rows per status, throughput, and the oldest pending row.
+// The figures at the top of the page: rows per status (and per kind, on a table with kinds), throughput, and the
+// oldest pending row.
 import { useMemo } from 'preact/hooks';
 import type { Counts, Overview, StatusName } from './api.ts';
 import { ThroughputChart } from './chart.tsx';
@@ -25,6 +26,56 @@ export function Tiles({ counts }: { counts: Counts }) {
           </li>
         ))}
       </ul>
+    </section>
+  );
+}
+
+/**
+ * Rows per status of each kind. A kind whose rows only wait (pending, none processing) is marked: no running
+ * worker has a handler for it, since workers with handlers by kind claim their own kinds only.
+ */
+export function Kinds({ kinds }: { kinds: Record<string, Counts> }) {
+  const names = Object.keys(kinds).sort((a, b) => a.localeCompare(b));
+  return (
+    <section class="card" aria-labelledby="kinds-title" data-testid="kinds">
+      <h2 id="kinds-title">By kind</h2>
+      {names.length === 0 ? (
+        <p class="empty">no rows yet</p>
+      ) : (
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">kind</th>
+                {STATUSES.map((status) => (
+                  <th key={status} scope="col">
+                    {status}
+                  </th>
+                ))}
+              </tr>
+            </thead>
+            <tbody>
+              {names.map((kind) => {
+                const counts = kinds[kind]!;
+                const waiting = Number(counts.pending) > 0 && Number(counts.processing) === 0;
+                return (
+                  <tr key={kind} data-testid={`kind-${kind}`} class={waiting ? 'waiting' : undefined}>
+                    <th scope="row">
+                      <span class="mono">{kind === '' ? '(no kind)' : kind}</span>
+                      {waiting && <span class="hint"> (none processing)</span>}
+                    </th>
+                    {STATUSES.map((status) => (
+                      <td key={status} data-testid={`kind-${kind}-${status}`}>
+                        {formatCount(counts[status])}
+                      </td>
+                    ))}
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
     </section>
   );
 }

@@ -11,6 +11,7 @@ import { storeWarningsToLog, withBroker, withStore, workLogger, type Io } from '
 import { instanceCap, takeInstanceSlot } from '../work/instance-cap.js';
 import { openQueue, reportToLauncher, serveLauncherMetrics, supervise, warnProcessingWithoutLease, type RecoveryTarget } from '../work/launcher.js';
 import { readSchedules, startScheduler } from '../work/schedules.js';
+import { warnUnhandledKinds } from '../work/unhandled-kinds.js';
 import { METRICS_IPC_VARIABLE, workerMetrics } from '../work/worker-metrics.js';
 
 /** The shortest --poll-max: an idle worker below it would claim in a tight loop. */
@@ -190,6 +191,8 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       { table: config.table, handler: handlerFile ?? handlersDir, ...(handlers && { kinds: Object.keys(handlers).sort() }), concurrency: options.concurrency, maxAttempts: worker.maxAttempts, exitWhenEmpty: options.exitWhenEmpty },
       `worker started on ${config.table}`,
     );
+    // Advice only: a table that cannot be looked at here must not keep the worker from running.
+    const stopKindWarnings = handlers === undefined ? null : await warnUnhandledKinds(store, config, Object.keys(handlers), log).catch(() => null);
     let schedulerFailure: ConfigError | null = null;
     const onSchedulerStopped = (error: unknown) => {
       // A schedule that can never fire again (its fixed id taken) is the configuration's fault: exit 2, not 0.
@@ -215,6 +218,7 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       draining = true;
       unregister();
       await scheduler?.stop();
+      await stopKindWarnings?.();
       await stopMetrics();
       await shown.stop();
       await slot?.release();

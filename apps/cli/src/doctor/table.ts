@@ -1,8 +1,9 @@
-import { SchemaError, StoreError, type Store, type TableConfig } from '@statusq/core';
+import { SchemaError, StoreError, type StatusCounts, type Store, type TableConfig } from '@statusq/core';
 import { countOrphanedClaims, OPTIONAL_COLUMNS, besideTableName, hasIndex, keyIndexName, type OptionalColumn, configuredColumns, DEFAULT_OPTIONAL_COLUMN_NAMES, derivedName, resolveTable, splitTableName, type ColumnInfo, type ResolvedTable } from '@statusq/core/tools';
 import { oneLine } from '../text.js';
 import type { Check } from '../doctor-report.js';
 import type { CommandLine } from './command-line.js';
+import { kindChecks } from './kinds.js';
 import { planChecks } from './plans.js';
 import { privilegesCheck } from './privileges.js';
 
@@ -24,8 +25,11 @@ const OPTIONAL_COLUMN_ROLES: Readonly<Record<OptionalColumn, string>> = {
   group: 'groups: fleet-wide limits per group (work --group-concurrency, --group-rate)',
 };
 
-/** The checks of the user's table. A database error on the way is that check's failure, not an escape. */
-export async function checkTable(store: Store, config: TableConfig, statusq: CommandLine, checks: Check[]): Promise<void> {
+/**
+ * The checks of the user's table. A database error on the way is that check's failure, not an escape. Returns
+ * the rows by kind on a table with a kind column (for the report), else null.
+ */
+export async function checkTable(store: Store, config: TableConfig, statusq: CommandLine, checks: Check[], stalledAfterMs: number): Promise<Record<string, StatusCounts> | null> {
   const q = (name: string) => store.dialect.quoteIdentifier(name);
   const named = configuredColumns(config);
   const migrate = statusq('migrate', '--table', config.table, ...(config.statusColumn ? ['--status-column', config.statusColumn] : []), ...(config.orderColumn ? ['--order-column', config.orderColumn] : []));
@@ -35,7 +39,7 @@ export async function checkTable(store: Store, config: TableConfig, statusq: Com
   } catch (error) {
     if (!(error instanceof StoreError)) throw error;
     checks.push({ name: 'table', status: 'fail', detail: `${config.table} could not be described: ${oneLine(error)}` });
-    return;
+    return null;
   }
   if (columns === null) throw new SchemaError(`doctor: table ${JSON.stringify(config.table)} does not exist (statusq init creates a managed table; statusq migrate prepares an existing one)`);
   const byName = new Map(columns.map((c) => [c.name.toLowerCase(), c]));
@@ -61,7 +65,10 @@ export async function checkTable(store: Store, config: TableConfig, statusq: Com
     const keyCheck = await keyIndexCheck(store, table, migrate);
     if (keyCheck) checks.push(keyCheck);
   }
+  const kinds = table?.features.kinds ? await kindChecks(store, config, stalledAfterMs, statusq) : null;
+  if (kinds) checks.push(...kinds.checks);
   checks.push(await privilegesCheck(store, config, columns, table));
+  return kinds?.counts ?? null;
 }
 
 /** The fix for a table resolveTable refused, where one statement or command is it. */

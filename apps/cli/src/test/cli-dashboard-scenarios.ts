@@ -112,6 +112,32 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
   });
 
 
+  it('dashboard on a table with kinds: /api/stats and /api/overview count by kind as stats --json does, /api/rows?kind=K lists one kind, a bad kind is 400', async () => {
+    const c = ctx();
+    expect((await c.statusq('init', '--db', c.db.url, '--with', 'kinds')).code).toBe(0);
+    for (const kind of ['email', 'email', 'archive']) expect((await c.statusq('enqueue', '--db', c.db.url, '--kind', kind, '--payload', '{}')).code).toBe(0);
+    expect((await c.statusq('enqueue', '--db', c.db.url, '--payload', '{}')).code).toBe(0);
+    await c.db.query('UPDATE jobs SET status = 1 WHERE id = 1');
+    const { api, stop } = await startDashboard(c, []);
+    try {
+      const stats = (await api('GET', '/api/stats')).json;
+      expect(stats).toEqual(JSON.parse((await c.statusq('stats', '--db', c.db.url, '--table', 'jobs', '--json')).stdout));
+      const kinds = {
+        '': { pending: 1, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 },
+        archive: { pending: 1, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 },
+        email: { pending: 1, processing: 0, done: 1, abuse: 0, failed: 0, other: 0 },
+      };
+      expect(stats.kinds).toEqual(kinds);
+      expect((await api('GET', '/api/overview')).json).toMatchObject({ counts: { pending: 3, done: 1 }, kinds, columns: { kind: 'kind' } });
+      const archive = await api('GET', '/api/rows?status=pending&kind=archive');
+      expect(archive.json).toMatchObject({ status: 'pending', kind: 'archive', columns: expect.arrayContaining(['kind']) });
+      expect(archive.json.rows.map((r: { id: unknown; kind: unknown }) => [Number(r.id), r.kind])).toEqual([[3, 'archive']]);
+      expect(await api('GET', `/api/rows?status=pending&kind=${encodeURIComponent("x' OR 1=1")}`)).toMatchObject({ status: 400, json: { error: { kind: 'BadRequest', message: expect.stringMatching(/^inspect: kind must be 1 to 100 letters/) } } });
+    } finally {
+      expect((await stop()).code).toBe(0);
+    }
+  });
+
   it('dashboard on a table whose claim state is beside it (migrate --beside): a row shows its claims-table columns, failed rows list newest finished first with their reasons, and a requeue starts their attempts over', async () => {
     const c = ctx();
     for (const sql of target.fixtures.tableA('table_a')) await c.db.query(sql);
@@ -121,7 +147,10 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
     expect(run.code, run.stderr).toBe(0);
     const { api, stop } = await startDashboard(c, [], {}, c.db.url, 'table_a');
     try {
-      expect((await api('GET', '/api/stats')).json).toEqual({ pending: 0, processing: 0, done: 16, abuse: 0, failed: 4, other: 0 });
+      // table_a's text column `kind` (ok, poison) is its kind column: /api/stats counts by it, as stats --json does.
+      const stats = (await api('GET', '/api/stats')).json;
+      expect(stats).toMatchObject({ pending: 0, processing: 0, done: 16, abuse: 0, failed: 4, other: 0, kinds: { ok: { done: 16 }, poison: { failed: 4 } } });
+      expect(stats).toEqual(JSON.parse((await c.statusq('stats', '--db', c.db.url, '--table', 'table_a', '--json')).stdout));
       const failed = (await api('GET', '/api/rows?status=failed')).json as { columns: string[]; rows: Array<Record<string, unknown>> };
       expect(failed.columns).toEqual(expect.arrayContaining(['attempt_count', 'last_error', 'finished_at']));
       expect(failed.rows.map((r) => [Number(r.attempt_count), /unreachable host/.test(String(r.last_error))])).toEqual(Array.from({ length: 4 }, () => [3, true]));
@@ -163,6 +192,8 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
         leaseMs: 300_000,
       });
       expect(overview.clock).toMatch(ISO);
+      // A table without a kind column: no counts by kind.
+      expect(overview).not.toHaveProperty('kinds');
       expect(overview.oldestPending.ageMs).toBe(Date.parse(overview.clock) - Date.parse('2024-01-01T00:00:00.000Z'));
 
       const failed = await api('GET', '/api/rows?status=failed');

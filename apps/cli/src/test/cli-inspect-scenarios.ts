@@ -152,7 +152,7 @@ export function inspectScenarios(ctx: () => CliContext, target: CliTarget): void
     expect(missing).toMatchObject({ code: 5, stdout: '', stderr: 'statusq: inspect: no row of jobs has id 999' });
   });
 
-  it("inspect on the seed's status-only table_a shows id, date and status, and a row whole with the application's own columns", async () => {
+  it("inspect on the seed's status-only table_a shows id, date, status and its kind column, and a row whole with the application's own columns", async () => {
     const { statusq, db } = ctx();
     for (const ddl of target.fixtures.tableA('table_a')) await db.query(ddl);
     await db.insertTableA(generateTableARows(30, { poisonEvery: 10, abuseEvery: 7 }));
@@ -164,12 +164,13 @@ export function inspectScenarios(ctx: () => CliContext, target: CliTarget): void
     expect(listed.code, listed.stderr).toBe(0);
     const rows = JSON.parse(listed.stdout) as JsonRow[];
     expect(rows.map((r) => Number(r.id))).toEqual([30, 20, 10]);
-    for (const row of rows) expect(Object.keys(row)).toEqual(['id', 'date', 'status']);
+    // The seed's text column `kind` is the table's kind column (by its name), listed after the status.
+    for (const row of rows) expect(Object.keys(row)).toEqual(['id', 'date', 'status', 'kind']);
 
     const text = await statusq('inspect', '--db', db.url, '--table', 'table_a', '--status', 'abuse', '--limit', '2');
     expect(text.stdout.split('\n').slice(0, 2)).toEqual([
       "first 2 (--limit 2) abuse rows of table_a, newest id first; times UTC, ages by the database's clock",
-      expect.stringMatching(/^id +date +status$/),
+      expect.stringMatching(/^id +date +status +kind$/),
     ]);
     expect(text.stdout.split('\n').slice(3).map((line) => line.split(/\s+/)[0])).toEqual(['29', '22']);
 
@@ -198,7 +199,7 @@ export function inspectScenarios(ctx: () => CliContext, target: CliTarget): void
     ['a zero --limit', ['--limit', '0'], /^statusq: inspect: limit must be an integer from 1 to 1000, got 0$/],
     ['a --limit past 1000', ['--limit', '1001'], /^statusq: inspect: limit must be an integer from 1 to 1000, got 1001$/],
     ['a --limit that is no number', ['--limit', 'ten'], /^statusq: --limit must be a whole number, got "ten"$/],
-    ['--id with --status', ['--id', '1', '--status', 'failed'], /^statusq: inspect: --id shows one row whole; --status and --limit choose a listing/],
+    ['--id with --status', ['--id', '1', '--status', 'failed'], /^statusq: inspect: --id shows one row whole; --status, --kind and --limit choose a listing/],
     ['--id twice', ['--id', '1', '--id', '2'], /^statusq: inspect: --id shows one row; give it once$/],
     ['an --id that is no integer', ['--id', 'abc'], /^statusq: inspect: --id "abc" is not an integer, and id column id is /],
     ['a missing table', ['--table', 'nope'], /^statusq: table "nope" does not exist$/],

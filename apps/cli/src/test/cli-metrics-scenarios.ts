@@ -1,6 +1,6 @@
 // `statusq work --metrics-port`: Prometheus counters that match the table, the probes, and a server that
 // closes with the worker. Part of the CLI scenarios every dialect runs.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { childPids, launchCli, logLines, until, type LaunchedCli } from './cli-harness.js';
@@ -86,6 +86,8 @@ export function metricsScenarios(ctx: () => CliContext): void {
       // Whenever the gauge was read, the table held its six rows.
       const queued = ['pending', 'processing', 'done', 'abuse', 'failed', 'other'].map((s) => m.get(`statusq_queue_rows{table="jobs",status="${s}"}`) ?? NaN);
       expect(queued.reduce((a, b) => a + b, 0)).toBe(6);
+      // A table without a kind column has no gauge by kind, not even its HELP line.
+      expect(during.text).not.toContain('statusq_queue_kind_rows');
       expect(m.get('statusq_lease_reaped_total{table="jobs"}')).toBe(0);
       expect(m.has('process_cpu_user_seconds_total')).toBe(true);
       expect(m.has('nodejs_eventloop_lag_seconds')).toBe(true);
@@ -103,6 +105,45 @@ export function metricsScenarios(ctx: () => CliContext): void {
       expect(await c.stats()).toMatchObject({ done: 4, failed: 1, abuse: 1, processing: 0, pending: 0 });
       await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
       expect(logLines(result.stdout).some((line) => line.msg.startsWith(`metrics on http://127.0.0.1:${port}/metrics`))).toBe(true);
+    } finally {
+      if (run.child.exitCode === null) run.child.kill('SIGKILL');
+      await run.ended;
+    }
+  });
+
+  // Under --processes the launcher reads the gauge once for its children, on its own connection.
+  it.each([['one process', []], ['--processes 2', ['--processes', '2']]] as const)('on a table with kinds (%s), statusq_queue_kind_rows counts the pending and processing rows of each kind, a kind no worker handles and rows without a kind included', async (_, processes) => {
+    const c = ctx();
+    expect((await c.statusq('init', '--db', c.db.url, '--with', 'kinds')).code).toBe(0);
+    for (const kind of ['email', 'email', 'archive']) expect((await c.statusq('enqueue', '--db', c.db.url, '--kind', kind, '--payload', '{"n":0}')).code).toBe(0);
+    expect((await c.statusq('enqueue', '--db', c.db.url, '--payload', '{"n":0}')).code).toBe(0);
+    const release = join(c.dir, 'release');
+    const handlers = join(c.dir, 'handlers');
+    mkdirSync(handlers);
+    // Emails run until the test creates `release` (bounded), so no row finishes while the gauge is read.
+    writeFileSync(join(handlers, 'email.mjs'), handler(release).replace('job.payload.n !== 6', 'false'));
+    const run = launchCli(c.dir, ['work', '--db', c.db.url, '--table', 'jobs', '--handlers', handlers, '--metrics-port', '0', ...processes]);
+    const stdout = collectStdout(run);
+    try {
+      const { get } = await metricsEndpoint(run, stdout);
+      const kindRows = (m: Map<string, number>, kind: string, status: string) => m.get(`statusq_queue_kind_rows{table="jobs",kind="${kind}",status="${status}"}`);
+      let m = new Map<string, number>();
+      await until('the kind gauge', async () => {
+        m = samples((await get('/metrics')).text);
+        return kindRows(m, 'archive', 'pending') !== undefined;
+      });
+      expect([kindRows(m, 'archive', 'pending'), kindRows(m, 'archive', 'processing'), kindRows(m, '', 'pending'), kindRows(m, '', 'processing')]).toEqual([1, 0, 1, 0]);
+      // Read at start-up, as the worker began claiming: each email is pending or already processing, none done.
+      expect(kindRows(m, 'email', 'pending')! + kindRows(m, 'email', 'processing')!).toBe(2);
+      expect([...m.keys()].filter((key) => key.startsWith('statusq_queue_kind_rows')).sort()).toEqual(
+        ['archive', 'email', ''].flatMap((kind) => ['pending', 'processing'].map((status) => `statusq_queue_kind_rows{table="jobs",kind="${kind}",status="${status}"}`)).sort(),
+      );
+      // The per-status gauge keeps its labels.
+      expect(m.get('statusq_queue_rows{table="jobs",status="pending"}')! + m.get('statusq_queue_rows{table="jobs",status="processing"}')!).toBe(4);
+      writeFileSync(release, '');
+      run.child.kill('SIGTERM');
+      const result = await run.ended;
+      expect(result.code, result.stderr).toBe(0);
     } finally {
       if (run.child.exitCode === null) run.child.kill('SIGKILL');
       await run.ended;

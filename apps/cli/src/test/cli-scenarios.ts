@@ -93,7 +93,7 @@ export function cliScenarios(title: string, target: CliTarget, groups: readonly 
 function commandScenarios(ctx: () => CliContext, target: CliTarget): void {
   tableScenarios(ctx, target);
   enqueueScenarios(ctx, target);
-  kindScenarios(ctx);
+  kindScenarios(ctx, target);
   groupScenarios(ctx);
   workScenarios(ctx, target);
   configScenarios(ctx);

@@ -54,7 +54,7 @@ export async function supervise(args: string[], processes: number, stopTimeoutMs
  * children, and no child's restart leaves the gauge unset). Ready while not draining and a child is up.
  */
 export async function serveLauncherMetrics(settings: MetricsSettings, target: RecoveryTarget, log: Logger): Promise<{ observe: (event: SupervisorEvent) => void; close: () => Promise<void> }> {
-  const { LauncherMetrics, announceMetrics, refreshQueueRows, serveMetrics } = await import('../metrics.js');
+  const { LauncherMetrics, announceMetrics, kindRowsGauge, refreshQueueRows, serveMetrics } = await import('../metrics.js');
   const metrics = new LauncherMetrics(target.table.table);
   const { queue, close: closeQueue } = await openQueue(target);
   let draining = false;
@@ -69,7 +69,8 @@ export async function serveLauncherMetrics(settings: MetricsSettings, target: Re
     await closeQueue();
     throw error;
   }
-  const stopRefresh = refreshQueueRows(queue, metrics.queueRows, target.table.table, log);
+  const kindRows = queue.table.features.kinds ? kindRowsGauge(metrics.registry) : null;
+  const stopRefresh = refreshQueueRows(queue, metrics.queueRows, target.table.table, log, undefined, kindRows);
   announceMetrics(log, settings, listening.port);
   return {
     observe: (event) => {

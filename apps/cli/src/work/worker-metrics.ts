@@ -13,12 +13,13 @@ export const METRICS_IPC_VARIABLE = 'STATUSQ_METRICS_IPC';
 export async function workerMetrics(worker: Worker, store: Store, serve: MetricsSettings | 'launcher' | null, log: Logger, draining: () => boolean): Promise<() => Promise<void>> {
   const toLauncher = serve === 'launcher' && process.env[METRICS_IPC_VARIABLE] === '1';
   if (serve === null || (serve === 'launcher' && !toLauncher)) return async () => {};
-  const { WorkerMetrics, announceMetrics, observeWorker, refreshQueueRows, sendSnapshotsToLauncher, serveMetrics } = await import('../metrics.js');
+  const { WorkerMetrics, announceMetrics, kindRowsGauge, observeWorker, refreshQueueRows, sendSnapshotsToLauncher, serveMetrics } = await import('../metrics.js');
   const registry = new WorkerMetrics();
   observeWorker(worker, registry, worker.queue.table.table);
   if (serve === 'launcher') return sendSnapshotsToLauncher(registry.registry);
   const server = await serveMetrics(serve, registry.registry, { draining, ping: () => store.execute({ sql: 'SELECT 1', params: [] }) });
-  const stopRefresh = refreshQueueRows(worker.queue, registry.queueRows, worker.queue.table.table, log);
+  const kindRows = worker.queue.table.features.kinds ? kindRowsGauge(registry.registry) : null;
+  const stopRefresh = refreshQueueRows(worker.queue, registry.queueRows, worker.queue.table.table, log, undefined, kindRows);
   announceMetrics(log, serve, server.port);
   return async () => {
     stopRefresh();

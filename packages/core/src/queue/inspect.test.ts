@@ -18,7 +18,8 @@ const dialect: SqlDialect = {
 };
 
 function sqlFor(columns: string[] = ALL_COLUMNS, config: Partial<TableConfig> = {}, orderTime: OrderTimeEncoding = 'epochMs'): TransitionSql {
-  const info: ColumnInfo[] = columns.map((name) => ({ name, type: 'bigint', unique: name === 'id', integer: true, maxLength: null }));
+  // A text column called kind is the kind column by its name (an integer one would not be).
+  const info: ColumnInfo[] = columns.map((name) => (name === 'kind' ? { name, type: 'varchar(255)', unique: false, integer: false, maxLength: { chars: 255 } } : { name, type: 'bigint', unique: name === 'id', integer: true, maxLength: null }));
   return new TransitionSql(resolveTable({ table: 'jobs', ...config }, info, () => orderTime), dialect);
 }
 
@@ -42,6 +43,23 @@ describe('inspect SQL', () => {
     expect(plain.inspect('processing', 3, 'c').sql).toMatch(/ORDER BY "id" ASC LIMIT \$1$/);
   });
 
+  it('lists the kind column after the status on a table with kinds, and lists one kind with the kind as a parameter', () => {
+    const kinds = sqlFor([...ALL_COLUMNS, 'kind']);
+    expect(kinds.inspectColumns()).toEqual(['id', 'date', 'status', 'kind', 'attempt_count', 'claimed_at', 'worker_id', 'next_attempt_at', 'last_error', 'finished_at']);
+    expect(kinds.inspect('pending', 5, 'c', 'report.daily')).toMatchObject({ sql: expect.stringMatching(/ WHERE "status" IS NULL AND "kind" = \$1 ORDER BY "date" DESC LIMIT \$2$/), params: ['report.daily', 5] });
+    expect(() => kinds.inspect('pending', 5, 'c', "x' OR '1'='1")).toThrow(/inspect: kind must be 1 to 100 letters/);
+    expect(() => sqlFor().inspect('pending', 5, 'c', 'email')).toThrow(/table jobs has no kind column \(statusq migrate --with kinds adds it/);
+  });
+
+  it('counts live rows by kind and due pending rows by kind from the whole table', () => {
+    const kinds = sqlFor([...ALL_COLUMNS, 'kind']);
+    expect(kinds.countLiveByKind().sql).toBe('SELECT "kind" AS kind, "status" AS status, COUNT(*) AS n FROM "jobs" WHERE ("status" IS NULL OR "status" = 9) GROUP BY "kind", "status"');
+    expect(kinds.duePendingByKind().sql).toBe(
+      'SELECT "kind" AS kind, COUNT(*) AS n, MIN("date") AS oldest, NOW_MS AS clock FROM "jobs" WHERE "status" IS NULL AND ("next_attempt_at" IS NULL OR "next_attempt_at" <= NOW_MS) GROUP BY "kind"',
+    );
+    expect(() => sqlFor().duePendingByKind()).toThrow(/has no kind column/);
+  });
+
   it('reads the named rows whole', () => {
     expect(sqlFor().inspectIds([3, 'x'], 'c')).toEqual({ sql: 'SELECT *, NOW_MS AS "c" FROM "jobs" WHERE "id" IN ($1, $2)', params: [3, 'x'] });
   });
@@ -51,7 +69,8 @@ describe('inspect options and times', () => {
   it('defaults to 20 failed rows and refuses other statuses and limits outside 1..1000', () => {
     expect(resolveInspectOptions()).toEqual({ status: 'failed', limit: 20 });
     expect(resolveInspectOptions({ status: 'pending', limit: 1000 })).toEqual({ status: 'pending', limit: 1000 });
-    for (const bad of [{ limit: 0 }, { limit: 1001 }, { limit: 2.5 }, { status: 'done' as never }]) expect(() => resolveInspectOptions(bad)).toThrow(ConfigError);
+    for (const bad of [{ limit: 0 }, { limit: 1001 }, { limit: 2.5 }, { status: 'done' as never }, { kind: '' }, { kind: 'a b' }]) expect(() => resolveInspectOptions(bad)).toThrow(ConfigError);
+    expect(resolveInspectOptions({ status: 'pending', kind: 'email' })).toEqual({ status: 'pending', limit: 20, kind: 'email' });
   });
 
   it("turns statusq's time columns and a time-like order column into Dates, and leaves other values alone", () => {

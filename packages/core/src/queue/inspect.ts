@@ -5,7 +5,7 @@
  */
 import { ConfigError } from '../protocol/errors.js';
 import type { JobId, Row } from '../store/store.js';
-import type { ResolvedTable } from '../protocol/table.js';
+import { validateKind, type ResolvedTable } from '../protocol/table.js';
 
 /** The states worth looking at row by row; done rows are counted (stats), not listed. */
 export const INSPECT_STATUSES = ['failed', 'abuse', 'processing', 'pending'] as const;
@@ -20,11 +20,15 @@ export interface InspectOptions {
   status?: InspectStatus | undefined;
   /** How many rows at most: 1 to MAX_INSPECT_LIMIT, default DEFAULT_INSPECT_LIMIT. */
   limit?: number | undefined;
+  /** Only rows of this kind, on a table with a kind column (a SchemaError on one without). */
+  kind?: string | undefined;
 }
 
 export interface InspectReport {
   status: InspectStatus;
   limit: number;
+  /** The kind listed, when one was asked. */
+  kind?: string;
   /** The columns each row holds, in display order (see TransitionSql.inspectColumns). */
   columns: string[];
   /** In the status's order (see TransitionSql.inspect); time columns as Dates. */
@@ -49,14 +53,14 @@ export function isInspectStatus(value: string): value is InspectStatus {
 }
 
 /** The options with their defaults; ConfigError for a status or limit out of range, before any query. */
-export function resolveInspectOptions(options: InspectOptions = {}): { status: InspectStatus; limit: number } {
+export function resolveInspectOptions(options: InspectOptions = {}): { status: InspectStatus; limit: number; kind?: string } {
   const status = options.status ?? 'failed';
   if (!isInspectStatus(status)) throw new ConfigError(`inspect: status must be ${INSPECT_STATUSES.slice(0, -1).join(', ')} or ${INSPECT_STATUSES.at(-1)}, got ${JSON.stringify(status)}`);
   const limit = options.limit ?? DEFAULT_INSPECT_LIMIT;
   if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_INSPECT_LIMIT) {
     throw new ConfigError(`inspect: limit must be an integer from 1 to ${MAX_INSPECT_LIMIT}, got ${String(limit)}`);
   }
-  return { status, limit };
+  return options.kind === undefined ? { status, limit } : { status, limit, kind: validateKind(options.kind, 'inspect: kind') };
 }
 
 /**
@@ -83,9 +87,14 @@ export class InspectTimes {
     const { [INSPECT_CLOCK]: clock, ...rest } = row;
     for (const [name, value] of Object.entries(rest)) {
       if (this.own.has(name)) rest[name] = asDate(value, 0) ?? value;
-      else if (name === this.table.order && this.table.orderTime !== 'text') rest[name] = asDate(value, EPOCH_MS_FLOOR) ?? value;
+      else if (name === this.table.order) rest[name] = this.orderTime(value) ?? value;
     }
     return { row: rest, clock: asDate(clock, 0) };
+  }
+
+  /** An order column's value as a time, where it holds one; null where it holds text or a number that is no time. */
+  orderTime(value: unknown): Date | null {
+    return this.table.orderTime === 'text' ? null : asDate(value, EPOCH_MS_FLOOR);
   }
 }
 

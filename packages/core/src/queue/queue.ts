@@ -34,6 +34,22 @@ export interface ChargeReport {
   givenUp: GivenUpRow[];
 }
 
+/** One kind's live rows (Queue.liveCountsByKind). */
+export interface LiveKindCounts {
+  pending: number;
+  processing: number;
+}
+
+/** One kind's due pending rows (Queue.duePendingByKind). */
+export interface DueKindRows {
+  /** Pending rows a claim would take now. */
+  due: number;
+  /** The least order value among them, as a time; null where the order column holds no time. */
+  oldest: Date | null;
+  /** How long that row has waited by the database's clock (since its order time); null without a time. */
+  waitedMs: number | null;
+}
+
 /** The lease a claim is judged by when none is given: the worker's default. */
 export const DEFAULT_LEASE_MS = 300_000;
 
@@ -146,7 +162,42 @@ export class Queue {
     if (!this.table.features.kinds) return null;
     const byKind: Record<string, StatusCounts> = {};
     const { rows } = await this.store.execute(this.sql.countByKindAndStatus());
-    for (const row of rows) this.tally((byKind[row.kind === null || row.kind === undefined ? '' : String(row.kind)] ??= emptyCounts()), row);
+    for (const row of rows) this.tally((byKind[kindKey(row.kind)] ??= emptyCounts()), row);
+    return byKind;
+  }
+
+  /**
+   * Pending and processing rows per kind (rows without a kind under ''), on a table with a kind column; null on a
+   * table without one. It reads the live rows only (what the kind index holds), never the finished ones, so it is
+   * cheap enough for a gauge however many finished rows the table keeps.
+   */
+  async liveCountsByKind(): Promise<Record<string, LiveKindCounts> | null> {
+    if (!this.table.features.kinds) return null;
+    const byKind: Record<string, LiveKindCounts> = {};
+    const { rows } = await this.store.execute(this.sql.countLiveByKind());
+    for (const row of rows) {
+      const status = statusName(statusCodeOf(row.status), this.table.codes);
+      if (status !== 'pending' && status !== 'processing') continue;
+      (byKind[kindKey(row.kind)] ??= { pending: 0, processing: 0 })[status] += Number(row.n);
+    }
+    return byKind;
+  }
+
+  /**
+   * The due pending rows of each kind of the whole table (rows without a kind under ''): how many and how long
+   * the one with the least order value has waited. Null on a table without a kind column. A kind whose rows wait
+   * long with none of its rows processing is one no running worker has a handler for.
+   */
+  async duePendingByKind(): Promise<Record<string, DueKindRows> | null> {
+    if (!this.table.features.kinds) return null;
+    const { rows } = await this.store.execute(this.sql.duePendingByKind());
+    const times = new InspectTimes(this.table);
+    const byKind: Record<string, DueKindRows> = {};
+    for (const row of rows) {
+      const oldest = times.orderTime(row.oldest);
+      const clock = asDate(row.clock, 0);
+      byKind[kindKey(row.kind)] = { due: Number(row.n), oldest, waitedMs: oldest === null || clock === null ? null : clock.getTime() - oldest.getTime() };
+    }
     return byKind;
   }
 
@@ -168,11 +219,11 @@ export class Queue {
    * status; see TransitionSql.inspect for the order and what each costs. Read only.
    */
   async inspect(options: InspectOptions = {}): Promise<InspectReport> {
-    const { status, limit } = resolveInspectOptions(options);
-    const { rows } = await this.store.execute(this.sql.inspect(status, limit, INSPECT_CLOCK));
+    const { status, limit, kind } = resolveInspectOptions(options);
+    const { rows } = await this.store.execute(this.sql.inspect(status, limit, INSPECT_CLOCK, kind));
     const times = new InspectTimes(this.table);
     const read = rows.map((row) => times.read(row));
-    return { status, limit, columns: this.sql.inspectColumns(), rows: read.map((r) => r.row), clock: read[0]?.clock ?? null };
+    return { status, limit, ...(kind !== undefined && { kind }), columns: this.sql.inspectColumns(), rows: read.map((r) => r.row), clock: read[0]?.clock ?? null };
   }
 
   /** The rows with these ids, whole, and the ids no row has. Each id is compared as the id column holds it. */
@@ -393,6 +444,11 @@ export class Queue {
   enqueueIfClaimed(item: unknown, options: Pick<EnqueueOptions, 'priority' | 'key' | 'kind'>, claim: { update: Statement; onlyWhere: (p: Params) => string }): Promise<{ claimed: boolean; id: JobId | null }> {
     return this.enqueuer.enqueueIfClaimed(item, options, claim);
   }
+}
+
+/** A kind as the counts by kind key it: rows without one under ''. */
+function kindKey(value: unknown): string {
+  return value === null || value === undefined ? '' : String(value);
 }
 
 /**

@@ -1,5 +1,6 @@
 /** Reads, never writes: an operator's listing, counts by status and their estimates, the look-ahead for the next due row. */
-import { ConfigError } from '../protocol/errors.js';
+import { ConfigError, SchemaError } from '../protocol/errors.js';
+import { validateKind } from '../protocol/table.js';
 import type { StatusName } from '../protocol/status.js';
 import type { JobId, Statement } from '../store/store.js';
 import { Params, TableSql } from './table-sql.js';
@@ -21,7 +22,7 @@ export class ReadStatements extends TableSql {
     const t = this.table;
     const q = (name: string) => this.dialect.quoteIdentifier(name);
     const columns: Array<[string, string]> = [[t.id, q(t.id)], [t.order, q(t.order)], [t.status, q(t.status)]];
-    for (const key of ['priority', 'dedupeKey', 'attemptCount', 'dispatchedAt', 'claimedAt', 'workerId', 'progress', 'nextAttemptAt', 'lastError', 'finishedAt'] as const) {
+    for (const key of ['kind', 'priority', 'dedupeKey', 'attemptCount', 'dispatchedAt', 'claimedAt', 'workerId', 'progress', 'nextAttemptAt', 'lastError', 'finishedAt'] as const) {
       const name = t.columns[key];
       if (name !== undefined && !columns.some(([seen]) => seen === name)) columns.push([name, this.isBeside(key) ? `${this.read(key)} AS ${q(name)}` : q(name)]);
     }
@@ -42,8 +43,10 @@ export class ReadStatements extends TableSql {
    *   partial pending index the server reads the table, or walks the primary key backwards for id order): cost grows with
    *   the table, which an operator's look can afford and a worker's loop could not.
    */
-  inspect(status: StatusName, limit: number, clock: string): Statement {
+  inspect(status: StatusName, limit: number, clock: string, kind?: string): Statement {
     const p = new Params(this.dialect);
+    // One kind's rows (kind first in the kind index on some dialects, status first on others: both seek them).
+    const ofKind = kind === undefined ? '' : ` AND ${this.kindColumn()} = ${p.add(validateKind(kind, 'inspect: kind'))}`;
     const what = this.inspected().map(([, read]) => read).join(', ');
     const { id } = this.q;
     let orderBy: string;
@@ -57,7 +60,7 @@ export class ReadStatements extends TableSql {
     }
     const sql =
       `SELECT ${what}, ${this.dialect.now} AS ${this.dialect.quoteIdentifier(clock)} FROM ${this.q.table} ` +
-      `WHERE ${this.statusIs(status)} ORDER BY ${orderBy} LIMIT ${p.add(limit)}`;
+      `WHERE ${this.statusIs(status)}${ofKind} ORDER BY ${orderBy} LIMIT ${p.add(limit)}`;
     return { sql, params: p.values };
   }
 
@@ -104,6 +107,34 @@ export class ReadStatements extends TableSql {
   countByKindAndStatus(): Statement {
     if (!this.q.kind) throw new ConfigError(`table ${this.table.table} has no kind column to count by`);
     return { sql: `SELECT ${this.q.kind} AS kind, ${this.q.status} AS status, COUNT(*) AS n FROM ${this.q.table} GROUP BY ${this.q.kind}, ${this.q.status}`, params: [] };
+  }
+
+  /**
+   * Pending and processing rows by kind and status (rows without a kind under a NULL kind), for a gauge read on
+   * an interval: the kind index holds exactly these rows, so the count reads them and never the finished ones.
+   */
+  countLiveByKind(): Statement {
+    const kind = this.kindColumn();
+    const live = `(${this.statusHolds(null)} OR ${this.statusIs('processing')})`;
+    return { sql: `SELECT ${kind} AS kind, ${this.q.status} AS status, COUNT(*) AS n FROM ${this.q.table} WHERE ${live} GROUP BY ${kind}, ${this.q.status}`, params: [] };
+  }
+
+  /**
+   * Per kind of the whole table, its due pending rows (what a claim would take now): how many, the least order
+   * value (the one that has waited longest, where the order column is a time) and the database's clock. What
+   * tells a kind no worker claims from one that is merely busy.
+   */
+  duePendingByKind(): Statement {
+    const kind = this.kindColumn();
+    return {
+      sql: `SELECT ${kind} AS kind, COUNT(*) AS n, MIN(${this.q.order}) AS oldest, ${this.dialect.now} AS clock FROM ${this.q.table} WHERE ${this.dueCondition()} GROUP BY ${kind}`,
+      params: [],
+    };
+  }
+
+  private kindColumn(): string {
+    if (!this.q.kind) throw new SchemaError(`table ${this.table.table} has no kind column (statusq migrate --with kinds adds it; an application's own column: columns.kind, --kind-column)`);
+    return this.q.kind;
   }
 
   /** The rows whose status holds `code` (null: pending), as a bare SELECT to plan, estimate or count. */
