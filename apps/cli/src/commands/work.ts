@@ -188,7 +188,19 @@ export async function work(flags: Flags, io: Io, argv: readonly string[] = []): 
       }
     });
     log.info(
-      { table: config.table, handler: handlerFile ?? handlersDir, ...(handlers && { kinds: Object.keys(handlers).sort() }), concurrency: options.concurrency, maxAttempts: worker.maxAttempts, exitWhenEmpty: options.exitWhenEmpty },
+      {
+        table: config.table,
+        handler: handlerFile ?? handlersDir,
+        ...(handlers && { kinds: Object.keys(handlers).sort() }),
+        concurrency: options.concurrency,
+        maxAttempts: worker.maxAttempts,
+        exitWhenEmpty: options.exitWhenEmpty,
+        // The fleet-wide limits, listed as given: a limit of a kind no row has yet is accepted, and shows here.
+        ...(options.kindConcurrency && { kindConcurrency: options.kindConcurrency }),
+        ...(kindRatesFlag !== undefined && { kindRate: kindRatesFlag }),
+        ...(options.groupConcurrency !== undefined && { groupConcurrency: options.groupConcurrency }),
+        ...(groupRateFlag !== undefined && { groupRate: groupRateFlag }),
+      },
       `worker started on ${config.table}`,
     );
     // Advice only: a table that cannot be looked at here must not keep the worker from running.

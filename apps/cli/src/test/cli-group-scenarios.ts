@@ -46,6 +46,9 @@ export function groupScenarios(ctx: () => CliContext): void {
     const run = await statusq('work', '--db', db.url, '--table', 'jobs', '--handler', ledger.handler, '--concurrency', '6', '--group-concurrency', '1', '--group-rate', '100/s', '--exit-when-empty', '--poll-max', '50ms');
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/done 7, failed 0, abuse 0/);
+    // The limits are listed at start-up, as given.
+    const started = run.stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { msg: string }).find((line) => line.msg === 'worker started on jobs');
+    expect(started).toMatchObject({ groupConcurrency: 1, groupRate: '100/s' });
     expect([ledger.mostAtOnce('a.test'), ledger.mostAtOnce('b.test')]).toEqual([1, 1]);
     expect(await stats('jobs')).toMatchObject({ pending: 0, processing: 0, done: 7 });
 
