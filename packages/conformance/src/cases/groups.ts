@@ -49,6 +49,40 @@ async function runFleet(env: TestEnv, setup: Store, limits: Pick<WorkerOptions, 
   return ledger.read();
 }
 
+/**
+ * The same store, except that its first `failures` writes of the group lock (the UPDATE of statusq_kind_limits in
+ * a claim's transaction) reject with ConnectionLost: the limit cannot be read, as when the database is away.
+ */
+function refusingGroupLock(inner: Store, failures: number): Store & { refused(): number; refusing(): boolean } {
+  let refused = 0;
+  const store: Store & { refused(): number; refusing(): boolean } = {
+    dialect: inner.dialect,
+    capabilities: inner.capabilities,
+    statementLimit: inner.statementLimit,
+    nativeClaim: inner.nativeClaim,
+    execute: (s) => inner.execute(s),
+    executeBatch: (s) => inner.executeBatch(s),
+    describeTable: (t) => inner.describeTable(t),
+    orderTimeEncoding: (c) => inner.orderTimeEncoding(c),
+    close: () => inner.close(),
+    refused: () => refused,
+    refusing: () => refused < failures,
+  };
+  store.transaction = (body) =>
+    inner.transaction!((tx) =>
+      body({
+        execute: async (s) => {
+          if (refused < failures && /^UPDATE\b.*statusq_kind_limits/s.test(s.sql)) {
+            refused++;
+            throw new StoreError('ConnectionLost', 'connection lost (simulated outage of the group limit)', 'TEST');
+          }
+          return tx.execute(s);
+        },
+      }),
+    );
+  return store;
+}
+
 function expectEachRowOnce(runs: readonly LedgerRun[], count: number): void {
   const ids = runs.map((run) => run.id).sort((a, b) => a - b);
   expect(ids).toEqual(Array.from({ length: count }, (_, i) => i + 1));
@@ -153,6 +187,40 @@ export function groupCases(env: () => TestEnv): void {
       expect(await countsOf(store, 'tenanted')).toMatchObject({ pending: 0, processing: 0, done: 16 });
       await expect(migrateTable(store, { table: 'plain', with: ['groups'], groupColumn: 'nope' })).rejects.toThrow(SchemaError);
       await expect(migrateTable(store, { table: 'plain', with: ['leases'], groupColumn: 'tenant_id' })).rejects.toThrow(ConfigError);
+      await env().closeStores();
+    });
+
+    it('while the group limit cannot be read (the database refuses its lock) nothing is claimed: the worker reports it, waits, and runs every row once when it can', async () => {
+      const store = await env().store();
+      await initTable(store, 'jobs', { with: ['groups'] });
+      const queue = await Queue.open(store, { table: 'jobs' });
+      await queue.enqueue(Array.from({ length: 12 }, (_, n) => ({ n })), { group: 'a.test' });
+      await queue.enqueue(Array.from({ length: 12 }, (_, n) => ({ n })), { group: 'b.test' });
+      // Made here: the wrapper carries no schema support.
+      await ensureSideTable(store, 'jobs', 'statusq_kind_limits');
+      // More refusals than one claim's retries (10): the loop backs off, as after any failed claim, and tries again.
+      const refusingLock = refusingGroupLock(store, 12);
+      const ran: number[] = [];
+      let ranWhileRefused = 0;
+      const worker = await env().startWorker({
+        store: refusingLock,
+        table: { table: 'jobs' },
+        concurrency: 4,
+        groupConcurrency: 2,
+        exitWhenEmpty: true,
+        ...FAST,
+        handler: async (job) => {
+          if (refusingLock.refusing()) ranWhileRefused++;
+          ran.push(Number(job.payload && (job.payload as { n: number }).n));
+        },
+      });
+      await withDeadline(worker.done, 60_000, 'the worker to ride out the refused lock');
+      expect(refusingLock.refused()).toBe(12);
+      expect(ranWhileRefused).toBe(0);
+      expect(ran).toHaveLength(24);
+      expect(worker.errors.length).toBeGreaterThan(0);
+      expect(worker.errors.every((e) => e.error instanceof StoreError && e.error.kind === 'ConnectionLost')).toBe(true);
+      expect(await countsOf(store, 'jobs')).toMatchObject({ pending: 0, processing: 0, done: 24 });
       await env().closeStores();
     });
 
