@@ -17,6 +17,7 @@ export const COMMAND_FLAGS = {
   relay: ['db', 'adapter', 'table', 'to', 'queue', 'id-column', 'status-column', 'order-column', 'order', 'batch', 'redispatch-after', 'poll-max', 'exit-when-empty', 'log-level', 'log-format', 'verbose', 'metrics-port', 'metrics-host'],
   stats: ['db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'kind-column', 'group-column', 'json'],
   requeue: ['db', 'adapter', 'table', 'status', 'id', 'id-column', 'status-column', 'order-column', 'lease', 'force'],
+  cancel: ['db', 'adapter', 'table', 'id', 'reason', 'id-column', 'status-column', 'order-column'],
   prune: ['db', 'adapter', 'table', 'status', 'older-than', 'by-order-column', 'batch', 'pause', 'dry-run', 'archive', 'id-column', 'status-column', 'order-column'],
   inspect: ['db', 'adapter', 'table', 'status', 'limit', 'id', 'kind', 'id-column', 'status-column', 'order-column', 'kind-column', 'order', 'json'],
   doctor: ['db', 'listen-db', 'adapter', 'table', 'id-column', 'status-column', 'order-column', 'kind-column', 'order', 'stalled-after', 'race-jobs', 'race-workers', 'json'],

@@ -203,6 +203,17 @@ ${DB}
 ${COLUMNS}
   --lease DURATION            processing rows: only those whose lease expired this long ago (default 5m)
   --force                     processing rows without leases: requeue them anyway (they may be running)`,
+  cancel: `usage: statusq cancel --db URL --table T --id ID [--id ID ...] [--reason TEXT]
+Fails the --id rows for good: a pending row ends failed at once and never runs; a running row ends failed
+too, and its worker aborts the handler (ctx.signal, with the reason) at its next heartbeat; nothing the
+handler writes afterwards changes the row. last_error says "cancelled: <reason>". Rows already finished
+and unknown ids are listed (exit 5). Needs the last_error column (migrate --with retries).
+
+${DB}
+  --table T                   the table (required)
+  --id ID                     the row to cancel (required); repeatable
+  --reason TEXT               why, written after "cancelled: " (default: by an operator)
+${COLUMNS}`,
   prune: `usage: statusq prune --db URL --table T --status done[,abuse,failed] --older-than DURATION [--by-order-column] [--batch N] [--pause D] [--archive TABLE] [--dry-run]
 Deletes finished rows older than a cut-off, in small batches that never touch a pending or processing row, or
 with --archive moves them to another table. Ages are by finished_at: a row without one is kept, and a table

@@ -36,6 +36,10 @@ export function logWorkerEvents(worker: Worker, log: Logger, table: string): voi
       `claim lost during ${e.during}: another worker owns the job now (lease taken over, or settled elsewhere); this worker's outcome is dropped`,
     ),
   );
+  // A cancel is the operator's decision, not a fault: info, with the reason the handler's signal aborted with.
+  worker.on('cancelled', (e) =>
+    log.info({ table, jobId: typeof e.job.id === 'number' ? e.job.id : clip(String(e.job.id), 100), attempt: e.job.attempt, outcome: 'cancelled' }, `job ${e.reason}: its handler's signal aborted; the row stays failed`),
+  );
   worker.on('reaped', (e) => {
     const back = e.count - e.givenUp.length;
     log.warn({ table, reaped: e.count }, `reaped ${e.count} row${e.count === 1 ? '' : 's'} whose lease expired (their worker stopped renewing it): ${back} back to pending`);

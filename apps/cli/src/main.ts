@@ -20,6 +20,7 @@ const COMMAND_MODULES: { [C in Command]: () => Promise<Record<C, CommandRun>> } 
   relay: () => import('./commands/relay.js'),
   stats: () => import('./commands/stats.js'),
   requeue: () => import('./commands/requeue.js'),
+  cancel: () => import('./commands/cancel.js'),
   prune: () => import('./commands/prune.js'),
   inspect: () => import('./inspect.js'),
   doctor: () => import('./commands/doctor.js'),
@@ -57,6 +58,7 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
   stats    --db URL --table T [--json] [--id-column C] [--status-column C] [--order-column C] [--kind-column C] [--group-column C]
   requeue  --db URL --table T --status failed|abuse|processing [--id ID ...] [--lease DURATION] [--force]
            [--id-column C] [--status-column C] [--order-column C]
+  cancel   --db URL --table T --id ID [--id ID ...] [--reason TEXT] [--id-column C] [--status-column C] [--order-column C]
   prune    --db URL --table T --status done[,abuse,failed] --older-than DURATION [--by-order-column] [--batch N] [--pause D] [--archive TABLE] [--dry-run]
            [--id-column C] [--status-column C] [--order-column C]
   inspect  --db URL --table T [--status failed|abuse|processing|pending] [--kind K] [--limit N] [--json]
@@ -82,8 +84,8 @@ URLs:
 Durations need a unit: ms, s, m, h or d (250ms, 30s, 5m, 1h, 2d); at most 24d.
 Exit codes: 0 ok (queue empty, or drained after a signal), 1 database or runtime failure (or worker
 processes crashing at start-up), 2 bad input, 3 stopped past --stop-timeout (running jobs aborted and
-handed back), 4 recycled (a job ignored --job-timeout), 5 requeue left some of the --id rows
-it named (listed), or inspect found no row with its --id, 130 stopped hard; doctor: 0 every check passed
+handed back), 4 recycled (a job ignored --job-timeout), 5 requeue or cancel left some of the --id
+rows it named (listed), or inspect found no row with its --id, 130 stopped hard; doctor: 0 every check passed
 (warnings allowed), 1 a check failed, 130 interrupted (the scratch table still dropped).`;
 
 /**

@@ -27,6 +27,7 @@ import { TestEnv } from './harness.js';
 import { CONFORMANCE_GROUPS, type ConformanceGroup, type ConformanceOptions } from './options.js';
 import { stateMachineCases } from './cases/state-machine.js';
 import { fencingCases } from './cases/fencing.js';
+import { cancelCases } from './cases/cancel.js';
 import { raceCases } from './cases/race.js';
 import { processCases } from './cases/processes.js';
 import { outcomeCases } from './cases/outcomes.js';
@@ -131,6 +132,7 @@ export function runConformance(options: ConformanceOptions): void {
     const cases: Record<ConformanceGroup, () => void> = {
       'state-machine': () => stateMachineCases(env),
       fencing: () => fencingCases(env),
+      cancel: () => cancelCases(env),
       outcomes: () => outcomeCases(env),
       order: () => orderCases(env),
       retries: () => retryCases(env),

@@ -101,6 +101,7 @@ export interface ConformanceOptions {
 export const CONFORMANCE_GROUPS = [
   'state-machine',
   'fencing',
+  'cancel',
   'outcomes',
   'order',
   'retries',
@@ -140,7 +141,7 @@ export type ConformanceGroup = (typeof CONFORMANCE_GROUPS)[number];
 export const FAULT_GROUPS = ['outages', 'frozen-network', 'read-only'] as const satisfies readonly ConformanceGroup[];
 
 /** The groups an adapter runs again with `claimState: 'beside'`: what a claims table must not change. */
-export const BESIDE_GROUPS = ['state-machine', 'fencing', 'retries', 'leases'] as const satisfies readonly ConformanceGroup[];
+export const BESIDE_GROUPS = ['state-machine', 'fencing', 'cancel', 'retries', 'leases'] as const satisfies readonly ConformanceGroup[];
 
 /** Every group but the fault groups (see FAULT_GROUPS). */
 export const NO_FAULT_GROUPS: readonly ConformanceGroup[] = CONFORMANCE_GROUPS.filter((group) => !(FAULT_GROUPS as readonly ConformanceGroup[]).includes(group));

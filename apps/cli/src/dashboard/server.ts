@@ -184,6 +184,34 @@ export function dashboardApp(options: DashboardAppOptions): Hono<DashboardEnv> {
     },
   );
 
+  // Cancel takes named rows only, never "all": the ids a page selected from a listing of pending or processing rows.
+  app.post(
+    '/api/cancel',
+    bodyLimit({ maxSize: MAX_BODY_BYTES, onError: (c) => fail(c as Ctx, 413, 'BadRequest', `an action's body is at most ${MAX_BODY_BYTES} bytes`) }),
+    async (c) => {
+      let body: unknown;
+      try {
+        body = await c.req.json();
+      } catch (error) {
+        return fail(c, 400, 'BadRequest', `the body is not JSON: ${oneLine(error)}`);
+      }
+      const request = cancelRequest(body, queue);
+      const who = `${c.get('user') ?? 'anonymous'}@${getConnInfo(c).remote.address ?? 'unknown'}`;
+      const what = request.ids.map(String).join(',');
+      try {
+        const report = await database.read(() => queue.cancel(request.ids, request.reason ?? `by ${who} (dashboard)`));
+        log.info(
+          { action: 'cancel', who, ids: request.ids.map(String), cancelled: report.cancelled, notCancelled: report.notCancelled.length },
+          `cancel ${what} by ${who}: cancelled ${report.cancelled}${report.notCancelled.length > 0 ? `, ${report.notCancelled.length} not cancelled` : ''}`,
+        );
+        return json(c, { cancelled: report.cancelled, notCancelled: report.notCancelled });
+      } catch (error) {
+        log.warn({ action: 'cancel', who, err: errorFields(error) }, `cancel ${what} by ${who} failed: ${redact(oneLine(error))}`);
+        throw error;
+      }
+    },
+  );
+
   app.notFound((c) => fail(c, 404, 'NotFound', `no such page: ${c.req.method} ${c.req.path}`));
   app.onError((error, c) => {
     if (error instanceof StoreError) return fail(c, 503, 'Database', `${error.kind}${error.nativeCode !== undefined ? ` ${error.nativeCode}` : ''}: ${oneLine(error.message)}`);
@@ -214,6 +242,24 @@ function requeueRequest(body: unknown, queue: Queue): { status: StatusName; ids:
     status: status as StatusName,
     ids: ids.map((id) => {
       if ((typeof id !== 'number' || !Number.isSafeInteger(id)) && typeof id !== 'string') throw new ConfigError(`requeue: an id is an integer or a string, got ${JSON.stringify(id)}`);
+      return parseId(String(id), queue.idColumn, 'dashboard', 'id');
+    }),
+  };
+}
+
+/** A cancel body: `{ ids: [...], reason?: "..." }`, a non-empty list of at most MAX_REQUEUE_IDS ids. */
+function cancelRequest(body: unknown, queue: Queue): { ids: JobId[]; reason: string | undefined } {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new ConfigError('cancel: the body must be a JSON object { "ids": [...], "reason": "..." }');
+  const { ids, reason, ...rest } = body as Record<string, unknown>;
+  const unknown = Object.keys(rest);
+  if (unknown.length > 0) throw new ConfigError(`cancel: unknown field${unknown.length === 1 ? '' : 's'} ${unknown.map((k) => JSON.stringify(k)).join(', ')}`);
+  if (reason !== undefined && (typeof reason !== 'string' || reason.length === 0)) throw new ConfigError(`cancel: "reason" must be a non-empty string, got ${JSON.stringify(reason)}`);
+  if (!Array.isArray(ids) || ids.length === 0) throw new ConfigError('cancel: "ids" must be a non-empty array');
+  if (ids.length > MAX_REQUEUE_IDS) throw new ConfigError(`cancel: at most ${MAX_REQUEUE_IDS} ids at once, got ${ids.length}`);
+  return {
+    reason: reason as string | undefined,
+    ids: ids.map((id) => {
+      if ((typeof id !== 'number' || !Number.isSafeInteger(id)) && typeof id !== 'string') throw new ConfigError(`cancel: an id is an integer or a string, got ${JSON.stringify(id)}`);
       return parseId(String(id), queue.idColumn, 'dashboard', 'id');
     }),
   };

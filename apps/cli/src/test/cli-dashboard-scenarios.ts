@@ -112,6 +112,29 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
   });
 
 
+  it('dashboard cancel action: named pending and processing rows end failed with "cancelled: <reason>", a done row and an unknown id are listed, a bad body is 400 and changes nothing', async () => {
+    const c = ctx();
+    expect((await c.statusq('init', '--db', c.db.url)).code).toBe(0);
+    for (const n of [1, 2, 3]) expect((await c.statusq('enqueue', '--db', c.db.url, '--payload', `{"n":${n}}`)).code).toBe(0);
+    await c.db.query('UPDATE jobs SET status = 9 WHERE id = 2');
+    await c.db.query('UPDATE jobs SET status = 1 WHERE id = 3');
+    const { api, stop } = await startDashboard(c, []);
+    try {
+      for (const body of [{ ids: [] }, { ids: [1], all: true }, { ids: [1], reason: '' }, { ids: [{}] }]) {
+        expect(await api('POST', '/api/cancel', {}, body), JSON.stringify(body)).toMatchObject({ status: 400, json: { error: { kind: 'BadRequest' } } });
+      }
+      expect(await c.stats()).toMatchObject({ pending: 1, processing: 1, done: 1, failed: 0 });
+      expect(await api('POST', '/api/cancel', {}, { ids: [1, 2, 3, 999], reason: 'wrong customer' })).toMatchObject({
+        status: 200,
+        json: { cancelled: 2, notCancelled: [{ id: 3, reason: 'status done' }, { id: 999, reason: 'not found' }] },
+      });
+      expect(await c.stats()).toMatchObject({ pending: 0, processing: 0, done: 1, failed: 2 });
+      expect((await c.db.query<{ last_error: unknown }>('SELECT last_error FROM jobs WHERE id <= 2 ORDER BY id')).map((r) => r.last_error)).toEqual(['cancelled: wrong customer', 'cancelled: wrong customer']);
+    } finally {
+      expect((await stop()).code).toBe(0);
+    }
+  });
+
   it('dashboard on a table with kinds: /api/stats and /api/overview count by kind as stats --json does, /api/rows?kind=K lists one kind, a bad kind is 400', async () => {
     const c = ctx();
     expect((await c.statusq('init', '--db', c.db.url, '--with', 'kinds')).code).toBe(0);

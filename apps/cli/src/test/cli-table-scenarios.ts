@@ -12,6 +12,29 @@ export function tableScenarios(ctx: () => CliContext, target: CliTarget): void {
     expect(await stats()).toEqual({ pending: 0, processing: 0, done: 0, abuse: 0, failed: 0, other: 0 });
   });
 
+  it('cancel: a pending and a processing --id row end failed with "cancelled: <reason>"; a done row and an unknown id are listed (exit 5); no --id, and a table without last_error, are bad input (exit 2)', async () => {
+    const { statusq, stats, db, file } = ctx();
+    expect((await statusq('init', '--db', db.url)).code).toBe(0);
+    expect((await statusq('enqueue', '--db', db.url, '--file', file('rows.ndjson', [1, 2, 3].map((n) => `{"n":${n}}`).join('\n')))).code).toBe(0);
+    // Row 2 as a worker holds it, row 3 finished: cancel takes the first two and lists the third.
+    await db.query('UPDATE jobs SET status = 9 WHERE id = 2');
+    await db.query('UPDATE jobs SET status = 1 WHERE id = 3');
+    const run = await statusq('cancel', '--db', db.url, '--table', 'jobs', '--id', '1', '--id', '2', '--reason', 'not needed');
+    expect(run, run.stderr).toMatchObject({ code: 0, stdout: "cancelled 2 rows of jobs (pending ones end failed; running ones' workers abort them at their next heartbeat)" });
+    expect(await stats()).toMatchObject({ pending: 0, processing: 0, done: 1, failed: 2 });
+    expect((await db.query<{ last_error: unknown }>('SELECT last_error FROM jobs WHERE id <= 2 ORDER BY id')).map((r) => r.last_error)).toEqual(['cancelled: not needed', 'cancelled: not needed']);
+    expect(await statusq('cancel', '--db', db.url, '--table', 'jobs', '--id', '3', '--id', '999', '--id', '1')).toMatchObject({
+      code: 5,
+      stdout: "cancelled 0 rows of jobs (pending ones end failed; running ones' workers abort them at their next heartbeat); not cancelled: 3 (status done), 999 (not found), 1 (status failed)",
+    });
+    expect(await stats()).toMatchObject({ done: 1, failed: 2 });
+    expect(await statusq('cancel', '--db', db.url, '--table', 'jobs')).toMatchObject({ code: 2, stderr: expect.stringMatching(/^statusq: cancel: --id is required/) });
+    await db.query('CREATE TABLE plain (id INTEGER PRIMARY KEY, date TIMESTAMP NULL, status INTEGER NULL)');
+    await db.query('INSERT INTO plain (id, status) VALUES (1, NULL)');
+    expect(await statusq('cancel', '--db', db.url, '--table', 'plain', '--id', '1')).toMatchObject({ code: 2, stderr: expect.stringMatching(/last_error column.*migrate --with retries/) });
+    expect((await db.query<{ status: unknown }>('SELECT status FROM plain')).map((r) => r.status)).toEqual([null]);
+  });
+
   it('prune: --dry-run counts, then deletes (or --archive moves) finished rows past --older-than in batches; pending rows and refused statuses stay (exit 2)', async () => {
     const { statusq, stats, db, file } = ctx();
     expect((await statusq('init', '--db', db.url)).code).toBe(0);

@@ -37,6 +37,8 @@ const LEGAL = new Set([
   'requeue:failed>pending',
   'requeue:abuse>pending',
   'requeueProcessing:processing>pending',
+  'cancel:pending>failed',
+  'cancel:processing>failed',
 ]);
 
 describe('status transition table', () => {
@@ -45,7 +47,7 @@ describe('status transition table', () => {
   it('has exactly the legal moves of the design, and no others', () => {
     const actual = new Set(causes.flatMap((cause) => TRANSITIONS[cause].map(([from, to]) => `${cause}:${from}>${to}`)));
     expect(actual).toEqual(LEGAL);
-    expect([...causes].sort()).toEqual(['abuse', 'claim', 'complete', 'giveUp', 'heartbeat', 'leaseExpired', 'ownerDied', 'progress', 'release', 'requeue', 'requeueProcessing', 'retry']);
+    expect([...causes].sort()).toEqual(['abuse', 'cancel', 'claim', 'complete', 'giveUp', 'heartbeat', 'leaseExpired', 'ownerDied', 'progress', 'release', 'requeue', 'requeueProcessing', 'retry']);
     expect(STATUS_NAMES).toEqual(STATES);
   });
 
@@ -71,9 +73,11 @@ describe('status transition table', () => {
         }
       }
     }
-    // claim, heartbeat, progress, complete, giveUp, 2x abuse, retry, release, 2x ownerDied, 2x leaseExpired, 2x requeue, requeueProcessing
-    expect(causes.reduce((n, cause) => n + TRANSITIONS[cause].length, 0)).toBe(16);
+    // claim, heartbeat, progress, complete, giveUp, 2x abuse, retry, release, 2x ownerDied, 2x leaseExpired, 2x requeue, requeueProcessing, 2x cancel
+    expect(causes.reduce((n, cause) => n + TRANSITIONS[cause].length, 0)).toBe(18);
     for (const [from, to, cause] of [
+      ['done', 'failed', 'cancel'],
+      ['failed', 'failed', 'cancel'],
       ['done', 'pending', 'requeue'],
       ['done', 'pending', 'requeueProcessing'],
       ['pending', 'done', 'complete'],

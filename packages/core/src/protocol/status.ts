@@ -48,7 +48,8 @@ export type TransitionCause =
   | 'leaseExpired' // the reaper found a claim whose lease ran out (to pending, or failed when attempts are used up)
   | 'ownerDied' // the launcher saw the worker process holding the claim die while its handler ran (as leaseExpired, at once)
   | 'requeue' // an operator sends failed or abuse rows back to pending (attempts start over)
-  | 'requeueProcessing'; // an operator sends rows stuck in processing back to pending (the attempt counts)
+  | 'requeueProcessing' // an operator sends rows stuck in processing back to pending (the attempt counts)
+  | 'cancel'; // an operator fails rows for good, pending or running (a running one's worker finds its claim gone)
 
 export const TRANSITIONS: Readonly<Record<TransitionCause, ReadonlyArray<readonly [StatusName, StatusName]>>> = {
   claim: [['pending', 'processing']],
@@ -75,6 +76,10 @@ export const TRANSITIONS: Readonly<Record<TransitionCause, ReadonlyArray<readonl
     ['abuse', 'pending'],
   ],
   requeueProcessing: [['processing', 'pending']],
+  cancel: [
+    ['pending', 'failed'],
+    ['processing', 'failed'],
+  ],
 };
 
 export function isLegalTransition(from: StatusName, to: StatusName, cause: TransitionCause): boolean {

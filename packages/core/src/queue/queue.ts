@@ -8,7 +8,8 @@ import { idFitsColumn, type ColumnInfo } from '../protocol/columns.js';
 import { INSPECT_CLOCK, InspectTimes, asDate, resolveInspectOptions, type InspectIdsReport, type InspectOptions, type InspectReport } from './inspect.js';
 import { executeAll, executeOne } from '../sql/side-writes.js';
 import { GIVE_UP_PAGE, TransitionSql, type AttemptCharge, type Params } from '../sql/transition-sql.js';
-import { besideTableName } from '../sql/schema.js';
+import { besideTableName, missingColumnError } from '../sql/schema.js';
+import { CANCEL_PREFIX } from '../sql/recovery-sql.js';
 import { Enqueuer } from './enqueue.js';
 import type { EnqueueOptions, EnqueueOutcome } from './enqueue-options.js';
 import { monitoringCounts, type MonitoringCountOptions, type MonitoringCounts, type StatusCounts } from './monitoring-counts.js';
@@ -76,6 +77,13 @@ export interface RequeueReport {
   live: number;
   /** Of `ids`, each one not requeued and why: `not found`, `status done` (or another state), `lease live`. */
   notRequeued: Array<{ id: JobId; reason: string }>;
+}
+
+export interface CancelReport {
+  /** Rows cancelled: pending ones never run; running ones' workers abort their handlers at their next heartbeat. */
+  cancelled: number;
+  /** Of the ids, each one not cancelled and why: `not found`, `status done` (or another finished state). */
+  notCancelled: Array<{ id: JobId; reason: string }>;
 }
 
 /**
@@ -399,6 +407,48 @@ export class Queue {
       }
     }
     return { requeued, leaseMs, live, notRequeued };
+  }
+
+  /**
+   * Operator cancel: each of `ids` that is pending or processing ends failed, `last_error` `cancelled: <reason>`.
+   * A pending row never runs. A running row's worker finds its claim gone at its next heartbeat and aborts the
+   * handler's ctx.signal with that reason; whatever the handler then writes is guarded by the claim and changes
+   * nothing. Rows of other states are left and reported, with unknown ids. The report and the cancel run in
+   * one transaction. A table without a last_error column is a SchemaError: there a cancelled row could not be
+   * told from a failed one, nor could its worker tell a cancel from a lease taken over.
+   */
+  async cancel(ids: readonly JobId[], reason = 'by an operator'): Promise<CancelReport> {
+    if (!this.table.columns.lastError) throw missingColumnError(this.table.table, 'lastError', 'a cancel');
+    if (typeof reason !== 'string' || reason.length === 0) throw new ConfigError('cancel: the reason must be a non-empty string');
+    const named = [...new Map(ids.map((id) => [String(id), id])).values()];
+    // An id beyond the id column's integers is no row's: it is not looked up, and reported not found below.
+    const looked = named.filter((id) => idFitsColumn(this.idColumn, id));
+    if (looked.length === 0) return { cancelled: 0, notCancelled: named.map((id) => ({ id, reason: 'not found' })) };
+    const results = await withStoreRetry(() => this.apply([this.sql.statusOfIds(looked, null), this.sql.cancel(looked, `${CANCEL_PREFIX}${reason}`)]), STORE_RETRY.write);
+    const found = new Map(results[0]!.rows.map((row) => [String(row.id), row]));
+    const notCancelled: CancelReport['notCancelled'] = [];
+    for (const id of named) {
+      const row = found.get(String(id));
+      if (!row) {
+        notCancelled.push({ id, reason: 'not found' });
+        continue;
+      }
+      const code = row.status === null || row.status === undefined ? null : Number(row.status);
+      const status = statusName(code, this.table.codes);
+      if (status !== 'pending' && status !== 'processing') notCancelled.push({ id, reason: `status ${status ?? String(code)}` });
+    }
+    return { cancelled: results[1]!.affected, notCancelled };
+  }
+
+  /**
+   * Of `ids` (claims a heartbeat found gone), the ones an operator cancelled, with the reason their last_error
+   * holds (`cancelled: ...`); the rest were taken over by a lease or settled by someone else.
+   */
+  async cancelledAmong(ids: readonly JobId[]): Promise<Map<string, string>> {
+    const statement = this.sql.cancelledAmong(ids);
+    if (!statement || ids.length === 0) return new Map();
+    const { rows } = await this.store.execute(statement);
+    return new Map(rows.map((row) => [String(row.id), String(row.reason)]));
   }
 
   /** abuse (pending -> abuse) without a claim, for a business rule applied outside a worker. */

@@ -7,6 +7,9 @@ import type { JobId, SqlValue, Statement } from '../store/store.js';
 import type { Writes} from './table-sql.js';
 import { Params, TableSql, truncateError } from './table-sql.js';
 
+/** How a cancelled row's last_error begins (Queue.cancel); a worker tells a cancel from a lost lease by it. */
+export const CANCEL_PREFIX = 'cancelled: ';
+
 /** Rows read per page by a charge's `exhausted`: the rest are given up by the next page or the next reap. */
 export const GIVE_UP_PAGE = 500;
 
@@ -126,6 +129,31 @@ export class RecoveryStatements extends TableSql {
     this.write(w, 'nextAttemptAt', { sql: 'NULL' });
     const where = (p: Params) => `${this.guard('requeue', [from, 'pending'])}${ids ? ` AND ${p.in(`${this.q.table}.${this.q.id}`, ids)}` : ''}`;
     return this.rangeMove(w, where);
+  }
+
+  /**
+   * cancel (pending or processing -> failed) by an operator: `last_error` says `cancelled: <reason>`, the
+   * attempt count stays (a cancel is no attempt's failure). A running row is failed here directly rather than
+   * flagged for its worker: its worker's next heartbeat, guarded by the status like every write of a claim,
+   * then matches nothing, which is how it learns, and its late settle is guarded the same way, so nothing it
+   * writes afterwards brings the row back.
+   */
+  cancel(ids: readonly JobId[], reason: string): Statement {
+    const w = this.moveTo(this.table.codes.failed);
+    this.write(w, 'lastError', { param: truncateError(reason, this.table.limits.lastError) });
+    this.write(w, 'finishedAt', { sql: this.dialect.now });
+    return this.rangeMove(w, (p) => `${this.guard('cancel')} AND ${p.in(`${this.q.table}.${this.q.id}`, ids)}`);
+  }
+
+  /**
+   * The cancel reason of each of `ids` that is failed with a last_error of a cancel: what a worker whose
+   * heartbeat found those claims gone aborts their handlers with (a cancel, not a lease taken over).
+   */
+  cancelledAmong(ids: readonly JobId[]): Statement | null {
+    if (!this.q.lastError) return null;
+    const p = new Params(this.dialect);
+    const where = `${p.in(this.q.id, ids)} AND ${this.statusIs('failed')} AND ${this.read('lastError')} LIKE ${p.add(`${CANCEL_PREFIX}%`)}`;
+    return { sql: `SELECT ${this.q.id} AS id, ${this.read('lastError')} AS reason FROM ${this.q.table} WHERE ${where}`, params: p.values };
   }
 
   /**

@@ -20,6 +20,11 @@ export interface WorkerEvents {
   abused: { job: Job; reason: string; durationMs: number };
   /** This worker no longer owns the job (lease taken over, or settled by someone else); its settle changed nothing. */
   'claim-lost': { job: Job; during: 'settle' | 'heartbeat' };
+  /**
+   * An operator cancelled the running job (Queue.cancel): its heartbeat found the row failed with `reason`
+   * (`cancelled: ...`), its ctx.signal aborted with it, and nothing it settles afterwards changes the row.
+   */
+  cancelled: { job: Job; reason: string };
   /** A database or internal error the worker survived (it retries or leaves the row to the lease reaper). */
   error: { error: unknown; during: string };
   /**

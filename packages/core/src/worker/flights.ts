@@ -222,9 +222,18 @@ export class Flights {
     if (!isRetryableStoreError(error)) this.hooks.endRun(error);
   }
 
-  heartbeatLost(flight: InFlight): void {
+  /**
+   * A heartbeat found the claim gone. `cancelled` (the row's last_error) when an operator cancelled it: the
+   * handler's signal aborts with that reason and the worker reports a cancel, which is no fault of its own.
+   */
+  heartbeatLost(flight: InFlight, cancelled?: string): void {
     if (!beforeSettle(flight) || !this.inFlight.has(flight)) return;
     flight.state = 'lost';
+    if (cancelled !== undefined) {
+      abortFlight(flight, new Error(cancelled));
+      this.hooks.emit('cancelled', { job: flight.job, reason: cancelled });
+      return;
+    }
     abortFlight(flight, new Error('claim lost: lease taken over'));
     this.counters.claimLost++;
     this.hooks.emit('claim-lost', { job: flight.job, during: 'heartbeat' });

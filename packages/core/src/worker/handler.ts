@@ -41,7 +41,7 @@ export interface JobContext {
    * claim like a settle, so a worker that lost its claim writes nothing. Returns at once; a bad value throws.
    */
   progress(value: unknown): void;
-  /** Aborted when the claim is lost (lease taken over) or the worker stops hard. */
+  /** Aborted when the claim is lost (lease taken over), an operator cancels the job (the reason: `cancelled: ...`, see Queue.cancel), or the worker stops hard. */
   readonly signal: AbortSignal;
   readonly workerId: string;
 }

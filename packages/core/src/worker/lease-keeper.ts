@@ -12,8 +12,11 @@ export interface LeaseSettings {
 export interface LeaseHooks<C> {
   /** The claims whose leases to renew now. */
   held(): C[];
-  /** A renewal changed nothing: the row is no longer ours unless the worker settled or released it meanwhile. */
-  lost(claim: C): void;
+  /**
+   * A renewal changed nothing: the row is no longer ours unless the worker settled or released it meanwhile.
+   * `cancelled`: the row's last_error when an operator cancelled it (Queue.cancel), rather than a lease taken over.
+   */
+  lost(claim: C, cancelled?: string): void;
   /** Expired claims this worker charged an attempt: `count` in all, `givenUp` of them failed for good. */
   reaped(count: number, givenUp: GivenUpRow[]): void;
   error(error: unknown, during: 'heartbeat' | 'reap'): void;
@@ -57,9 +60,11 @@ export class LeaseKeeper<C extends { job: Job; token: string | null }> {
     if (live.length === 0) return;
     try {
       const results = await this.queue.apply(live.map((c) => this.queue.sql.heartbeat(c.job.id, c.token)));
-      results.forEach((result, i) => {
-        if (result.affected === 0) this.hooks.lost(live[i]!);
-      });
+      const lost = live.filter((_, i) => results[i]!.affected === 0);
+      if (lost.length === 0) return;
+      // Only a claim found gone costs this read: its handler is told why (a cancel or a lease taken over).
+      const cancelled = await this.queue.cancelledAmong(lost.map((c) => c.job.id)).catch(() => new Map<string, string>());
+      for (const claim of lost) this.hooks.lost(claim, cancelled.get(String(claim.job.id)));
     } catch (error) {
       this.hooks.error(error, 'heartbeat');
     }

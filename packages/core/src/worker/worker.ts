@@ -72,7 +72,7 @@ export class Worker extends TypedEmitter {
     });
     this.leases = new LeaseKeeper<InFlight>(queue, this.settings, {
       held: () => this.flights.held(),
-      lost: (flight) => this.flights.heartbeatLost(flight),
+      lost: (flight, cancelled) => this.flights.heartbeatLost(flight, cancelled),
       reaped: (count, givenUp) => {
         this.emit('reaped', { count, givenUp });
         for (const row of givenUp) this.flights.givenUp(row);
