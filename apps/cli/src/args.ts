@@ -7,7 +7,7 @@ import { ADAPTER_VARIABLE } from './adapters.js';
 export const COMMAND_FLAGS = {
   init: ['db', 'adapter', 'table', 'with', 'order'],
   migrate: ['db', 'adapter', 'table', 'with', 'beside', 'id-column', 'status-column', 'order-column', 'order', 'kind-column', 'group-column'],
-  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'delay', 'run-at', 'priority', 'key', 'kind', 'kind-column', 'group', 'group-column', 'progress', 'to', 'queue'],
+  enqueue: ['db', 'adapter', 'table', 'payload', 'file', 'chunk', 'delay', 'run-at', 'priority', 'key', 'kind', 'kind-column', 'group', 'group-column', 'progress', 'to', 'queue', 'wait', 'timeout'],
   work: [
     'db', 'listen-db', 'adapter', 'table', 'handler', 'handlers', 'id-column', 'status-column', 'order-column', 'kind-column', 'order', 'select', 'concurrency', 'batch',
     'max-attempts', 'retry-delay', 'lease', 'aging', 'poll-max', 'claim-strategy', 'stop-timeout', 'job-timeout', 'job-timeout-grace', 'exit-when-empty', 'verbose',

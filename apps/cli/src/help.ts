@@ -58,7 +58,7 @@ ${DB}
                               application fills, a tenant id) that holds each row's group: it gets the group
                               index, and no group_key column is added
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
-  enqueue: `usage: statusq enqueue --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--delay D | --run-at T]
+  enqueue: `usage: statusq enqueue --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--delay D | --run-at T] [--wait [--timeout D]]
 Inserts pending rows: payloads on a managed table, column values on an application's own table.
 
 ${DB}
@@ -88,6 +88,10 @@ ${GROUP_COLUMN}
                               --run-at or --key (the relay publishes those). A publish that fails leaves the
                               rows to the relay: a warning, exit 0
   --queue NAME                with --to: the broker queue (default statusq.<table>)
+  --wait                      wait for the one row (--payload, or a file of one line; with --key a duplicate's
+                              live row) to finish, and print how it ended: exit 0 done (with its result), 1
+                              failed or abuse (with its last_error), 124 on --timeout
+  --timeout DURATION          with --wait: stop waiting after this long (e.g. 30s); the row stays as it is
 ${PROGRESS}`,
   work: `usage: statusq work --db URL --table T (--handler PATH | --handlers DIR) [flags]
 Claims pending rows and runs the handler on each until stopped (SIGTERM/SIGINT), or until the queue is empty.

@@ -42,7 +42,7 @@ export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --
            [--beside [--id-column C]] [--status-column C] [--order-column C] [--kind-column C] [--group-column C] [--order newest|oldest]
   enqueue  --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--chunk N]
            [--delay DURATION | --run-at TIME] [--priority N] [--key K] [--kind K [--kind-column C]] [--group G [--group-column C]] [--progress auto|on|off]
-           [--to amqp://...|nats://... [--queue NAME]]
+           [--to amqp://...|nats://... [--queue NAME]] [--wait [--timeout DURATION]]
   work     --db URL [--listen-db URL] --table T (--handler PATH | --handlers DIR) [--id-column C] [--status-column C]
            [--order-column C] [--kind-column C] [--group-column C] [--order newest|oldest] [--select C1,C2] [--concurrency N] [--batch N] [--max-attempts N]
            [--retry-delay DURATION] [--lease DURATION] [--aging DURATION] [--poll-max DURATION]

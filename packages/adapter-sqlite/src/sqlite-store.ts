@@ -114,7 +114,10 @@ export class SqliteStore implements Store {
     const wakeUps = this.wakeUps;
     this.nativeClaim = wakeUps ? { ...sqliteNativeClaim, beforeClaim: () => wakeUps.claimStarts() } : sqliteNativeClaim;
     // A :memory: database is polled: no waitForWork at all.
-    if (!wakeUps) (this as { waitForWork?: unknown }).waitForWork = undefined;
+    if (!wakeUps) {
+      (this as { waitForWork?: unknown }).waitForWork = undefined;
+      (this as { waitForChange?: unknown }).waitForChange = undefined;
+    }
   }
 
   /**
@@ -123,6 +126,11 @@ export class SqliteStore implements Store {
    */
   waitForWork(timeoutMs: number, signal: AbortSignal): Promise<void> {
     return this.wakeUps ? this.wakeUps.wait(timeoutMs, signal) : Promise.resolve();
+  }
+
+  /** Resolves when the database file changed (any commit, a settle included), after `timeoutMs`, or at once when `signal` aborts (Queue.waitFor). */
+  waitForChange(timeoutMs: number, signal: AbortSignal): Promise<void> {
+    return this.wakeUps ? this.wakeUps.waitForChange(timeoutMs, signal) : Promise.resolve();
   }
 
   /** Whether the database's directory is watched yet (a commit before that is heard only by polling). */

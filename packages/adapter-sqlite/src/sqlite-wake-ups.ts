@@ -71,6 +71,28 @@ export class SqliteWakeUps {
     });
   }
 
+  /**
+   * Resolves on the next change of the database (a settle too), after `timeoutMs`, or at once when `signal`
+   * aborts: Queue.waitFor's wake-up. It leaves `changed` alone, which belongs to the worker's claims, so a
+   * waitFor in a worker's process takes none of its wake-ups; and it has no MIN_WAIT_MS, since what it reads
+   * on waking is one row by id.
+   */
+  async waitForChange(timeoutMs: number, signal: AbortSignal): Promise<void> {
+    if (signal.aborted || this.closed) return;
+    this.ensureWatching();
+    await new Promise<void>((done) => {
+      const end = () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', end);
+        this.waiters.delete(end);
+        done();
+      };
+      const timer = setTimeout(end, Math.max(0, timeoutMs));
+      signal.addEventListener('abort', end, { once: true });
+      this.waiters.add(end);
+    });
+  }
+
   /** Whether the directory is watched (for tests: a wait before this is true may hear nothing). */
   get watching(): boolean {
     return this.watcher !== null;

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { isUtf8 } from 'node:buffer';
 import { ConfigError, Queue, type EnqueueOptions, type EnqueueOutcome, type Store } from '@statusq/core';
-import { DELAY_LIMIT, parseDuration, parseRunAt, validateTableConfig, type Broker } from '@statusq/core/tools';
+import { DELAY_LIMIT, EXIT, parseDuration, parseRunAt, validateTableConfig, type Broker } from '@statusq/core/tools';
 import { ENQUEUE_TO_VARIABLE, brokerQueueName, brokerUrl, optionalInteger, optionalString, tableConfig, type Flags } from '../args.js';
 import { errorFields } from '../log.js';
 import { enqueueProgress, type EnqueueProgress } from '../progress/enqueue.js';
@@ -111,9 +111,11 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
   if (toUrl !== undefined && (key !== undefined || Object.keys(when).length > 0)) {
     throw new ConfigError(`enqueue: --to publishes rows as they commit, and ${key !== undefined ? '--key' : when.delayMs !== undefined ? '--delay' : '--run-at'} rows are published by the relay (statusq relay) instead; drop one of them`);
   }
+  const wait = waitOptions(flags);
   const shown = enqueueProgress(progressSurface(flags), config.table, file);
   try {
     const { items, where } = await readItems(flags, io, shown);
+    if (wait && items.length !== 1) throw new ConfigError(`enqueue: --wait waits for one row (--payload, or a file of one line), and ${file} holds ${items.length}; enqueue them without --wait and follow them with statusq inspect`);
     if (key !== undefined && items.length !== 1) throw new ConfigError(`enqueue: --key names one row, and ${file ?? '--payload'} holds ${items.length}; on an application's table each row may set dedupe_key itself`);
     const chunk = optionalInteger(flags, 'chunk');
     return await withStore(flags, 'enqueue', false, async (store) => {
@@ -127,7 +129,8 @@ export async function enqueue(flags: Flags, io: Io): Promise<number> {
         };
         const outcomes = await queue.enqueueDetailed(items, { chunk, describeItem: where, ...when, ...dispatch, ...(priority !== undefined && { priority }), ...(kind !== undefined && { kind }), ...(group !== undefined && { group }), ...(key !== undefined && { key, describeKey: '--key' }) });
         shown?.line.stop();
-        return enqueued(io, config.table, outcomes, key, publishing === undefined ? '' : publishedNote(outcomes, publishing));
+        const code = enqueued(io, config.table, outcomes, key, publishing === undefined ? '' : publishedNote(outcomes, publishing));
+        return wait ? await waitForRow(io, queue, outcomes[0]!, wait.timeoutMs) : code;
       } finally {
         await publishing?.close();
       }
@@ -155,6 +158,36 @@ function enqueued(io: Io, table: string, outcomes: readonly EnqueueOutcome[], ke
   }
   io.out(`enqueued ${count} row${count === 1 ? '' : 's'} into ${table}${published}${duplicates.length > 0 ? ` (${duplicates.length} duplicate${duplicates.length === 1 ? '' : 's'} of live keys not inserted)` : ''}`);
   return 0;
+}
+
+/** --wait [--timeout D], checked before the file is read or the database reached; null without --wait. */
+function waitOptions(flags: Flags): { timeoutMs: number | undefined } | null {
+  const timeout = optionalString(flags, 'timeout');
+  if (flags.wait !== true) {
+    if (timeout !== undefined) throw new ConfigError('enqueue: --timeout applies only with --wait');
+    return null;
+  }
+  return { timeoutMs: timeout === undefined ? undefined : parseDuration(timeout, '--timeout') };
+}
+
+/**
+ * enqueue --wait: waits for the row (a duplicate's: the live row that holds the key) to finish and prints how
+ * it ended. Exit 0 done, 1 failed or abuse, 124 when --timeout ran out first (the row stays as it is).
+ */
+async function waitForRow(io: Io, queue: Queue, outcome: EnqueueOutcome, timeoutMs: number | undefined): Promise<number> {
+  if (outcome.id === null) throw new ConfigError(`enqueue: --wait cannot follow the row it inserted into ${queue.table.table}: the database did not report its id (set the id column in the row)`);
+  const id = String(outcome.id);
+  const ended = await queue.waitFor(outcome.id, { timeoutMs });
+  if (ended.status === 'timeout') {
+    io.out(`timeout: row ${id} had not finished after ${timeoutMs} ms`);
+    return EXIT.timedOut;
+  }
+  if (ended.status === 'done') {
+    io.out(`done: row ${id}${ended.result === undefined ? '' : ` ${JSON.stringify(ended.result)}`}`);
+    return EXIT.ok;
+  }
+  io.out(`${ended.status}: row ${id}${ended.lastError === null ? '' : ` ${ended.lastError}`}`);
+  return EXIT.failure;
 }
 
 /** --delay or --run-at, checked before the file is read or the database reached. */

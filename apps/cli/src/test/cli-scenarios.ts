@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'vitest';
+import { awaitScenarios } from './cli-await-scenarios.js';
 import { configScenarios } from './cli-config-scenarios.js';
 import { dashboardScenarios } from './cli-dashboard-scenarios.js';
 import { doctorScenarios } from './cli-doctor-scenarios.js';
@@ -93,6 +94,7 @@ export function cliScenarios(title: string, target: CliTarget, groups: readonly 
 function commandScenarios(ctx: () => CliContext, target: CliTarget): void {
   tableScenarios(ctx, target);
   enqueueScenarios(ctx, target);
+  awaitScenarios(ctx);
   kindScenarios(ctx, target);
   groupScenarios(ctx);
   workScenarios(ctx, target);

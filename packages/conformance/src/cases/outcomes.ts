@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import type { Handler, Row } from '@statusq/core';
+import { ConfigError, type Handler, type Queue, type Row } from '@statusq/core';
+
+type WaitForOutcome = Awaited<ReturnType<Queue['waitFor']>>;
 import { generateTableARows } from '@statusq/test-fixtures';
 import { FAST, Ledger, countsOf, idKey, readRow, readRows, statusOf, withDeadline, type TestEnv } from '../harness.js';
 import { createJobs, createTableA, enqueueJobs, insertJobsAt } from '../tables.js';
+
+type Waited = { outcome: WaitForOutcome; at: number };
 
 export function outcomeCases(env: () => TestEnv): void {
   describe('poison jobs', () => {
@@ -170,6 +174,71 @@ export function outcomeCases(env: () => TestEnv): void {
       expect(ledger.notExactlyOnce(modes.filter((m) => m !== 'rule').map((m) => idOf[m]))).toEqual([]);
       expect(counters).toMatchObject({ abused: 5, failed: 2, completed: 1, retried: 0 });
       expect(w.errors).toEqual([]);
+      await env().closeStores();
+    });
+  });
+
+  describe('waitFor', () => {
+    it('resolves with done and the parsed result once a worker ran the row, and with failed or abuse and last_error for rows given up or flagged', async () => {
+      const store = await env().store();
+      const queue = await createJobs(store);
+      const [ok, gaveUp, flagged] = await enqueueJobs(queue, [{ mode: 'ok' }, { mode: 'giveUp' }, { mode: 'abuse' }]);
+      // Each waits before any worker runs: the rows are pending, so each must be woken by its settle.
+      const waits = [ok!, gaveUp!, flagged!].map((id) => queue.waitFor(id, { timeoutMs: 30_000 }).then((outcome) => ({ outcome, at: performance.now() })));
+      expect(await queue.waitFor(ok!, { timeoutMs: 0 })).toEqual({ status: 'timeout', result: undefined, lastError: null });
+      const handler: Handler = async (job, ctx) => {
+        const mode = (job.payload as { mode: string }).mode;
+        if (mode === 'giveUp') return ctx.giveUp('not worth retrying');
+        if (mode === 'abuse') return ctx.abuse('flagged: abuse');
+        return { mode, note: 'it\'s "done"' };
+      };
+      const w = await env().startWorker({ store, table: { table: 'jobs' }, concurrency: 1, batch: 1, exitWhenEmpty: true, ...FAST, handler });
+      await withDeadline(w.done, 30_000, 'the worker to drain the queue');
+      const drainedAt = performance.now();
+      const [done, failed, abuse] = (await withDeadline(Promise.all(waits), 5_000, 'waitFor to see every settle')) as [Waited, Waited, Waited];
+      expect(done.outcome).toEqual({ status: 'done', result: { mode: 'ok', note: 'it\'s "done"' }, lastError: null });
+      expect(failed.outcome).toEqual({ status: 'failed', result: undefined, lastError: 'not worth retrying' });
+      expect(abuse.outcome).toEqual({ status: 'abuse', result: undefined, lastError: 'flagged: abuse' });
+      // Bounded by the backoff (at most 1 s between reads), not by the 30 s timeout.
+      for (const { at } of [done, failed, abuse]) expect(at - drainedAt).toBeLessThan(1_500);
+      expect(w.errors).toEqual([]);
+      await env().closeStores();
+    });
+
+    it('rejects at once with a ConfigError for an id no row has, and for a bad timeout', async () => {
+      const store = await env().store();
+      const queue = await createJobs(store);
+      await enqueueJobs(queue, [{ n: 1 }]);
+      const started = performance.now();
+      await expect(queue.waitFor(987_654_321, { timeoutMs: 30_000 })).rejects.toThrow(ConfigError);
+      await expect(queue.waitFor('not an id', { timeoutMs: 30_000 })).rejects.toThrow(/no row of jobs has id not an id/);
+      expect(performance.now() - started).toBeLessThan(5_000);
+      await expect(queue.waitFor(1, { timeoutMs: -1 })).rejects.toThrow(ConfigError);
+      await env().closeStores();
+    });
+
+    it('resolves with status timeout once timeoutMs runs out on a pending row, and rejects with the signal reason when aborted', async () => {
+      const store = await env().store();
+      const queue = await createJobs(store);
+      const [id] = await enqueueJobs(queue, [{ n: 1 }]);
+      const started = performance.now();
+      expect(await queue.waitFor(id!, { timeoutMs: 200 })).toEqual({ status: 'timeout', result: undefined, lastError: null });
+      const took = performance.now() - started;
+      expect(took).toBeGreaterThanOrEqual(199);
+      expect(took).toBeLessThan(5_000);
+
+      const controller = new AbortController();
+      const reason = new Error('the caller stopped waiting');
+      const waiting = queue.waitFor(id!, { signal: controller.signal });
+      const outcome = waiting.then(() => 'resolved', (error: unknown) => error);
+      // A round trip of our own, so the wait is under way (past its first read) when the signal aborts.
+      await queue.counts();
+      const abortedAt = performance.now();
+      controller.abort(reason);
+      expect(await withDeadline(outcome, 5_000, 'waitFor to end on abort')).toBe(reason);
+      expect(performance.now() - abortedAt).toBeLessThan(1_500);
+      await expect(queue.waitFor(id!, { signal: controller.signal })).rejects.toBe(reason);
+      expect(statusOf(await readRow(store, 'jobs', id!))).toBeNull();
       await env().closeStores();
     });
   });

@@ -86,6 +86,33 @@ export interface CancelReport {
   notCancelled: Array<{ id: JobId; reason: string }>;
 }
 
+/** Queue.waitFor's options. */
+export interface WaitForOptions {
+  /** Give up after this many milliseconds: waitFor then resolves with status `timeout`. Default: no limit. */
+  timeoutMs?: number | undefined;
+  /** Aborting it rejects waitFor with the signal's reason. */
+  signal?: AbortSignal | undefined;
+}
+
+/** How a row ended, as Queue.waitFor reports it. */
+export interface WaitForOutcome {
+  /** The row's final status, or `timeout` when timeoutMs ran out first (the row was still pending or processing). */
+  status: 'done' | 'failed' | 'abuse' | 'timeout';
+  /** The result column, parsed as JSON (its text as it is when it is not JSON); undefined without the column or a result. */
+  result: unknown;
+  /** The last_error column; null without the column or an error. */
+  lastError: string | null;
+}
+
+/**
+ * waitFor reads its row again after WAIT_FOR_FIRST_MS, doubling up to WAIT_FOR_MAX_MS between reads: a job that
+ * settles quickly is seen soon, and a waiter on a long job costs one lookup by id a second. A store's change
+ * wake-up (Store.waitForChange) ends each wait early; the backoff bounds how late a wake-up that is missed or
+ * that the store does not have (a settle sends none on some stores) leaves the outcome.
+ */
+const WAIT_FOR_FIRST_MS = 10;
+const WAIT_FOR_MAX_MS = 1_000;
+
 /**
  * One queue table on one store: the table checked against the database once, and every operation on its
  * rows. The worker and the CLI both go through this.
@@ -451,6 +478,41 @@ export class Queue {
     return new Map(rows.map((row) => [String(row.id), String(row.reason)]));
   }
 
+  /**
+   * Resolves once the row with this id is finished (done, failed, or abuse: failed only once it gave up, a
+   * retry in between is still pending), with its result and last error; with status `timeout` when
+   * `timeoutMs` runs out first. Rejects at once with a ConfigError when no row has the id (and later if the
+   * row is deleted while waited for), and with the signal's reason when `signal` aborts. Between reads it
+   * waits on the store's change wake-up where there is one, and on a backoff (10 ms doubling to 1 s) always,
+   * so it never polls tightly and never misses the settle for longer than that backoff. A status that is no
+   * state statusq writes is waited on like a live one.
+   */
+  async waitFor(id: JobId, options: WaitForOptions = {}): Promise<WaitForOutcome> {
+    const { timeoutMs, signal } = options;
+    if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && timeoutMs >= 0 && !Number.isNaN(timeoutMs))) {
+      throw new ConfigError(`waitFor: timeoutMs must be a non-negative number of milliseconds, got ${String(timeoutMs)}`);
+    }
+    signal?.throwIfAborted();
+    const deadline = timeoutMs === undefined ? Infinity : performance.now() + timeoutMs;
+    // An id that no integer id column can hold (beyond its range, or text that is no integer) is no row's: not
+    // looked up, where the server would refuse it as bad input rather than find nothing, and not found.
+    const integerText = typeof id === 'string' && this.idColumn.integer;
+    const possible = integerText ? /^-?\d+$/.test(id.trim()) && idFitsColumn(this.idColumn, BigInt(id.trim())) : idFitsColumn(this.idColumn, id);
+    const statement = possible ? this.sql.outcomeOfId(id) : null;
+    let interval = WAIT_FOR_FIRST_MS;
+    for (let reads = 0; ; reads++) {
+      const row = statement === null ? undefined : (await this.store.execute(statement)).rows[0];
+      signal?.throwIfAborted();
+      if (!row) throw new ConfigError(reads === 0 ? `waitFor: no row of ${this.table.table} has id ${String(id)}` : `waitFor: the row of ${this.table.table} with id ${String(id)} was deleted while waited for`);
+      const status = statusName(statusCodeOf(row.status), this.table.codes);
+      if (status === 'done' || status === 'failed' || status === 'abuse') return { status, result: parseResult(row.result), lastError: row.last_error === null || row.last_error === undefined ? null : String(row.last_error) };
+      const left = deadline - performance.now();
+      if (left <= 0) return { status: 'timeout', result: undefined, lastError: null };
+      await waitOrChange(this.store, Math.min(interval, left), signal);
+      interval = Math.min(interval * 2, WAIT_FOR_MAX_MS);
+    }
+  }
+
   /** abuse (pending -> abuse) without a claim, for a business rule applied outside a worker. */
   async markAbuse(id: JobId, reason: string): Promise<boolean> {
     return (await withStoreRetry(() => this.apply([this.sql.abuse(id, null, reason, 'pending')]), STORE_RETRY.write))[0]!.affected === 1;
@@ -509,4 +571,39 @@ function statusCodeOf(value: unknown): number | null {
   if (value === null || value === undefined) return null;
   if (typeof value === 'number' || typeof value === 'bigint') return Number(value);
   return typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : Number.NaN;
+}
+
+/** A result column's value: a driver's parsed JSON as it is, text parsed as JSON (kept as text when it is not). */
+function parseResult(value: unknown): unknown {
+  if (value === null || value === undefined) return undefined;
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    return value;
+  }
+}
+
+/** At most `ms`, ended early by the store's change wake-up when it has one; rejects with the signal's reason on abort. */
+async function waitOrChange(store: Store, ms: number, signal: AbortSignal | undefined): Promise<void> {
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  signal?.addEventListener('abort', abort, { once: true });
+  try {
+    if (store.waitForChange) await store.waitForChange(ms, controller.signal);
+    else {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, ms);
+        controller.signal.addEventListener('abort', done, { once: true });
+        function done() {
+          clearTimeout(timer);
+          controller.signal.removeEventListener('abort', done);
+          resolve();
+        }
+      });
+    }
+  } finally {
+    signal?.removeEventListener('abort', abort);
+  }
+  signal?.throwIfAborted();
 }

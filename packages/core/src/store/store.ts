@@ -388,6 +388,14 @@ export interface Store {
   waitForWork?(timeoutMs: number, signal: AbortSignal, table?: ResolvedTable): Promise<void>;
 
   /**
+   * Resolves when the database may have been written (any write: a settle too, which `waitForWork` is not woken
+   * by), after `timeoutMs`, or at once when the signal aborts. Queue.waitFor reads its row again when it does.
+   * Unlike `waitForWork` it leaves a worker's own wake-up state alone, so a waitFor in a worker's process takes
+   * none of the worker's wake-ups. Absent: waitFor polls, backing off.
+   */
+  waitForChange?(timeoutMs: number, signal: AbortSignal): Promise<void>;
+
+  /**
    * What `statusq doctor` asks of the server (its version and settings, its clock, the plan of a claim's
    * candidate SELECT), and what Queue.monitoringCounts asks (row estimates, whether a status count is served
    * by an index). Absent: the doctor reports those facts as unknown and checks everything else, and

@@ -24,6 +24,8 @@ export const EXIT = {
    * and the process exited to end the handler. Restart it (the launcher does, at once).
    */
   recycled: 4,
+  /** `enqueue --wait --timeout D`: the row had not finished when D ran out (timeout(1)'s code, which scripts know). */
+  timedOut: 124,
   /** Stopped hard: a second signal, or the grace period ran out with jobs still running. */
   stoppedHard: 130,
 } as const;
