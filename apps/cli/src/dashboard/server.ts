@@ -154,21 +154,28 @@ export function dashboardApp(options: DashboardAppOptions): Hono<DashboardEnv> {
     return json(c, { row, clock: report.clock });
   });
 
+  // What every action (requeue, cancel) shares: a bounded JSON body, and who asked, for the log.
+  const actionBodyLimit = bodyLimit({ maxSize: MAX_BODY_BYTES, onError: (c) => fail(c as Ctx, 413, 'BadRequest', `an action's body is at most ${MAX_BODY_BYTES} bytes`) });
+  const actionBody = async (c: Ctx): Promise<{ json: unknown } | Response> => {
+    try {
+      return { json: await c.req.json() };
+    } catch (error) {
+      return fail(c, 400, 'BadRequest', `the body is not JSON: ${oneLine(error)}`);
+    }
+  };
+  const actorOf = (c: Ctx) => `${c.get('user') ?? 'anonymous'}@${getConnInfo(c).remote.address ?? 'unknown'}`;
+
   app.post(
     '/api/requeue',
-    bodyLimit({ maxSize: MAX_BODY_BYTES, onError: (c) => fail(c as Ctx, 413, 'BadRequest', `an action's body is at most ${MAX_BODY_BYTES} bytes`) }),
+    actionBodyLimit,
     async (c) => {
-      let body: unknown;
-      try {
-        body = await c.req.json();
-      } catch (error) {
-        return fail(c, 400, 'BadRequest', `the body is not JSON: ${oneLine(error)}`);
-      }
-      const request = requeueRequest(body, queue);
+      const body = await actionBody(c);
+      if (body instanceof Response) return body;
+      const request = requeueRequest(body.json, queue);
       if (request.status === 'processing' && !table.features.leases) {
         return fail(c, 400, 'BadRequest', `table ${table.table} has no lease column, so the dashboard cannot tell a crashed worker's rows from running ones; stop every worker, then run statusq requeue --status processing --force`);
       }
-      const who = `${c.get('user') ?? 'anonymous'}@${getConnInfo(c).remote.address ?? 'unknown'}`;
+      const who = actorOf(c);
       const what = request.ids === undefined ? 'all' : request.ids.map(String).join(',');
       try {
         const report = await database.read(() => queue.requeueReport(request.status, { ids: request.ids, ...(request.status === 'processing' ? { leaseMs: options.leaseMs } : {}) }));
@@ -187,16 +194,12 @@ export function dashboardApp(options: DashboardAppOptions): Hono<DashboardEnv> {
   // Cancel takes named rows only, never "all": the ids a page selected from a listing of pending or processing rows.
   app.post(
     '/api/cancel',
-    bodyLimit({ maxSize: MAX_BODY_BYTES, onError: (c) => fail(c as Ctx, 413, 'BadRequest', `an action's body is at most ${MAX_BODY_BYTES} bytes`) }),
+    actionBodyLimit,
     async (c) => {
-      let body: unknown;
-      try {
-        body = await c.req.json();
-      } catch (error) {
-        return fail(c, 400, 'BadRequest', `the body is not JSON: ${oneLine(error)}`);
-      }
-      const request = cancelRequest(body, queue);
-      const who = `${c.get('user') ?? 'anonymous'}@${getConnInfo(c).remote.address ?? 'unknown'}`;
+      const body = await actionBody(c);
+      if (body instanceof Response) return body;
+      const request = cancelRequest(body.json, queue);
+      const who = actorOf(c);
       const what = request.ids.map(String).join(',');
       try {
         const report = await database.read(() => queue.cancel(request.ids, request.reason ?? `by ${who} (dashboard)`));
