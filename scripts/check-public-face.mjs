@@ -13,8 +13,8 @@ import { PUBLIC, root } from './packs.mjs';
  * it; CONTRIBUTING.md ("Public faces") says why each is what it is.
  */
 const BUDGETS = {
-  '@statusq/core': 62,
-  '@statusq/core/adapter': 179,
+  '@statusq/core': 64,
+  '@statusq/core/adapter': 182,
   '@statusq/core/tools': 74,
   '@statusq/conformance': 48,
   '@statusq/schema': 4,

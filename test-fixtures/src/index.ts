@@ -74,6 +74,6 @@ export function expectedStatus(kind: RowKind, retries: boolean): 'done' | 'abuse
 }
 
 /** Absolute path of a fixture handler in `handlers/`. */
-export function handlerPath(name: 'table-a.mjs' | 'noop.mjs' | 'no-default.mjs' | 'not-a-function.mjs'): string {
+export function handlerPath(name: 'table-a.mjs' | 'table-a-effects.mjs' | 'noop.mjs' | 'no-default.mjs' | 'not-a-function.mjs'): string {
   return fileURLToPath(new URL(`../handlers/${name}`, import.meta.url));
 }

@@ -32,6 +32,9 @@ import {
   type StoreCapabilities,
   type StoreInspection,
   type StoreWarning,
+  lendPooledConnection,
+  type LendingOps,
+  type LentTransaction,
 } from '@statusq/core/adapter';
 import { mysqlRunnerFor } from './mysql-caller-transaction.js';
 import { bindValue, mysqlExecResult } from './mysql-results.js';
@@ -263,16 +266,26 @@ export class MysqlStore implements Store {
     await endPool(this.pool, this.sockets);
   }
 
-  /** Runs `body` on a pooled connection, within `deadlineMs` of getting it (see MysqlStoreOptions.queryTimeoutMs). */
-  private async withConnection<T>(body: (conn: PoolConnection) => Promise<T>, deadlineMs = this.deadlines.queryTimeoutMs): Promise<T> {
+  /**
+   * A transaction on a pooled connection lent to a handler (ctx.transaction): the handle is that mysql2/promise
+   * `PoolConnection`, for `conn.query(...)`; never `release()` it, statusq gives it back after COMMIT.
+   */
+  async lendTransaction<T>(body: (tx: LentTransaction) => Promise<T>): Promise<T> {
+    return lendPooledConnection(await this.acquire(), body, this.deadlines.queryTimeoutMs, this.lendingOps);
+  }
+
+  private async acquire(): Promise<PoolConnection> {
     if (this.closed) throw new StoreError('ConnectionLost', 'the MySQL store is closed', 'CLOSED');
-    let conn: PoolConnection;
     try {
-      conn = await this.pool.getConnection();
+      return await this.pool.getConnection();
     } catch (error) {
       throw this.fail(error);
     }
-    return withPooledConnection(conn, body, deadlineMs, this.connectionOps);
+  }
+
+  /** Runs `body` on a pooled connection, within `deadlineMs` of getting it (see MysqlStoreOptions.queryTimeoutMs). */
+  private async withConnection<T>(body: (conn: PoolConnection) => Promise<T>, deadlineMs = this.deadlines.queryTimeoutMs): Promise<T> {
+    return withPooledConnection(await this.acquire(), body, deadlineMs, this.connectionOps);
   }
 
   private readonly connectionOps: PooledConnectionOps<PoolConnection> = {
@@ -288,6 +301,13 @@ export class MysqlStore implements Store {
     isLost: (error) => isConnectionLost(error) || isReadOnlyRefusal(error),
     mapError: (error) => this.fail(error),
     timeoutError: deadlineError,
+  };
+
+  private readonly lendingOps: LendingOps<PoolConnection> = {
+    ...this.connectionOps,
+    begin: 'START TRANSACTION',
+    query: (conn, sql) => conn.query(sql),
+    run: (conn, statement) => this.run(conn, statement),
   };
 
   /** START TRANSACTION .. COMMIT around `body` (see inTransaction). */

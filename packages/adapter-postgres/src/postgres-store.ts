@@ -31,6 +31,9 @@ import {
   type ServerCheck,
   type StoreInspection,
   type StoreWarning,
+  lendPooledConnection,
+  type LendingOps,
+  type LentTransaction,
 } from '@statusq/core/adapter';
 import { postgresRunnerFor } from './postgres-caller-transaction.js';
 import { describePostgresTable } from './postgres-catalog.js';
@@ -255,6 +258,14 @@ export class PostgresStore implements Store {
   }
 
   /**
+   * A transaction on a pooled connection lent to a handler (ctx.transaction): the handle is that `pg.PoolClient`,
+   * for `client.query(...)`; never `release()` it, statusq gives it back after COMMIT.
+   */
+  async lendTransaction<T>(body: (tx: LentTransaction) => Promise<T>): Promise<T> {
+    return lendPooledConnection(await this.acquire(), body, this.deadlines.queryTimeoutMs, LENDING_OPS);
+  }
+
+  /**
    * Resolves on a NOTIFY on one of the channels of the tables this store uses, after `timeoutMs`, or at once
    * when `signal` aborts or a notification arrived since the last claim.
    */
@@ -372,6 +383,8 @@ const CONNECTION_OPS: PooledConnectionOps<pg.PoolClient> = {
   mapError: toStoreError,
   timeoutError: (ms) => new StoreError('ConnectionLost', `PostgreSQL did not answer within ${ms} ms (queryTimeout); the connection was dropped`, 'QUERY_TIMEOUT'),
 };
+
+const LENDING_OPS: LendingOps<pg.PoolClient> = { ...CONNECTION_OPS, query: (client, sql) => client.query(sql), run: (client, statement) => run(client, statement) };
 
 async function run(client: pg.PoolClient, statement: Statement, name?: string): Promise<ExecResult> {
   const query: pg.QueryConfig = { text: statement.sql, values: statement.params as unknown[] };

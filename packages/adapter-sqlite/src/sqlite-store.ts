@@ -19,6 +19,7 @@ import {
   type Store,
   type StoreCapabilities,
   type StoreInspection,
+  type LentTransaction,
 } from '@statusq/core/adapter';
 import { sqliteRunnerFor } from './sqlite-caller-transaction.js';
 import { sqliteNativeClaim } from './sqlite-claim-sql.js';
@@ -160,6 +161,32 @@ export class SqliteStore implements Store {
       } catch (error) {
         if (this.db.open && this.db.inTransaction) this.db.exec('ROLLBACK');
         throw toStoreError(error);
+      }
+    });
+  }
+
+  /**
+   * A transaction lent to a handler (ctx.transaction): the handle is this store's better-sqlite3 `Database`, for
+   * `db.prepare(...).run(...)`, inside BEGIN IMMEDIATE. It holds the database's write lock, and this process's
+   * other calls of the database wait (the gate), until COMMIT: keep the callback short.
+   */
+  lendTransaction<T>(body: (tx: LentTransaction) => Promise<T>): Promise<T> {
+    return this.gate.hold(async () => {
+      this.guard(() => this.run(BEGIN_IMMEDIATE));
+      const runner = {
+        execute: async (statement: Statement) => {
+          // The application's own COMMIT or ROLLBACK on the handle would make this statement commit on its own.
+          if (this.db.open && !this.db.inTransaction) throw new StoreError('Unknown', 'the lent transaction was ended by the application (a COMMIT or ROLLBACK on the handle); nothing of it is settled', 'LENT_TRANSACTION_ENDED');
+          return this.guard(() => this.run(statement));
+        },
+      };
+      try {
+        const result = await body({ handle: this.db, runner });
+        this.guard(() => this.run(COMMIT));
+        return result;
+      } catch (error) {
+        if (this.db.open && this.db.inTransaction) this.db.exec('ROLLBACK');
+        throw error;
       }
     });
   }

@@ -28,6 +28,7 @@ import { CONFORMANCE_GROUPS, type ConformanceGroup, type ConformanceOptions } fr
 import { stateMachineCases } from './cases/state-machine.js';
 import { fencingCases } from './cases/fencing.js';
 import { cancelCases } from './cases/cancel.js';
+import { exactlyOnceCases, transactionCases } from './cases/transactions.js';
 import { raceCases } from './cases/race.js';
 import { processCases } from './cases/processes.js';
 import { outcomeCases } from './cases/outcomes.js';
@@ -133,6 +134,7 @@ export function runConformance(options: ConformanceOptions): void {
       'state-machine': () => stateMachineCases(env),
       fencing: () => fencingCases(env),
       cancel: () => cancelCases(env),
+      transactions: () => transactionCases(env, options),
       outcomes: () => outcomeCases(env),
       order: () => orderCases(env),
       retries: () => retryCases(env),
@@ -158,6 +160,7 @@ export function runConformance(options: ConformanceOptions): void {
       processes: () => processCases(env, options),
       beside: () => besideCases(env, options),
       outages: () => outageCases(env, options),
+      'exactly-once': () => exactlyOnceCases(env, options),
       'frozen-network': () => frozenNetworkCases(env, options),
       'read-only': () => readOnlyCases(env, options),
     };

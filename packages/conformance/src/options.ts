@@ -102,6 +102,7 @@ export const CONFORMANCE_GROUPS = [
   'state-machine',
   'fencing',
   'cancel',
+  'transactions',
   'outcomes',
   'order',
   'retries',
@@ -127,6 +128,7 @@ export const CONFORMANCE_GROUPS = [
   'processes',
   'beside',
   'outages',
+  'exactly-once',
   'frozen-network',
   'read-only',
 ] as const;
@@ -138,10 +140,10 @@ export type ConformanceGroup = (typeof CONFORMANCE_GROUPS)[number];
  * Slower than the rest and needing more of the machine, so a project may run them as a job of their own:
  * `groups: FAULT_GROUPS` there, and the rest (`CONFORMANCE_GROUPS` without these) in the everyday run.
  */
-export const FAULT_GROUPS = ['outages', 'frozen-network', 'read-only'] as const satisfies readonly ConformanceGroup[];
+export const FAULT_GROUPS = ['outages', 'exactly-once', 'frozen-network', 'read-only'] as const satisfies readonly ConformanceGroup[];
 
 /** The groups an adapter runs again with `claimState: 'beside'`: what a claims table must not change. */
-export const BESIDE_GROUPS = ['state-machine', 'fencing', 'cancel', 'retries', 'leases'] as const satisfies readonly ConformanceGroup[];
+export const BESIDE_GROUPS = ['state-machine', 'fencing', 'cancel', 'transactions', 'retries', 'leases'] as const satisfies readonly ConformanceGroup[];
 
 /** Every group but the fault groups (see FAULT_GROUPS). */
 export const NO_FAULT_GROUPS: readonly ConformanceGroup[] = CONFORMANCE_GROUPS.filter((group) => !(FAULT_GROUPS as readonly ConformanceGroup[]).includes(group));

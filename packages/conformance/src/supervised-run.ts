@@ -147,7 +147,14 @@ export interface TableARun {
  * supervised child workers on `url` (4 slots each, 10 ms jobs, leases of `leaseMs` with heartbeats, fast
  * retries). A child that dies is restarted after 100-400 ms.
  */
-export async function startTableARun(env: TestEnv, setup: Store, url: string, count: number, leaseMs: number, options: { beside?: boolean } = {}): Promise<TableARun> {
+export async function startTableARun(
+  env: TestEnv,
+  setup: Store,
+  url: string,
+  count: number,
+  leaseMs: number,
+  options: { beside?: boolean; handler?: 'slow' | 'effects' } = {},
+): Promise<TableARun> {
   const rows = generateTableARows(count, { poisonEvery: 50, abuseEvery: 40, flakyEvery: 30 });
   // `beside`: the claim state in a claims table (migrate --beside) instead of the table's own columns.
   await createTableA(env.fixtures, setup, rows, options.beside ? { beside: true } : { migrate: ['leases', 'retries'] });
@@ -158,7 +165,8 @@ export async function startTableARun(env: TestEnv, setup: Store, url: string, co
     adapterModule: env.adapterModulePath,
     url,
     table: { table: 'table_a' },
-    handlerPath: writeSlowFixtureHandler(dir),
+    // `effects`: each successful run writes its effect in ctx.transaction (the caller creates the effects table).
+    handlerPath: options.handler === 'effects' ? handlerPath('table-a-effects.mjs') : writeSlowFixtureHandler(dir),
     concurrency: 4,
     worker: { maxAttempts: MAX_ATTEMPTS, retryDelayMs: 20, maxRetryDelayMs: 100, leaseMs, heartbeatMs: 200, reapIntervalMs: 50, ...FAST },
   };

@@ -99,6 +99,7 @@ export {
   type Statement,
   type StatementLimit,
   type StatementRunner,
+  type LentTransaction,
   type Store,
   type StoreCapabilities,
   type StoreInspection,
@@ -162,6 +163,8 @@ export { sleep } from './store/retry.js';
 export {
   describeFromCatalog,
   inTransaction,
+  lendPooledConnection,
+  type LendingOps,
   type PooledConnectionOps,
   runInOrder,
   withPooledConnection,

@@ -6,7 +6,7 @@
  * the conformance kit) import `@statusq/core/tools`, which carries no promise to applications.
  */
 export { type AbuseRule, type Handler, type HandlerModule, type Job, type JobContext, type KindHandlers, loadHandler, SettleDirective } from './worker/handler.js';
-export { ConfigError, describeError, EnqueueError, HandlerResultError, isRetryableStoreError, JobTimeoutError, SchemaError, StatusqError, StoreError, type StoreErrorKind } from './protocol/errors.js';
+export { ClaimLostError, ConfigError, describeError, EnqueueError, HandlerResultError, isRetryableStoreError, JobTimeoutError, JobTransactionError, SchemaError, StatusqError, StoreError, type StoreErrorKind } from './protocol/errors.js';
 export { connect, connectBroker, type ConnectBrokerOptions, type ConnectUrlOptions } from './connect.js';
 export { DEFAULT_STATUS_CODES, statusCode, type StatusName, statusName } from './protocol/status.js';
 export type { EnqueueOptions, EnqueueOutcome } from './queue/enqueue-options.js';

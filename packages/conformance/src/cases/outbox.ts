@@ -81,7 +81,7 @@ function tableARow(id: number): Record<string, unknown> {
 }
 
 /** knex opened with the adapter's configuration; destroyed after `body`. */
-async function withKnex<T>(config: Record<string, unknown>, body: (db: KnexLike) => Promise<T>): Promise<T> {
+export async function withKnex<T>(config: Record<string, unknown>, body: (db: KnexLike) => Promise<T>): Promise<T> {
   const { default: knex } = await import('knex');
   const db = knex(config) as unknown as KnexLike;
   try {
@@ -92,11 +92,11 @@ async function withKnex<T>(config: Record<string, unknown>, body: (db: KnexLike)
 }
 
 /** The little of knex these cases use (the suite takes its configuration as plain data). */
-interface KnexLike {
+export interface KnexLike {
   transaction<T>(body: (trx: KnexTrx) => Promise<T>): Promise<T>;
   destroy(): Promise<void>;
 }
-interface KnexTrx {
+export interface KnexTrx {
   (table: string): { insert(row: Record<string, unknown>): Promise<unknown> };
 }
 

@@ -77,6 +77,29 @@ export class JobTimeoutError extends StatusqError {
 }
 
 /**
+ * The job's claim is no longer its worker's: its lease was taken over, the row was requeued or cancelled
+ * (`cancelled: <reason>` in the message), the job ran past its timeout, or the worker handed it back on stop.
+ * ctx.transaction rejects with it after rolling back everything the callback wrote; the row is left as whoever
+ * holds it now decides.
+ */
+export class ClaimLostError extends StatusqError {
+  constructor(message: string) {
+    super('CLAIM_LOST', message);
+  }
+}
+
+/**
+ * ctx.transaction used where it cannot run: a second time in one job, after the handler returned, with a store that
+ * cannot lend a transaction and no knex given, or with something that is not a knex instance. Nothing was written;
+ * the row settles as the handler's outcome says.
+ */
+export class JobTransactionError extends StatusqError {
+  constructor(message: string) {
+    super('JOB_TRANSACTION', message);
+  }
+}
+
+/**
  * What went wrong in the database, in terms the worker can act on. Each adapter maps its driver's native
  * errors to these kinds in one file and keeps the native code in `nativeCode`.
  * - Busy: the database is locked by another writer right now (a file database's busy error); try again shortly.

@@ -1,6 +1,6 @@
 import { raceDeadline } from './deadline.js';
 import { splitTableName, validateTableName } from '../protocol/identifiers.js';
-import type { ExecResult, Row, Statement } from './store.js';
+import type { ExecResult, LentTransaction, Row, Statement, StatementRunner } from './store.js';
 import type { ColumnInfo } from '../protocol/columns.js';
 
 /**
@@ -68,6 +68,61 @@ export async function inTransaction<T>(query: (sql: string) => Promise<unknown>,
       (e: unknown) => e,
     );
     throw rollbackError !== null && isLost(rollbackError) ? rollbackError : error;
+  }
+}
+
+/** How a server adapter begins, ends and runs statements on one of its pooled connections (lendPooledConnection). */
+export interface LendingOps<C> extends PooledConnectionOps<C> {
+  /** Runs one SQL text without parameters (BEGIN, COMMIT, ROLLBACK). */
+  query(connection: C, sql: string): Promise<unknown>;
+  run(connection: C, statement: Statement): Promise<ExecResult>;
+  /** The adapter's BEGIN. Default `BEGIN`. */
+  readonly begin?: string;
+}
+
+/**
+ * Store.lendTransaction on a borrowed connection: `begin`, the body, COMMIT (ROLLBACK when anything failed), and
+ * the connection given back exactly once, destroyed when it was lost or cut. Unlike withPooledConnection the body
+ * has no deadline: it is the application's code, which its job timeout bounds. Each of the store's own statements
+ * has `deadlineMs`, past which the socket is cut (the server then rolls back). A body's own failure reaches the
+ * caller as it was thrown; the store's statements' failures go through `ops.mapError`.
+ */
+export async function lendPooledConnection<C, T>(connection: C, body: (tx: LentTransaction) => Promise<T>, deadlineMs: number, ops: LendingOps<C>): Promise<T> {
+  let released = false;
+  let lost = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    ops.release(connection, lost);
+  };
+  const own = async <R>(call: () => Promise<R>): Promise<R> => {
+    try {
+      return await raceDeadline(call(), deadlineMs, () => {
+        ops.cut(connection);
+        lost = true;
+        return ops.timeoutError(deadlineMs);
+      });
+    } catch (error) {
+      if (ops.isLost(error)) lost = true;
+      throw ops.mapError(error);
+    }
+  };
+  const runner: StatementRunner = { execute: (statement) => own(() => ops.run(connection, statement)) };
+  try {
+    await own(() => ops.query(connection, ops.begin ?? 'BEGIN'));
+    let result: T;
+    try {
+      result = await body({ handle: connection, runner });
+    } catch (error) {
+      if (ops.isLost(error)) lost = true;
+      // A connection that cannot roll back is dropped (lost), which ends the transaction on the server.
+      if (!lost) await own(() => ops.query(connection, 'ROLLBACK')).catch(() => undefined);
+      throw error;
+    }
+    await own(() => ops.query(connection, 'COMMIT'));
+    return result;
+  } finally {
+    release();
   }
 }
 

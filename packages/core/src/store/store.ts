@@ -242,6 +242,18 @@ export interface StatementRunner {
 }
 
 /**
+ * A transaction a store lends to application code for the length of a callback (Store.lendTransaction; a
+ * handler's ctx.transaction): the application writes through `handle`, and core settles the job through `runner`
+ * on the same connection, so both commit or neither does.
+ */
+export interface LentTransaction {
+  /** The driver's own handle on the transaction's connection (each adapter's docs name its type). */
+  readonly handle: unknown;
+  /** Runs core's statements on that connection, each within the store's query deadline. */
+  readonly runner: StatementRunner;
+}
+
+/**
  * Runs statements on a connection the application holds, inside the application's own open transaction (see
  * Store.runnerFor). It never begins, commits, rolls back or retries; it rejects with StoreError, mapped by the
  * adapter's own error mapper.
@@ -358,6 +370,16 @@ export interface Store {
    * other call of this store may run inside it. Needed by a `nativeClaim` that runs more than one statement.
    */
   transaction?<T>(body: (tx: StatementRunner) => Promise<T>): Promise<T>;
+
+  /**
+   * A transaction on one of the store's own connections, lent to application code: `body` gets the driver's
+   * handle on it and a runner for core's statements on the same connection; then it commits, or, when `body` or
+   * a statement fails, rolls back and rejects (with the body's own error as it threw it, unmapped). The store's
+   * statements (BEGIN, COMMIT, ROLLBACK, the runner's) keep the query deadline, past which the connection is cut
+   * and the server rolls back; the body's own time is the application's, bounded by its job timeout. Used by
+   * JobContext.transaction. Absent: ctx.transaction takes the application's knex instead.
+   */
+  lendTransaction?<T>(body: (tx: LentTransaction) => Promise<T>): Promise<T>;
 
   /**
    * The runner for a connection or transaction the application holds (a knex transaction, the driver's own

@@ -1,5 +1,5 @@
 import { settlesWithin } from '../store/deadline.js';
-import { JobTimeoutError, describeError, isRetryableStoreError } from '../protocol/errors.js';
+import { JobTimeoutError, JobTransactionError, describeError, isRetryableStoreError } from '../protocol/errors.js';
 import type { Job } from './handler.js';
 import type { GivenUpRow, Queue } from '../queue/queue.js';
 import { InFlight, JobOutcomes, abortFlight, beforeSettle, ranFor, settleStatementFor, undecided, type FlightOwner, type Outcome } from './job-run.js';
@@ -127,8 +127,12 @@ export class Flights {
   }
 
   private decided(flight: InFlight, outcome: Outcome): void {
-    flight.ranMs = performance.now() - flight.startedAt;
+    flight.ranMs ??= performance.now() - flight.startedAt;
     if (flight.timer) clearTimeout(flight.timer);
+    // A handler that returned without awaiting its ctx.transaction: that transaction decides first.
+    const { lent } = flight;
+    if (lent) return void lent.then(() => this.decided(flight, outcome));
+    if (flight.state === 'committed') return this.committedInTransaction(flight, outcome);
     // Lost, handed back or settled as stuck while the handler ran: that already decided the row.
     if (flight.state !== 'running') return this.finish(flight);
     flight.outcome = flight.timedOut ? this.outcomes.failure(flight.job, flight.abortReason) : outcome;
@@ -136,6 +140,26 @@ export class Flights {
     this.settling.add(flight);
     this.settler.submit(flight);
     this.wakeUps.wake();
+  }
+
+  /**
+   * ctx.transaction committed the row done: counted and reported as any completion, with nothing left to settle. A
+   * handler that chose another outcome after it (threw, gave up) is reported; the row stays done.
+   */
+  private committedInTransaction(flight: InFlight, outcome: Outcome): void {
+    flight.state = 'done';
+    try {
+      this.countOutcome(flight, flight.outcome!);
+      if (outcome.kind !== 'complete') {
+        const chose = outcome.kind === 'retry' ? `failed (${outcome.reason})` : outcome.kind === 'giveUp' ? `gave up (${outcome.reason})` : `chose abuse (${outcome.reason})`;
+        this.hooks.emit('error', {
+          error: new JobTransactionError(`job ${String(flight.job.id)}: its handler ${chose} after ctx.transaction committed the row done; the row stays done`),
+          during: `job ${String(flight.job.id)}`,
+        });
+      }
+    } finally {
+      this.finish(flight);
+    }
   }
 
   /** The flight's settle committed. */

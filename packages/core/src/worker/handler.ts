@@ -41,6 +41,17 @@ export interface JobContext {
    * claim like a settle, so a worker that lost its claim writes nothing. Returns at once; a bad value throws.
    */
   progress(value: unknown): void;
+  /**
+   * Runs `body` in a database transaction and settles the job done in that same transaction, guarded by the claim
+   * token: what `body` writes through `tx` and the row's move to done commit together or not at all. A worker that
+   * lost the claim meanwhile (lease taken over, row requeued or cancelled, timed out) has everything rolled back and
+   * gets a ClaimLostError, so the writes of a job happen once however often it runs. `tx` is the store's own driver
+   * handle on the transaction's connection (each adapter's lendTransaction names its type: run statements on it,
+   * never commit or release it), or, with `{ knex }`, a transaction of the application's knex instance. Resolves with `body`'s value, which is the job's result (kept in the result
+   * column when the table has one); the row stays done whatever the handler does after. Once per job, before the
+   * handler returns (JobTransactionError otherwise, and nothing is written).
+   */
+  transaction<T, Tx = unknown>(body: (tx: Tx) => T | Promise<T>, options?: { readonly knex?: unknown }): Promise<Awaited<T>>;
   /** Aborted when the claim is lost (lease taken over), an operator cancels the job (the reason: `cancelled: ...`, see Queue.cancel), or the worker stops hard. */
   readonly signal: AbortSignal;
   readonly workerId: string;

@@ -9,6 +9,7 @@ import type { TransitionSql } from '../sql/transition-sql.js';
 import { columnOverflow } from '../protocol/columns.js';
 import type { WorkerOptions, WorkerSettings } from './worker-options.js';
 import type { HandlerRoutes } from './handler-routes.js';
+import { JobTransactions } from './job-transaction.js';
 
 /**
  * Where one claimed job stands, and so who decides its row's fate.
@@ -17,12 +18,15 @@ import type { HandlerRoutes } from './handler-routes.js';
  * - `settling`: its own settle is submitted (a heartbeat that then finds the row gone is not a lost claim).
  *   It stays here when that settle fails: the row is left to the lease or the operator.
  * - `done`: its own settle came back (applied, or the claim found lost at settle).
+ * - `committing`: ctx.transaction has sent its settle and awaits COMMIT: that transaction decides the row, so a
+ *   heartbeat that finds the row gone meanwhile (it may be finding this very settle) changes nothing.
+ * - `committed`: ctx.transaction committed the row done; when the handler returns, nothing is left to settle.
  * The rest mean the row's fate was taken out of the job's hands, so its own settle is skipped:
  * - `lost`: a heartbeat found the claim gone (lease taken over).
  * - `handedBack`: a stop past its timeout aborted it and released the claim.
  * - `settledStuck`: it outlived its timeout's grace; the run settles it as a failed attempt before ending.
  */
-export type JobState = 'claimed' | 'running' | 'settling' | 'done' | 'lost' | 'handedBack' | 'settledStuck';
+export type JobState = 'claimed' | 'running' | 'settling' | 'done' | 'committing' | 'committed' | 'lost' | 'handedBack' | 'settledStuck';
 
 /** Where a job in flight reports its settle: the worker that claimed it. */
 export interface FlightOwner {
@@ -51,8 +55,11 @@ export class InFlight implements SettleRequest {
   /** performance.now() when its user code started (0 before), and how long that code ran once it ended. */
   startedAt = 0;
   ranMs: number | null = null;
-  /** What its settle writes, once its user code has ended. */
+  /** What its settle writes, once its user code has ended (or what its ctx.transaction committed). */
   outcome: Outcome | null = null;
+  /** How often the handler called ctx.transaction (once is allowed), and, while one is open, when it ends. */
+  lendings = 0;
+  lent: Promise<void> | null = null;
 
   constructor(
     readonly job: Job,
@@ -164,7 +171,12 @@ class FlightContext implements JobContext {
     private readonly flight: InFlight,
     readonly workerId: string,
     private readonly progressWriter: ProgressSink,
+    private readonly transactions: JobTransactions,
   ) {}
+
+  get transaction(): JobContext['transaction'] {
+    return (body, options) => this.transactions.run(this.flight, body, options);
+  }
 
   get progress(): JobContext['progress'] {
     return (value) => this.progressWriter.report(this.flight, value);
@@ -196,20 +208,24 @@ class FlightContext implements JobContext {
 
 /** Runs one claimed job's user code (the abuse rule, then the handler) and turns whatever happens into one outcome. */
 export class JobOutcomes {
+  private readonly transactions: JobTransactions;
+
   constructor(
     private readonly queue: Queue,
     private readonly settings: WorkerSettings,
     private readonly options: Pick<WorkerOptions, 'isAbuse'>,
     private readonly handlers: HandlerRoutes,
     private readonly progressWriter: ProgressSink,
-  ) {}
+  ) {
+    this.transactions = new JobTransactions(queue, (result) => this.storedResult(result));
+  }
 
   /**
    * Runs the abuse rule and the handler and turns whatever happens into one outcome. A handler that returns
    * without a promise (and no abuse rule) is decided at once, with no promise of this method's own.
    */
   decide(flight: InFlight): Outcome | Promise<Outcome> {
-    const ctx = new FlightContext(flight, this.settings.workerId, this.progressWriter);
+    const ctx = new FlightContext(flight, this.settings.workerId, this.progressWriter, this.transactions);
     if (flight.state === 'claimed') flight.state = 'running';
     if (this.options.isAbuse) return this.decideAfterAbuseRule(flight, ctx);
     let result: unknown;
