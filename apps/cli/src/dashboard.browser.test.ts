@@ -1,6 +1,7 @@
 // `statusq dashboard` as an operator sees it: a real Chromium (Debian's /usr/bin/chromium, driven by
 // playwright-core; no browser is ever downloaded) opens the page while `statusq work` runs, over SQLite and
-// PostgreSQL. The page must follow the table, and its requeue button must change the row in the database.
+// PostgreSQL. The page must follow the table, and its requeue and cancel buttons must change the row in the
+// database.
 // Without Chromium the suite skips with `[needs chromium]`, or fails with STATUSQ_REQUIRE_DATABASES=1 (CI).
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,8 +23,8 @@ const ROWS = 12;
 
 interface BrowserTestDatabase {
   url: string;
-  /** The status code of row `id` of `jobs`, read outside statusq. */
-  row(id: number): Promise<{ status: number | null } | undefined>;
+  /** The status code and last_error of row `id` of `jobs`, read outside statusq. */
+  row(id: number): Promise<{ status: number | null; lastError: string | null } | undefined>;
   /** Drops `jobs`: from then on every query the dashboard runs is a database error. */
   dropJobs(): Promise<void>;
   dispose(): Promise<void>;
@@ -38,6 +39,7 @@ interface Target {
 }
 
 const statusOf = (value: unknown) => (value === null || value === undefined ? null : Number(value));
+const rowOf = (row: { status: unknown; last_error: unknown } | undefined) => row && { status: statusOf(row.status), lastError: row.last_error === null ? null : String(row.last_error) };
 
 const targets: Target[] = [
   {
@@ -51,8 +53,7 @@ const targets: Target[] = [
         async row(id) {
           const conn = new Database(path, { readonly: true });
           try {
-            const row = conn.prepare('SELECT status FROM jobs WHERE id = ?').get(id) as { status: unknown } | undefined;
-            return row && { status: statusOf(row.status) };
+            return rowOf(conn.prepare('SELECT status, last_error FROM jobs WHERE id = ?').get(id) as { status: unknown; last_error: unknown } | undefined);
           } finally {
             conn.close();
           }
@@ -78,10 +79,7 @@ const targets: Target[] = [
       return {
         url,
         row: (id) =>
-          withClient(url, async (client) => {
-            const row = (await client.query<{ status: unknown }>('SELECT status FROM jobs WHERE id = $1', [id])).rows[0];
-            return row && { status: statusOf(row.status) };
-          }),
+          withClient(url, async (client) => rowOf((await client.query<{ status: unknown; last_error: unknown }>('SELECT status, last_error FROM jobs WHERE id = $1', [id])).rows[0])),
         dropJobs: () => withClient(url, async (client) => void (await client.query('DROP TABLE jobs'))),
         dispose: () => dropTestDatabase(url),
       };
@@ -185,7 +183,7 @@ describe('statusq dashboard in Chromium', () => {
   });
 
   for (const target of targets) {
-    const title = `${target.dialect}: the page follows work, shows failures with their errors, and its confirmed requeue changes the row in the database; read-only shows no action; a lost database is a banner`;
+    const title = `${target.dialect}: the page follows work, shows failures with their errors, and its confirmed requeue changes the row in the database, as does its cancel of a pending row with a reason; read-only shows no action; a lost database is a banner`;
     const unavailable = missingBrowser ?? target.unavailable;
     if (unavailable !== null) {
       if (required) {
@@ -264,11 +262,14 @@ describe('statusq dashboard in Chromium', () => {
       // The database, not only the page: row 4 left failed, and the running worker did it again (its
       // second attempt succeeds).
       await until('row 4 done in the database', async () => (await db.row(4))?.status === 1, PAGE_WAIT_MS);
-      expect(await db.row(3)).toEqual({ status: 0 });
-      expect(await db.row(5)).toEqual({ status: 2 });
+      expect(await db.row(3)).toMatchObject({ status: 0 });
+      expect(await db.row(5)).toMatchObject({ status: 2 });
       await untilText(page, 'count-done', '7');
       await untilText(page, 'count-failed', '1');
       expect(await failedRow.count()).toBe(0);
+      // Running rows offer a cancel too; nothing waits, so the pending card is empty.
+      expect(await page.getByRole('button', { name: 'Cancel processing row 10' }).count()).toBe(1);
+      expect(await text(page, 'pending')).toContain('No row is waiting.');
 
       mkdirSync(SCREENSHOTS, { recursive: true });
       const screenshot = join(SCREENSHOTS, target.screenshot);
@@ -295,6 +296,28 @@ describe('statusq dashboard in Chromium', () => {
       // The worker stops first, its last three rows released: every row but 3 (failed) and 5 (abuse) done.
       await stopWorker();
       await untilText(page, 'count-done', '10');
+
+      // With no worker left, a row enqueued now waits: cancel it from the page, with a reason. The dialog
+      // asks first, the result names the row, and the database has it failed with that reason.
+      expect((await statusq('enqueue', '--db', db.url, '--payload', '{"n":13}')).code).toBe(0);
+      const pendingRow = page.locator('[data-testid="pending-row"][data-id="13"]');
+      await pendingRow.waitFor({ timeout: PAGE_WAIT_MS });
+      await pendingRow.getByRole('button', { name: 'Cancel pending row 13' }).click();
+      await dialog.waitFor({ state: 'visible' });
+      expect(await dialog.innerText()).toContain('Cancel pending row 13?');
+      await dialog.getByTestId('cancel-reason').fill('customer withdrew the order');
+      await page.screenshot({ path: join(SCREENSHOTS, `cancel-dialog-${target.screenshot}`) });
+      await dialog.getByTestId('confirm-ok').click();
+      await until('the cancel result', async () => (await text(page, 'action-result')).includes('Cancelled 1 pending row'), PAGE_WAIT_MS);
+      expect(await page.locator('[data-testid="cancel-results"] li[data-id="13"]').getAttribute('data-outcome')).toBe('cancelled');
+      expect(await dialog.isVisible()).toBe(false);
+      expect(await db.row(13)).toEqual({ status: 0, lastError: 'cancelled: customer withdrew the order' });
+      await untilText(page, 'count-failed', '2');
+      expect(await page.locator('[data-testid="failed-row"][data-id="13"]').getByTestId('last-error').innerText()).toBe('cancelled: customer withdrew the order');
+      expect(await pendingRow.count()).toBe(0);
+      expect(await text(page, 'count-pending')).toBe('0');
+      await page.screenshot({ path: join(SCREENSHOTS, `cancelled-${target.screenshot}`), fullPage: true });
+
       await db.dropJobs();
       const banner = page.getByTestId('banner');
       await banner.waitFor({ timeout: PAGE_WAIT_MS });
@@ -302,6 +325,7 @@ describe('statusq dashboard in Chromium', () => {
       expect(await banner.innerText()).toContain('The database is not answering (503)');
       expect(await text(page, 'count-done')).toBe('10');
       expect(await page.getByTestId('requeue-row').count()).toBe(0);
+      expect(await page.getByTestId('cancel-row').count()).toBe(0);
       expect(pageErrors).toEqual([]);
     });
   }

@@ -273,7 +273,8 @@ ${KIND_COLUMN}
   --json                      one JSON object: { ok, server, checks: [{ name, status, detail, fix? }], race }`,
   dashboard: `usage: statusq dashboard --db URL --table T [--port 4300] [--host 127.0.0.1] [--read-only] [--token TOKEN]
 A web page and a JSON API (/api/) over one table: counts, throughput, the oldest pending row, rows in processing
-with their lease, failures with their last error, and requeue actions (failed, abuse, expired processing rows).
+with their lease, pending rows, failures with their last error, and actions: requeue (failed, abuse, expired
+processing rows) and cancel (a pending or processing row, with an optional reason).
 Runs until SIGINT or SIGTERM (exit 0). Logs one line with the URL it serves (the port chosen with --port 0).
 
 ${DB}

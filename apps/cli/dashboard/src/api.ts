@@ -55,6 +55,18 @@ export interface RequeueResult {
   notRequeued: Array<{ id: RowId; reason: string }>;
 }
 
+/** Named rows only: the page never cancels a whole status. Without a reason the server writes who asked. */
+export interface CancelRequest {
+  ids: RowId[];
+  reason?: string;
+}
+
+export interface CancelResult {
+  cancelled: number;
+  /** Each id left as it was, and why: `not found`, or `status <name>` when it had already finished. */
+  notCancelled: Array<{ id: RowId; reason: string }>;
+}
+
 /** An answer other than 2xx: the HTTP status and the API's error kind and message. */
 export class ApiError extends Error {
   constructor(
@@ -85,10 +97,12 @@ async function call<T>(path: string, init?: RequestInit): Promise<T> {
   return body as T;
 }
 
+const post = <T>(path: string, body: unknown) => call<T>(path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+
 export const api = {
   overview: () => call<Overview>('api/overview'),
   throughput: () => call<Throughput>('api/throughput'),
   rows: (status: ListedStatus, limit: number) => call<RowsReport>(`api/rows?status=${status}&limit=${limit}`),
-  requeue: (request: RequeueRequest) =>
-    call<RequeueResult>('api/requeue', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(request) }),
+  requeue: (request: RequeueRequest) => post<RequeueResult>('api/requeue', request),
+  cancel: (request: CancelRequest) => post<CancelResult>('api/cancel', request),
 };

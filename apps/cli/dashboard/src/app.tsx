@@ -1,36 +1,35 @@
-// The dashboard page: counts (by kind too, on a table with kinds), throughput, the oldest pending row, rows in processing, recent failures and
-// abuse rows, and the requeue actions (each confirmed in a dialog, its outcome shown), unless read-only.
+// The dashboard page: counts (by kind too, on a table with kinds), throughput, the oldest pending row, rows in
+// processing, the pending rows, recent failures and abuse rows, and the actions, requeue and cancel (each
+// confirmed in a dialog, its outcome shown), unless read-only.
 import { useState } from 'preact/hooks';
-import { ApiError, api } from './api.ts';
+import { ConfirmDialog, Result, perform, type Action, type Outcome } from './actions.tsx';
 import { Banner, Updated } from './freshness.tsx';
+import { Pending } from './pending.tsx';
 import { usePoll } from './poll.ts';
 import { Processing } from './processing.tsx';
-import { ConfirmDialog, Result, type Action, type Outcome } from './requeue.tsx';
 import { Settled } from './settled.tsx';
 import { Kinds, OldestPending, Throughput, Tiles } from './summary.tsx';
 
 export function App() {
   const { snapshot, problem, refresh } = usePoll();
-  const [pending, setPending] = useState<Action | null>(null);
-  const [running, setRunning] = useState(false);
+  const [asked, setAsked] = useState<Action | null>(null);
+  const [running, setRunning] = useState<Action | null>(null);
   const [outcome, setOutcome] = useState<Outcome | null>(null);
 
-  const run = async (action: Action) => {
-    setPending(null);
-    setRunning(true);
+  const run = async (action: Action, reason: string) => {
+    setAsked(null);
+    setRunning(action);
     try {
-      setOutcome({ action, result: await api.requeue(action.request) });
-    } catch (error) {
-      setOutcome({ action, error: error instanceof ApiError ? `${error.kind}: ${error.message}` : String(error) });
+      setOutcome(await perform(action, reason));
     } finally {
-      setRunning(false);
+      setRunning(null);
       refresh();
     }
   };
 
   const overview = snapshot?.overview;
   // Actions need a live answer that says writes are allowed: none under a banner or before the first read.
-  const ask = overview && !overview.readOnly && problem === null && !running ? setPending : null;
+  const ask = overview && !overview.readOnly && problem === null && running === null ? setAsked : null;
 
   return (
     <>
@@ -60,11 +59,12 @@ export function App() {
             <OldestPending overview={snapshot.overview} />
           </div>
           <Processing snapshot={snapshot} ask={ask} />
+          <Pending snapshot={snapshot} ask={ask} />
           <Settled status="failed" title="Recent failures" overview={snapshot.overview} report={snapshot.failed} ask={ask} />
           <Settled status="abuse" title="Abuse" overview={snapshot.overview} report={snapshot.abuse} ask={ask} />
         </main>
       )}
-      <ConfirmDialog action={pending} onConfirm={(action) => void run(action)} onCancel={() => setPending(null)} />
+      <ConfirmDialog action={asked} onConfirm={(action, reason) => void run(action, reason)} onCancel={() => setAsked(null)} />
     </>
   );
 }

@@ -11,6 +11,8 @@ export interface Snapshot {
   overview: Overview;
   throughput: Throughput;
   processing: RowsReport;
+  /** In the claim order the dashboard was given (--order). */
+  pending: RowsReport;
   failed: RowsReport;
   abuse: RowsReport;
   /** This browser's time of the answer, for "updated at". */
@@ -34,14 +36,15 @@ function problemOf(error: unknown): Problem {
 }
 
 async function readAll(): Promise<Snapshot> {
-  const [overview, throughput, processing, failed, abuse] = await Promise.all([
+  const [overview, throughput, processing, pending, failed, abuse] = await Promise.all([
     api.overview(),
     api.throughput(),
     api.rows('processing', LIST_LIMIT),
+    api.rows('pending', LIST_LIMIT),
     api.rows('failed', LIST_LIMIT),
     api.rows('abuse', LIST_LIMIT),
   ]);
-  return { overview, throughput, processing, failed, abuse, receivedAt: Date.now() };
+  return { overview, throughput, processing, pending, failed, abuse, receivedAt: Date.now() };
 }
 
 /** The latest snapshot and problem, and `refresh()` to read again now (after an action). */

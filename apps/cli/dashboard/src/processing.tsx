@@ -1,9 +1,9 @@
-// The rows in processing: who holds each, its attempts and lease age, expired leases marked, and the requeue of
-// expired claims.
-import { ageAt, cellText, formatAge } from './format.ts';
+// The rows in processing: who holds each, its attempts and lease age, expired leases marked, the requeue of
+// expired claims, and a cancel per row.
+import { ActionButton, cancelAction, type Ask } from './actions.tsx';
+import { ageAt, cellText, formatAge, rowId } from './format.ts';
 import type { Snapshot } from './poll.ts';
-import { RequeueAll, type Ask } from './requeue.tsx';
-import { Listed, columnOf, idColumn } from './row-list.tsx';
+import { Listed, canCancel, columnOf, idColumn } from './row-list.tsx';
 
 export function Processing({ snapshot, ask }: { snapshot: Snapshot; ask: Ask }) {
   const { overview, processing: report } = snapshot;
@@ -18,17 +18,19 @@ export function Processing({ snapshot, ask }: { snapshot: Snapshot; ask: Ask }) 
   });
   const expired = rows.filter((r) => r.expired).length;
   const canRequeue = ask !== null && overview.features.leases;
+  const cancel = canCancel(overview, ask);
   return (
     <section class="card" aria-labelledby="processing-title" data-testid="processing">
       <div class="card-head">
         <h2 id="processing-title">Processing</h2>
         {canRequeue && (
-          <RequeueAll
+          <ActionButton
             testId="requeue-expired"
             label="Requeue expired"
             disabled={expired === 0}
             ask={ask}
             action={{
+              kind: 'requeue',
               title: 'Requeue expired processing rows?',
               detail: `Every processing row of ${overview.table} whose lease (${formatAge(leaseMs ?? 0)}) has run out goes back to pending; its interrupted attempt counts. Rows with a live lease are left alone.`,
               request: { status: 'processing', all: true },
@@ -44,6 +46,11 @@ export function Processing({ snapshot, ask }: { snapshot: Snapshot; ask: Ask }) 
               {worker && <th scope="col">worker</th>}
               {attempts && <th scope="col">attempts</th>}
               {claimed && <th scope="col">lease age</th>}
+              {cancel && (
+                <th scope="col">
+                  <span class="visually-hidden">actions</span>
+                </th>
+              )}
             </tr>
           </thead>
           <tbody>
@@ -60,6 +67,11 @@ export function Processing({ snapshot, ask }: { snapshot: Snapshot; ask: Ask }) 
                         expired
                       </span>
                     )}
+                  </td>
+                )}
+                {cancel && (
+                  <td>
+                    <ActionButton small testId="cancel-row" label="Cancel" ariaLabel={`Cancel processing row ${cellText(row[id])}`} ask={cancel} action={cancelAction(overview, 'processing', rowId(row, id))} />
                   </td>
                 )}
               </tr>

@@ -1,5 +1,7 @@
-// What the row cards share: the columns a report holds, and the table of rows with its "showing n of m".
+// What the row cards share: the columns a report holds, who may cancel, and the table of rows with its
+// "showing n of m".
 import type { ComponentChildren } from 'preact';
+import type { Ask } from './actions.tsx';
 import type { Overview, RowsReport } from './api.ts';
 import { formatCount } from './format.ts';
 import { LIST_LIMIT } from './poll.ts';
@@ -12,6 +14,14 @@ export function columnOf(overview: Overview, report: RowsReport, key: string, fa
 
 export function idColumn(overview: Overview): string {
   return overview.columns.id ?? 'id';
+}
+
+/**
+ * Who may cancel rows here: null on a read-only page, and on a table without last_error, where a cancelled row
+ * could not be told from a failed one (the server refuses it there).
+ */
+export function canCancel(overview: Overview, ask: Ask): Ask {
+  return overview.columns.lastError === undefined ? null : ask;
 }
 
 export function Listed({ report, total, empty, children }: { report: RowsReport; total: number | string; empty: string; children: ComponentChildren }) {

@@ -2,7 +2,7 @@
 // or for all.
 import type { Overview, RowsReport } from './api.ts';
 import { ageAt, cellText, formatAge, formatCount, rowId } from './format.ts';
-import { RequeueAll, type Ask } from './requeue.tsx';
+import { ActionButton, type Ask } from './actions.tsx';
 import { Listed, columnOf, idColumn } from './row-list.tsx';
 
 export function Settled({ status, title, overview, report, ask }: { status: 'failed' | 'abuse'; title: string; overview: Overview; report: RowsReport; ask: Ask }) {
@@ -17,12 +17,13 @@ export function Settled({ status, title, overview, report, ask }: { status: 'fai
       <div class="card-head">
         <h2 id={titleId}>{title}</h2>
         {ask && (
-          <RequeueAll
+          <ActionButton
             testId={`requeue-all-${status}`}
             label={`Requeue all ${status}`}
             disabled={report.rows.length === 0}
             ask={ask}
             action={{
+              kind: 'requeue',
               title: `Requeue all ${status} rows?`,
               detail: `Every ${status} row of ${overview.table} (${formatCount(total)} now) goes back to pending and starts its attempts over.`,
               request: { status, all: true },
@@ -61,21 +62,19 @@ export function Settled({ status, title, overview, report, ask }: { status: 'fai
                   )}
                   {ask && (
                     <td>
-                      <button
-                        type="button"
-                        class="small"
-                        data-testid="requeue-row"
-                        aria-label={`Requeue ${status} row ${String(rid)}`}
-                        onClick={() =>
-                          ask({
-                            title: `Requeue ${status} row ${String(rid)}?`,
-                            detail: `Row ${String(rid)} of ${overview.table} goes back to pending and starts its attempts over.`,
-                            request: { status, ids: [rid] },
-                          })
-                        }
-                      >
-                        Requeue
-                      </button>
+                      <ActionButton
+                        small
+                        testId="requeue-row"
+                        label="Requeue"
+                        ariaLabel={`Requeue ${status} row ${String(rid)}`}
+                        ask={ask}
+                        action={{
+                          kind: 'requeue',
+                          title: `Requeue ${status} row ${String(rid)}?`,
+                          detail: `Row ${String(rid)} of ${overview.table} goes back to pending and starts its attempts over.`,
+                          request: { status, ids: [rid] },
+                        }}
+                      />
                     </td>
                   )}
                 </tr>

@@ -22,9 +22,9 @@ import type { ThroughputSampler } from './sampler.js';
 
 /** The statuses an action may requeue; `processing` only rows whose lease expired. */
 export const REQUEUE_STATUSES = ['failed', 'abuse', 'processing'] as const;
-/** Most ids one requeue may name: a page selects from a listing, and a listing holds at most 1000 rows. */
+/** Most ids one action (requeue, cancel) may name: a page selects from a listing, and a listing holds at most 1000 rows. */
 export const MAX_REQUEUE_IDS = 1000;
-/** An action's body is a status and at most MAX_REQUEUE_IDS ids. */
+/** An action's body is a status or a reason, and at most MAX_REQUEUE_IDS ids. */
 const MAX_BODY_BYTES = 64 * 1024;
 
 export interface DashboardAppOptions {
@@ -204,7 +204,8 @@ export function dashboardApp(options: DashboardAppOptions): Hono<DashboardEnv> {
       try {
         const report = await database.read(() => queue.cancel(request.ids, request.reason ?? `by ${who} (dashboard)`));
         log.info(
-          { action: 'cancel', who, ids: request.ids.map(String), cancelled: report.cancelled, notCancelled: report.notCancelled.length },
+          // The reason as asked (null: the default, which names who asked), so the log alone says why rows were stopped.
+          { action: 'cancel', who, ids: request.ids.map(String), reason: request.reason ?? null, cancelled: report.cancelled, notCancelled: report.notCancelled.length },
           `cancel ${what} by ${who}: cancelled ${report.cancelled}${report.notCancelled.length > 0 ? `, ${report.notCancelled.length} not cancelled` : ''}`,
         );
         return json(c, { cancelled: report.cancelled, notCancelled: report.notCancelled });
@@ -239,15 +240,7 @@ function requeueRequest(body: unknown, queue: Queue): { status: StatusName; ids:
     if (all !== true) throw new ConfigError(`requeue: "all" must be true, got ${JSON.stringify(all)}`);
     return { status: status as StatusName, ids: undefined };
   }
-  if (!Array.isArray(ids) || ids.length === 0) throw new ConfigError('requeue: "ids" must be a non-empty array (every row is "all": true)');
-  if (ids.length > MAX_REQUEUE_IDS) throw new ConfigError(`requeue: at most ${MAX_REQUEUE_IDS} ids at once, got ${ids.length}`);
-  return {
-    status: status as StatusName,
-    ids: ids.map((id) => {
-      if ((typeof id !== 'number' || !Number.isSafeInteger(id)) && typeof id !== 'string') throw new ConfigError(`requeue: an id is an integer or a string, got ${JSON.stringify(id)}`);
-      return parseId(String(id), queue.idColumn, 'dashboard', 'id');
-    }),
-  };
+  return { status: status as StatusName, ids: actionIds('requeue', ids, queue, ' (every row is "all": true)') };
 }
 
 /** A cancel body: `{ ids: [...], reason?: "..." }`, a non-empty list of at most MAX_REQUEUE_IDS ids. */
@@ -257,15 +250,20 @@ function cancelRequest(body: unknown, queue: Queue): { ids: JobId[]; reason: str
   const unknown = Object.keys(rest);
   if (unknown.length > 0) throw new ConfigError(`cancel: unknown field${unknown.length === 1 ? '' : 's'} ${unknown.map((k) => JSON.stringify(k)).join(', ')}`);
   if (reason !== undefined && (typeof reason !== 'string' || reason.length === 0)) throw new ConfigError(`cancel: "reason" must be a non-empty string, got ${JSON.stringify(reason)}`);
-  if (!Array.isArray(ids) || ids.length === 0) throw new ConfigError('cancel: "ids" must be a non-empty array');
-  if (ids.length > MAX_REQUEUE_IDS) throw new ConfigError(`cancel: at most ${MAX_REQUEUE_IDS} ids at once, got ${ids.length}`);
-  return {
-    reason: reason as string | undefined,
-    ids: ids.map((id) => {
-      if ((typeof id !== 'number' || !Number.isSafeInteger(id)) && typeof id !== 'string') throw new ConfigError(`cancel: an id is an integer or a string, got ${JSON.stringify(id)}`);
-      return parseId(String(id), queue.idColumn, 'dashboard', 'id');
-    }),
-  };
+  return { reason: reason as string | undefined, ids: actionIds('cancel', ids, queue) };
+}
+
+/**
+ * An action's `ids`: a non-empty array of at most MAX_REQUEUE_IDS, each parsed as `requeue --id` parses one.
+ * Strings are accepted because the API sends back as strings the ids a JSON number cannot hold exactly.
+ */
+function actionIds(action: 'requeue' | 'cancel', ids: unknown, queue: Queue, whenEmpty = ''): JobId[] {
+  if (!Array.isArray(ids) || ids.length === 0) throw new ConfigError(`${action}: "ids" must be a non-empty array${whenEmpty}`);
+  if (ids.length > MAX_REQUEUE_IDS) throw new ConfigError(`${action}: at most ${MAX_REQUEUE_IDS} ids at once, got ${ids.length}`);
+  return ids.map((id) => {
+    if ((typeof id !== 'number' || !Number.isSafeInteger(id)) && typeof id !== 'string') throw new ConfigError(`${action}: an id is an integer or a string, got ${JSON.stringify(id)}`);
+    return parseId(String(id), queue.idColumn, 'dashboard', 'id');
+  });
 }
 
 /**

@@ -33,7 +33,7 @@ export function dashboardSettings(flags: Flags): DashboardSettings {
     throw new ConfigError(`dashboard: the token (${flag === undefined ? TOKEN_VARIABLE : '--token'}) must be at least ${MIN_TOKEN_LENGTH} characters; make one with: openssl rand -hex 24`);
   }
   if (token === null && !isLoopback(host)) {
-    throw new ConfigError(`dashboard: --host ${host} is not a loopback address, so anyone who reaches it could requeue rows; set ${TOKEN_VARIABLE} (or --token), or bind to 127.0.0.1`);
+    throw new ConfigError(`dashboard: --host ${host} is not a loopback address, so anyone who reaches it could requeue or cancel rows; set ${TOKEN_VARIABLE} (or --token), or bind to 127.0.0.1`);
   }
   return { port, host, token, readOnly: flags['read-only'] === true, leaseMs: optionalDuration(flags, 'lease') };
 }

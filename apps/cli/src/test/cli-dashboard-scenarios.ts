@@ -112,27 +112,53 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
   });
 
 
-  it('dashboard cancel action: named pending and processing rows end failed with "cancelled: <reason>", a done row and an unknown id are listed, a bad body is 400 and changes nothing', async () => {
+  it('dashboard cancel action: refused as requeue is (content type, Origin, Host) with the table unchanged; named pending and processing rows end failed with "cancelled: <reason>" (who asked, without one), a done row and an unknown id are listed, a bad body is 400; each cancel logs who asked', async () => {
     const c = ctx();
     expect((await c.statusq('init', '--db', c.db.url)).code).toBe(0);
-    for (const n of [1, 2, 3]) expect((await c.statusq('enqueue', '--db', c.db.url, '--payload', `{"n":${n}}`)).code).toBe(0);
+    for (const n of [1, 2, 3, 4]) expect((await c.statusq('enqueue', '--db', c.db.url, '--payload', `{"n":${n}}`)).code).toBe(0);
     await c.db.query('UPDATE jobs SET status = 9 WHERE id = 2');
     await c.db.query('UPDATE jobs SET status = 1 WHERE id = 3');
-    const { api, stop } = await startDashboard(c, []);
+    const { api, port, stop } = await startDashboard(c, []);
+    let stopped: CliRun;
     try {
-      for (const body of [{ ids: [] }, { ids: [1], all: true }, { ids: [1], reason: '' }, { ids: [{}] }]) {
-        expect(await api('POST', '/api/cancel', {}, body), JSON.stringify(body)).toMatchObject({ status: 400, json: { error: { kind: 'BadRequest' } } });
+      const body = JSON.stringify({ ids: [1, 2] });
+      for (const [what, headers, status, kind] of [
+        ['text/plain', { 'content-type': 'text/plain' }, 415, 'UnsupportedMediaType'],
+        ['no content type', {}, 415, 'UnsupportedMediaType'],
+        ['another Origin', { 'content-type': 'application/json', origin: 'http://evil.example' }, 403, 'Forbidden'],
+        ['a rebound Host', { 'content-type': 'application/json', host: `evil.example:${port}` }, 403, 'Forbidden'],
+      ] as Array<[string, Record<string, string>, number, string]>) {
+        expect(await http(port, 'POST', '/api/cancel', headers, body), what).toMatchObject({ status, json: { error: { kind, message: expect.any(String) } } });
       }
-      expect(await c.stats()).toMatchObject({ pending: 1, processing: 1, done: 1, failed: 0 });
-      expect(await api('POST', '/api/cancel', {}, { ids: [1, 2, 3, 999], reason: 'wrong customer' })).toMatchObject({
+      expect(await http(port, 'POST', '/api/cancel', { 'content-type': 'application/json' }, JSON.stringify({ ids: [1], reason: 'x'.repeat(70 * 1024) }))).toMatchObject({ status: 413 });
+      for (const bad of [{ ids: [] }, { ids: [1], all: true }, { ids: [1], reason: '' }, { ids: [{}] }, { status: 'pending', all: true }]) {
+        expect(await api('POST', '/api/cancel', {}, bad), JSON.stringify(bad)).toMatchObject({ status: 400, json: { error: { kind: 'BadRequest' } } });
+      }
+      expect(await c.stats()).toMatchObject({ pending: 2, processing: 1, done: 1, failed: 0 });
+      expect(await api('POST', '/api/cancel', { origin: `http://127.0.0.1:${port}` }, { ids: [1, 2, 3, 999], reason: 'wrong customer' })).toMatchObject({
         status: 200,
         json: { cancelled: 2, notCancelled: [{ id: 3, reason: 'status done' }, { id: 999, reason: 'not found' }] },
       });
-      expect(await c.stats()).toMatchObject({ pending: 0, processing: 0, done: 1, failed: 2 });
-      expect((await c.db.query<{ last_error: unknown }>('SELECT last_error FROM jobs WHERE id <= 2 ORDER BY id')).map((r) => r.last_error)).toEqual(['cancelled: wrong customer', 'cancelled: wrong customer']);
+      expect(await api('POST', '/api/cancel', {}, { ids: ['4'] })).toMatchObject({ status: 200, json: { cancelled: 1, notCancelled: [] } });
+      // Already failed by the first cancel: a second click (a stale page) changes nothing and says why.
+      expect(await api('POST', '/api/cancel', {}, { ids: [1] })).toMatchObject({ status: 200, json: { cancelled: 0, notCancelled: [{ id: 1, reason: 'status failed' }] } });
+      expect(await c.stats()).toMatchObject({ pending: 0, processing: 0, done: 1, failed: 3 });
+      expect((await c.db.query<{ last_error: unknown }>('SELECT last_error FROM jobs WHERE id <> 3 ORDER BY id')).map((r) => r.last_error)).toEqual([
+        'cancelled: wrong customer',
+        'cancelled: wrong customer',
+        'cancelled: by anonymous@127.0.0.1 (dashboard)',
+      ]);
     } finally {
-      expect((await stop()).code).toBe(0);
+      stopped = await stop();
     }
+    expect(stopped.code, stopped.stderr).toBe(0);
+    const cancels = logLines(stopped.stdout).filter((line) => line.action === 'cancel');
+    expect(cancels.map((line) => [line.level, line.who, line.ids, line.reason, line.cancelled, line.notCancelled])).toEqual([
+      ['info', 'anonymous@127.0.0.1', ['1', '2', '3', '999'], 'wrong customer', 2, 2],
+      ['info', 'anonymous@127.0.0.1', ['4'], null, 1, 0],
+      ['info', 'anonymous@127.0.0.1', ['1'], null, 0, 1],
+    ]);
+    expect(cancels[0]!.msg).toBe('cancel 1,2,3,999 by anonymous@127.0.0.1: cancelled 2, 2 not cancelled');
   });
 
   it('dashboard on a table with kinds: /api/stats and /api/overview count by kind as stats --json does, /api/rows?kind=K lists one kind, a bad kind is 400', async () => {
@@ -360,9 +386,11 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
       expect(await api('GET', '/api/overview', { authorization: `Bearer ${TOKEN}` })).toMatchObject({ status: 200, json: { readOnly: true } });
 
       expect(await api('POST', '/api/requeue', {}, { status: 'failed', all: true })).toMatchObject({ status: 401 });
+      expect(await api('POST', '/api/cancel', {}, { ids: [8] })).toMatchObject({ status: 401 });
       for (const body of [{ status: 'failed', all: true }, { status: 'abuse', ids: [5] }, { status: 'processing', all: true }]) {
         expect(await api('POST', '/api/requeue', { authorization: `Bearer ${TOKEN}` }, body)).toMatchObject({ status: 403, json: { error: { kind: 'ReadOnly' } } });
       }
+      expect(await api('POST', '/api/cancel', basic('ops', TOKEN), { ids: [7, 8, 9], reason: 'no' })).toMatchObject({ status: 403, json: { error: { kind: 'ReadOnly' } } });
       expect(await c.stats()).toEqual(initial);
     } finally {
       const run = await stop();
@@ -376,7 +404,7 @@ export function dashboardScenarios(ctx: () => CliContext, target: CliTarget): vo
     const c = ctx();
     expect((await c.statusq('init', '--db', c.db.url)).code).toBe(0);
     const cases: Array<[string[], RegExp]> = [
-      [['--host', '0.0.0.0'], /^statusq: dashboard: --host 0\.0\.0\.0 is not a loopback address, so anyone who reaches it could requeue rows; set STATUSQ_DASHBOARD_TOKEN \(or --token\)/],
+      [['--host', '0.0.0.0'], /^statusq: dashboard: --host 0\.0\.0\.0 is not a loopback address, so anyone who reaches it could requeue or cancel rows; set STATUSQ_DASHBOARD_TOKEN \(or --token\)/],
       [['--host', '192.0.2.1', '--read-only'], /^statusq: dashboard: --host 192\.0\.2\.1 is not a loopback address/],
       [['--port', '70000'], /^statusq: dashboard: --port must be 1 to 65535 \(or 0 for any free port\), got 70000$/],
       [['--port', 'http'], /^statusq: --port must be a whole number, got "http"$/],
