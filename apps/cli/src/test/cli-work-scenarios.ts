@@ -21,6 +21,33 @@ const STOP_TIMEOUT_MS = 2000;
 const EXIT_MARGIN_MS = 10_000;
 
 export function workScenarios(ctx: () => CliContext, target: CliTarget): void {
+  it("work with a handler module whose ctx.transaction writes through the store's own driver connection: one effect per done row, and a callback that throws leaves none", async () => {
+    const { statusq, db, file, stats } = ctx();
+    expect((await statusq('init', '--db', db.url)).code).toBe(0);
+    await db.query('CREATE TABLE effects (job_id VARCHAR(64) NOT NULL, pid INTEGER NOT NULL)');
+    for (const payload of ['{"n":1}', '{"n":2}', '{"n":3}', '{"refuse":true}']) expect((await statusq('enqueue', '--db', db.url, '--payload', payload)).code).toBe(0);
+    // The fixture's insert takes whichever driver handle the store lends (told apart by shape), as a user's module would.
+    const effects = pathToFileURL(handlerPath('table-a-effects.mjs')).href;
+    const handler = file(
+      'effects-in-transaction.mjs',
+      [
+        `import { insertEffect } from ${JSON.stringify(effects)};`,
+        'export default async (job, ctx) => ctx.transaction(async (tx) => {',
+        '  await insertEffect(tx, job.id, process.pid);',
+        "  if (job.payload.refuse) throw Object.assign(new Error('refused after the write'), { retryable: false });",
+        '  return job.payload;',
+        '});',
+      ].join('\n'),
+    );
+    const run = await statusq('work', '--db', db.url, '--table', 'jobs', '--handler', handler, '--exit-when-empty', '--poll-max', '50ms');
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/done 3, failed 1, abuse 0/);
+    expect(await stats('jobs')).toMatchObject({ pending: 0, processing: 0, done: 3, failed: 1 });
+    const counted = await db.query<{ job_id: unknown; n: unknown }>('SELECT job_id, COUNT(*) AS n FROM effects GROUP BY job_id');
+    const done = await db.query<{ id: unknown }>('SELECT id FROM jobs WHERE status = 1 ORDER BY id');
+    expect(counted.map((row) => [String(row.job_id), Number(row.n)]).sort()).toEqual(done.map((row) => [String(row.id), 1]).sort());
+  });
+
   it('work --schedule (YAML) with --processes 2: every tick of an every-second schedule runs once, logged by the process that claimed it; a bad schedule file exits 2 before the database is touched', async () => {
     const { statusq, db, file, dir } = ctx();
     expect((await statusq('init', '--db', db.url)).code).toBe(0);

@@ -3,7 +3,7 @@ import { ConfigError, Queue, SchemaError, StoreError, initTable, loadHandler, mi
 import { ensureSideTable, groupIndexName } from '@statusq/core/adapter';
 import { generateTableARows } from '@statusq/test-fixtures';
 import { FAST, countsOf, withDeadline, type StartedWorker, type TestEnv } from '../harness.js';
-import { withLatency } from '../latency.js';
+import { delegatingStore, withLatency } from '../latency.js';
 import { childScript } from '../child-handle.js';
 import type { ChildWorkerArgs, ChildWorkerResult } from '../child-worker.js';
 import { createTableA } from '../tables.js';
@@ -56,15 +56,7 @@ async function runFleet(env: TestEnv, setup: Store, limits: Pick<WorkerOptions, 
 function refusingGroupLock(inner: Store, failures: number): Store & { refused(): number; refusing(): boolean } {
   let refused = 0;
   const store: Store & { refused(): number; refusing(): boolean } = {
-    dialect: inner.dialect,
-    capabilities: inner.capabilities,
-    statementLimit: inner.statementLimit,
-    nativeClaim: inner.nativeClaim,
-    execute: (s) => inner.execute(s),
-    executeBatch: (s) => inner.executeBatch(s),
-    describeTable: (t) => inner.describeTable(t),
-    orderTimeEncoding: (c) => inner.orderTimeEncoding(c),
-    close: () => inner.close(),
+    ...delegatingStore(inner),
     refused: () => refused,
     refusing: () => refused < failures,
   };

@@ -1,11 +1,12 @@
 import { describe, expect, it, type TestContext } from 'vitest';
-import { ClaimLostError, JobTransactionError, Queue, type Job, type JobContext, type Store } from '@statusq/core';
+import { ClaimLostError, JobTransactionError, Queue, StoreError, type Job, type JobContext, type Store } from '@statusq/core';
 import { FAST, deferred, readRow, readRows, statusOf, waitFor, withDeadline, type Deferred, type TestEnv } from '../harness.js';
 import type { ConformanceOptions, DisposableServer } from '../options.js';
 import { createEffects, effectMismatches, effectsByJob, loadInsertEffect } from '../effects.js';
 import { checkTableARun, countLedgerLines, readLedgerFile, startTableARun, type TableARun } from '../supervised-run.js';
 import { createJobs, enqueueJobs, retoken } from '../tables.js';
 import { skipFor } from '../skips.js';
+import { delegatingStore } from '../latency.js';
 import { withKnex, type KnexTrx } from './outbox.js';
 
 /** Options under which only the test moves a claim: a lease and heartbeat that outlast it, no reaping. */
@@ -14,6 +15,20 @@ const NOTHING_ELSE_MOVES_CLAIMS = { table: { table: 'jobs' }, ...FAST, leaseMs: 
 /** Each row's status by id, for effectMismatches. */
 async function statusesOf(store: Store, table: string): Promise<Map<string, number | null>> {
   return new Map((await readRows(store, table)).map((row) => [String(row.id), statusOf(row)]));
+}
+
+/** The same store, except that every lent transaction's COMMIT lands and its answer is lost (the connection dropped after it). */
+function losingCommitAnswers(inner: Store): Store & { lost(): number } {
+  let lost = 0;
+  return {
+    ...delegatingStore(inner),
+    lendTransaction: async (body) => {
+      await inner.lendTransaction!(body);
+      lost++;
+      throw new StoreError('ConnectionLost', 'the answer to COMMIT was lost (simulated)', 'TEST');
+    },
+    lost: () => lost,
+  };
 }
 
 /**
@@ -54,6 +69,35 @@ export function transactionCases(env: () => TestEnv, options: ConformanceOptions
         expect(row.finished_at).not.toBeNull();
         expect(returned.get(id)).toEqual({ wrote: id });
       }
+      await env().closeStores();
+    });
+
+    it('a COMMIT that landed but whose answer was lost: the row is found done under the claim token, ctx.transaction resolves, and the job counts once, completed', async () => {
+      const inner = await env().store();
+      const queue = await createJobs(inner);
+      await createEffects(inner);
+      const insertEffect = await loadInsertEffect();
+      const [id] = await enqueueJobs(queue, ['answer lost']);
+      const store = losingCommitAnswers(inner);
+      const returned = deferred<unknown>();
+      const w = await env().startWorker({
+        store,
+        table: { table: 'jobs' },
+        ...FAST,
+        exitWhenEmpty: true,
+        handler: async (job: Job, ctx: JobContext) => {
+          returned.resolve(await ctx.transaction(async (tx) => (await insertEffect(tx, job.id, 1), 'landed')));
+        },
+      });
+      const counters = await withDeadline(w.done, 20_000, 'the worker to drain the queue');
+      expect(store.lost()).toBe(1);
+      expect(await returned.promise).toBe('landed');
+      expect([counters.completed, counters.claimLost, counters.failed, counters.retried]).toEqual([1, 0, 0, 0]);
+      expect(w.errors).toEqual([]);
+      const row = await readRow(inner, 'jobs', id);
+      expect(statusOf(row)).toBe(queue.table.codes.done);
+      expect(JSON.parse(String(row.result))).toBe('landed');
+      expect(await effectsByJob(inner)).toEqual(new Map([[id!, 1]]));
       await env().closeStores();
     });
 

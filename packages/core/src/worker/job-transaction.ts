@@ -3,11 +3,12 @@
  * claim token (River's JobCompleteTx, with an exact guard: a token is written by one claim only, so a worker whose
  * claim was rescued and claimed again elsewhere matches no row, where "the job is still running" would).
  */
-import { ClaimLostError, JobTransactionError } from '../protocol/errors.js';
+import { ClaimLostError, JobTransactionError, isStoreError } from '../protocol/errors.js';
 import type { Queue } from '../queue/queue.js';
 import { runStatement } from '../sql/side-writes.js';
 import { TransitionSql } from '../sql/transition-sql.js';
 import { KNEX_PLACEHOLDER } from '../store/caller-transaction.js';
+import { STORE_RETRY, withStoreRetry } from '../store/retry.js';
 import type { StatementRunner } from '../store/store.js';
 import type { InFlight, Outcome } from './job-run.js';
 
@@ -37,6 +38,8 @@ export class JobTransactions {
     flight.lendings++;
     let ended!: () => void;
     flight.lent = new Promise((resolve) => (ended = resolve));
+    // Set once the settle matched the row: a COMMIT that fails after it may still have landed.
+    let settled: { value: Awaited<T> } | null = null;
     try {
       const value = await lend(async (handle, runner, sql) => {
         const value = await (body as (tx: unknown) => T | Promise<T>)(handle);
@@ -49,7 +52,11 @@ export class JobTransactions {
           throw new ClaimLostError(`job ${id}: its claim was gone when ctx.transaction settled it (lease taken over, requeued or cancelled); everything it wrote was rolled back`);
         }
         flight.outcome = outcome;
+        settled = { value };
         return value;
+      }).catch(async (error: unknown) => {
+        if (settled !== null && isStoreError(error) && error.kind === 'ConnectionLost' && (await this.landed(flight))) return settled.value;
+        throw error;
       });
       flight.state = 'committed';
       return value;
@@ -64,6 +71,20 @@ export class JobTransactions {
     } finally {
       flight.lent = null;
       ended();
+    }
+  }
+
+  /**
+   * Whether the row is done under this claim's token: after a connection lost around COMMIT, the commit may have
+   * landed with its answer lost. Read with the settle's retries; a read that cannot be made says no (the handler's
+   * own settle then meets the row as it is, guarded).
+   */
+  private async landed(flight: InFlight): Promise<boolean> {
+    try {
+      const { rows } = await withStoreRetry(() => this.queue.store.execute(this.queue.sql.completedUnder([flight.job.id], flight.token)), STORE_RETRY.settle);
+      return rows.length === 1;
+    } catch {
+      return false;
     }
   }
 
