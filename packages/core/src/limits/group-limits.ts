@@ -21,7 +21,7 @@ import { ConfigError, StoreError } from '../protocol/errors.js';
 import type { ResolvedTable } from '../protocol/table.js';
 import { DatabaseClock } from '../store/database-clock.js';
 import { claimInOpenTransaction, type CandidatePicker } from '../sql/claim.js';
-import { GROUP_RATE_COLUMNS, KIND_LIMIT_COLUMNS, ensureSideTable, insertSideRow } from '../sql/side-tables.js';
+import { GROUP_RATE_COLUMNS, KIND_LIMIT_COLUMNS, ensureSideTable, insertSideRow, lockLimitRow } from '../sql/side-tables.js';
 import { Params, TransitionSql } from '../sql/transition-sql.js';
 import type { ClaimRequest, Row, SqlValue, StatementRunner, Store } from '../store/store.js';
 import { cadenceOf, parseRateLimit, spendBudget, validateRateLimit, type Cadence, type RateLimit } from './rate-budget.js';
@@ -81,7 +81,7 @@ export class GroupLimits {
   private readonly clock: DatabaseClock;
   private readonly cadence: Cadence | null;
   private readonly sql: TransitionSql;
-  private readonly lock: { table: string; key: Readonly<Record<string, string>> };
+  private readonly lockTable: string;
 
   private constructor(
     private readonly store: Store,
@@ -94,7 +94,7 @@ export class GroupLimits {
     this.clock = new DatabaseClock(store);
     this.cadence = rate === null ? null : cadenceOf(rate);
     this.sql = new TransitionSql(table, store.dialect);
-    this.lock = { table: lockTable, key: { [KIND_LIMIT_COLUMNS.queueTable]: table.table, [KIND_LIMIT_COLUMNS.kind]: GROUP_LOCK_KEY } };
+    this.lockTable = lockTable;
   }
 
   /** Makes the lock row (and, with a rate, the pacing table) if missing. */
@@ -124,15 +124,8 @@ export class GroupLimits {
    * holder before committed.
    */
   async takeLock(tx: StatementRunner, claimer: string): Promise<void> {
-    const d = this.store.dialect;
-    const p = new Params(d);
-    // Each write a change: a server that counts changed rows, not matched ones, reports 0 for a write of the same value.
-    const set = `${d.quoteIdentifier(KIND_LIMIT_COLUMNS.claimedBy)} = ${p.add(`${claimer}:${++this.locks}`)}`;
-    const where = Object.entries(this.lock.key).map(([column, value]) => `${d.quoteIdentifier(column)} = ${p.add(value)}`).join(' AND ');
-    const sql = `UPDATE ${d.quoteIdentifier(this.lock.table)} SET ${set} WHERE ${where}`;
-    if ((await tx.execute({ sql, params: p.values })).affected !== 1) {
-      throw new StoreError('Unknown', `the group-limit row of ${this.table.table} in ${this.lock.table} is gone (dropped while workers ran?)`, 'GROUP_LIMIT_ROW');
-    }
+    const row = { queueTable: this.table.table, kind: GROUP_LOCK_KEY };
+    await lockLimitRow(tx, this.store.dialect, this.lockTable, row, `${claimer}:${++this.locks}`, () => new StoreError('Unknown', `the group-limit row of ${this.table.table} in ${this.lockTable} is gone (dropped while workers ran?)`, 'GROUP_LIMIT_ROW'));
   }
 
   /** The claim, in `tx` under the lock (takeLock): counts, paces, picks and claims. */

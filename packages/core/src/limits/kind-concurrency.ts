@@ -14,8 +14,8 @@
 import { ConfigError, StoreError } from '../protocol/errors.js';
 import { scopeToKinds, validateKind, type ResolvedTable } from '../protocol/table.js';
 import { claimInOpenTransaction } from '../sql/claim.js';
-import { KIND_LIMIT_COLUMNS, ensureSideTable, insertSideRow } from '../sql/side-tables.js';
-import { Params, TransitionSql } from '../sql/transition-sql.js';
+import { KIND_LIMIT_COLUMNS, ensureSideTable, insertSideRow, lockLimitRow } from '../sql/side-tables.js';
+import { TransitionSql } from '../sql/transition-sql.js';
 import type { Row, Store } from '../store/store.js';
 import type { GroupLimits } from './group-limits.js';
 import { parseRateLimit, validateRateLimit, type RateLimit } from './rate-budget.js';
@@ -113,16 +113,11 @@ export class KindConcurrency {
     const limited = this.byKind.get(kind);
     if (limited === undefined) throw new ConfigError(`kind ${kind} has no limit here`);
     const { limit, view, sql } = limited;
-    const d = this.store.dialect;
-    const p = new Params(d);
-    const lock = {
-      sql: `UPDATE ${d.quoteIdentifier(this.limitsTable)} SET ${d.quoteIdentifier(KIND_LIMIT_COLUMNS.claimedBy)} = ${p.add(`${claimer}:${++this.locks}`)} WHERE ${d.quoteIdentifier(KIND_LIMIT_COLUMNS.queueTable)} = ${p.add(this.table.table)} AND ${d.quoteIdentifier(KIND_LIMIT_COLUMNS.kind)} = ${p.add(kind)}`,
-      params: p.values,
-    };
+    const claimedBy = `${claimer}:${++this.locks}`;
     await this.groups?.beforeClaim();
     return this.store.transaction!(async (tx) => {
       // The lock first: whoever holds it counts and claims; the others wait here, then count what it committed.
-      if ((await tx.execute(lock)).affected !== 1) throw new StoreError('Unknown', `the limit row of kind ${kind} in ${this.limitsTable} is gone (dropped while workers ran?)`, 'KIND_LIMIT_ROW');
+      await lockLimitRow(tx, this.store.dialect, this.limitsTable, { queueTable: this.table.table, kind }, claimedBy, () => new StoreError('Unknown', `the limit row of kind ${kind} in ${this.limitsTable} is gone (dropped while workers ran?)`, 'KIND_LIMIT_ROW'));
       // Every lock before the first read (GroupLimits.takeLock says why), always the kind's first: no two claimers wait on each other in a circle.
       await this.groups?.takeLock(tx, claimer);
       const processing = Number((await tx.execute(sql.countWithStatus(view.codes.processing))).rows[0]?.n ?? 0);

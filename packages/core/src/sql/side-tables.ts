@@ -1,7 +1,7 @@
 import { StoreError } from '../protocol/errors.js';
 import { splitTableName } from '../protocol/identifiers.js';
 import { STORE_RETRY, withStoreRetry } from '../store/retry.js';
-import type { ColumnSpec, SqlParam, Store } from '../store/store.js';
+import type { ColumnSpec, SqlDialect, SqlParam, StatementRunner, Store } from '../store/store.js';
 import { runAll, schemaSupportOf } from './schema.js';
 
 /**
@@ -34,6 +34,19 @@ export const RATE_LIMIT_COLUMNS = { queueTable: 'queue_table', tat: 'tat' } as c
  * The row whose kind is `#groups` (no kind can be called so) is the table's group lock (limits/group-limits.ts).
  */
 export const KIND_LIMIT_COLUMNS = { queueTable: 'queue_table', kind: 'kind', claimedBy: 'claimed_by' } as const;
+
+/**
+ * Takes a limit's lock in `tx`: an UPDATE of its row in the kind-limits table (`kind` is the kind, or the table's
+ * group key), which claimers under that limit then take one at a time, each counting what the one before committed.
+ * `claimedBy` must differ from the row's last value: a server that counts changed rows, not matched ones, reports
+ * 0 for a write of the same value. Rejects with `gone()` when the row is missing (dropped while workers ran).
+ */
+export async function lockLimitRow(tx: StatementRunner, dialect: SqlDialect, lockTable: string, row: { queueTable: string; kind: string }, claimedBy: string, gone: () => StoreError): Promise<void> {
+  const q = (name: string) => dialect.quoteIdentifier(name);
+  const c = KIND_LIMIT_COLUMNS;
+  const sql = `UPDATE ${q(lockTable)} SET ${q(c.claimedBy)} = ${dialect.placeholder(1)} WHERE ${q(c.queueTable)} = ${dialect.placeholder(2)} AND ${q(c.kind)} = ${dialect.placeholder(3)}`;
+  if ((await tx.execute({ sql, params: [claimedBy, row.queueTable, row.kind] })).affected !== 1) throw gone();
+}
 
 /**
  * The columns of the group-rates table: the pacing of each recently started group of a queue table, as zero-padded
