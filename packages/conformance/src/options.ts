@@ -109,6 +109,7 @@ export const CONFORMANCE_GROUPS = [
   'priority',
   'kinds',
   'groups',
+  'tracing',
   'dedupe',
   'schedules',
   'prune',
