@@ -8,7 +8,7 @@
  * without an SDK the API's no-op tracer records nothing and no context is written. docs/features/tracing.md.
  */
 import type * as OtelApi from '@opentelemetry/api';
-import type { Attributes, Context, Link, Span, SpanContext, Tracer } from '@opentelemetry/api';
+import type { Attributes, Link, Span, SpanContext, Tracer } from '@opentelemetry/api';
 import { columnOverflow } from '../protocol/columns.js';
 import type { ResolvedTable } from '../protocol/table.js';
 import type { Row } from '../store/store.js';

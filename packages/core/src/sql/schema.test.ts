@@ -71,7 +71,7 @@ describe('initTable and migrateTable over a SchemaSupport', () => {
       'installWakeUps jobs.status on the store',
     ]);
     const queue = await Queue.open(store, { table: 'jobs' });
-    expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: true, progress: false, dispatch: false, kinds: false, groups: false });
+    expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: true, progress: false, dispatch: false, kinds: false, groups: false, tracing: false });
     expect(await queue.enqueue([{ n: 1 }])).toHaveLength(1);
     expect(store.rows('SELECT status, attempt_count, date > 0 AS dated FROM jobs')).toEqual([{ status: null, attempt_count: 0, dated: 1 }]);
 

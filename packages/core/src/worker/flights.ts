@@ -282,6 +282,7 @@ export class Flights {
       } catch (error) {
         this.hooks.emit('error', { error, during: `settle of timed-out job ${String(flight.job.id)}` });
       }
+      this.plugs.tracing?.finished(flight);
       this.inFlight.delete(flight);
     }
   }
@@ -302,6 +303,7 @@ export class Flights {
     const releasing = this.release(flights);
     const handedBack = (await settlesWithin(releasing, HAND_BACK_DEADLINE_MS)) ? await releasing : null;
     for (const flight of flights) {
+      this.plugs.tracing?.finished(flight);
       this.inFlight.delete(flight);
       this.settling.delete(flight);
     }
