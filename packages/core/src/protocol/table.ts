@@ -153,7 +153,7 @@ const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', '
  * - groups: `group_key` (text or integer: a host, a tenant) -> fleet-wide limits per group (a serial group, at
  *   most N at once, a pace per group: limits/group-limits.ts). Rows without a group are not limited by it.
  * - tracing: `trace_context` -> enqueue writes the enqueuer's W3C trace context on each row, and a worker's run
- *   span of that row continues the enqueuer's trace (features/tracing.ts).
+ *   span of that row continues the enqueuer's trace (queue/trace-context.ts, worker/tracing.ts).
  */
 export interface QueueFeatures {
   leases: boolean;

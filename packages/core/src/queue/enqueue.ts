@@ -18,7 +18,7 @@ import { DELAY_LIMIT, parseDuration } from '../protocol/duration.js';
 import { fitsStatementLimit, statementTooLarge } from '../sql/statement-size.js';
 import { jsonText, parseRunAt, toSqlValue } from './row-values.js';
 import type { EnqueueOptions, EnqueueOutcome } from './enqueue-options.js';
-import { traceContextValue } from '../features/tracing.js';
+import { traceContextValue } from './trace-context.js';
 
 /** The enqueue side of one Queue: its table, statements and the id column as the database declares it. */
 export class Enqueuer {

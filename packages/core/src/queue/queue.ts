@@ -12,7 +12,7 @@ import { besideTableName, missingColumnError } from '../sql/schema.js';
 import { CANCEL_PREFIX } from '../sql/recovery-sql.js';
 import { Enqueuer } from './enqueue.js';
 import type { EnqueueOptions, EnqueueOutcome } from './enqueue-options.js';
-import { inEnqueueSpan, loadTracing } from '../features/tracing.js';
+import { inEnqueueSpan, loadTracing } from './trace-context.js';
 import { monitoringCounts, type MonitoringCountOptions, type MonitoringCounts, type StatusCounts } from './monitoring-counts.js';
 
 /** What a worker process leaves behind for its launcher: its worker id and the claims it had not started. */

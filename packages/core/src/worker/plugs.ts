@@ -20,7 +20,7 @@ import { GroupLimitedClaims } from './group-limited-claims.js';
 import { HeldBackWait } from './held-back-wait.js';
 import type { WorkerEvents } from './events.js';
 import type { WorkerOptions, WorkerSettings } from './worker-options.js';
-import { WorkerTracing } from '../features/tracing.js';
+import { WorkerTracing } from './tracing.js';
 
 /** Every seam, filled for one worker. */
 export interface WorkerPlugs {

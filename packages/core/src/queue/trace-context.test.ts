@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT_CONTEXT, TraceFlags, context, createTraceState, trace, type Context, type ContextManager } from '@opentelemetry/api';
-import { loadTracing, parseTraceContext, traceContextValue } from './tracing.js';
+import { loadTracing, parseTraceContext, traceContextValue } from './trace-context.js';
 import type { ResolvedTable } from '../protocol/table.js';
 
 /** A synchronous context manager: enough for context.with around a synchronous call, without async hooks. */
