@@ -60,6 +60,7 @@ const guides: DefaultTheme.SidebarItem[] = [
     items: [
       { text: 'Kinds', link: '/features/kinds' },
       { text: 'Groups', link: '/features/groups' },
+      { text: 'Traces', link: '/features/tracing' },
       { text: 'Delayed jobs', link: '/features/delays' },
       { text: 'Priorities', link: '/features/priorities' },
       { text: 'Deduplication keys', link: '/features/keys' },

@@ -20,6 +20,10 @@ export function logWorkerEvents(worker: Worker, log: Logger, table: string): voi
   if (log.isLevelEnabled('debug')) {
     worker.on('completed', (e) => log.debug(job(e.job, e.durationMs, 'done'), 'job done'));
     worker.on('abused', (e) => log.debug({ ...job(e.job, e.durationMs, 'abuse'), reason: clip(e.reason) }, 'job abuse'));
+    // The row is fine and runs; only its link to the enqueuer's trace is lost.
+    worker.on('trace-context-ignored', (e) =>
+      log.debug({ table, jobId: typeof e.job.id === 'number' ? e.job.id : clip(String(e.job.id), 100), attempt: e.job.attempt }, `trace_context ignored: ${e.reason}`),
+    );
   }
   worker.on('retried', (e) => {
     outage.answered();

@@ -37,8 +37,8 @@ export const VERSION: string = (JSON.parse(readFileSync(new URL('../package.json
 
 export const USAGE = `usage: statusq <command> [flags]     (statusq <command> --help: its flags and defaults; statusq --version)
 
-  init     --db URL [--table jobs] [--with priority,progress,kinds,groups] [--order newest|oldest]
-  migrate  --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch,kinds,groups]
+  init     --db URL [--table jobs] [--with priority,progress,kinds,groups,tracing] [--order newest|oldest]
+  migrate  --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch,kinds,groups,tracing]
            [--beside [--id-column C]] [--status-column C] [--order-column C] [--kind-column C] [--group-column C] [--order newest|oldest]
   enqueue  --db URL [--table jobs] (--payload JSON | --file rows.ndjson | --file -) [--chunk N]
            [--delay DURATION | --run-at TIME] [--priority N] [--key K] [--kind K [--kind-column C]] [--group G [--group-column C]] [--progress auto|on|off]

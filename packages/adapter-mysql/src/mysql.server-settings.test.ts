@@ -80,9 +80,9 @@ mysqlSuite('mysql on production server settings (private MariaDB per setting)', 
         expect(migrated.addedColumns.length).toBeGreaterThan(0);
         expect(await migrateTable(store, { table: 'Table_A', with: ['leases', 'retries', 'results'] })).toEqual({ table: 'Table_A', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, createdGroupIndex: null, addedStatus: false, beside: null });
         const jobs = await Queue.open(store, { table: 'Jobs' });
-        expect(jobs.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: true, progress: false, dispatch: false, kinds: false, groups: false });
+        expect(jobs.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: true, progress: false, dispatch: false, kinds: false, groups: false, tracing: false });
         const tableA = await Queue.open(store, { table: 'Table_A' });
-        expect(tableA.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: false, progress: false, dispatch: false, kinds: true, groups: false });
+        expect(tableA.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: false, progress: false, dispatch: false, kinds: true, groups: false, tracing: false });
         for (const [queue, claimStrategy, n] of [[jobs, 'native', 100], [jobs, 'conditional-update', 100], [tableA, 'native', 0]] as const) {
           if (n > 0) await queue.enqueue(Array.from({ length: n }, (_, i) => ({ i })));
           const errors: unknown[] = [];

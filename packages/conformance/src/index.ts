@@ -38,6 +38,7 @@ import { delayCases } from './cases/delays.js';
 import { priorityCases } from './cases/priority.js';
 import { kindCases } from './cases/kinds.js';
 import { groupCases } from './cases/groups.js';
+import { tracingCases } from './cases/tracing.js';
 import { dedupeCases } from './cases/dedupe.js';
 import { scheduleCases } from './cases/schedules.js';
 import { pruneCases } from './cases/prune.js';
@@ -142,6 +143,7 @@ export function runConformance(options: ConformanceOptions): void {
       priority: () => priorityCases(env),
       kinds: () => kindCases(env),
       groups: () => groupCases(env),
+      tracing: () => tracingCases(env),
       dedupe: () => dedupeCases(env),
       schedules: () => scheduleCases(env),
       prune: () => pruneCases(env),

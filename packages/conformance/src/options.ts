@@ -110,6 +110,7 @@ export const CONFORMANCE_GROUPS = [
   'priority',
   'kinds',
   'groups',
+  'tracing',
   'dedupe',
   'schedules',
   'prune',

@@ -23,6 +23,7 @@ const OPTIONAL_COLUMN_ROLES: Readonly<Record<OptionalColumn, string>> = {
   dispatchedAt: 'dispatch to a broker: statusq relay publishes due rows, work --from consumes them',
   kind: 'kinds: each row names its handler, and a worker with handlers by kind claims only those',
   group: 'groups: fleet-wide limits per group (work --group-concurrency, --group-rate)',
+  traceContext: "tracing: a job's run span continues the trace of the request that enqueued it",
 };
 
 /**

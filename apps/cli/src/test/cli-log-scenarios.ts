@@ -68,6 +68,20 @@ export function logScenarios(ctx: () => CliContext, target: CliTarget): void {
     expect(clash).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/--verbose means --log-level debug/) });
   });
 
+  it("init --with tracing; a row whose trace_context is not W3C trace context still runs, and --log-level debug says once that it was ignored", async () => {
+    const c = ctx();
+    expect((await c.statusq('init', '--db', c.db.url, '--with', 'tracing')).code).toBe(0);
+    expect((await c.statusq('enqueue', '--db', c.db.url, '--payload', '{"n":1}')).code).toBe(0);
+    await c.db.query("UPDATE jobs SET trace_context = 'not-a-traceparent'");
+    const run = await c.statusq('work', '--db', c.db.url, '--table', 'jobs', '--handler', c.file('ok.mjs', 'export default async () => {};'), '--exit-when-empty', '--log-level', 'debug');
+    expect(run.code, run.stderr).toBe(0);
+    const debug = logLines(run.stdout).filter((line) => line.level === 'debug');
+    expect(debug).toEqual([
+      expect.objectContaining({ msg: expect.stringMatching(/^trace_context ignored: not a W3C traceparent/), table: 'jobs', attempt: 1, jobId: expect.anything() }),
+      expect.objectContaining({ msg: 'job done', outcome: 'done' }),
+    ]);
+  });
+
   it('--log-format pretty prints readable lines, not JSON, without colour off a terminal', async () => {
     const c = ctx();
     await enqueueThree(c);

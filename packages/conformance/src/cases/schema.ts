@@ -81,7 +81,7 @@ export function schemaCases(env: () => TestEnv): void {
       expect(second).toEqual({ table: 'table_a', addedColumns: [], createdIndex: null, createdPriorityIndex: null, createdKeyIndex: null, createdDispatchIndex: null, createdKindIndex: null, createdGroupIndex: null, addedStatus: false, beside: null });
       const queue = await Queue.open(store, { table: 'table_a' });
       // The fixtures' table_a has a text column `kind` of its own (ok, poison, ...): by its name, the kind column.
-      expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: false, progress: false, dispatch: false, kinds: true, groups: false });
+      expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: false, progress: false, dispatch: false, kinds: true, groups: false, tracing: false });
       await env().closeStores();
     });
 

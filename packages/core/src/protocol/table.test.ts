@@ -55,13 +55,13 @@ describe('resolveTable', () => {
 
   it('switches features on from the columns present, case-insensitively, and off with false', () => {
     const seed = resolveTable({ table: 'table_a' }, cols('id', 'date', 'status', 'url'), enc);
-    expect(seed.features).toEqual({ leases: false, fencing: false, retries: false, backoff: false, errorHistory: false, priority: false, dedupe: false, progress: false, dispatch: false, kinds: false, groups: false });
+    expect(seed.features).toEqual({ leases: false, fencing: false, retries: false, backoff: false, errorHistory: false, priority: false, dedupe: false, progress: false, dispatch: false, kinds: false, groups: false, tracing: false });
     expect(seed.columns).toEqual({});
     expect(seed.direction).toBe('newest');
 
     const all = cols('ID', 'Date', 'STATUS', 'claimed_at', 'WORKER_ID', 'attempt_count', 'next_attempt_at', 'last_error', 'payload', 'result', 'finished_at');
     const full = resolveTable({ table: 'jobs', order: 'oldest' }, all, enc);
-    expect(full.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: false, progress: false, dispatch: false, kinds: false, groups: false });
+    expect(full.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: false, progress: false, dispatch: false, kinds: false, groups: false, tracing: false });
     expect(full.id).toBe('ID');
     expect(full.columns.workerId).toBe('WORKER_ID');
     expect(full.direction).toBe('oldest');

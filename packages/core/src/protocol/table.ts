@@ -19,6 +19,7 @@ export const OPTIONAL_COLUMNS = [
   'dispatchedAt',
   'kind',
   'group',
+  'traceContext',
 ] as const;
 export type OptionalColumn = (typeof OPTIONAL_COLUMNS)[number];
 
@@ -50,6 +51,7 @@ export const DEFAULT_OPTIONAL_COLUMN_NAMES: Readonly<Record<OptionalColumn, stri
   dispatchedAt: 'dispatched_at',
   kind: 'kind',
   group: 'group_key',
+  traceContext: 'trace_context',
 };
 
 export type Order = 'newest' | 'oldest';
@@ -131,8 +133,8 @@ export interface ResolvedTable {
 }
 
 /** The optional columns statusq fills with text: JSON payloads and results, failure reasons, deduplication keys. */
-export type TextColumn = 'payload' | 'result' | 'lastError' | 'dedupeKey' | 'progress' | 'kind' | 'group';
-const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', 'dedupeKey', 'progress', 'kind', 'group'];
+export type TextColumn = 'payload' | 'result' | 'lastError' | 'dedupeKey' | 'progress' | 'kind' | 'group' | 'traceContext';
+const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', 'dedupeKey', 'progress', 'kind', 'group', 'traceContext'];
 
 /**
  * Features follow from the columns present:
@@ -150,6 +152,8 @@ const TEXT_COLUMNS: readonly TextColumn[] = ['payload', 'result', 'lastError', '
  *   handlers by kind claims only the kinds it has handlers for.
  * - groups: `group_key` (text or integer: a host, a tenant) -> fleet-wide limits per group (a serial group, at
  *   most N at once, a pace per group: limits/group-limits.ts). Rows without a group are not limited by it.
+ * - tracing: `trace_context` -> enqueue writes the enqueuer's W3C trace context on each row, and a worker's run
+ *   span of that row continues the enqueuer's trace (queue/trace-context.ts, worker/tracing.ts).
  */
 export interface QueueFeatures {
   leases: boolean;
@@ -163,6 +167,7 @@ export interface QueueFeatures {
   dispatch: boolean;
   kinds: boolean;
   groups: boolean;
+  tracing: boolean;
 }
 
 /**
@@ -314,6 +319,7 @@ export function resolveTable(
       dispatch: optional.dispatchedAt !== undefined,
       kinds: optional.kind !== undefined,
       groups: optional.group !== undefined,
+      tracing: optional.traceContext !== undefined,
     },
     limits,
     returned,

@@ -18,6 +18,7 @@ import { DELAY_LIMIT, parseDuration } from '../protocol/duration.js';
 import { fitsStatementLimit, statementTooLarge } from '../sql/statement-size.js';
 import { jsonText, parseRunAt, toSqlValue } from './row-values.js';
 import type { EnqueueOptions, EnqueueOutcome } from './enqueue-options.js';
+import { traceContextValue } from './trace-context.js';
 
 /** The enqueue side of one Queue: its table, statements and the id column as the database declares it. */
 export class Enqueuer {
@@ -343,6 +344,8 @@ export class Enqueuer {
       if (overflow !== null) throw new ConfigError(`enqueue: group ${JSON.stringify(group)} does not fit ${this.table.table}.${column}: ${overflow}`);
       stamp[column] = group;
     }
+    const traceContext = traceContextValue(this.table);
+    if (traceContext !== null) stamp[this.table.columns.traceContext!] = traceContext;
     return stamp;
   }
 

@@ -12,6 +12,7 @@ import { besideTableName, missingColumnError } from '../sql/schema.js';
 import { CANCEL_PREFIX } from '../sql/recovery-sql.js';
 import { Enqueuer } from './enqueue.js';
 import type { EnqueueOptions, EnqueueOutcome } from './enqueue-options.js';
+import { inEnqueueSpan, loadTracing } from './trace-context.js';
 import { monitoringCounts, type MonitoringCountOptions, type MonitoringCounts, type StatusCounts } from './monitoring-counts.js';
 
 /** What a worker process leaves behind for its launcher: its worker id and the claims it had not started. */
@@ -145,6 +146,7 @@ export class Queue {
     const besideName = besideTableName(config.table);
     const besideColumns = columns === null ? null : await store.describeTable(besideName);
     const beside = besideColumns === null ? null : { table: besideName, columns: besideColumns };
+    await loadTracing();
     return new Queue(store, resolveTable(config, columns, (c) => store.orderTimeEncoding(c), beside), columns ?? []);
   }
 
@@ -536,7 +538,7 @@ export class Queue {
    * column's). Every table initTable creates has known ids.
    */
   async enqueue(items: readonly unknown[], options: EnqueueOptions = {}): Promise<Array<JobId | null>> {
-    return (await this.enqueuer.enqueueDetailed(items, options)).map((outcome) => outcome.id);
+    return (await this.enqueueDetailed(items, options)).map((outcome) => outcome.id);
   }
 
   /**
@@ -544,7 +546,8 @@ export class Queue {
    * (EnqueueOptions.key). Without keys every outcome has `duplicate: false`.
    */
   enqueueDetailed(items: readonly unknown[], options: EnqueueOptions = {}): Promise<EnqueueOutcome[]> {
-    return this.enqueuer.enqueueDetailed(items, options);
+    const count = Array.isArray(items) ? items.length : 0;
+    return inEnqueueSpan(this.table, count, (outcomes) => outcomes.map((o) => o.id), () => this.enqueuer.enqueueDetailed(items, options));
   }
 
   /**

@@ -71,7 +71,7 @@ describe('initTable and migrateTable over a SchemaSupport', () => {
       'installWakeUps jobs.status on the store',
     ]);
     const queue = await Queue.open(store, { table: 'jobs' });
-    expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: true, progress: false, dispatch: false, kinds: false, groups: false });
+    expect(queue.table.features).toEqual({ leases: true, fencing: true, retries: true, backoff: true, errorHistory: true, priority: false, dedupe: true, progress: false, dispatch: false, kinds: false, groups: false, tracing: false });
     expect(await queue.enqueue([{ n: 1 }])).toHaveLength(1);
     expect(store.rows('SELECT status, attempt_count, date > 0 AS dated FROM jobs')).toEqual([{ status: null, attempt_count: 0, dated: 1 }]);
 
@@ -126,7 +126,7 @@ describe('names and groups', () => {
   it('parseColumnGroups: a comma list or an array, trimmed and deduplicated; unknown groups are a ConfigError', () => {
     expect(parseColumnGroups(undefined)).toEqual([]);
     expect(parseColumnGroups(' leases ,retries,leases,')).toEqual(['leases', 'retries']);
-    expect(parseColumnGroups(Object.keys(COLUMN_GROUPS))).toEqual(['leases', 'retries', 'results', 'delays', 'priority', 'dedupe', 'progress', 'dispatch', 'kinds', 'groups']);
+    expect(parseColumnGroups(Object.keys(COLUMN_GROUPS))).toEqual(['leases', 'retries', 'results', 'delays', 'priority', 'dedupe', 'progress', 'dispatch', 'kinds', 'groups', 'tracing']);
     expect(() => parseColumnGroups('leases,everything')).toThrow(ConfigError);
   });
 });

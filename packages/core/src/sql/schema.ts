@@ -41,6 +41,11 @@ export const COLUMN_GROUPS = {
    * which count a group's processing rows at every claim. Not in a table `init` makes unless asked.
    */
   groups: ['group'],
+  /**
+   * trace_context: the enqueuer's W3C trace context (traceparent, then tracestate), so a job's run span joins
+   * the trace of the request that enqueued it. Not in a table `init` makes unless asked.
+   */
+  tracing: ['traceContext'],
 } as const satisfies Record<string, readonly OptionalColumn[]>;
 
 /**
@@ -212,6 +217,8 @@ const OPTIONAL_COLUMN_SPECS: Readonly<Record<OptionalColumn, Omit<ColumnSpec, 'n
   dispatchedAt: { kind: 'time', nullable: true },
   kind: { kind: 'token', nullable: true },
   group: { kind: 'token', nullable: true },
+  // Text, not a 255-character token: a tracestate alone may be 512 characters.
+  traceContext: { kind: 'text', nullable: true },
 };
 
 const optionalColumn = (column: OptionalColumn): ColumnSpec => ({ name: DEFAULT_OPTIONAL_COLUMN_NAMES[column], ...OPTIONAL_COLUMN_SPECS[column] });

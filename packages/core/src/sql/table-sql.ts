@@ -49,6 +49,7 @@ export interface QuotedTable {
   readonly dispatchedAt?: string;
   readonly kind?: string;
   readonly group?: string;
+  readonly traceContext?: string;
   /** The claims table (ResolvedTable.beside), whose columns are the ones of BESIDE_COLUMNS above. */
   readonly beside?: string;
 }

@@ -25,6 +25,11 @@ export interface WorkerEvents {
    * (`cancelled: ...`), its ctx.signal aborted with it, and nothing it settles afterwards changes the row.
    */
   cancelled: { job: Job; reason: string };
+  /**
+   * The row's trace_context is not W3C trace context (`reason` says how): it is ignored, and the job runs in a
+   * trace of its own. Worth a debug line, not more: the row is fine, only its link to the enqueuer is lost.
+   */
+  'trace-context-ignored': { job: Job; reason: string };
   /** A database or internal error the worker survived (it retries or leaves the row to the lease reaper). */
   error: { error: unknown; during: string };
   /**

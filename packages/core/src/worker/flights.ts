@@ -114,7 +114,8 @@ export class Flights {
    */
   private execute(flight: InFlight): void {
     flight.startedAt = performance.now();
-    const decided = this.outcomes.decide(flight);
+    const { tracing } = this.plugs;
+    const decided = tracing === null ? this.outcomes.decide(flight) : tracing.run(flight, () => this.outcomes.decide(flight));
     if (decided instanceof Promise) {
       // decide turns every throw into an outcome; a rejection here would be a bug, still settled as a failure.
       decided.then(
@@ -138,6 +139,7 @@ export class Flights {
     flight.outcome = flight.timedOut ? this.outcomes.failure(flight.job, flight.abortReason) : outcome;
     flight.state = 'settling';
     this.settling.add(flight);
+    this.plugs.tracing?.settling(flight);
     this.settler.submit(flight);
     this.wakeUps.wake();
   }
@@ -164,6 +166,7 @@ export class Flights {
 
   /** The flight's settle committed. */
   private settled(flight: InFlight, applied: boolean): void {
+    this.plugs.tracing?.settled(flight, applied);
     try {
       if (flight.state === 'settling') flight.state = 'done';
       if (!applied) {
@@ -179,6 +182,7 @@ export class Flights {
 
   /** The flight's settle did not commit. */
   private settleFailed(flight: InFlight, error: unknown): void {
+    this.plugs.tracing?.settleFailed(flight, error);
     const outcome = flight.outcome!;
     const { job } = flight;
     if (outcome.kind === 'complete' && outcome.stored !== null && !isRetryableStoreError(error) && !this.plugs.refusedWrites.handles(error)) {
@@ -198,6 +202,7 @@ export class Flights {
 
   /** The job's slot is free again. */
   private finish(flight: InFlight): void {
+    this.plugs.tracing?.finished(flight);
     this.inFlight.delete(flight);
     this.settling.delete(flight);
     this.plugs.source.finished(flight.job.id);
@@ -301,6 +306,7 @@ export class Flights {
       } catch (error) {
         this.hooks.emit('error', { error, during: `settle of timed-out job ${String(flight.job.id)}` });
       }
+      this.plugs.tracing?.finished(flight);
       this.inFlight.delete(flight);
     }
   }
@@ -321,6 +327,7 @@ export class Flights {
     const releasing = this.release(flights);
     const handedBack = (await settlesWithin(releasing, HAND_BACK_DEADLINE_MS)) ? await releasing : null;
     for (const flight of flights) {
+      this.plugs.tracing?.finished(flight);
       this.inFlight.delete(flight);
       this.settling.delete(flight);
     }

@@ -20,6 +20,7 @@ import { GroupLimitedClaims } from './group-limited-claims.js';
 import { HeldBackWait } from './held-back-wait.js';
 import type { WorkerEvents } from './events.js';
 import type { WorkerOptions, WorkerSettings } from './worker-options.js';
+import { WorkerTracing } from './tracing.js';
 
 /** Every seam, filled for one worker. */
 export interface WorkerPlugs {
@@ -29,11 +30,13 @@ export interface WorkerPlugs {
   afterSettle: readonly SettleStep[];
   progress: ProgressSink;
   refusedWrites: RefusedWrites;
+  /** Null: `@opentelemetry/api` is not installed, and nothing is traced. */
+  tracing: WorkerTracing | null;
 }
 
 /** What a plug may tell the worker. */
 export interface PlugHooks {
-  emit<E extends 'error' | 'read-only' | 'writable'>(event: E, payload: WorkerEvents[E]): void;
+  emit<E extends 'error' | 'read-only' | 'writable' | 'trace-context-ignored'>(event: E, payload: WorkerEvents[E]): void;
   /** Ends the run with `error` (running jobs drain first). */
   fatal(error: unknown): void;
 }
@@ -94,10 +97,13 @@ export async function openPlugs(queue: Queue, options: WorkerOptions, settings: 
       source = new KindLimitedClaims(limited, others.length === 0 ? null : plain(queue.forKinds(others)), fencing, nextToken, heldBack, (error) => hooks.emit('error', { error, during: 'rate limit' }));
     }
   }
+  const tracing = await WorkerTracing.open(queue.table, settings.workerId, { ignored: (job, reason) => hooks.emit('trace-context-ignored', { job, reason }) });
+  if (tracing !== null) source = tracing.claims(source);
   const limiter = rate === null ? null : await RateLimiter.open(queue.store, queue.table.table, rate);
   const gate = limiter && new RateBudgetGate(limiter, () => queue.hasDueRow(), (error) => hooks.emit('error', { error, during: 'rate limit' }));
   return {
     source,
+    tracing,
     gate,
     afterSettle,
     progress: new ProgressWriter(queue, (error) => hooks.emit('error', { error, during: 'progress' })),
