@@ -10,11 +10,11 @@ cliScenarios(
   postgresCliTarget,
   ['commands'],
   (ctx) => {
-    it('init installs the NOTIFY triggers that wake idle workers', async () => {
+    it('init installs the NOTIFY triggers that wake idle workers and waitFor', async () => {
       const { statusq, db } = ctx();
       expect((await statusq('init', '--db', db.url)).code).toBe(0);
       const triggers = await db.query<{ tgname: string }>(`SELECT tgname FROM pg_trigger WHERE tgrelid = 'jobs'::regclass AND NOT tgisinternal ORDER BY tgname`);
-      expect(triggers.map((t) => t.tgname)).toEqual(['statusq_notify_insert', 'statusq_notify_update']);
+      expect(triggers.map((t) => t.tgname)).toEqual(['statusq_notify_insert', 'statusq_notify_settle', 'statusq_notify_update']);
     });
 
     it('a database that does not exist is a one-line database error (exit 1), with the password hidden', async () => {
