@@ -14,7 +14,6 @@ import { Queue, type Store } from '@statusq/core';
 import { sleep } from '@statusq/core/tools';
 import type { BenchDatabase, Dialect } from './databases.js';
 import { quantile, round, type WaitForRecord } from './records.js';
-import { withDatabase, type BenchContext } from './scenarios.js';
 
 export interface WaitForPlan {
   rows: number;
@@ -28,26 +27,13 @@ interface Variant {
   listen: boolean;
 }
 
-function variantsOf(dialect: Dialect): Variant[] {
+export function waitForVariants(dialect: Dialect): Variant[] {
   if (dialect === 'postgres') return [{ name: 'settle notify', listen: true }, { name: 'backoff', listen: false }];
   if (dialect === 'sqlite') return [{ name: 'file watch', listen: true }];
   return [{ name: 'probe pace', listen: true }, { name: 'backoff', listen: false }];
 }
 
-export async function waitForPickup(ctx: BenchContext): Promise<void> {
-  for (const dialect of ctx.dialects) {
-    await withDatabase(dialect, async (db) => {
-      const table = 'bench_wait_for';
-      for (const variant of variantsOf(dialect)) {
-        await db.createTable(table, { pending: 0, finished: 0 });
-        ctx.record(await measure(db, table, variant, ctx.plan.waitFor));
-      }
-      await db.dropTable(table);
-    });
-  }
-}
-
-async function measure(db: BenchDatabase, table: string, variant: Variant, plan: WaitForPlan): Promise<WaitForRecord> {
+export async function waitForPickup(db: BenchDatabase, table: string, variant: Variant, plan: WaitForPlan): Promise<WaitForRecord> {
   const stores: Store[] = [];
   try {
     const waiterStore = await db.connect({ listen: variant.listen });

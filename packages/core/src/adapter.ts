@@ -83,7 +83,6 @@ export {
   IDLE_PROBE_WAIT_MS,
   type JobId,
   type KeyIndexSpec,
-  type SettleWakeUpSpec,
   type KindIndexSpec,
   type GroupIndexSpec,
   type NativeClaim,

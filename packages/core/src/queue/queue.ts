@@ -478,8 +478,8 @@ export class Queue {
    * `timeoutMs` runs out first. Rejects at once with a ConfigError when no row has the id (and later if the
    * row is deleted while waited for), and with the signal's reason when `signal` aborts. Every waitFor of a
    * queue is read by one watcher (SettleWatcher): one SELECT of the awaited rows whenever the store's settle
-   * wake-up fires (Store.waitForChange: the file watch on SQLite, a settle NOTIFY on PostgreSQL, a steady
-   * short pace on MySQL/MariaDB), and on a backoff (10 ms doubling to 1 s) always, so a settle is never missed
+   * wake-up fires (Store.waitForChange: a change of the database, a notification naming the settled rows, or a
+   * steady short pace, as the store can), and on a backoff (10 ms doubling to 1 s) always, so a settle is never missed
    * for longer than that backoff. A status that is no state statusq writes is waited on like a live one.
    */
   async waitFor(id: JobId, options: WaitForOptions = {}): Promise<WaitForOutcome> {
