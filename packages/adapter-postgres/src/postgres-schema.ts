@@ -14,9 +14,8 @@ const statements = knexStatements({
 });
 
 /** Trigger names; a trigger's name is per table, so every queue table uses the same three. */
-const INSERT_TRIGGER = 'statusq_notify_insert';
-const UPDATE_TRIGGER = 'statusq_notify_update';
-const SETTLE_TRIGGER = 'statusq_notify_settle';
+export const WAKE_UP_TRIGGERS = { insert: 'statusq_notify_insert', update: 'statusq_notify_update', settle: 'statusq_notify_settle' } as const;
+const { insert: INSERT_TRIGGER, update: UPDATE_TRIGGER, settle: SETTLE_TRIGGER } = WAKE_UP_TRIGGERS;
 /** The trigger functions every queue table's triggers share: new work, and a row settled (its id as payload). */
 const NOTIFY_FUNCTION = 'statusq_notify';
 const SETTLE_FUNCTION = 'statusq_notify_settle';

@@ -475,6 +475,12 @@ export interface StoreInspection {
    * them after the server line. Absent (the default): the adapter knows of no such setting.
    */
   serverChecks?(): Promise<ServerCheck[]>;
+  /**
+   * Whether `table` has the wake-ups SchemaSupport.installWakeUps gives it (a table migrated by an older version
+   * may lack one, until `migrate` runs again), as one verdict whose fix the caller words; `statusq doctor`
+   * lists it with the table's checks. Absent, or null: the store has no wake-ups kept in the table.
+   */
+  wakeUpCheck?(table: string): Promise<ServerCheck | null>;
 }
 
 /** Options every adapter's `connect` understands. */
