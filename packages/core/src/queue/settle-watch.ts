@@ -66,6 +66,8 @@ export class SettleWatcher {
     return () => {
       set.delete(waiter);
       if (set.size === 0 && this.waiting.get(key) === set) this.waiting.delete(key);
+      // The last waiter gone: the loop's wait ends now, so no timer of it keeps a finished process alive.
+      if (this.waiting.size === 0) this.nudge.abort();
     };
   }
 
@@ -80,7 +82,8 @@ export class SettleWatcher {
         if (this.nudge.signal.aborted) this.nudge = new AbortController();
         const timeoutMs = this.interval;
         this.interval = Math.min(this.interval * 2, WAIT_FOR_MAX_MS);
-        const named = this.store.waitForChange ? await this.store.waitForChange(timeoutMs, this.nudge.signal, this.table) : await pause(timeoutMs, this.nudge.signal);
+        // A wake-up that fails is one that named nothing: the rows are read, and a broken store fails that read.
+        const named = this.store.waitForChange ? await this.store.waitForChange(timeoutMs, this.nudge.signal, this.table).catch(() => null) : await pause(timeoutMs, this.nudge.signal);
         // A nudge put its own key in `dirty` and left the store's wake-up untaken (null).
         if (named === null) {
           if (!this.nudge.signal.aborted) this.dirty = 'all';
