@@ -496,7 +496,9 @@ export class Queue {
     const watcher = (this.settles ??= new SettleWatcher(this.store, this.table, (value) => this.idKey(value), (ids) => this.sql.outcomeOfIds(ids)));
     return new Promise<WaitForOutcome>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
+      let ended = false;
       const end = (settle: () => void) => {
+        ended = true;
         leave();
         clearTimeout(timer);
         signal?.removeEventListener('abort', aborted);
@@ -506,6 +508,8 @@ export class Queue {
       const leave = watcher.watch(
         id,
         (row, firstRead) => {
+          // A read already under way when the wait ended (its timeout, an abort) reports to nobody.
+          if (ended) return;
           if (!row) {
             end(() => reject(new ConfigError(firstRead ? `waitFor: no row of ${this.table.table} has id ${String(id)}` : `waitFor: the row of ${this.table.table} with id ${String(id)} was deleted while waited for`)));
             return;
@@ -518,7 +522,9 @@ export class Queue {
           // Timed from the first read, so even a timeout of 0 reports the row as it was.
           if (firstRead && timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) timer = setTimeout(() => end(() => resolve({ status: 'timeout', result: undefined, lastError: null })), timeoutMs);
         },
-        (error) => end(() => reject(error)),
+        (error) => {
+          if (!ended) end(() => reject(error));
+        },
       );
       signal?.addEventListener('abort', aborted, { once: true });
     });
