@@ -4,7 +4,7 @@
 // ledger (STATUSQ_LEDGER) shows every execution, re-runs included.
 import fixture from './table-a.mjs';
 
-/** One effect row through the driver handle ctx.transaction lends: better-sqlite3, pg or mysql2, told apart by shape. */
+/** One effect row through whichever driver handle ctx.transaction lends, told apart by shape (each runs a statement its own way). */
 export async function insertEffect(tx, jobId, pid) {
   const values = [String(jobId), pid];
   if (typeof tx.pragma === 'function') return void tx.prepare('INSERT INTO effects (job_id, pid) VALUES (?, ?)').run(...values);

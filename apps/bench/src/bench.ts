@@ -21,7 +21,7 @@ import { claimLatency, claimers } from './claimer-scenarios.js';
 import { claimState, pruneAlongside, rateLimit } from './feature-scenarios.js';
 import { observability } from './observability.js';
 import { loadPeers } from './peers/registry.js';
-import { idlePickup, pickup } from './pickup-scenarios.js';
+import { idlePickup, pickup, waitForScenario } from './pickup-scenarios.js';
 import { ceilingLines } from './report-ceiling.js';
 import { throughputSvg } from './report-chart.js';
 import { ratioLines } from './report-ratios.js';
@@ -223,6 +223,7 @@ async function main(args: Args): Promise<void> {
     else if (scenario === 'claim-latency') await claimLatency(ctx);
     else if (scenario === 'rate-limit') await rateLimit(ctx);
     else if (scenario === 'broker') await broker(ctx);
+    else if (scenario === 'wait-for') await waitForScenario(ctx);
     else if (scenario === 'observability') await observability(ctx, { rounds: plan.observabilityRounds, variants: observabilityVariants(args), sideBySide: args.sideBySide });
     else {
       await burnDown(ctx, 'handler-5ms');

@@ -1,12 +1,14 @@
 /**
  * The pick-up scenarios: latency from insert to handler start with the worker awake (a row every 10 ms, and
- * delayed rows coming due), and after an idle spell (idle-pickup.ts); the peers' pick-up beside statusq's.
+ * delayed rows coming due), and after an idle spell (idle-pickup.ts); the peers' pick-up beside statusq's; and
+ * how soon waitFor sees a settle (wait-for.ts).
  */
 import { postgresBenchUrl, type Dialect } from './databases.js';
 import { idlePickup as idlePickupRun, idlePickupVariants } from './idle-pickup.js';
 import { pickupLatency } from './pickup-latency.js';
 import { quantile, round, type PickupRecord } from './records.js';
 import { withDatabase, type BenchContext } from './scenarios.js';
+import { waitForPickup, waitForVariants } from './wait-for.js';
 
 export function pickupRecord(system: PickupRecord['system'], variant: string, dialect: PickupRecord['dialect'], rows: number, latencies: readonly number[]): PickupRecord {
   return {
@@ -74,6 +76,20 @@ export async function idlePickup(ctx: BenchContext): Promise<void> {
       for (const variant of idlePickupVariants(dialect)) {
         await db.createTable(table, { pending: 0, finished: 0 });
         ctx.record(await idlePickupRun(db, table, variant, ctx.plan.idlePickup));
+      }
+      await db.dropTable(table);
+    });
+  }
+}
+
+/** How soon waitFor sees a settle, per dialect and wake-up (see wait-for.ts). */
+export async function waitForScenario(ctx: BenchContext): Promise<void> {
+  for (const dialect of ctx.dialects) {
+    await withDatabase(dialect, async (db) => {
+      const table = 'bench_wait_for';
+      for (const variant of waitForVariants(dialect)) {
+        await db.createTable(table, { pending: 0, finished: 0 });
+        ctx.record(await waitForPickup(db, table, variant, ctx.plan.waitFor));
       }
       await db.dropTable(table);
     });

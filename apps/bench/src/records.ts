@@ -214,6 +214,21 @@ export interface IdlePickupRecord {
   maxMs: number;
 }
 
+export interface WaitForRecord {
+  scenario: 'wait-for';
+  system: 'statusq';
+  dialect: Dialect;
+  /** How the waiter learns of a settle: `settle notify`, `file watch`, `probe pace`, `backoff` (see wait-for.ts). */
+  variant: string;
+  rows: number;
+  /** The jobs' run times, first and last (ms): the time waitFor had waited when the settle came. */
+  runMs: [number, number];
+  /** From the settle's commit to waitFor resolving. */
+  p50Ms: number;
+  p95Ms: number;
+  maxMs: number;
+}
+
 /** The observability scenario's variants: see observability.ts. */
 export const OBSERVABILITY_VARIANTS = ['quiet', 'logs', 'metrics', 'observed', 'progress'] as const;
 export type ObservabilityVariant = (typeof OBSERVABILITY_VARIANTS)[number];
@@ -243,7 +258,7 @@ export interface ObservabilityRecord {
   sideBySideWith?: ObservabilityVariant;
 }
 
-export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ClaimShapeRecord | ClaimLimitRecord | PruneRecord | ClaimStateRecord | ClaimersRecord | ClaimLatencyRecord | RateLimitRecord | IdlePickupRecord | ObservabilityRecord;
+export type BenchRecord = BurnDownRecord | PickupRecord | CostRecord | ClaimShapeRecord | ClaimLimitRecord | PruneRecord | ClaimStateRecord | ClaimersRecord | ClaimLatencyRecord | RateLimitRecord | IdlePickupRecord | ObservabilityRecord | WaitForRecord;
 
 /** The q-th quantile (0..1) by nearest rank; NaN for no samples. */
 export function quantile(samples: readonly number[], q: number): number {

@@ -2,7 +2,7 @@
  * Turns bench records into tables, one or more per scenario (plain text for the terminal, Markdown for
  * docs/benchmarks.md). The lines above them are report-ratios.ts and report-ceiling.ts; the chart report-chart.ts.
  */
-import { STATUS_ONLY_VARIANT, round, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type ClaimLimitRecord, type CostRecord, type IdlePickupRecord, type PickupRecord, type PruneRecord, type ClaimStateRecord, type ClaimersRecord, type ClaimLatencyRecord, type RateLimitRecord } from './records.js';
+import { STATUS_ONLY_VARIANT, round, type BenchRecord, type BurnDownRecord, type ClaimShapeRecord, type ClaimLimitRecord, type CostRecord, type IdlePickupRecord, type PickupRecord, type PruneRecord, type ClaimStateRecord, type ClaimersRecord, type ClaimLatencyRecord, type RateLimitRecord, type WaitForRecord } from './records.js';
 import { brokerSections } from './report-broker.js';
 import { targetChecks } from './report-ceiling.js';
 import { fastest, format, markdownTable, percent, systemLabel, textTable, type Cell, type Section } from './report-format.js';
@@ -106,6 +106,14 @@ function sections(records: readonly BenchRecord[]): Section[] {
       title: `Pick-up after an idle spell (one worker idle ${format(idle[0]!.idleSeconds)} s, then one row at a time)`,
       header: ['system', 'idle CPU worker %', 'idle CPU server %', 'rows', 'received', 'p50 ms', 'p99 ms', 'max ms'],
       rows: idle.map((r) => [`statusq ${r.dialect} ${r.variant}`, r.idleWorkerCpuPercent, r.idleServerCpuPercent ?? '', r.rows, r.received, r.p50Ms, r.p99Ms, r.maxMs]),
+    });
+  }
+  const waits = records.filter((r): r is WaitForRecord => r.scenario === 'wait-for');
+  if (waits.length > 0) {
+    out.push({
+      title: `waitFor pick-up (one waiter; a row settled by another connection after ${format(waits[0]!.runMs[0])}-${format(waits[0]!.runMs[1])} ms; from the settle's commit to waitFor resolving)`,
+      header: ['system', 'rows', 'p50 ms', 'p95 ms', 'max ms'],
+      rows: waits.map((r) => [`statusq ${r.dialect} ${r.variant}`, r.rows, r.p50Ms, r.p95Ms, r.maxMs]),
     });
   }
   const costs = records.filter((r): r is CostRecord => r.scenario === 'cost-growth');

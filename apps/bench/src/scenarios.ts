@@ -9,6 +9,7 @@ import { openBenchDatabase, type BenchDatabase, type Dialect } from './databases
 import type { Peer } from './peer-contract.js';
 import type { BenchRecord } from './records.js';
 import type { IdlePickupPlan } from './idle-pickup.js';
+import type { WaitForPlan } from './wait-for.js';
 
 export interface Plan {
   /** Jobs of each throughput run: statusq's native burn-downs, the sweep, the raw loops and the peers. */
@@ -59,6 +60,8 @@ export interface Plan {
   rateLimitSeconds: number;
   /** The idle-pickup scenario: how long the worker idles first, then rows one at a time, gaps in ms. */
   idlePickup: IdlePickupPlan;
+  /** The wait-for scenario: rows waited on one at a time, their run times `firstMs` + i x `stepMs`. */
+  waitFor: WaitForPlan;
   /**
    * The broker scenario's burn-down: pending rows each run drains through a broker, and by polling beside it, at
    * workerCounts (one process) and processCounts (one worker each). Its pick-up runs take pickupRows.
@@ -105,6 +108,7 @@ export const FULL_PLAN: Plan = {
   rateLimits: [50, 1_000],
   rateLimitSeconds: 10,
   idlePickup: { warmUpMs: 15_000, idleMs: 10_000, rows: 20, gapMs: [2_000, 3_000] },
+  waitFor: { rows: 40, firstMs: 30, stepMs: 30 },
   // One consumer through RabbitMQ drains a few thousand a second: 20,000 is several seconds at every count.
   brokerJobs: 20_000,
   claimerCounts: [8, 32, 64, 128],
@@ -142,6 +146,7 @@ export const QUICK_PLAN: Plan = {
   rateLimits: [50],
   rateLimitSeconds: 1,
   idlePickup: { warmUpMs: 200, idleMs: 500, rows: 2, gapMs: [100, 200] },
+  waitFor: { rows: 2, firstMs: 10, stepMs: 20 },
   brokerJobs: 500,
   claimerCounts: [8, 64],
   claimerJobs: 2_000,
@@ -149,8 +154,8 @@ export const QUICK_PLAN: Plan = {
   latencyJobs: 640,
 };
 
-export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'claim-limits' | 'prune-alongside' | 'claim-state' | 'claimers' | 'claim-latency' | 'rate-limit' | 'handler-5ms' | 'observability' | 'broker';
-export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'claim-limits', 'prune-alongside', 'claim-state', 'claimers', 'claim-latency', 'rate-limit', 'handler-5ms', 'observability', 'broker'];
+export type ScenarioName = 'burn-down' | 'peers' | 'batch-size' | 'pickup' | 'idle-pickup' | 'cost-growth' | 'claim-shapes' | 'claim-limits' | 'prune-alongside' | 'claim-state' | 'claimers' | 'claim-latency' | 'rate-limit' | 'handler-5ms' | 'observability' | 'broker' | 'wait-for';
+export const SCENARIOS: readonly ScenarioName[] = ['burn-down', 'peers', 'batch-size', 'pickup', 'idle-pickup', 'cost-growth', 'claim-shapes', 'claim-limits', 'prune-alongside', 'claim-state', 'claimers', 'claim-latency', 'rate-limit', 'handler-5ms', 'observability', 'broker', 'wait-for'];
 
 export interface BenchContext {
   plan: Plan;

@@ -55,7 +55,7 @@ async function expectWorkerPrivilegesMissing(url: string, restrictedUrl: string)
 }
 
 onServer('postgres', 'postgres', await postgresUnavailable(), () => {
-  const functions = (url: string) => withClient(url, async (c) => Number((await c.query(`SELECT count(*) AS n FROM pg_proc WHERE proname = 'statusq_notify'`)).rows[0].n));
+  const functions = (url: string) => withClient(url, async (c) => Number((await c.query(`SELECT count(*) AS n FROM pg_proc WHERE proname IN ('statusq_notify', 'statusq_notify_settle')`)).rows[0].n));
 
   it('a user with SELECT only: the privileges check fails naming UPDATE and INSERT (exit 1); the race cannot create its table and says so', async () => {
     const url = await createTestDatabase('statusq_cli');
@@ -88,7 +88,7 @@ onServer('postgres', 'postgres', await postgresUnavailable(), () => {
     expect(report.race).toBeNull();
   });
 
-  it("the race's scratch table takes the shared trigger function with it only when no other table's triggers use it", async () => {
+  it("the race's scratch table takes the shared trigger functions with it only when no other table's triggers use them", async () => {
     const url = await createTestDatabase('statusq_cli');
     try {
       const alone = await statusq('doctor', '--db', url, '--race-jobs', '50', '--json');
@@ -98,9 +98,9 @@ onServer('postgres', 'postgres', await postgresUnavailable(), () => {
       expect((await statusq('init', '--db', url)).code).toBe(0);
       const beside = await statusq('doctor', '--db', url, '--race-jobs', '50', '--json');
       expect(beside.code, beside.stdout + beside.stderr).toBe(0);
-      expect(await functions(url)).toBe(1);
+      expect(await functions(url)).toBe(2);
       const triggers = await withClient(url, async (c) => (await c.query(`SELECT tgname FROM pg_trigger WHERE tgrelid = 'jobs'::regclass AND NOT tgisinternal ORDER BY tgname`)).rows.map((r: { tgname: string }) => r.tgname));
-      expect(triggers).toEqual(['statusq_notify_insert', 'statusq_notify_update']);
+      expect(triggers).toEqual(['statusq_notify_insert', 'statusq_notify_settle', 'statusq_notify_update']);
     } finally {
       await dropTestDatabase(url);
     }

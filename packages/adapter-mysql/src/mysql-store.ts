@@ -98,6 +98,8 @@ export class MysqlStore implements Store {
   readonly statementLimit: StatementLimit;
   private closed = false;
   private readonly idleProbe: MysqlIdleProbe | null;
+  /** The idle probe's pace, which waitFor's reads keep too (waitForChange). */
+  private readonly probeMs: number;
   private readonly knownClaimWrites = new Map<string, Promise<boolean>>();
   private readonly knownIdsOnServer = new Map<string, Promise<ClaimIdsOnServer | null>>();
 
@@ -119,6 +121,7 @@ export class MysqlStore implements Store {
     // Null when idleProbeMs is 0: idle workers poll with claims.
     const idleProbe = idleProbeMs > 0 ? new MysqlIdleProbe(() => openConnection(idleProbeSetup(server)), idleProbeMs, deadlines.queryTimeoutMs, this.stats, (threadId) => this.killThread(threadId)) : null;
     this.idleProbe = idleProbe;
+    this.probeMs = idleProbeMs;
     this.claimStrategy = strategy === 'conditional-update' || !server.skipLocked || binlog.fallback ? 'conditional-update' : 'native';
     const native = this.claimStrategy === 'native';
     const gate = new MysqlClaimGate(claimGateWidth, this.stats, warn);
@@ -133,8 +136,11 @@ export class MysqlStore implements Store {
       : undefined;
     // groupedResults: a batch of statements costs MySQL a round trip each (no pipelining), so completions with results share one UPDATE.
     this.capabilities = { ...DEFAULT_CAPABILITIES, batchClaim: native, skipLocked: native, returning: false, listenNotify: false, idleProbe: idleProbe !== null, groupedResults: true };
-    // Without the probe the worker polls: no waitForWork at all.
-    if (idleProbe === null) (this as { waitForWork?: unknown }).waitForWork = undefined;
+    // Without the probe the worker polls and waitFor backs off: no waitForWork or waitForChange at all.
+    if (idleProbe === null) {
+      (this as { waitForWork?: unknown }).waitForWork = undefined;
+      (this as { waitForChange?: unknown }).waitForChange = undefined;
+    }
     this.inspection = mysqlInspection(this, server, settings, binlog, native ? gate : undefined, native ? this : undefined);
     this.statementLimit = mysqlStatementLimit(settings.maxAllowedPacket);
   }
@@ -251,6 +257,19 @@ export class MysqlStore implements Store {
   waitForWork(timeoutMs: number, signal: AbortSignal, table?: ResolvedTable): Promise<void> {
     if (this.closed || this.idleProbe === null || table === undefined) return sleep(timeoutMs, signal);
     return this.idleProbe.wait(table, timeoutMs, signal);
+  }
+
+  /**
+   * Queue.waitFor's wake-up. MySQL/MariaDB send no notification of a settle, so it names no row and ends
+   * after the idle probe's pace (idleProbeMs): waitFor's watcher reads every awaited row in one SELECT per
+   * tick while anyone waits, so a settle is seen within that pace however long the job ran (its backoff alone
+   * would reach a second), and N waiters cost one read per tick. A settle is not a due row, so the probe
+   * itself cannot see it; and a probe of the awaited ids on the server would need a new statement each time
+   * a waiter joins or leaves.
+   */
+  async waitForChange(timeoutMs: number, signal: AbortSignal): Promise<null> {
+    if (!this.closed) await sleep(Math.min(timeoutMs, this.probeMs), signal);
+    return null;
   }
 
   /** KILL of one of this store's own server threads (the idle probe's), through the pool even while closing. */

@@ -56,3 +56,19 @@ export function notifyChannel(table: string): string {
   if (!CHANNEL.test(channel)) throw new ConfigError(`invalid notification channel ${JSON.stringify(channel)}`);
   return channel;
 }
+
+/** What every settleChannel starts with. */
+export const SETTLE_CHANNEL_PREFIX = 'statusq:settled:';
+
+/**
+ * The channel a table's settles NOTIFY (Queue.waitFor's wake-up): `statusq:settled:<table>`, hashed past 63
+ * bytes as notifyChannel is. Its colons keep it apart from every table's work channel (`statusq_` and a table
+ * name, which has none), so a settle wakes no idle worker.
+ */
+export function settleChannel(table: string): string {
+  const channel = derivedName(`${SETTLE_CHANNEL_PREFIX}${validateTableName(table)}`, table);
+  if (!SETTLE_CHANNEL.test(channel)) throw new ConfigError(`invalid notification channel ${JSON.stringify(channel)}`);
+  return channel;
+}
+
+const SETTLE_CHANNEL = /^statusq:settled:[A-Za-z0-9_.]{1,47}$/;

@@ -4,6 +4,7 @@
  */
 import type { ExplainOptions, QueryPlan, ServerCheck, ServerFacts, Statement, StatementRunner, Store, StoreInspection } from '@statusq/core/adapter';
 import { postgresDialect } from './postgres-dialect.js';
+import { WAKE_UP_TRIGGERS } from './postgres-schema.js';
 import { estimateRowsOnPostgres } from './postgres-row-estimates.js';
 
 const q = (name: string) => postgresDialect.quoteIdentifier(name);
@@ -106,6 +107,7 @@ export function postgresInspection(store: Store, notificationCheck: () => Promis
     explain: (statement, options) => explainOnPostgres(store, statement, options),
     estimateRows: (statement) => estimateRowsOnPostgres(store, statement),
     generatedColumns: (table) => postgresGeneratedColumns(store, table),
+    wakeUpCheck: (table) => postgresWakeUpCheck(store, table),
     async serverChecks(): Promise<ServerCheck[]> {
       const checks = await postgresServerChecks(store);
       // A standby refuses LISTEN and NOTIFY alike: its own check says all there is to say.
@@ -143,4 +145,18 @@ export async function postgresServerChecks(store: Store): Promise<ServerCheck[]>
         }
       : { name: 'read_only', status: 'pass', detail: 'default_transaction_read_only is off: transactions may write' };
   return row.standby === true ? [standby] : [standby, readOnly];
+}
+
+/**
+ * The table's wake-up triggers (postgres-schema.ts): the settle trigger came later than the other two, so a
+ * table migrated before it lacks it, and `queue.waitFor` (`enqueue --wait`) sees its settles only by polling.
+ */
+async function postgresWakeUpCheck(store: Store, table: string): Promise<ServerCheck> {
+  const { rows } = await store.execute({ sql: 'SELECT tgname AS name FROM pg_trigger WHERE tgrelid = to_regclass($1) AND NOT tgisinternal', params: [q(table)] });
+  const present = new Set(rows.map((row) => String(row.name)));
+  const missing: string[] = [];
+  if (!present.has(WAKE_UP_TRIGGERS.insert) || !present.has(WAKE_UP_TRIGGERS.update)) missing.push('idle workers are not woken by new rows and poll');
+  if (!present.has(WAKE_UP_TRIGGERS.settle)) missing.push('waitFor and enqueue --wait see a settle by polling, up to about 1 s late, instead of within milliseconds');
+  if (missing.length === 0) return { name: 'wake-ups', status: 'pass', detail: 'NOTIFY triggers wake idle workers on new rows, and waitFor on settles' };
+  return { name: 'wake-ups', status: 'warn', detail: `${table} lacks statusq's NOTIFY triggers (made by an older version, or dropped): ${missing.join('; ')}` };
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { notifyChannel, postgresDialect } from './postgres-dialect.js';
+import { SETTLE_CHANNEL_PREFIX, notifyChannel, postgresDialect, settleChannel } from './postgres-dialect.js';
 
 /** Shortest pause between attempts to (re)open the listening connection after one failed. */
 const LISTENER_RETRY_MS = 1000;
@@ -21,6 +21,27 @@ export type SendNotify = (channel: string, payload: string) => Promise<void>;
 export type NotificationDelivery = 'unknown' | 'delivered' | 'lost';
 
 type Waiter = () => void;
+
+/**
+ * How long a settle channel stays LISTENed after its last wait ended: the waitFor watcher's reads between two
+ * waits keep it, and a settle committed during one is heard, not lost to an UNLISTEN and a fresh LISTEN. Past it
+ * the channel is dropped, since every settle of the table would otherwise reach this process for nothing.
+ */
+const SETTLE_LINGER_MS = 2_000;
+
+/** More ids heard between two reads than this: the next read takes every awaited row instead. */
+const MAX_SETTLED_IDS = 10_000;
+
+/** A table's settle channel while Queue.waitFor waits on it (see waitForSettles). */
+interface SettleChannel {
+  /** The ids heard since the last wait took them. */
+  readonly ids: Set<string>;
+  /** Heard something that names no row (an empty payload, too many ids, a LISTEN just begun): every awaited row is read. */
+  any: boolean;
+  waits: number;
+  readonly waiters: Set<Waiter>;
+  linger: NodeJS.Timeout | null;
+}
 
 /**
  * Whether a NOTIFY sent through `send` reaches `listener` (connected, not yet listening on the probe's
@@ -86,6 +107,8 @@ export class PostgresListener {
   private listenerFailedAt = 0;
   private listenQueue: Promise<void> = Promise.resolve();
   private waiters = new Set<Waiter>();
+  /** Settle channels by name, while waited on or lingering. */
+  private readonly settles = new Map<string, SettleChannel>();
   /** A notification arrived while nobody was waiting: the next wait returns at once. */
   private notified = false;
   private closed = false;
@@ -143,6 +166,61 @@ export class PostgresListener {
     });
   }
 
+  /**
+   * Queue.waitFor's wake-up (Store.waitForChange): resolves with the ids the table's settle trigger sent
+   * since the last call took them, at once when there are some; null when what was heard names no row, after
+   * `timeoutMs`, and when `signal` aborts (which takes nothing). The settle channel is LISTENed from the first
+   * call until SETTLE_LINGER_MS after the last, apart from the workers' channels, and its LISTEN taking
+   * effect counts as a settle of any row (one may have been missed before it).
+   */
+  async waitForSettles(table: string, timeoutMs: number, signal: AbortSignal): Promise<readonly string[] | null> {
+    if (signal.aborted || this.closed) return null;
+    const name = settleChannel(table);
+    let channel = this.settles.get(name);
+    if (!channel) {
+      channel = { ids: new Set(), any: false, waits: 0, waiters: new Set(), linger: null };
+      this.settles.set(name, channel);
+      if (this.listener) this.syncChannels(this.listener);
+    }
+    if (channel.linger) clearTimeout(channel.linger);
+    channel.linger = null;
+    channel.waits++;
+    try {
+      if (!channel.any && channel.ids.size === 0) {
+        void this.ensureListener();
+        const heard = channel;
+        const aborted = await new Promise<boolean>((resolve) => {
+          const done = (wasAborted: boolean) => () => {
+            clearTimeout(timer);
+            signal.removeEventListener('abort', onAbort);
+            heard.waiters.delete(onHeard);
+            resolve(wasAborted);
+          };
+          const onAbort = done(true);
+          const onHeard = done(false);
+          const timer = setTimeout(onHeard, Math.max(0, timeoutMs));
+          signal.addEventListener('abort', onAbort, { once: true });
+          heard.waiters.add(onHeard);
+        });
+        if (aborted || this.closed) return null;
+      }
+      const ids = channel.any || channel.ids.size === 0 ? null : [...channel.ids];
+      channel.any = false;
+      channel.ids.clear();
+      return ids;
+    } finally {
+      const lingering = channel;
+      if (--lingering.waits === 0 && !this.closed) {
+        lingering.linger = setTimeout(() => {
+          if (this.settles.get(name) !== lingering || lingering.waits > 0) return;
+          this.settles.delete(name);
+          if (this.listener) this.syncChannels(this.listener);
+        }, SETTLE_LINGER_MS);
+        lingering.linger.unref();
+      }
+    }
+  }
+
   /** The channels the listening connection LISTENs on; none while it is down. */
   get listeningChannels(): readonly string[] {
     return this.listener ? [...this.listening] : [];
@@ -183,6 +261,11 @@ export class PostgresListener {
   async close(): Promise<void> {
     this.closed = true;
     for (const wake of [...this.waiters]) wake();
+    for (const channel of this.settles.values()) {
+      if (channel.linger) clearTimeout(channel.linger);
+      for (const wake of [...channel.waiters]) wake();
+    }
+    this.settles.clear();
     // A listener still connecting or probing is ended here; its opening sees `closed` and gives up.
     void this.opening?.end().catch(() => undefined);
     await this.listenerOpening;
@@ -221,7 +304,11 @@ export class PostgresListener {
     client.on('error', drop);
     client.on('end', drop);
     client.on('notification', (message) => {
-      if (!message.channel.startsWith(PROBE_CHANNEL_PREFIX)) this.wakeAll();
+      if (message.channel.startsWith(PROBE_CHANNEL_PREFIX)) return;
+      const settled = this.settles.get(message.channel);
+      if (settled) this.heardSettle(settled, message.payload ?? '');
+      // A settle channel just UNLISTENed may still deliver; it is never the workers' business.
+      else if (!this.isSettleChannel(message.channel)) this.wakeAll();
     });
     this.opening = client;
     let tookMs: number | null;
@@ -251,20 +338,45 @@ export class PostgresListener {
     this.wakeAll();
   }
 
-  /** LISTENs on every known channel the listener does not listen on yet, one statement at a time. */
+  /**
+   * LISTENs on every known channel (the workers' and the waited-on settle channels) the listener does not
+   * listen on yet, and UNLISTENs settle channels no longer waited on, one statement at a time.
+   */
   private syncChannels(client: pg.Client): void {
     this.listenQueue = this.listenQueue.then(async () => {
-      for (const channel of this.channels) {
-        if (this.listener !== client || this.listening.has(channel)) continue;
-        try {
+      const wanted = [...this.channels, ...this.settles.keys()];
+      const dropped = [...this.listening].filter((channel) => this.isSettleChannel(channel) && !this.settles.has(channel));
+      try {
+        for (const channel of wanted) {
+          if (this.listener !== client || this.listening.has(channel)) continue;
           await client.query(`LISTEN ${postgresDialect.quoteIdentifier(channel)}`);
           this.listening.add(channel);
-        } catch {
-          // The connection broke; `drop` resets it and the next wait reopens it.
-          return;
+          const settled = this.settles.get(channel);
+          if (settled) this.heardSettle(settled, '');
         }
+        for (const channel of dropped) {
+          if (this.listener !== client) return;
+          await client.query(`UNLISTEN ${postgresDialect.quoteIdentifier(channel)}`);
+          this.listening.delete(channel);
+        }
+      } catch {
+        // The connection broke; `drop` resets it and the next wait reopens it.
+        return;
       }
     });
+  }
+
+  private isSettleChannel(channel: string): boolean {
+    return this.settles.has(channel) || channel.startsWith(SETTLE_CHANNEL_PREFIX);
+  }
+
+  /** A settle of the row named `payload` (empty: of some row) reached its channel. */
+  private heardSettle(channel: SettleChannel, payload: string): void {
+    if (payload === '' || channel.ids.size >= MAX_SETTLED_IDS) {
+      channel.any = true;
+      channel.ids.clear();
+    } else if (!channel.any) channel.ids.add(payload);
+    for (const wake of [...channel.waiters]) wake();
   }
 
   private wakeAll(): void {

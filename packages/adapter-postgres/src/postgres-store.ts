@@ -21,6 +21,7 @@ import {
   type ExecResult,
   type NativeClaim,
   type OrderTimeEncoding,
+  type ResolvedTable,
   type Row,
   type SchemaSupport,
   type Statement,
@@ -168,8 +169,11 @@ export class PostgresStore implements Store {
       async (channel, payload) => void (await this.execute({ sql: 'SELECT pg_notify($1, $2)', params: [channel, payload] })),
       () => this.warn(this.notificationsLost()),
     );
-    // Without LISTEN the worker polls: no waitForWork at all.
-    if (!this.capabilities.listenNotify) (this as { waitForWork?: unknown }).waitForWork = undefined;
+    // Without LISTEN the worker and waitFor poll: no waitForWork or waitForChange at all.
+    if (!this.capabilities.listenNotify) {
+      (this as { waitForWork?: unknown }).waitForWork = undefined;
+      (this as { waitForChange?: unknown }).waitForChange = undefined;
+    }
   }
 
   async execute(statement: Statement): Promise<ExecResult> {
@@ -271,6 +275,16 @@ export class PostgresStore implements Store {
    */
   waitForWork(timeoutMs: number, signal: AbortSignal): Promise<void> {
     return this.listener.wait(timeoutMs, signal);
+  }
+
+  /**
+   * Queue.waitFor's wake-up: the ids of `table`'s rows whose settle NOTIFY (postgres-schema.ts) arrived, on the
+   * same listening connection as waitForWork's but another channel. A table migrated before the settle trigger
+   * sends none, and behind a pooler that loses notifications nothing arrives: each wait then ends at its
+   * timeout and waitFor's backoff reads the rows.
+   */
+  waitForChange(timeoutMs: number, signal: AbortSignal, table: ResolvedTable): Promise<readonly string[] | null> {
+    return this.listener.waitForSettles(table.table, timeoutMs, signal);
   }
 
   /** Whether the listening connection is up and LISTENs on every channel known so far (for tests). */

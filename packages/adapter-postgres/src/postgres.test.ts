@@ -7,9 +7,10 @@
  * own database; an unreachable server skips the file (fails with STATUSQ_REQUIRE_DATABASES=1).
  */
 import { describe, expect, it } from 'vitest';
-import { ConfigError, Queue, StoreError, Worker, initTable } from '@statusq/core';
+import { ConfigError, Queue, StoreError, Worker, initTable, migrateTable } from '@statusq/core';
 import { Ledger, deferred, withDeadline, waitFor } from '@statusq/conformance';
 import { connect, notifyChannel, type PostgresStore } from './index.js';
+import { settleChannel } from './postgres-dialect.js';
 import { databaseEachTest, whenPostgresAnswers } from './test/postgres-test-db.js';
 
 const POLL = { pollMinMs: 2, pollMaxMs: 50 } as const;
@@ -161,6 +162,7 @@ whenPostgresAnswers('PostgreSQL-specific tests', () => {
       const channel = notifyChannel('jobs');
       expect(triggers.map((t) => [t.tgname, String(t.args).replace(/\\000$/, '')])).toEqual([
         ['statusq_notify_insert', channel],
+        ['statusq_notify_settle', `${settleChannel('jobs')}\\000id`],
         ['statusq_notify_update', channel],
       ]);
       // A second init changes nothing, triggers included.
@@ -220,7 +222,50 @@ whenPostgresAnswers('PostgreSQL-specific tests', () => {
       await done;
     });
 
+    it('settle NOTIFY: waitForChange names the settled rows by id on a channel of its own, which wakes no idle worker; a table migrated before the settle trigger still resolves waitFor (polling), and migrate adds the trigger', async () => {
+      const writer = await store();
+      await initTable(writer, 'jobs');
+      const writerQueue = await Queue.open(writer, { table: 'jobs' });
+      const [first, second, third] = await writerQueue.enqueue([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      await writerQueue.claim({ limit: 3, token: 'w' });
+
+      const waiter = await store();
+      const waiterQueue = await Queue.open(waiter, { table: 'jobs' });
+      await waiter.listen();
+      const never = new AbortController();
+      // Consumes what the listener's opening announced, so the next waitForWork waits for a NOTIFY.
+      await waiter.waitForWork(60_000, never.signal);
+      let workWoken = false;
+      const stopWork = new AbortController();
+      const working = waiter.waitForWork(60_000, stopWork.signal).then(() => (workWoken = !stopWork.signal.aborted));
+      // The settle channel's LISTEN taking effect names no row: whatever settled before it must be read.
+      expect(await withDeadline(waiter.waitForChange(60_000, never.signal, waiterQueue.table), 10_000, 'the settle channel to be listened on')).toBeNull();
+      expect(waiter.listeningChannels).toEqual([notifyChannel('jobs'), settleChannel('jobs')]);
+      const settled = waiter.waitForChange(60_000, never.signal, waiterQueue.table);
+      await writerQueue.apply([writerQueue.sql.complete(first!, 'w', null), writerQueue.sql.giveUp(second!, 'w', 'nope')]);
+      expect(new Set(await withDeadline(settled, 10_000, 'the settle NOTIFY'))).toEqual(new Set([String(first), String(second)]));
+      // Both channels arrive on one connection, in order: a work wake-up from the settle would have run by now.
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(workWoken).toBe(false);
+      stopWork.abort();
+      await working;
+
+      await writer.execute({ sql: 'DROP TRIGGER statusq_notify_settle ON jobs', params: [] });
+      const outcome = waiterQueue.waitFor(third!, { timeoutMs: 60_000 });
+      await writerQueue.apply([writerQueue.sql.complete(third!, 'w', JSON.stringify({ ok: 3 }))]);
+      expect(await withDeadline(outcome, 10_000, 'waitFor to read the row by polling')).toEqual({ status: 'done', result: { ok: 3 }, lastError: null });
+      const listenless = await store({ listen: false });
+      expect(listenless.waitForChange).toBeUndefined();
+      expect(await (await Queue.open(listenless, { table: 'jobs' })).waitFor(first!, { timeoutMs: 0 })).toEqual({ status: 'done', result: undefined, lastError: null });
+
+      await migrateTable(writer, { table: 'jobs' });
+      const { rows } = await writer.execute({ sql: `SELECT tgname FROM pg_trigger WHERE tgrelid = 'jobs'::regclass AND tgname = 'statusq_notify_settle'`, params: [] });
+      expect(rows).toHaveLength(1);
+    });
+
     it('channel names: derived from the table, validated, at most 63 characters', () => {
+      expect(settleChannel('jobs')).toBe('statusq:settled:jobs');
+      expect(settleChannel(`a${'b'.repeat(62)}`).length).toBeLessThanOrEqual(63);
       expect(notifyChannel('jobs')).toBe('statusq_jobs');
       expect(notifyChannel('app.jobs')).toBe('statusq_app.jobs');
       const long = notifyChannel(`a${'b'.repeat(62)}`);

@@ -129,9 +129,13 @@ export class SqliteStore implements Store {
     return this.wakeUps ? this.wakeUps.wait(timeoutMs, signal) : Promise.resolve();
   }
 
-  /** Resolves when the database file changed (any commit, a settle included), after `timeoutMs`, or at once when `signal` aborts (Queue.waitFor). */
-  waitForChange(timeoutMs: number, signal: AbortSignal): Promise<void> {
-    return this.wakeUps ? this.wakeUps.waitForChange(timeoutMs, signal) : Promise.resolve();
+  /**
+   * Resolves when the database file changed (any commit, a settle included), after `timeoutMs`, or at once when
+   * `signal` aborts (Queue.waitFor). A change names no row: null, every awaited row is read again.
+   */
+  async waitForChange(timeoutMs: number, signal: AbortSignal): Promise<null> {
+    if (this.wakeUps) await this.wakeUps.waitForChange(timeoutMs, signal);
+    return null;
   }
 
   /** Whether the database's directory is watched yet (a commit before that is heard only by polling). */

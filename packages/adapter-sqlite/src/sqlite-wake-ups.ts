@@ -75,7 +75,7 @@ export class SqliteWakeUps {
    * Resolves on the next change of the database (a settle too), after `timeoutMs`, or at once when `signal`
    * aborts: Queue.waitFor's wake-up. It leaves `changed` alone, which belongs to the worker's claims, so a
    * waitFor in a worker's process takes none of its wake-ups; and it has no MIN_WAIT_MS, since what it reads
-   * on waking is one row by id.
+   * on waking is the awaited rows by id, in one SELECT.
    */
   async waitForChange(timeoutMs: number, signal: AbortSignal): Promise<void> {
     if (signal.aborted || this.closed) return;

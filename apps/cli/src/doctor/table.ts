@@ -65,6 +65,8 @@ export async function checkTable(store: Store, config: TableConfig, statusq: Com
     checks.push(...(await planChecks(store, table, migrate)));
     const keyCheck = await keyIndexCheck(store, table, migrate);
     if (keyCheck) checks.push(keyCheck);
+    const wakeUps = await store.inspection?.wakeUpCheck?.(table.table);
+    if (wakeUps) checks.push({ ...wakeUps, ...(wakeUps.status !== 'pass' && { fix: migrate }) });
   }
   const kinds = table?.features.kinds ? await kindChecks(store, config, stalledAfterMs, statusq) : null;
   if (kinds) checks.push(...kinds.checks);

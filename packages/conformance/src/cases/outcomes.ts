@@ -1,3 +1,5 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, type Handler, type Queue, type Row } from '@statusq/core';
 
@@ -5,6 +7,8 @@ type WaitForOutcome = Awaited<ReturnType<Queue['waitFor']>>;
 import { generateTableARows } from '@statusq/test-fixtures';
 import { FAST, Ledger, countsOf, idKey, readRow, readRows, statusOf, withDeadline, type TestEnv } from '../harness.js';
 import { createJobs, createTableA, enqueueJobs, insertJobsAt } from '../tables.js';
+import { childScript } from '../child-handle.js';
+import type { ChildWorkerArgs, ChildWorkerResult } from '../child-worker.js';
 
 type Waited = { outcome: WaitForOutcome; at: number };
 
@@ -202,6 +206,38 @@ export function outcomeCases(env: () => TestEnv): void {
       // Bounded by the backoff (at most 1 s between reads), not by the 30 s timeout.
       for (const { at } of [done, failed, abuse]) expect(at - drainedAt).toBeLessThan(1_500);
       expect(w.errors).toEqual([]);
+      await env().closeStores();
+    });
+
+    it('resolves each waiter with its own row\'s outcome once a worker in another process settles it, many waiters sharing one watcher', async () => {
+      const store = await env().store();
+      const queue = await createJobs(store);
+      const payloads = Array.from({ length: 24 }, (_, n) => ({ n }));
+      const ids = await enqueueJobs(queue, payloads);
+      // Every row is pending as its waits begin, so each outcome comes from a settle committed elsewhere; two
+      // waiters on one row both hear it.
+      const waits = [...ids, ids[0]!].map((id) => queue.waitFor(id, { timeoutMs: 60_000 }));
+      const handler = join(env().tempDir(), 'settle.mjs');
+      writeFileSync(
+        handler,
+        [
+          'export default async function handle(job, ctx) {',
+          '  if (job.payload.n % 3 === 2) return ctx.giveUp(`no ${job.payload.n}`);',
+          '  return { doubled: job.payload.n * 2 };',
+          '}',
+          '',
+        ].join('\n'),
+      );
+      const child = env().spawnChild(
+        childScript('child-worker.js'),
+        { adapterModule: env().adapterModulePath, url: env().url, table: { table: 'jobs' }, handlerPath: handler, concurrency: 4, worker: { ...FAST, exitWhenEmpty: true } } satisfies ChildWorkerArgs,
+        {},
+        'the settling worker process',
+      );
+      const outcomes = await withDeadline(Promise.all(waits), 60_000, 'waitFor to see every settle of the other process');
+      expect((await child.result<ChildWorkerResult>(60_000)).counters).toMatchObject({ completed: 16, failed: 8 });
+      const expected = (n: number): WaitForOutcome => (n % 3 === 2 ? { status: 'failed', result: undefined, lastError: `no ${n}` } : { status: 'done', result: { doubled: n * 2 }, lastError: null });
+      expect(outcomes).toEqual([...payloads.map(({ n }) => expected(n)), expected(0)]);
       await env().closeStores();
     });
 

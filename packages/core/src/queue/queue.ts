@@ -13,6 +13,7 @@ import { CANCEL_PREFIX } from '../sql/recovery-sql.js';
 import { Enqueuer } from './enqueue.js';
 import type { EnqueueOptions, EnqueueOutcome } from './enqueue-options.js';
 import { inEnqueueSpan, loadTracing } from './trace-context.js';
+import { SettleWatcher } from './settle-watch.js';
 import { monitoringCounts, type MonitoringCountOptions, type MonitoringCounts, type StatusCounts } from './monitoring-counts.js';
 
 /** What a worker process leaves behind for its launcher: its worker id and the claims it had not started. */
@@ -106,15 +107,6 @@ export interface WaitForOutcome {
 }
 
 /**
- * waitFor reads its row again after WAIT_FOR_FIRST_MS, doubling up to WAIT_FOR_MAX_MS between reads: a job that
- * settles quickly is seen soon, and a waiter on a long job costs one lookup by id a second. A store's change
- * wake-up (Store.waitForChange) ends each wait early; the backoff bounds how late a wake-up that is missed or
- * that the store does not have (a settle sends none on some stores) leaves the outcome.
- */
-const WAIT_FOR_FIRST_MS = 10;
-const WAIT_FOR_MAX_MS = 1_000;
-
-/**
  * One queue table on one store: the table checked against the database once, and every operation on its
  * rows. The worker and the CLI both go through this.
  */
@@ -125,6 +117,8 @@ function emptyCounts(): StatusCounts {
 export class Queue {
   readonly sql: TransitionSql;
   private readonly enqueuer: Enqueuer;
+  /** Every waitFor of this queue, read together (created by the first). */
+  private settles: SettleWatcher | null = null;
   /** The id column as the database declares it; `integer` says how ids compare. */
   readonly idColumn: ColumnInfo;
   private constructor(
@@ -484,10 +478,11 @@ export class Queue {
    * Resolves once the row with this id is finished (done, failed, or abuse: failed only once it gave up, a
    * retry in between is still pending), with its result and last error; with status `timeout` when
    * `timeoutMs` runs out first. Rejects at once with a ConfigError when no row has the id (and later if the
-   * row is deleted while waited for), and with the signal's reason when `signal` aborts. Between reads it
-   * waits on the store's change wake-up where there is one, and on a backoff (10 ms doubling to 1 s) always,
-   * so it never polls tightly and never misses the settle for longer than that backoff. A status that is no
-   * state statusq writes is waited on like a live one.
+   * row is deleted while waited for), and with the signal's reason when `signal` aborts. Every waitFor of a
+   * queue is read by one watcher (SettleWatcher): one SELECT of the awaited rows whenever the store's settle
+   * wake-up fires (Store.waitForChange: a change of the database, a notification naming the settled rows, or a
+   * steady short pace, as the store can), and on a backoff (10 ms doubling to 1 s) always, so a settle is never missed
+   * for longer than that backoff. A status that is no state statusq writes is waited on like a live one.
    */
   async waitFor(id: JobId, options: WaitForOptions = {}): Promise<WaitForOutcome> {
     const { timeoutMs, signal } = options;
@@ -495,24 +490,53 @@ export class Queue {
       throw new ConfigError(`waitFor: timeoutMs must be a non-negative number of milliseconds, got ${String(timeoutMs)}`);
     }
     signal?.throwIfAborted();
-    const deadline = timeoutMs === undefined ? Infinity : performance.now() + timeoutMs;
     // An id that no integer id column can hold (beyond its range, or text that is no integer) is no row's: not
     // looked up, where the server would refuse it as bad input rather than find nothing, and not found.
     const integerText = typeof id === 'string' && this.idColumn.integer;
     const possible = integerText ? /^-?\d+$/.test(id.trim()) && idFitsColumn(this.idColumn, BigInt(id.trim())) : idFitsColumn(this.idColumn, id);
-    const statement = possible ? this.sql.outcomeOfId(id) : null;
-    let interval = WAIT_FOR_FIRST_MS;
-    for (let reads = 0; ; reads++) {
-      const row = statement === null ? undefined : (await this.store.execute(statement)).rows[0];
-      signal?.throwIfAborted();
-      if (!row) throw new ConfigError(reads === 0 ? `waitFor: no row of ${this.table.table} has id ${String(id)}` : `waitFor: the row of ${this.table.table} with id ${String(id)} was deleted while waited for`);
-      const status = statusName(statusCodeOf(row.status), this.table.codes);
-      if (status === 'done' || status === 'failed' || status === 'abuse') return { status, result: parseResult(row.result), lastError: row.last_error === null || row.last_error === undefined ? null : String(row.last_error) };
-      const left = deadline - performance.now();
-      if (left <= 0) return { status: 'timeout', result: undefined, lastError: null };
-      await waitOrChange(this.store, Math.min(interval, left), signal);
-      interval = Math.min(interval * 2, WAIT_FOR_MAX_MS);
-    }
+    if (!possible) throw new ConfigError(`waitFor: no row of ${this.table.table} has id ${String(id)}`);
+    const watcher = (this.settles ??= new SettleWatcher(this.store, this.table, (value) => this.idKey(value), (ids) => this.sql.outcomeOfIds(ids)));
+    return new Promise<WaitForOutcome>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      let ended = false;
+      const end = (settle: () => void) => {
+        ended = true;
+        leave();
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', aborted);
+        settle();
+      };
+      const aborted = () => end(() => reject(signal!.reason));
+      const leave = watcher.watch(
+        id,
+        (row, firstRead) => {
+          // A read already under way when the wait ended (its timeout, an abort) reports to nobody.
+          if (ended) return;
+          if (!row) {
+            end(() => reject(new ConfigError(firstRead ? `waitFor: no row of ${this.table.table} has id ${String(id)}` : `waitFor: the row of ${this.table.table} with id ${String(id)} was deleted while waited for`)));
+            return;
+          }
+          const status = statusName(statusCodeOf(row.status), this.table.codes);
+          if (status === 'done' || status === 'failed' || status === 'abuse') {
+            end(() => resolve({ status, result: parseResult(row.result), lastError: row.last_error === null || row.last_error === undefined ? null : String(row.last_error) }));
+            return;
+          }
+          // Timed from the first read, so even a timeout of 0 reports the row as it was.
+          if (firstRead && timeoutMs !== undefined && timeoutMs <= MAX_TIMER_MS) timer = setTimeout(() => end(() => resolve({ status: 'timeout', result: undefined, lastError: null })), timeoutMs);
+        },
+        (error) => {
+          if (!ended) end(() => reject(error));
+        },
+      );
+      signal?.addEventListener('abort', aborted, { once: true });
+    });
+  }
+
+  /** An id as waitFor's reads and a store's settle wake-up are matched by: an integer id column's by value, others by their text. */
+  private idKey(value: unknown): string {
+    const text = String(value);
+    if (!this.idColumn.integer || typeof value === 'number' || typeof value === 'bigint') return text;
+    return /^\s*-?\d+\s*$/.test(text) ? BigInt(text.trim()).toString() : text;
   }
 
   /** abuse (pending -> abuse) without a claim, for a business rule applied outside a worker. */
@@ -561,6 +585,9 @@ export class Queue {
   }
 }
 
+/** The longest a timer can wait (2^31 - 1 ms); a longer waitFor timeout is no limit. */
+const MAX_TIMER_MS = 2_147_483_647;
+
 /** A kind as the counts by kind key it: rows without one under ''. */
 function kindKey(value: unknown): string {
   return value === null || value === undefined ? '' : String(value);
@@ -585,28 +612,4 @@ function parseResult(value: unknown): unknown {
   } catch {
     return value;
   }
-}
-
-/** At most `ms`, ended early by the store's change wake-up when it has one; rejects with the signal's reason on abort. */
-async function waitOrChange(store: Store, ms: number, signal: AbortSignal | undefined): Promise<void> {
-  const controller = new AbortController();
-  const abort = () => controller.abort();
-  signal?.addEventListener('abort', abort, { once: true });
-  try {
-    if (store.waitForChange) await store.waitForChange(ms, controller.signal);
-    else {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, ms);
-        controller.signal.addEventListener('abort', done, { once: true });
-        function done() {
-          clearTimeout(timer);
-          controller.signal.removeEventListener('abort', done);
-          resolve();
-        }
-      });
-    }
-  } finally {
-    signal?.removeEventListener('abort', abort);
-  }
-  signal?.throwIfAborted();
 }

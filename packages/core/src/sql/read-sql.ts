@@ -73,17 +73,18 @@ export class ReadStatements extends TableSql {
   }
 
   /**
-   * What Queue.waitFor reads of one row, by its primary key: its status, and its result and last error where the
-   * table has those columns. A lookup by id costs one index probe however big the table is, which is what lets
-   * waitFor read it again on every wake-up (and on its backoff) without weighing on the database.
+   * What Queue.waitFor reads of the rows it awaits, by their primary key: each one's id and status, and its
+   * result and last error where the table has those columns. A lookup by id costs one index probe per row however
+   * big the table is, which is what lets waitFor read them again on every wake-up (and on its backoff) without
+   * weighing on the database.
    */
-  outcomeOfId(id: JobId): Statement {
+  outcomeOfIds(ids: readonly JobId[]): Statement {
     const p = new Params(this.dialect);
     const q = (name: string) => this.dialect.quoteIdentifier(name);
-    let what = `${this.q.status} AS ${q('status')}`;
+    let what = `${this.q.id} AS ${q('id')}, ${this.q.status} AS ${q('status')}`;
     if (this.q.result) what += `, ${this.q.result} AS ${q('result')}`;
     if (this.q.lastError) what += `, ${this.read('lastError')} AS ${q('last_error')}`;
-    return { sql: `SELECT ${what} FROM ${this.q.table} WHERE ${this.q.id} = ${p.add(id)}`, params: p.values };
+    return { sql: `SELECT ${what} FROM ${this.q.table} WHERE ${p.in(this.q.id, ids)}`, params: p.values };
   }
 
   /**

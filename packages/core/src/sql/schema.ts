@@ -119,7 +119,7 @@ export interface MigrateOptions {
    * own is a ConfigError: one home or the other.
    */
   beside?: boolean;
-  /** The table's id column, which the claims table is keyed by (`beside`). Default `id`. */
+  /** The table's id column, which the claims table is keyed by (`beside`) and a settle wake-up names rows by. Default `id`. */
   idColumn?: string;
   /**
    * An application's own column that names each row's kind (a `type` column), for `with: ['kinds']`: the kind
@@ -290,7 +290,7 @@ export async function initTable(store: Store, table = 'jobs', options: InitOptio
   if (groups.includes('dispatch')) await ensureDispatchIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', dispatchedColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt });
   if (groups.includes('kinds')) await ensureKindIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', kindColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.kind, processingCode: resolveStatusCodes(undefined).processing });
   if (groups.includes('groups')) await ensureGroupIndex(store, schema, table, { statusColumn: 'status', groupColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.group, processingCode: resolveStatusCodes(undefined).processing });
-  await schema.installWakeUps?.(store, table, 'status');
+  await schema.installWakeUps?.(store, table, 'status', { idColumn: 'id', processingCode: resolveStatusCodes(undefined).processing });
   return { table, created: true, migrated: null };
 }
 
@@ -357,7 +357,9 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   const createdKindIndex = kindColumn === null ? null : await ensureKindIndex(store, schema, table, { statusColumn, orderColumn, kindColumn, processingCode });
   const groupColumn = groups.includes('groups') ? (ownGroupInfo?.name ?? columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.group)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.group) : null;
   const createdGroupIndex = groupColumn === null ? null : await ensureGroupIndex(store, schema, table, { statusColumn, groupColumn, processingCode });
-  await schema.installWakeUps?.(store, table, statusColumn);
+  const idColumn = options.idColumn ?? 'id';
+  const settles = { idColumn: columns.find((c) => c.name.toLowerCase() === idColumn.toLowerCase())?.name ?? null, processingCode };
+  await schema.installWakeUps?.(store, table, statusColumn, settles);
   return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, createdKeyIndex, createdDispatchIndex, createdKindIndex, createdGroupIndex, addedStatus, beside };
 }
 

@@ -410,12 +410,16 @@ export interface Store {
   waitForWork?(timeoutMs: number, signal: AbortSignal, table?: ResolvedTable): Promise<void>;
 
   /**
-   * Resolves when the database may have been written (any write: a settle too, which `waitForWork` is not woken
-   * by), after `timeoutMs`, or at once when the signal aborts. Queue.waitFor reads its row again when it does.
-   * Unlike `waitForWork` it leaves a worker's own wake-up state alone, so a waitFor in a worker's process takes
-   * none of the worker's wake-ups. Absent: waitFor polls, backing off.
+   * Queue.waitFor's wake-up: resolves when rows of `table` may have settled, after `timeoutMs`, or at once when
+   * the signal aborts. With the ids (the id column's value as text) of the rows that settled, when the store's
+   * wake-up names them (a notification whose payload is the row's id); then only those rows are read again.
+   * With null when it cannot say which: on a change of the database (any write, on a store that sees only
+   * that), on a pace of its own (a store without notifications that reads at a steady short interval rather
+   * than waitFor's backoff), on the timeout, and on an abort, which must take nothing the next call would
+   * return. Unlike `waitForWork` it leaves a worker's own wake-up state alone, so a waitFor in a worker's
+   * process takes none of the worker's wake-ups. Absent: waitFor polls, backing off.
    */
-  waitForChange?(timeoutMs: number, signal: AbortSignal): Promise<void>;
+  waitForChange?(timeoutMs: number, signal: AbortSignal, table: ResolvedTable): Promise<readonly string[] | null>;
 
   /**
    * What `statusq doctor` asks of the server (its version and settings, its clock, the plan of a claim's
@@ -493,6 +497,12 @@ export interface StoreInspection {
    * them after the server line. Absent (the default): the adapter knows of no such setting.
    */
   serverChecks?(): Promise<ServerCheck[]>;
+  /**
+   * Whether `table` has the wake-ups SchemaSupport.installWakeUps gives it (a table migrated by an older version
+   * may lack one, until `migrate` runs again), as one verdict whose fix the caller words; `statusq doctor`
+   * lists it with the table's checks. Absent, or null: the store has no wake-ups kept in the table.
+   */
+  wakeUpCheck?(table: string): Promise<ServerCheck | null>;
 }
 
 /** Options every adapter's `connect` understands. */
@@ -628,6 +638,14 @@ export interface KeyIndexSpec {
   readonly processingCode: number;
 }
 
+/** What a settle wake-up (SchemaSupport.installWakeUps) needs of the table beyond its status column. */
+export interface SettleWakeUpSpec {
+  /** The id column, whose value names the settled row; null when the table has none by that name (the wake-up then names no row). */
+  readonly idColumn: string | null;
+  /** The status code of a processing row: a row settles when its status becomes a value other than this and NULL. */
+  readonly processingCode: number;
+}
+
 /**
  * The DDL an adapter supplies for `initTable` / `migrateTable`. Core decides what to create (columns,
  * index name, when) and runs the statements with `execute`, one at a time; the adapter decides how its
@@ -670,10 +688,11 @@ export interface SchemaSupport {
    */
   indexNames(schema: string | null, name: string): Statement;
   /**
-   * Makes writes to the table wake waiting workers (for `waitForWork`), e.g. with triggers, through
-   * `store`. Idempotent; called after every create and migrate. Adapters that are only polled leave it out.
+   * Makes writes to the table wake waiting workers (for `waitForWork`), and settles wake Queue.waitFor (for
+   * `waitForChange`), e.g. with triggers, through `store`. Idempotent; called after every create and migrate,
+   * so a migrate adds what an older version did not install. Adapters that are only polled leave it out.
    */
-  installWakeUps?(store: Store, table: string, statusColumn: string): Promise<void>;
+  installWakeUps?(store: Store, table: string, statusColumn: string, settles: SettleWakeUpSpec): Promise<void>;
   /**
    * Drops a table statusq created (the doctor's scratch table) and whatever `installWakeUps` left that
    * nothing else uses any more. Absent: `DROP TABLE <quoted name>` is all it takes.

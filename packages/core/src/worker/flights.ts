@@ -7,6 +7,7 @@ import type { DueTimes } from './due-times.js';
 import type { WorkerEventName, WorkerEvents } from './events.js';
 import type { WorkerPlugs } from './plugs.js';
 import { Settler } from './settler.js';
+import { JobTransactions } from './job-transaction.js';
 import { HAND_BACK_DEADLINE_MS, type WorkerCounters } from './reports.js';
 import type { WakeUps } from './wake-ups.js';
 import type { WorkerOptions, WorkerSettings } from './worker-options.js';
@@ -56,7 +57,7 @@ export class Flights {
     private readonly hooks: FlightHooks,
   ) {
     this.settler = new Settler(queue, settings.settleBatch, (error) => hooks.emit('error', { error, during: 'settle' }), plugs.refusedWrites);
-    this.outcomes = new JobOutcomes(queue, settings, options, settings.routes, plugs.progress);
+    this.outcomes = new JobOutcomes(queue, settings, options, settings.routes, plugs.progress, new JobTransactions(queue));
   }
 
   get size(): number {

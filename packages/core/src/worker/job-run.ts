@@ -9,7 +9,6 @@ import type { TransitionSql } from '../sql/transition-sql.js';
 import { columnOverflow } from '../protocol/columns.js';
 import type { WorkerOptions, WorkerSettings } from './worker-options.js';
 import type { HandlerRoutes } from './handler-routes.js';
-import { JobTransactions } from './job-transaction.js';
 
 /**
  * Where one claimed job stands, and so who decides its row's fate.
@@ -171,7 +170,7 @@ class FlightContext implements JobContext {
     private readonly flight: InFlight,
     readonly workerId: string,
     private readonly progressWriter: ProgressSink,
-    private readonly transactions: JobTransactions,
+    private readonly transactions: TransactionLender,
   ) {}
 
   get transaction(): JobContext['transaction'] {
@@ -207,18 +206,38 @@ class FlightContext implements JobContext {
 }
 
 /** Runs one claimed job's user code (the abuse rule, then the handler) and turns whatever happens into one outcome. */
-export class JobOutcomes {
-  private readonly transactions: JobTransactions;
+/** Where a handler's ctx.transaction goes (JobTransactions). */
+export interface TransactionLender {
+  run<T>(flight: InFlight, body: (tx: never) => T | Promise<T>, options: { readonly knex?: unknown } | undefined): Promise<Awaited<T>>;
+}
 
+/**
+ * A handler's result as the result column keeps it: JSON text, or null where the table has no such column or the
+ * handler returned nothing. A HandlerResultError for a result that is not JSON or that the column cannot hold.
+ */
+export function storedResult(table: ResolvedTable, result: unknown): string | null {
+  if (!table.columns.result || result === undefined) return null;
+  let text: string | null;
+  try {
+    text = JSON.stringify(result) ?? null;
+  } catch (error) {
+    throw new HandlerResultError(`handler result is not JSON-serialisable: ${describeError(error)}`, { cause: error });
+  }
+  // Checked before the UPDATE: a result the column cannot hold would fail this settle and every retry of it.
+  const overflow = text === null ? null : columnOverflow(text, table.limits.result);
+  if (overflow !== null) throw new HandlerResultError(`handler result is too large to store: ${overflow}`);
+  return text;
+}
+
+export class JobOutcomes {
   constructor(
     private readonly queue: Queue,
     private readonly settings: WorkerSettings,
     private readonly options: Pick<WorkerOptions, 'isAbuse'>,
     private readonly handlers: HandlerRoutes,
     private readonly progressWriter: ProgressSink,
-  ) {
-    this.transactions = new JobTransactions(queue, (result) => this.storedResult(result));
-  }
+    private readonly transactions: TransactionLender,
+  ) {}
 
   /**
    * Runs the abuse rule and the handler and turns whatever happens into one outcome. A handler that returns
@@ -258,7 +277,7 @@ export class JobOutcomes {
     if (directive) return this.fromDirective(directive);
     if (result === undefined) return COMPLETED_WITHOUT_RESULT;
     try {
-      return { kind: 'complete', result, stored: this.storedResult(result) };
+      return { kind: 'complete', result, stored: storedResult(this.queue.table, result) };
     } catch (error) {
       return this.failure(job, error);
     }
@@ -271,20 +290,6 @@ export class JobOutcomes {
 
   private fromDirective(directive: SettleDirective): Outcome {
     return directive.kind === 'abuse' ? { kind: 'abuse', reason: directive.reason } : { kind: 'giveUp', reason: directive.reason };
-  }
-
-  private storedResult(result: unknown): string | null {
-    if (!this.queue.table.columns.result || result === undefined) return null;
-    let text: string | null;
-    try {
-      text = JSON.stringify(result) ?? null;
-    } catch (error) {
-      throw new HandlerResultError(`handler result is not JSON-serialisable: ${describeError(error)}`, { cause: error });
-    }
-    // Checked before the UPDATE: a result the column cannot hold would fail this settle and every retry of it.
-    const overflow = text === null ? null : columnOverflow(text, this.queue.table.limits.result);
-    if (overflow !== null) throw new HandlerResultError(`handler result is too large to store: ${overflow}`);
-    return text;
   }
 
   failure(job: Job, error: unknown): Extract<Outcome, { kind: 'giveUp' | 'retry' }> {

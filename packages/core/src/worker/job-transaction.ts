@@ -10,7 +10,7 @@ import { TransitionSql } from '../sql/transition-sql.js';
 import { KNEX_PLACEHOLDER } from '../store/caller-transaction.js';
 import { STORE_RETRY, withStoreRetry } from '../store/retry.js';
 import type { StatementRunner } from '../store/store.js';
-import type { InFlight, Outcome } from './job-run.js';
+import { storedResult, type InFlight, type Outcome, type TransactionLender } from './job-run.js';
 
 /** Opens a transaction, runs `body` in it with the application's handle, core's runner and the statements for that runner, and commits. */
 type Lender = <T>(body: (handle: unknown, runner: StatementRunner, sql: TransitionSql) => Promise<T>) => Promise<T>;
@@ -20,14 +20,11 @@ interface KnexShape {
   isTransaction?: unknown;
 }
 
-export class JobTransactions {
+export class JobTransactions implements TransactionLender {
   /** The table's statements with knex's `?` placeholders, made when a knex transaction is first lent. */
   private knexSql: TransitionSql | null = null;
 
-  constructor(
-    private readonly queue: Queue,
-    private readonly storedResult: (result: unknown) => string | null,
-  ) {}
+  constructor(private readonly queue: Queue) {}
 
   async run<T>(flight: InFlight, body: (tx: never) => T | Promise<T>, options: { readonly knex?: unknown } | undefined): Promise<Awaited<T>> {
     const id = String(flight.job.id);
@@ -43,7 +40,7 @@ export class JobTransactions {
     try {
       const value = await lend(async (handle, runner, sql) => {
         const value = await (body as (tx: unknown) => T | Promise<T>)(handle);
-        const outcome: Outcome = { kind: 'complete', result: value, stored: this.storedResult(value) };
+        const outcome: Outcome = { kind: 'complete', result: value, stored: storedResult(this.queue.table, value) };
         refuseUnlessHeld(flight);
         // From here a heartbeat that finds the row gone may be finding this very settle: the transaction decides.
         flight.state = 'committing';
