@@ -14,7 +14,7 @@ import { PUBLIC, root } from './packs.mjs';
  */
 const BUDGETS = {
   '@statusq/core': 64,
-  '@statusq/core/adapter': 182,
+  '@statusq/core/adapter': 183,
   '@statusq/core/tools': 74,
   '@statusq/conformance': 48,
   '@statusq/schema': 4,

@@ -45,6 +45,8 @@ export interface TableOptions {
   kinds?: number;
   /** A group column (`--with groups`) whose values run '0' .. groups-1 by id, mixed. */
   groups?: number;
+  /** The settle wake-up for waitFor (`--with await`), where the store's wake-ups are triggers. */
+  await?: boolean;
 }
 
 export interface BenchDatabase {
@@ -144,6 +146,7 @@ abstract class BaseBench implements BenchDatabase {
       ...(options.dispatch ? (['dispatch'] as const) : []),
       ...(options.kinds ? (['kinds'] as const) : []),
       ...(options.groups ? (['groups'] as const) : []),
+      ...(options.await ? (['await'] as const) : []),
     ];
     await initTable(this.admin, table, { ...(groups.length > 0 && { with: groups }), ...(options.beside && { beside: true }) });
     // Finished rows are older than pending ones: the claim's newest-first walk meets pending rows first

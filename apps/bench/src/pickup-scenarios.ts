@@ -88,7 +88,7 @@ export async function waitForScenario(ctx: BenchContext): Promise<void> {
     await withDatabase(dialect, async (db) => {
       const table = 'bench_wait_for';
       for (const variant of waitForVariants(dialect)) {
-        await db.createTable(table, { pending: 0, finished: 0 });
+        await db.createTable(table, { pending: 0, finished: 0 }, { await: true });
         ctx.record(await waitForPickup(db, table, variant, ctx.plan.waitFor));
       }
       await db.dropTable(table);

@@ -11,26 +11,31 @@ cliScenarios(
   postgresCliTarget,
   ['commands'],
   (ctx) => {
-    it('init installs the NOTIFY triggers that wake idle workers and waitFor', async () => {
+    it('init installs the NOTIFY triggers that wake idle workers, and the one that wakes waitFor only with --with await', async () => {
       const { statusq, db } = ctx();
+      const triggers = async (table: string) =>
+        (await db.query<{ tgname: string }>(`SELECT tgname FROM pg_trigger WHERE tgrelid = '${table}'::regclass AND NOT tgisinternal ORDER BY tgname`)).map((t) => t.tgname);
       expect((await statusq('init', '--db', db.url)).code).toBe(0);
-      const triggers = await db.query<{ tgname: string }>(`SELECT tgname FROM pg_trigger WHERE tgrelid = 'jobs'::regclass AND NOT tgisinternal ORDER BY tgname`);
-      expect(triggers.map((t) => t.tgname)).toEqual(['statusq_notify_insert', 'statusq_notify_settle', 'statusq_notify_update']);
+      expect(await triggers('jobs')).toEqual(['statusq_notify_insert', 'statusq_notify_update']);
+      expect((await statusq('init', '--db', db.url, '--table', 'awaited', '--with', 'await')).code).toBe(0);
+      expect(await triggers('awaited')).toEqual(['statusq_notify_insert', 'statusq_notify_settle', 'statusq_notify_update']);
     });
 
-    it('doctor: a table without the settle trigger (migrated by an older version) is a wake-ups warning whose fix is migrate, which adds it', async () => {
+    it("doctor: the wake-ups check says whether settles wake waitFor (migrate --with await adds that trigger); a table without a worker's trigger is a warning whose fix is migrate", async () => {
       const { statusq, db } = ctx();
       expect((await statusq('init', '--db', db.url)).code).toBe(0);
       const wakeUps = async () => {
         const run = await statusq('doctor', '--db', db.url, '--table', 'jobs', '--json', '--race-jobs', '0');
         return checkOf(reportOf(run), 'wake-ups');
       };
-      expect(await wakeUps()).toMatchObject({ status: 'pass' });
-      await db.query('DROP TRIGGER statusq_notify_settle ON jobs');
+      expect(await wakeUps()).toMatchObject({ status: 'pass', detail: expect.stringMatching(/not waitFor on settles, which reads on its backoff .*migrate --with await/) });
+      expect((await statusq('migrate', '--db', db.url, '--table', 'jobs', '--with', 'await')).code).toBe(0);
+      expect(await wakeUps()).toMatchObject({ status: 'pass', detail: 'NOTIFY triggers wake idle workers on new rows, and waitFor on settles' });
+      await db.query('DROP TRIGGER statusq_notify_insert ON jobs');
       expect(await wakeUps()).toEqual({
         name: 'wake-ups',
         status: 'warn',
-        detail: "jobs lacks statusq's NOTIFY triggers (made by an older version, or dropped): waitFor and enqueue --wait see a settle by polling, up to about 1 s late, instead of within milliseconds",
+        detail: "jobs lacks statusq's NOTIFY triggers (made by an older version, or dropped): idle workers are not woken by new rows and poll",
         fix: 'statusq migrate --db "$STATUSQ_DATABASE_URL" --table jobs',
       });
       expect((await statusq('migrate', '--db', db.url, '--table', 'jobs')).code).toBe(0);

@@ -18,7 +18,7 @@ const KIND_COLUMN = '  --kind-column C             the column naming each row\'s
 const GROUP_COLUMN = '  --group-column C            the column holding each row\'s group (default group_key)';
 
 export const COMMAND_HELP: Readonly<Record<Command, string>> = {
-  init: `usage: statusq init --db URL [--table jobs] [--with priority,progress,kinds,groups,tracing] [--order newest|oldest]
+  init: `usage: statusq init --db URL [--table jobs] [--with priority,progress,kinds,groups,tracing,await] [--order newest|oldest]
 Creates a managed queue table (id, date, status, payload, the leases, retries, results, delays and dedupe
 columns, the pending and key indexes). On an existing table it adds what is missing.
 
@@ -28,9 +28,11 @@ ${DB}
                               progress column, for ctx.progress), kinds (a kind column with its index, for
                               enqueue --kind and work --handlers), groups (a group_key column with its index,
                               for enqueue --group and work --group-concurrency / --group-rate), tracing (a
-                              trace_context column: a job's run span joins the trace that enqueued it)
+                              trace_context column: a job's run span joins the trace that enqueued it), await (no
+                              column: where wake-ups are triggers, one NOTIFYs each settle, so enqueue --wait and
+                              waitFor see it at once; every settle pays for it)
   --order newest|oldest       the order the workers claim in, which the priority index serves (default newest)`,
-  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch,kinds,groups,tracing] [--beside [--id-column C]] [--kind-column C] [--group-column C] [--order newest|oldest]
+  migrate: `usage: statusq migrate --db URL --table T [--with leases,retries,results,delays,priority,dedupe,progress,dispatch,kinds,groups,tracing,await] [--beside [--id-column C]] [--kind-column C] [--group-column C] [--order newest|oldest]
 Prepares an existing table: adds the status column if missing (every row then pending), the optional column
 groups asked for and the pending-row index. Data is untouched; a second run changes nothing.
 With --beside the table gains no column: a claims table T_statusq keyed by its id holds claimed_at,
@@ -48,7 +50,9 @@ ${DB}
                               --from), kinds (kind and its index, for enqueue --kind and work --handlers),
                               groups (group_key and its index, for enqueue --group and work
                               --group-concurrency / --group-rate), tracing (trace_context, which enqueue
-                              fills with the caller's W3C trace context); default none
+                              fills with the caller's W3C trace context), await (no column: where wake-ups are
+                              triggers, one NOTIFYs each settle, so enqueue --wait and waitFor see it at once;
+                              every settle pays for it); default none
   --beside                    keep the claim state in the claims table T_statusq instead of new columns of
                               T (not on a table that has claim-state columns of its own)
   --id-column C               with --beside: the id column the claims table is keyed by (default id)

@@ -1,4 +1,4 @@
-import type { SchemaSupport } from '@statusq/core/adapter';
+import type { SchemaSupport, SettleWakeUpSpec, Statement } from '@statusq/core/adapter';
 import { knexStatements } from '@statusq/schema';
 import { notifyChannel, postgresDialect, settleChannel } from './postgres-dialect.js';
 
@@ -43,9 +43,11 @@ export const postgresSchema: SchemaSupport = {
    * And for Queue.waitFor: a row-level trigger NOTIFYs the table's settle channel (settleChannel, not the
    * workers': a settle must not wake idle workers) with the row's id when its status becomes final (any value
    * but NULL and the processing code), so a waiter reads only its own row again. Its WHEN is judged per row
-   * without calling the function, so claims and heartbeats pay nothing. A status compared as text, so an
-   * application's text status column takes the trigger too. Installed once: when all three triggers exist
-   * nothing is changed, and a table migrated before the settle trigger gets it on its next migrate.
+   * without calling the function, so claims and heartbeats pay nothing; a settle pays its function call and a
+   * NOTIFY, whose commit takes the server's one notification-queue lock: a no-op burn-down ran about a fifth slower
+   * with it (docs/benchmarks.md), so it is made only when asked (`settles`, the column group `await`). A status
+   * compared as text, so an application's text status column takes the trigger too. Installed once: when the
+   * triggers asked for exist nothing is changed, and a migrate adds those missing.
    */
   async installWakeUps(store, table, statusColumn, settles) {
     const q = (name: string) => store.dialect.quoteIdentifier(name);
@@ -53,27 +55,16 @@ export const postgresSchema: SchemaSupport = {
       sql: 'SELECT tgname AS name FROM pg_trigger WHERE tgrelid = to_regclass($1) AND tgname IN ($2, $3, $4) AND NOT tgisinternal',
       params: [q(table), INSERT_TRIGGER, UPDATE_TRIGGER, SETTLE_TRIGGER],
     });
-    if (rows.length === 3) return;
+    const present = new Set(rows.map((row) => String(row.name)));
+    const wanted = settles === null ? [INSERT_TRIGGER, UPDATE_TRIGGER] : [INSERT_TRIGGER, UPDATE_TRIGGER, SETTLE_TRIGGER];
+    if (wanted.every((name) => present.has(name))) return;
     // The channels the store LISTENs on; notifyChannel and settleChannel validate them before they are written into a trigger.
     const channel = notifyChannel(table);
     const settled = settleChannel(table);
     const status = q(statusColumn);
-    const processing = String(settles.processingCode);
-    // The id column's name reaches the function as a trigger argument, read from the row as JSON: one function for every table.
-    const idArgument = settles.idColumn === null ? '' : settles.idColumn.replaceAll("'", "''");
-    await store.executeBatch([
-      // Two migrations at once must not replace the shared functions concurrently.
-      { sql: NOTIFY_LOCK, params: [] },
+    const workers: Statement[] = [
       {
         sql: `CREATE OR REPLACE FUNCTION ${NOTIFY_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $fn$ BEGIN PERFORM pg_notify(TG_ARGV[0], ''); RETURN NULL; END $fn$`,
-        params: [],
-      },
-      {
-        sql:
-          `CREATE OR REPLACE FUNCTION ${SETTLE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $fn$ DECLARE id text; BEGIN ` +
-          `IF TG_ARGV[1] <> '' THEN id := to_jsonb(NEW) ->> TG_ARGV[1]; END IF; ` +
-          `IF id IS NULL OR octet_length(id) > ${SETTLE_PAYLOAD_MAX_BYTES} THEN id := ''; END IF; ` +
-          `PERFORM pg_notify(TG_ARGV[0], id); RETURN NULL; END $fn$`,
         params: [],
       },
       { sql: `DROP TRIGGER IF EXISTS ${INSERT_TRIGGER} ON ${q(table)}`, params: [] },
@@ -83,15 +74,9 @@ export const postgresSchema: SchemaSupport = {
         sql: `CREATE TRIGGER ${UPDATE_TRIGGER} AFTER UPDATE OF ${status} ON ${q(table)} FOR EACH ROW WHEN (NEW.${status} IS NULL AND OLD.${status} IS NOT NULL) EXECUTE PROCEDURE ${NOTIFY_FUNCTION}('${channel}')`,
         params: [],
       },
-      { sql: `DROP TRIGGER IF EXISTS ${SETTLE_TRIGGER} ON ${q(table)}`, params: [] },
-      {
-        sql:
-          `CREATE TRIGGER ${SETTLE_TRIGGER} AFTER UPDATE OF ${status} ON ${q(table)} FOR EACH ROW ` +
-          `WHEN (NEW.${status} IS NOT NULL AND NEW.${status}::text <> '${processing}' AND NEW.${status} IS DISTINCT FROM OLD.${status}) ` +
-          `EXECUTE PROCEDURE ${SETTLE_FUNCTION}('${settled}', '${idArgument}')`,
-        params: [],
-      },
-    ]);
+    ];
+    // Two migrations at once must not replace the shared functions concurrently.
+    await store.executeBatch([{ sql: NOTIFY_LOCK, params: [] }, ...workers, ...(settles === null ? [] : settleTrigger(q(table), status, settled, settles))]);
   },
   /**
    * The table (its triggers go with it), then each shared trigger function once no trigger of any table uses
@@ -111,3 +96,28 @@ export const postgresSchema: SchemaSupport = {
     },
   ],
 };
+
+/** Queue.waitFor's trigger (the column group `await`): each settle of the table NOTIFYs `channel` with the row's id. */
+function settleTrigger(table: string, status: string, channel: string, settles: SettleWakeUpSpec): Statement[] {
+  const processing = String(settles.processingCode);
+  // The id column's name reaches the function as a trigger argument, read from the row as JSON: one function for every table.
+  const idArgument = settles.idColumn === null ? '' : settles.idColumn.replaceAll("'", "''");
+  return [
+    {
+      sql:
+        `CREATE OR REPLACE FUNCTION ${SETTLE_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $fn$ DECLARE id text; BEGIN ` +
+        `IF TG_ARGV[1] <> '' THEN id := to_jsonb(NEW) ->> TG_ARGV[1]; END IF; ` +
+        `IF id IS NULL OR octet_length(id) > ${SETTLE_PAYLOAD_MAX_BYTES} THEN id := ''; END IF; ` +
+        `PERFORM pg_notify(TG_ARGV[0], id); RETURN NULL; END $fn$`,
+      params: [],
+    },
+    { sql: `DROP TRIGGER IF EXISTS ${SETTLE_TRIGGER} ON ${table}`, params: [] },
+    {
+      sql:
+        `CREATE TRIGGER ${SETTLE_TRIGGER} AFTER UPDATE OF ${status} ON ${table} FOR EACH ROW ` +
+        `WHEN (NEW.${status} IS NOT NULL AND NEW.${status}::text <> '${processing}' AND NEW.${status} IS DISTINCT FROM OLD.${status}) ` +
+        `EXECUTE PROCEDURE ${SETTLE_FUNCTION}('${channel}', '${idArgument}')`,
+      params: [],
+    },
+  ];
+}

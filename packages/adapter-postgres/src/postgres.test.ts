@@ -153,7 +153,7 @@ whenPostgresAnswers('PostgreSQL-specific tests', () => {
 
     it('LISTEN/NOTIFY: init installs the trigger; waitForWork wakes on INSERT and on a requeue back to pending, and again after its connection was killed', async () => {
       const writer = await store();
-      await initTable(writer, 'jobs');
+      await initTable(writer, 'jobs', { with: ['await'] });
       const writerQueue = await Queue.open(writer, { table: 'jobs' });
       const { rows: triggers } = await writer.execute({
         sql: `SELECT tgname, encode(tgargs, 'escape') AS args FROM pg_trigger WHERE tgrelid = 'jobs'::regclass AND NOT tgisinternal ORDER BY tgname`,
@@ -222,9 +222,9 @@ whenPostgresAnswers('PostgreSQL-specific tests', () => {
       await done;
     });
 
-    it('settle NOTIFY: waitForChange names the settled rows by id on a channel of its own, which wakes no idle worker; a table migrated before the settle trigger still resolves waitFor (polling), and migrate adds the trigger', async () => {
+    it('settle NOTIFY (init --with await): waitForChange names the settled rows by id on a channel of its own, which wakes no idle worker; a table without the settle trigger still resolves waitFor (polling), and migrate --with await adds the trigger', async () => {
       const writer = await store();
-      await initTable(writer, 'jobs');
+      await initTable(writer, 'jobs', { with: ['await'] });
       const writerQueue = await Queue.open(writer, { table: 'jobs' });
       const [first, second, third] = await writerQueue.enqueue([{ n: 1 }, { n: 2 }, { n: 3 }]);
       await writerQueue.claim({ limit: 3, token: 'w' });
@@ -258,9 +258,11 @@ whenPostgresAnswers('PostgreSQL-specific tests', () => {
       expect(listenless.waitForChange).toBeUndefined();
       expect(await (await Queue.open(listenless, { table: 'jobs' })).waitFor(first!, { timeoutMs: 0 })).toEqual({ status: 'done', result: undefined, lastError: null });
 
+      const settleTriggers = async () => (await writer.execute({ sql: `SELECT tgname FROM pg_trigger WHERE tgrelid = 'jobs'::regclass AND tgname = 'statusq_notify_settle'`, params: [] })).rows;
       await migrateTable(writer, { table: 'jobs' });
-      const { rows } = await writer.execute({ sql: `SELECT tgname FROM pg_trigger WHERE tgrelid = 'jobs'::regclass AND tgname = 'statusq_notify_settle'`, params: [] });
-      expect(rows).toHaveLength(1);
+      expect(await settleTriggers()).toHaveLength(0);
+      await migrateTable(writer, { table: 'jobs', with: ['await'] });
+      expect(await settleTriggers()).toHaveLength(1);
     });
 
     it('channel names: derived from the table, validated, at most 63 characters', () => {

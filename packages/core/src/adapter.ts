@@ -100,6 +100,7 @@ export {
   type StatementLimit,
   type StatementRunner,
   type LentTransaction,
+  type SettleWakeUpSpec,
   type Store,
   type StoreCapabilities,
   type StoreInspection,

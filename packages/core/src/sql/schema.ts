@@ -46,6 +46,13 @@ export const COLUMN_GROUPS = {
    * the trace of the request that enqueued it. Not in a table `init` makes unless asked.
    */
   tracing: ['traceContext'],
+  /**
+   * No column: a wake-up of each settle for Queue.waitFor and `enqueue --wait`, where the store's wake-ups are
+   * triggers in the table (SchemaSupport.installWakeUps). Asked for, never made unasked: every settle then pays for
+   * a notification at its commit (about a fifth of a no-op burn-down's throughput, docs/benchmarks.md). Without
+   * it waitFor reads the row on its backoff.
+   */
+  await: [],
 } as const satisfies Record<string, readonly OptionalColumn[]>;
 
 /**
@@ -290,7 +297,7 @@ export async function initTable(store: Store, table = 'jobs', options: InitOptio
   if (groups.includes('dispatch')) await ensureDispatchIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', dispatchedColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.dispatchedAt });
   if (groups.includes('kinds')) await ensureKindIndex(store, schema, table, { statusColumn: 'status', orderColumn: 'date', kindColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.kind, processingCode: resolveStatusCodes(undefined).processing });
   if (groups.includes('groups')) await ensureGroupIndex(store, schema, table, { statusColumn: 'status', groupColumn: DEFAULT_OPTIONAL_COLUMN_NAMES.group, processingCode: resolveStatusCodes(undefined).processing });
-  await schema.installWakeUps?.(store, table, 'status', { idColumn: 'id', processingCode: resolveStatusCodes(undefined).processing });
+  await schema.installWakeUps?.(store, table, 'status', groups.includes('await') ? { idColumn: 'id', processingCode: resolveStatusCodes(undefined).processing } : null);
   return { table, created: true, migrated: null };
 }
 
@@ -358,7 +365,7 @@ export async function migrateTable(store: Store, options: MigrateOptions): Promi
   const groupColumn = groups.includes('groups') ? (ownGroupInfo?.name ?? columns.find((c) => c.name.toLowerCase() === DEFAULT_OPTIONAL_COLUMN_NAMES.group)?.name ?? DEFAULT_OPTIONAL_COLUMN_NAMES.group) : null;
   const createdGroupIndex = groupColumn === null ? null : await ensureGroupIndex(store, schema, table, { statusColumn, groupColumn, processingCode });
   const idColumn = options.idColumn ?? 'id';
-  const settles = { idColumn: columns.find((c) => c.name.toLowerCase() === idColumn.toLowerCase())?.name ?? null, processingCode };
+  const settles = groups.includes('await') ? { idColumn: columns.find((c) => c.name.toLowerCase() === idColumn.toLowerCase())?.name ?? null, processingCode } : null;
   await schema.installWakeUps?.(store, table, statusColumn, settles);
   return { table, addedColumns: added.map((c) => c.name), createdIndex, createdPriorityIndex, createdKeyIndex, createdDispatchIndex, createdKindIndex, createdGroupIndex, addedStatus, beside };
 }

@@ -688,11 +688,12 @@ export interface SchemaSupport {
    */
   indexNames(schema: string | null, name: string): Statement;
   /**
-   * Makes writes to the table wake waiting workers (for `waitForWork`), and settles wake Queue.waitFor (for
-   * `waitForChange`), e.g. with triggers, through `store`. Idempotent; called after every create and migrate,
+   * Makes writes to the table wake waiting workers (for `waitForWork`), and, when `settles` is given (the column
+   * group `await`), settles wake Queue.waitFor (for `waitForChange`), e.g. with triggers, through `store`. Null
+   * installs no settle wake-up and leaves one already there. Idempotent; called after every create and migrate,
    * so a migrate adds what an older version did not install. Adapters that are only polled leave it out.
    */
-  installWakeUps?(store: Store, table: string, statusColumn: string, settles: SettleWakeUpSpec): Promise<void>;
+  installWakeUps?(store: Store, table: string, statusColumn: string, settles: SettleWakeUpSpec | null): Promise<void>;
   /**
    * Drops a table statusq created (the doctor's scratch table) and whatever `installWakeUps` left that
    * nothing else uses any more. Absent: `DROP TABLE <quoted name>` is all it takes.
