@@ -126,7 +126,7 @@ describe('names and groups', () => {
   it('parseColumnGroups: a comma list or an array, trimmed and deduplicated; unknown groups are a ConfigError', () => {
     expect(parseColumnGroups(undefined)).toEqual([]);
     expect(parseColumnGroups(' leases ,retries,leases,')).toEqual(['leases', 'retries']);
-    expect(parseColumnGroups(Object.keys(COLUMN_GROUPS))).toEqual(['leases', 'retries', 'results', 'delays', 'priority', 'dedupe', 'progress', 'dispatch', 'kinds', 'groups', 'tracing']);
+    expect(parseColumnGroups(Object.keys(COLUMN_GROUPS))).toEqual(['leases', 'retries', 'results', 'delays', 'priority', 'dedupe', 'progress', 'dispatch', 'kinds', 'groups', 'tracing', 'await']);
     expect(() => parseColumnGroups('leases,everything')).toThrow(ConfigError);
   });
 });
