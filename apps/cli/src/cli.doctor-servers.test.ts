@@ -95,7 +95,8 @@ onServer('postgres', 'postgres', await postgresUnavailable(), () => {
       expect(alone.code, alone.stdout + alone.stderr).toBe(0);
       expect(await functions(url)).toBe(0);
 
-      expect((await statusq('init', '--db', url)).code).toBe(0);
+      // --with await: the table takes both shared functions, the workers' and waitFor's settle wake-up.
+      expect((await statusq('init', '--db', url, '--with', 'await')).code).toBe(0);
       const beside = await statusq('doctor', '--db', url, '--race-jobs', '50', '--json');
       expect(beside.code, beside.stdout + beside.stderr).toBe(0);
       expect(await functions(url)).toBe(2);

@@ -247,6 +247,35 @@ export function transactionCases(env: () => TestEnv, options: ConformanceOptions
       await env().closeStores();
     });
 
+    it('a store that cannot lend a transaction: ctx.transaction rejects with a JobTransactionError that names { knex }, runs nothing, and the row settles as the handler says', async () => {
+      const inner = await env().store();
+      const queue = await createJobs(inner);
+      const [id] = await enqueueJobs(queue, ['no lending']);
+      const { lendTransaction: _lends, ...lendless } = delegatingStore(inner);
+      const caught = deferred<unknown>();
+      let bodies = 0;
+      const w = await env().startWorker({
+        store: lendless,
+        table: { table: 'jobs' },
+        ...FAST,
+        exitWhenEmpty: true,
+        handler: async (_job: Job, ctx: JobContext) => {
+          await ctx.transaction(() => void bodies++).catch((error: unknown) => caught.resolve(error));
+          return 'settled without it';
+        },
+      });
+      const counters = await withDeadline(w.done, 20_000, 'the worker to drain the queue');
+      const error = await caught.promise;
+      expect(error).toBeInstanceOf(JobTransactionError);
+      expect((error as Error).message).toMatch(/cannot lend a transaction; pass ctx.transaction\(body, \{ knex \}\)/);
+      expect(bodies).toBe(0);
+      expect(counters.completed).toBe(1);
+      const row = await readRow(inner, 'jobs', id);
+      expect(statusOf(row)).toBe(queue.table.codes.done);
+      expect(JSON.parse(String(row.result))).toBe('settled without it');
+      await env().closeStores();
+    });
+
     it("[needs knex] with { knex }: the write through the application's knex transaction and the settle commit together; a claim taken over rolls both back", async (ctx: TestContext) => {
       if (!options.knexConfig) skipFor(ctx, 'knex');
       const store = await env().store();
