@@ -26,7 +26,9 @@ export class ChildHandle {
       }
     });
     child.stderr!.on('data', (chunk: Buffer) => this.stderr.push(chunk.toString()));
-    this.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+    // 'close', not 'exit': at 'exit' the child's stdout may still hold its last lines (its result), unread; on a
+    // loaded machine a result() then found no JSON line from a child that had printed one.
+    this.exited = new Promise((resolve) => child.on('close', (code, signal) => resolve({ code, signal })));
   }
 
   get pid(): number {
