@@ -49,6 +49,15 @@ export function cancelAction(overview: Overview, status: 'pending' | 'processing
   };
 }
 
+/** The header cell over a table's column of row buttons: named for screen readers, blank to the eye. */
+export function ActionsHeader() {
+  return (
+    <th scope="col">
+      <span class="visually-hidden">actions</span>
+    </th>
+  );
+}
+
 /** A button that asks before it acts: nothing happens until the operator confirms `action` in the dialog. */
 export function ActionButton({ testId, label, ariaLabel, small, disabled, ask, action }: { testId: string; label: string; ariaLabel?: string; small?: boolean; disabled?: boolean; ask: (action: Action) => void; action: Action }) {
   const classes = [small ? 'small' : '', action.kind === 'cancel' ? 'danger' : ''].filter(Boolean).join(' ');

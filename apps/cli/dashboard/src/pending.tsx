@@ -1,6 +1,6 @@
 // The pending rows, in the claim order the dashboard was given (--order), with a cancel per row: a job queued
 // by mistake can be stopped before a worker takes it.
-import { ActionButton, cancelAction, type Ask } from './actions.tsx';
+import { ActionButton, ActionsHeader, cancelAction, type Ask } from './actions.tsx';
 import { ageAt, cellText, formatAge, rowId } from './format.ts';
 import type { Snapshot } from './poll.ts';
 import { Listed, canCancel, columnOf, idColumn } from './row-list.tsx';
@@ -25,11 +25,7 @@ export function Pending({ snapshot, ask }: { snapshot: Snapshot; ask: Ask }) {
               {kind && <th scope="col">kind</th>}
               {order && <th scope="col">{order}</th>}
               {attempts && <th scope="col">attempts</th>}
-              {cancel && (
-                <th scope="col">
-                  <span class="visually-hidden">actions</span>
-                </th>
-              )}
+              {cancel && <ActionsHeader />}
             </tr>
           </thead>
           <tbody>

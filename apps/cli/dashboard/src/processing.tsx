@@ -1,6 +1,6 @@
 // The rows in processing: who holds each, its attempts and lease age, expired leases marked, the requeue of
 // expired claims, and a cancel per row.
-import { ActionButton, cancelAction, type Ask } from './actions.tsx';
+import { ActionButton, ActionsHeader, cancelAction, type Ask } from './actions.tsx';
 import { ageAt, cellText, formatAge, rowId } from './format.ts';
 import type { Snapshot } from './poll.ts';
 import { Listed, canCancel, columnOf, idColumn } from './row-list.tsx';
@@ -46,11 +46,7 @@ export function Processing({ snapshot, ask }: { snapshot: Snapshot; ask: Ask }) 
               {worker && <th scope="col">worker</th>}
               {attempts && <th scope="col">attempts</th>}
               {claimed && <th scope="col">lease age</th>}
-              {cancel && (
-                <th scope="col">
-                  <span class="visually-hidden">actions</span>
-                </th>
-              )}
+              {cancel && <ActionsHeader />}
             </tr>
           </thead>
           <tbody>

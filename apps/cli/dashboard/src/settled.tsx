@@ -2,7 +2,7 @@
 // or for all.
 import type { Overview, RowsReport } from './api.ts';
 import { ageAt, cellText, formatAge, formatCount, rowId } from './format.ts';
-import { ActionButton, type Ask } from './actions.tsx';
+import { ActionButton, ActionsHeader, type Ask } from './actions.tsx';
 import { Listed, columnOf, idColumn } from './row-list.tsx';
 
 export function Settled({ status, title, overview, report, ask }: { status: 'failed' | 'abuse'; title: string; overview: Overview; report: RowsReport; ask: Ask }) {
@@ -39,11 +39,7 @@ export function Settled({ status, title, overview, report, ask }: { status: 'fai
               {attempts && <th scope="col">attempts</th>}
               {finished && <th scope="col">finished</th>}
               {lastError && <th scope="col">{status === 'abuse' ? 'reason' : 'last error'}</th>}
-              {ask && (
-                <th scope="col">
-                  <span class="visually-hidden">actions</span>
-                </th>
-              )}
+              {ask && <ActionsHeader />}
             </tr>
           </thead>
           <tbody>
