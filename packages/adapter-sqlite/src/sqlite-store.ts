@@ -156,23 +156,15 @@ export class SqliteStore implements Store {
    * in between, in this process or another; the gate keeps this store's other calls out until COMMIT.
    */
   transaction<T>(body: (tx: StatementRunner) => Promise<T>): Promise<T> {
-    return this.gate.hold(async () => {
-      this.guard(() => this.run(BEGIN_IMMEDIATE));
-      try {
-        const result = await body({ execute: async (statement) => this.guard(() => this.run(statement)) });
-        this.guard(() => this.run(COMMIT));
-        return result;
-      } catch (error) {
-        if (this.db.open && this.db.inTransaction) this.db.exec('ROLLBACK');
-        throw toStoreError(error);
-      }
-    });
+    // The lent transaction with core's runner alone; what fails inside is mapped, as core's body raises only store errors.
+    return this.lendTransaction((tx) => body(tx.runner)).catch((error: unknown) => Promise.reject(toStoreError(error)));
   }
 
   /**
    * A transaction lent to a handler (ctx.transaction): the handle is this store's better-sqlite3 `Database`, for
    * `db.prepare(...).run(...)`, inside BEGIN IMMEDIATE. It holds the database's write lock, and this process's
-   * other calls of the database wait (the gate), until COMMIT: keep the callback short.
+   * other calls of the database wait (the gate), until COMMIT: keep the callback short. A body's own error is
+   * rethrown as it was thrown (`transaction` maps them).
    */
   lendTransaction<T>(body: (tx: LentTransaction) => Promise<T>): Promise<T> {
     return this.gate.hold(async () => {
